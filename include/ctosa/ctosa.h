@@ -1,0 +1,15 @@
+/*
+ * ctosa/ctosa.h - the whole public API of the ctosa library.
+ *
+ * ctosa takes neural-network models, partitions them against a TOSA
+ * specification, lowers what the target supports to TOSA, writes TOSA
+ * flatbuffers and runs them on a reference interpreter.
+ */
+#ifndef CTOSA_CTOSA_H
+#define CTOSA_CTOSA_H
+
+#include "ctosa/common.h"
+#include "ctosa/graph.h"
+#include "ctosa/tosa_io.h"
+
+#endif

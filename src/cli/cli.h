@@ -1,0 +1,30 @@
+/* cli.h - the ctosa command: one file per subcommand (cmd_<name>.c), each
+ * using only the public API plus the small helpers below. Every command
+ * returns the process exit code: 0 success, 1 a reported problem, 2 bad
+ * usage or bad input (see ../shared/docs/cli-contract.md). */
+#ifndef CTOSA_CLI_H
+#define CTOSA_CLI_H
+
+#include <stdio.h>
+#include "ctosa/ctosa.h"
+
+int cmd_lower(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_spec(int argc, char **argv);
+
+/* Prints "ctosa <cmd>: <message>" to stderr and returns the exit code for
+ * err (frees it). */
+int cli_fail(const char *cmd, ctosa_error *err);
+/* Prints a usage error ("ctosa <cmd>: ...; see 'ctosa <cmd> --help'") and
+ * returns 2. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For "--flag VALUE" and "--flag=VALUE": returns the value and advances *i,
+ * or NULL when argv[*i] is not this flag. Sets *missing when the flag is
+ * present without a value. */
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt,
+                           int *missing);
+
+#endif

@@ -1,0 +1,79 @@
+/* main.c - `ctosa <command>` dispatcher. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"lower", cmd_lower, "partition an ONNX model against a TOSA spec and lower it"},
+    {"run", cmd_run, "run a .tosa graph on the reference interpreter"},
+    {"check", cmd_check, "verify a .tosa file and validate it against a spec"},
+    {"dump", cmd_dump, "print a .tosa graph (json or text)"},
+    {"info", cmd_info, "summarise a .tosa file: version, sizes, operator counts, layout"},
+    {"spec", cmd_spec, "parse a spec string and print what it allows"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ctosa <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n'ctosa <command> --help' describes a command's options.\n");
+}
+
+int cli_fail(const char *cmd, ctosa_error *err) {
+    int code = ctosa_error_exit_code(err);
+    fprintf(stderr, "ctosa %s: %s\n", cmd, ctosa_error_message(err));
+    ctosa_error_free(err);
+    return code;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ctosa %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'ctosa %s --help')\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt,
+                           int *missing) {
+    const char *a = argv[*i];
+    *missing = 0;
+    const char *names[2] = {flag, alt};
+    for (int k = 0; k < 2; k++) {
+        const char *f = names[k];
+        if (!f) continue;
+        size_t n = strlen(f);
+        if (strncmp(a, f, n) != 0) continue;
+        if (a[n] == '=') return a + n + 1;
+        if (a[n] != 0) continue;
+        if (*i + 1 >= argc) {
+            *missing = 1;
+            return NULL;
+        }
+        return argv[++*i];
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ctosa %s\n", CTOSA_VERSION_STRING);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "ctosa: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
