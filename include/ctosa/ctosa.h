@@ -11,5 +11,6 @@
 #include "ctosa/common.h"
 #include "ctosa/graph.h"
 #include "ctosa/tosa_io.h"
+#include "ctosa/spec.h"
 
 #endif
