@@ -12,5 +12,8 @@
 #include "ctosa/graph.h"
 #include "ctosa/tosa_io.h"
 #include "ctosa/spec.h"
+#include "ctosa/onnx.h"
+#include "ctosa/interp.h"
+#include "ctosa/lower.h"
 
 #endif

@@ -1,8 +1,425 @@
-/* cmd_run.c - `ctosa run`. Placeholder until its module lands. */
+/* cmd_run.c - `ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...
+ * [-o DIR] [--threads N] [--max-memory BYTES] [-q]`: runs a graph on the
+ * reference interpreter. Inputs are .npy or ONNX TensorProto .pb files
+ * matched by name; outputs are written as .npy (atomically). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "cli.h"
+#include "ctosa/interp.h"
+#include "interp/npy.h"
+#include "onnx/tensor_file.h"
+
+static const char *CMD = "run";
+
+static void help(void) {
+    printf("usage: ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]... [-o DIR]\n"
+           "\n"
+           "Runs a TOSA graph on the reference interpreter.\n"
+           "\n"
+           "  --input NAME=FILE    value of graph input NAME: a .npy file or an ONNX\n"
+           "                       TensorProto .pb file (every input must be given)\n"
+           "  --output NAME=FILE   write graph output NAME to FILE (.npy)\n"
+           "  -o, --output-dir DIR write other outputs to DIR/<name>.npy (default: .),\n"
+           "                       characters outside [A-Za-z0-9._-] replaced by _\n"
+           "  --threads N          worker threads (default: number of CPUs)\n"
+           "  --max-memory BYTES   limit on tensor memory (default: physical memory;\n"
+           "                       suffixes K, M, G)\n"
+           "  -q, --quiet          print nothing on success\n"
+           "\n"
+           ".npy encodings per TOSA dtype: see docs/interpreter.md (bf16 as <u2 bits,\n"
+           "fp8 as |u1 bits, int4 as |i1, int48 as <i8).\n");
+}
+
+typedef struct binding {
+    const char *name, *file;
+} binding;
+
+static bool split_binding(const char *arg, binding *b) {
+    /* Split at the first '=': paths with '=' are more common than tensor
+     * names with one. */
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return false;
+    char *name = strndup(arg, (size_t)(eq - arg));
+    if (!name) return false;
+    b->name = name;
+    b->file = eq + 1;
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static const char *shape_str(uint32_t rank, const int64_t *shape, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)shape[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* Reads FILE (.pb via the ONNX reader, anything else as .npy) into an
+ * npy_array whose data is malloc'd. */
+static ctosa_error *load_array(const char *file, npy_array *a) {
+    if (!ends_with(file, ".pb")) return npy_read_file(file, a);
+    memset(a, 0, sizeof *a);
+    arena ar;
+    arena_init(&ar, 0);
+    onnx_tensor_value v;
+    ctosa_error *e = onnx_read_tensor_file(file, &ar, &v);
+    if (!e) {
+        char kind = 0;
+        uint32_t size = 0;
+        switch (v.dtype) {
+        case ONNX_FLOAT: kind = 'f'; size = 4; break;
+        case ONNX_DOUBLE: kind = 'f'; size = 8; break;
+        case ONNX_FLOAT16: kind = 'f'; size = 2; break;
+        case ONNX_BFLOAT16: kind = 'B'; size = 2; break;
+        case ONNX_INT8: kind = 'i'; size = 1; break;
+        case ONNX_INT16: kind = 'i'; size = 2; break;
+        case ONNX_INT32: kind = 'i'; size = 4; break;
+        case ONNX_INT64: kind = 'i'; size = 8; break;
+        case ONNX_UINT8: kind = 'u'; size = 1; break;
+        case ONNX_UINT16: kind = 'u'; size = 2; break;
+        case ONNX_UINT32: kind = 'u'; size = 4; break;
+        case ONNX_UINT64: kind = 'u'; size = 8; break;
+        case ONNX_BOOL: kind = 'b'; size = 1; break;
+        default: break;
+        }
+        if (!kind) {
+            const char *nm = onnx_dtype_numpy_name(v.dtype);
+            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor element type %s (%d) is not "
+                                "supported as an interpreter input", file, nm ? nm : "?", v.dtype);
+        } else if (v.rank > NPY_MAX_RANK || v.nbytes != v.count * size) {
+            e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: tensor has rank %u and %llu bytes for %llu "
+                                "elements", file, v.rank, (unsigned long long)v.nbytes,
+                                (unsigned long long)v.count);
+        } else {
+            a->kind = kind;
+            a->itemsize = size;
+            a->rank = v.rank;
+            for (uint32_t i = 0; i < v.rank; i++) a->shape[i] = v.dims[i];
+            a->count = v.count;
+            a->data = malloc(v.nbytes ? (size_t)v.nbytes : 1);
+            if (!a->data) e = ctosa_error_nomem();
+            else if (v.nbytes) memcpy(a->data, v.data, (size_t)v.nbytes);
+        }
+    }
+    arena_free(&ar);
+    return e;
+}
+
+static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info, const char *file) {
+    npy_array a;
+    ctosa_error *e = load_array(file, &a);
+    if (e) return ctosa_error_prefix(e, "input '%s'", info->name);
+    char want[256], got[256];
+    bool same = a.rank == info->rank;
+    for (uint32_t i = 0; same && i < a.rank; i++) same = a.shape[i] == info->shape[i];
+    if (!same) {
+        e = ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected shape %s dtype %s, %s has "
+                            "shape %s (%s)", info->name,
+                            shape_str(info->rank, info->shape, want, sizeof want),
+                            ctosa_dtype_short(info->dtype), file,
+                            shape_str(a.rank, a.shape, got, sizeof got),
+                            npy_kind_name(a.kind, a.itemsize));
+        npy_free(&a);
+        return e;
+    }
+    char what[512];
+    snprintf(what, sizeof what, "input '%s' (%s)", info->name, file);
+    void *host = NULL;
+    uint64_t size = 0;
+    e = npy_to_host(&a, info->dtype, what, &host, &size);
+    npy_free(&a);
+    if (e) return ctosa_error_prefix(e, "expected dtype %s shape %s", ctosa_dtype_short(info->dtype),
+                                     shape_str(info->rank, info->shape, want, sizeof want));
+    e = ctosa_interp_set_input(it, info->name, info->dtype, info->rank, info->shape, host, size);
+    free(host);
+    if (e && ctosa_error_code(e) != CTOSA_ERR_NOMEM)
+        e = ctosa_error_prefix(e, "%s", file);
+    return e;
+}
+
+static char *sanitize(const char *name) {
+    size_t n = strlen(name);
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        s[i] = ok ? c : '_';
+    }
+    s[n] = 0;
+    /* "." and ".." would not name a file in DIR */
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || n == 0) {
+        free(s);
+        return strdup("_");
+    }
+    return s;
+}
+
+static ctosa_error *make_dir(const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return ctosa_error_nomem();
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/') continue;
+        *q = 0;
+        mkdir(p, 0777);
+        *q = '/';
+    }
+    ctosa_error *e = NULL;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot create directory: %s", dir, strerror(errno));
+    free(p);
+    return e;
+}
+
+/* cli_flag_value that remembers a missing value across several calls. */
+static const char *flag(int argc, char **argv, int *i, const char *f, const char *alt,
+                        int *missing) {
+    int m = 0;
+    const char *v = cli_flag_value(argc, argv, i, f, alt, &m);
+    if (m) *missing = 1;
+    return v;
+}
+
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || s[0] == '-') return false;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
+    if (*end) return false;
+    return mul_u64(v, mul, out);
+}
 
 int cmd_run(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_fail("run", ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "not implemented yet"));
+    const char *model = NULL, *dir = ".";
+    binding *ins = calloc((size_t)argc + 1, sizeof *ins);
+    binding *outs = calloc((size_t)argc + 1, sizeof *outs);
+    int n_ins = 0, n_outs = 0, rc = 0;
+    bool quiet = false;
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    ctosa_graph *g = NULL;
+    ctosa_interp *it = NULL;
+    char **written = NULL;
+    uint32_t nout = 0;
+    if (!ins || !outs) {
+        rc = cli_fail(CMD, ctosa_error_nomem());
+        goto done;
+    }
+    for (int i = 1; i < argc; i++) {
+        int missing = 0;
+        const char *v;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            goto done;
+        } else if ((v = flag(argc, argv, &i, "--input", NULL, &missing))) {
+            if (!split_binding(v, &ins[n_ins])) {
+                rc = cli_usage(CMD, "--input expects NAME=FILE, got '%s'", v);
+                goto done;
+            }
+            n_ins++;
+        } else if ((v = flag(argc, argv, &i, "--output", NULL, &missing))) {
+            if (!split_binding(v, &outs[n_outs])) {
+                rc = cli_usage(CMD, "--output expects NAME=FILE, got '%s'", v);
+                goto done;
+            }
+            n_outs++;
+        } else if ((v = flag(argc, argv, &i, "-o", "--output-dir", &missing))) {
+            dir = v;
+        } else if ((v = flag(argc, argv, &i, "--threads", NULL, &missing))) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1024) {
+                rc = cli_usage(CMD, "--threads expects a number from 1 to 1024, got '%s'", v);
+                goto done;
+            }
+            opt.threads = (int)n;
+        } else if ((v = flag(argc, argv, &i, "--max-memory", NULL, &missing))) {
+            if (!parse_size(v, &opt.max_memory) || opt.max_memory == 0) {
+                rc = cli_usage(CMD, "--max-memory expects a byte count such as 512M, got '%s'", v);
+                goto done;
+            }
+        } else if (missing) {
+            rc = cli_usage(CMD, "%s needs a value", argv[i]);
+            goto done;
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = cli_usage(CMD, "unknown option '%s'", argv[i]);
+            goto done;
+        } else if (!model) {
+            model = argv[i];
+        } else {
+            rc = cli_usage(CMD, "unexpected argument '%s' (one MODEL.tosa is expected)", argv[i]);
+            goto done;
+        }
+    }
+    if (!model) {
+        rc = cli_usage(CMD, "no MODEL.tosa given");
+        goto done;
+    }
+    ctosa_error *e = ctosa_read_file(model, NULL, &g); /* names the file itself */
+    if (e) {
+        rc = cli_fail(CMD, e);
+        goto done;
+    }
+    if ((e = ctosa_interp_create(g, &opt, &it))) {
+        rc = cli_fail(CMD, ctosa_error_prefix(e, "%s", model));
+        goto done;
+    }
+    /* Every --input and --output must name a graph input/output. */
+    uint32_t nin = ctosa_interp_input_count(it);
+    nout = ctosa_interp_output_count(it);
+    for (int k = 0; k < n_ins; k++) {
+        bool found = false;
+        for (uint32_t i = 0; i < nin && !found; i++) {
+            ctosa_interp_tensor info;
+            ctosa_error_free(ctosa_interp_input_info(it, i, &info));
+            found = strcmp(info.name, ins[k].name) == 0;
+        }
+        if (!found) {
+            strbuf b;
+            sb_init(&b);
+            for (uint32_t i = 0; i < nin; i++) {
+                ctosa_interp_tensor info;
+                ctosa_error_free(ctosa_interp_input_info(it, i, &info));
+                sb_printf(&b, "%s'%s'", i ? ", " : "", info.name);
+            }
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph input "
+                                               "(inputs: %s)", model, ins[k].name,
+                                               b.s ? b.s : "none"));
+            sb_free(&b);
+            goto done;
+        }
+    }
+    for (int k = 0; k < n_outs; k++) {
+        bool found = false;
+        for (uint32_t i = 0; i < nout && !found; i++) {
+            ctosa_interp_tensor info;
+            ctosa_error_free(ctosa_interp_output_info(it, i, &info));
+            found = strcmp(info.name, outs[k].name) == 0;
+        }
+        if (!found) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output",
+                                               model, outs[k].name));
+            goto done;
+        }
+    }
+    for (uint32_t i = 0; i < nin; i++) {
+        ctosa_interp_tensor info;
+        ctosa_error_free(ctosa_interp_input_info(it, i, &info));
+        const char *file = NULL;
+        for (int k = 0; k < n_ins; k++)
+            if (strcmp(ins[k].name, info.name) == 0) file = ins[k].file;
+        char sbuf[256];
+        if (!file) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) "
+                                               "is not given; use --input %s=FILE", info.name,
+                                               ctosa_dtype_short(info.dtype),
+                                               shape_str(info.rank, info.shape, sbuf, sizeof sbuf),
+                                               info.name));
+            goto done;
+        }
+        if ((e = feed_input(it, &info, file))) {
+            rc = cli_fail(CMD, e);
+            goto done;
+        }
+    }
+    double t0 = now_seconds();
+    if ((e = ctosa_interp_run(it))) {
+        rc = cli_fail(CMD, ctosa_error_prefix(e, "%s", model));
+        goto done;
+    }
+    double t1 = now_seconds();
+    bool dir_made = false;
+    written = calloc(nout + 1, sizeof *written);
+    if (!written) {
+        rc = cli_fail(CMD, ctosa_error_nomem());
+        goto done;
+    }
+    for (uint32_t i = 0; i < nout; i++) {
+        ctosa_interp_tensor info, val;
+        ctosa_error_free(ctosa_interp_output_info(it, i, &info));
+        if ((e = ctosa_interp_get_output(it, info.name, &val))) {
+            rc = cli_fail(CMD, e);
+            goto done;
+        }
+        const char *path = NULL;
+        char *owned = NULL;
+        for (int k = 0; k < n_outs; k++)
+            if (strcmp(outs[k].name, info.name) == 0) path = outs[k].file;
+        if (!path) {
+            if (!dir_made && (e = make_dir(dir))) {
+                rc = cli_fail(CMD, e);
+                goto done;
+            }
+            dir_made = true;
+            char *s = sanitize(info.name);
+            size_t n = strlen(dir) + (s ? strlen(s) : 0) + 32;
+            owned = malloc(n);
+            if (!s || !owned) {
+                free(s);
+                free(owned);
+                rc = cli_fail(CMD, ctosa_error_nomem());
+                goto done;
+            }
+            snprintf(owned, n, "%s/%s.npy", dir, s);
+            /* Two names that sanitise alike ("a:b", "a/b") must not
+             * overwrite each other: later ones get a numeric suffix. */
+            for (uint32_t k = 1; k < 1000000; k++) {
+                bool clash = false;
+                for (uint32_t j = 0; j < i && !clash; j++) clash = strcmp(written[j], owned) == 0;
+                if (!clash) break;
+                snprintf(owned, n, "%s/%s_%u.npy", dir, s, k);
+            }
+            if (strcmp(s, info.name) != 0 && !quiet)
+                fprintf(stderr, "ctosa run: output '%s' written as %s\n", info.name, owned);
+            free(s);
+            path = owned;
+        }
+        const char *descr = npy_descr_for(val.dtype);
+        e = descr ? npy_write_file(path, descr, val.rank, val.shape, val.data, val.size)
+                  : ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': dtype %s cannot be "
+                                    "written as .npy", info.name, ctosa_dtype_short(val.dtype));
+        if (e) {
+            free(owned);
+            rc = cli_fail(CMD, e);
+            goto done;
+        }
+        if (!quiet) {
+            char sbuf[256];
+            printf("%s: %s %s -> %s\n", info.name, ctosa_dtype_short(val.dtype),
+                   shape_str(val.rank, val.shape, sbuf, sizeof sbuf), path);
+        }
+        if (!(written[i] = strdup(path))) {
+            free(owned);
+            rc = cli_fail(CMD, ctosa_error_nomem());
+            goto done;
+        }
+        free(owned);
+    }
+    if (!quiet) printf("ran %s in %.3f s\n", model, t1 - t0);
+done:
+    if (written)
+        for (uint32_t i = 0; i < nout; i++) free(written[i]);
+    free(written);
+    for (int k = 0; k < n_ins; k++) free((char *)ins[k].name);
+    for (int k = 0; k < n_outs; k++) free((char *)outs[k].name);
+    free(ins);
+    free(outs);
+    ctosa_interp_free(it);
+    ctosa_graph_free(g);
+    return rc;
 }

@@ -19,5 +19,8 @@ uint8_t ff_f32_to_fp8e5m2(float f);
 /* Rounds x to the nearest value representable in dtype t (FP16, BF16, FP8*),
  * returned as float; FP32 and other dtypes return x unchanged. */
 float ff_round_to(ctosa_dtype t, float x);
+/* Same from a double, rounded once (no double rounding through float):
+ * for accumulations whose exact value a double holds. FP32 rounds to float. */
+float ff_round_to_double(ctosa_dtype t, double x);
 
 #endif

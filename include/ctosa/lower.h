@@ -1,0 +1,113 @@
+/*
+ * ctosa/lower.h - partition an ONNX model against a TOSA spec and lower the
+ * delegated partitions to TOSA.
+ *
+ *     ctosa_spec spec;  ctosa_spec_parse("TOSA-1.0+FP", &spec);
+ *     ctosa_lower_options opt;  ctosa_lower_options_init(&opt);
+ *     opt.output_dir = "out";            // NULL: keep results in memory only
+ *     ctosa_lower_result *r;
+ *     ctosa_error *e = ctosa_lower_file("model.onnx", &spec, &opt, &r);
+ *     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
+ *     // s->partitions[i].graph is the TOSA graph of partition i,
+ *     // s->fallback[j] says why a node stays on the CPU.
+ *     ctosa_lower_result_free(r);
+ *
+ * A node is delegated only when its lowering succeeds and every TOSA
+ * operator it emits passes ctosa_validate() under the spec. Partitions are
+ * maximal connected groups of delegated nodes that can be merged without
+ * creating a cycle; every node ends in exactly one partition or in the
+ * fallback list with a stable reason code (see docs/errors.md).
+ *
+ * Files written into output_dir (when set): <stem>.part<N>.tosa per
+ * partition, <stem>.partitioned.onnx (each partition replaced by one
+ * com.microsoft EPContext node naming its .tosa), <stem>.report.json.
+ */
+#ifndef CTOSA_LOWER_API_H
+#define CTOSA_LOWER_API_H
+
+#include "ctosa/graph.h"
+#include "ctosa/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ctosa_lower_bind {
+    const char *name; /* graph input to freeze */
+    const char *file; /* .npy or TensorProto .pb */
+} ctosa_lower_bind;
+
+typedef struct ctosa_lower_shape {
+    const char *name;     /* graph input with symbolic dims */
+    uint32_t rank;
+    const int64_t *dims;  /* static dims to use */
+} ctosa_lower_shape;
+
+typedef struct ctosa_lower_options {
+    const char *output_dir;   /* NULL: nothing is written */
+    const char *stem;         /* file name stem; NULL: the model's file name without .onnx */
+    uint32_t n_binds;
+    const ctosa_lower_bind *binds;
+    uint32_t n_shapes;
+    const ctosa_lower_shape *shapes;
+    bool no_partitioned_onnx; /* skip <stem>.partitioned.onnx */
+    bool no_report;           /* skip <stem>.report.json */
+    uint32_t max_problems;    /* cap on reasons kept per run; 0 = unlimited */
+} ctosa_lower_options;
+
+void ctosa_lower_options_init(ctosa_lower_options *opt);
+
+/* One boundary tensor of a partition. */
+typedef struct ctosa_lower_io {
+    const char *name;     /* ONNX tensor name (also the TOSA tensor name) */
+    const char *dtype;    /* numpy name: "float32", "int8", "int64", "bool"... */
+    uint32_t rank;
+    const int64_t *shape;
+    bool quantized;       /* scale / zero_point meaningful */
+    double scale;
+    int64_t zero_point;
+} ctosa_lower_io;
+
+typedef struct ctosa_lower_partition {
+    uint32_t id;
+    const char *file;         /* file name (in output_dir), e.g. "model.part0.tosa" */
+    const ctosa_graph *graph; /* the lowered TOSA graph */
+    uint32_t n_nodes;
+    const char *const *nodes; /* ONNX node names (or "<op_type>#<index>" when unnamed) */
+    uint32_t n_inputs, n_outputs;
+    const ctosa_lower_io *inputs, *outputs;
+    uint32_t n_op_counts;
+    const char *const *op_names;    /* TOSA operator counts, sorted by name */
+    const uint32_t *op_counts;
+} ctosa_lower_partition;
+
+typedef struct ctosa_lower_fallback {
+    const char *node, *op_type, *domain;
+    const char *code;   /* stable reason code, e.g. "unsupported_op" */
+    const char *reason; /* human reason */
+    const char *input;  /* for needs_constant: the input to bind; else NULL */
+} ctosa_lower_fallback;
+
+typedef struct ctosa_lower_summary {
+    const char *model, *spec;   /* model path as given; canonical spec */
+    uint32_t nodes_total, nodes_delegated;
+    uint32_t n_partitions, n_fallback;
+    const ctosa_lower_partition *partitions;
+    const ctosa_lower_fallback *fallback;
+    const char *report_json;    /* the report (contract schema) */
+} ctosa_lower_summary;
+
+typedef struct ctosa_lower_result ctosa_lower_result;
+
+/* Loads, partitions and lowers model_path under spec. Bad input (malformed
+ * model, bad bind file, unsafe external data) is an error (exit-2 class);
+ * fallbacks are not errors. opt may be NULL. */
+ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
+                              const ctosa_lower_options *opt, ctosa_lower_result **out);
+const ctosa_lower_summary *ctosa_lower_result_summary(const ctosa_lower_result *r);
+void ctosa_lower_result_free(ctosa_lower_result *r); /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTOSA_LOWER_API_H */

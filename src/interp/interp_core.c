@@ -1,0 +1,751 @@
+/* interp_core.c - the interpreter runtime: plans a region (tensors, constants,
+ * activation memory with reuse after last use), runs its operators in order,
+ * and implements the public API of ctosa/interp.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "interp_runtime.h"
+#include "util/floatfmt.h"
+
+#define ACT_ALIGN 64u
+
+void ctosa_interp_options_init(ctosa_interp_options *opt) {
+    memset(opt, 0, sizeof *opt);
+}
+
+static uint64_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psize <= 0) return UINT64_C(8) << 30;
+    return (uint64_t)pages * (uint64_t)psize;
+}
+
+ctosa_error *interp_reserve(ctosa_interp *it, uint64_t bytes, const char *what) {
+    uint64_t total;
+    if (!add_u64(it->mem_used, bytes, &total) || total > it->opt.max_memory)
+        return ctosa_error_new(CTOSA_ERR_LIMIT,
+                               "%s: needs %llu bytes, which passes the interpreter's memory "
+                               "limit of %llu bytes (%llu already in use)",
+                               what, (unsigned long long)bytes,
+                               (unsigned long long)it->opt.max_memory,
+                               (unsigned long long)it->mem_used);
+    it->mem_used = total;
+    return NULL;
+}
+
+/* ------------------------------------------------------------ constants */
+
+/* Reads the file encoding of a constant (memory or a byte range of a file)
+ * into a malloc'd buffer, or borrows the memory. */
+static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint8_t **p,
+                                void **owned) {
+    *owned = NULL;
+    if (t->data.size < need)
+        return ctosa_error_new(CTOSA_ERR_FORMAT,
+                               "tensor '%s': constant data has %llu bytes, its %s shape needs %llu",
+                               t->name, (unsigned long long)t->data.size,
+                               ctosa_dtype_short(t->dtype), (unsigned long long)need);
+    if (t->data.kind == CTOSA_DATA_MEMORY) {
+        *p = t->data.ptr;
+        return NULL;
+    }
+    if (need > SIZE_MAX) return ctosa_error_nomem();
+    uint8_t *buf = malloc(need ? (size_t)need : 1);
+    if (!buf) return ctosa_error_nomem();
+    int fd = t->data.fd;
+    if (t->data.path) {
+        fd = open(t->data.path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            free(buf);
+            return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot open %s: %s", t->name,
+                                   t->data.path, strerror(errno));
+        }
+    }
+    uint64_t got = 0;
+    while (got < need) {
+        ssize_t r = pread(fd, buf + got, (size_t)(need - got), (off_t)(t->data.offset + got));
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) continue;
+            int er = errno;
+            if (t->data.path) close(fd);
+            free(buf);
+            return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot read %llu bytes at offset %llu: %s",
+                                   t->name, (unsigned long long)need,
+                                   (unsigned long long)t->data.offset, r < 0 ? strerror(er) : "short file");
+        }
+        got += (uint64_t)r;
+    }
+    if (t->data.path) close(fd);
+    *p = buf;
+    *owned = buf;
+    return NULL;
+}
+
+/* File encoding (NOTES §2) -> canonical form. */
+static void decode_const(ctosa_dtype dt, const uint8_t *s, uint64_t n, void *dst) {
+    switch (dt) {
+    case CTOSA_DTYPE_BOOL:
+        for (uint64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = s[i] != 0;
+        break;
+    case CTOSA_DTYPE_INT4:
+        for (uint64_t i = 0; i < n; i++) {
+            unsigned nib = (i & 1) ? (s[i / 2] >> 4) : (s[i / 2] & 15u);
+            ((int8_t *)dst)[i] = (int8_t)(nib >= 8 ? (int)nib - 16 : (int)nib);
+        }
+        break;
+    case CTOSA_DTYPE_INT8: memcpy(dst, s, (size_t)n); break;
+    case CTOSA_DTYPE_INT16:
+        for (uint64_t i = 0; i < n; i++) ((int16_t *)dst)[i] = (int16_t)rd_u16(s + 2 * i);
+        break;
+    case CTOSA_DTYPE_INT32:
+        for (uint64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)rd_u32(s + 4 * i);
+        break;
+    case CTOSA_DTYPE_INT48:
+        for (uint64_t i = 0; i < n; i++) {
+            const uint8_t *q = s + 6 * i;
+            uint64_t v = (uint64_t)rd_u32(q) | ((uint64_t)rd_u16(q + 4) << 32);
+            if (v & (UINT64_C(1) << 47)) v |= UINT64_C(0xffff) << 48;
+            ((int64_t *)dst)[i] = (int64_t)v;
+        }
+        break;
+    case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE:
+        for (uint64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)rd_u64(s + 8 * i);
+        break;
+    case CTOSA_DTYPE_FP32:
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t u = rd_u32(s + 4 * i);
+            memcpy((float *)dst + i, &u, 4);
+        }
+        break;
+    case CTOSA_DTYPE_FP16:
+        for (uint64_t i = 0; i < n; i++) ((float *)dst)[i] = ff_fp16_to_f32(rd_u16(s + 2 * i));
+        break;
+    case CTOSA_DTYPE_BF16:
+        for (uint64_t i = 0; i < n; i++) ((float *)dst)[i] = ff_bf16_to_f32(rd_u16(s + 2 * i));
+        break;
+    case CTOSA_DTYPE_FP8E4M3:
+        for (uint64_t i = 0; i < n; i++) ((float *)dst)[i] = ff_fp8e4m3_to_f32(s[i]);
+        break;
+    case CTOSA_DTYPE_FP8E5M2:
+        for (uint64_t i = 0; i < n; i++) ((float *)dst)[i] = ff_fp8e5m2_to_f32(s[i]);
+        break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------ planning */
+
+static ctosa_error *plan_err(const rplan *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static ctosa_error *plan_err(const rplan *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ctosa_error *e = ctosa_error_vnew(CTOSA_ERR_INVALID, fmt, ap);
+    va_end(ap);
+    return ctosa_error_prefix(e, "region '%s' block '%s'", p->region->name ? p->region->name : "",
+                              p->block->name ? p->block->name : "");
+}
+
+/* Fills a slot's itensor from the declared tensor; checks dtype, rank and
+ * size limits. */
+static ctosa_error *slot_init(ctosa_interp *it, slot *s, const ctosa_tensor *t) {
+    s->src = t;
+    s->t.name = t->name;
+    s->t.dtype = t->dtype;
+    s->def = -1;
+    s->last = -1;
+    if (t->is_unranked)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "tensor '%s' is unranked; the interpreter "
+                               "needs static shapes", t->name);
+    if (t->rank > INTERP_MAX_RANK)
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s' has rank %u; the interpreter "
+                               "handles ranks up to %d", t->name, t->rank, INTERP_MAX_RANK);
+    if (interp_elem_size(t->dtype) == 0)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "tensor '%s': dtype %s is not supported by "
+                               "the interpreter", t->name,
+                               ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "?");
+    s->t.rank = t->rank;
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < t->rank; i++) {
+        if (t->shape[i] < 0)
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "tensor '%s' has dynamic dimension %u "
+                                   "(%d); the interpreter needs static shapes", t->name, i,
+                                   t->shape[i]);
+        s->t.shape[i] = t->shape[i];
+        if (!mul_u64(n, (uint64_t)t->shape[i], &n) || n > (UINT64_C(1) << 60))
+            return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': element count overflows",
+                                   t->name);
+    }
+    s->t.count = n;
+    if (!mul_u64(n, interp_elem_size(t->dtype), &s->bytes))
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': byte size overflows", t->name);
+    (void)it;
+    return NULL;
+}
+
+static ivar *find_var(ctosa_interp *it, const char *key) {
+    for (ivar *v = it->vars; v; v = v->next)
+        if (strcmp(v->key, key) == 0) return v;
+    return NULL;
+}
+
+/* Shared storage of a variable tensor (created on first sight, initialised
+ * from the tensor's data or zeros). */
+static ctosa_error *bind_var(ctosa_interp *it, slot *s) {
+    const ctosa_tensor *t = s->src;
+    const char *key = t->variable_name ? t->variable_name : t->name;
+    ivar *v = find_var(it, key);
+    if (v) {
+        if (v->t.dtype != s->t.dtype || !interp_same_shape(&v->t, &s->t))
+            return ctosa_error_new(CTOSA_ERR_INVALID, "variable '%s': tensor '%s' is %s%s but "
+                                   "the variable was declared %s%s", key, t->name,
+                                   ctosa_dtype_short(s->t.dtype), interp_shape_str(&s->t),
+                                   ctosa_dtype_short(v->t.dtype), interp_shape_str(&v->t));
+        s->t.data = v->t.data;
+        return NULL;
+    }
+    ctosa_error *e = interp_reserve(it, s->bytes, t->name);
+    if (e) return e;
+    v = arena_zalloc(&it->arena, sizeof *v);
+    if (!v || !(v->key = arena_strdup(&it->arena, key))) return ctosa_error_nomem();
+    v->t = s->t;
+    v->t.name = v->key;
+    v->t.data = arena_zalloc(&it->arena, s->bytes ? (size_t)s->bytes : 1);
+    if (!v->t.data) return ctosa_error_nomem();
+    if (t->data.kind != CTOSA_DATA_NONE) {
+        uint64_t need;
+        if (!ctosa_dtype_storage_size(t->dtype, s->t.count, &need)) return ctosa_error_nomem();
+        const uint8_t *p;
+        void *owned;
+        if ((e = const_bytes(t, need, &p, &owned))) return e;
+        decode_const(t->dtype, p, s->t.count, v->t.data);
+        free(owned);
+    }
+    v->next = it->vars;
+    it->vars = v;
+    s->t.data = v->t.data;
+    return NULL;
+}
+
+static ctosa_error *load_const(ctosa_interp *it, slot *s) {
+    const ctosa_tensor *t = s->src;
+    uint64_t need;
+    if (!ctosa_dtype_storage_size(t->dtype, s->t.count, &need))
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': size overflows", t->name);
+    ctosa_error *e = interp_reserve(it, s->bytes, t->name);
+    if (e) return e;
+    const uint8_t *p;
+    void *owned;
+    if ((e = const_bytes(t, need, &p, &owned))) return e;
+    s->t.data = arena_alloc(&it->arena, s->bytes ? (size_t)s->bytes : 1);
+    if (!s->t.data) {
+        free(owned);
+        return ctosa_error_nomem();
+    }
+    decode_const(t->dtype, p, s->t.count, s->t.data);
+    free(owned);
+    s->t.is_const = true;
+    return NULL;
+}
+
+static slot *find_slot(const rplan *p, const char *name) {
+    return name ? strmap_get(&p->by_name, name) : NULL;
+}
+
+/* A name of p's block, or else of an enclosing block. A tensor found in an
+ * enclosing block stays alive until the control-flow operator there that
+ * (transitively) runs p has finished. */
+static slot *resolve(rplan *p, const char *name) {
+    slot *s = find_slot(p, name);
+    if (s) return s;
+    for (rplan *c = p; c->parent; c = c->parent) {
+        s = find_slot(c->parent, name);
+        if (s) {
+            if (s->kind == SLOT_ACT && s->def >= 0 && s->last < (int64_t)c->parent_op)
+                s->last = c->parent_op;
+            if (s->kind == SLOT_CONST && s->last < (int64_t)c->parent_op) s->last = c->parent_op;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* First-fit placement of activation tensors in one buffer: a tensor's bytes
+ * are reused once every reader has run. */
+static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
+    slot **live = calloc(p->n_slots + 1, sizeof *live);
+    if (!live && p->n_slots) return ctosa_error_nomem();
+    uint32_t n_live = 0;
+    uint64_t top = 0;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        uint32_t k = 0;
+        for (uint32_t j = 0; j < n_live; j++)
+            if (live[j]->last >= (int64_t)i) live[k++] = live[j];
+        n_live = k;
+        pop *po = &p->ops[i];
+        if (po->skip) continue;
+        for (uint32_t o = 0; o < po->n_out; o++) {
+            slot *s = (slot *)((char *)po->out[o] - offsetof(slot, t));
+            if (s->kind != SLOT_ACT || s->def != (int64_t)i) continue;
+            uint64_t size = (s->bytes + ACT_ALIGN - 1) & ~(uint64_t)(ACT_ALIGN - 1);
+            if (size < s->bytes) {
+                free(live);
+                return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s' is too large", s->t.name);
+            }
+            /* live[] is kept sorted by offset: find the first gap. */
+            uint64_t off = 0;
+            uint32_t pos = 0;
+            for (; pos < n_live; pos++) {
+                if (live[pos]->off >= off && live[pos]->off - off >= size) break;
+                uint64_t end = live[pos]->off + ((live[pos]->bytes + ACT_ALIGN - 1) & ~(uint64_t)(ACT_ALIGN - 1));
+                if (end > off) off = end;
+            }
+            s->off = off;
+            memmove(live + pos + 1, live + pos, (n_live - pos) * sizeof *live);
+            live[pos] = s;
+            n_live++;
+            uint64_t end;
+            if (!add_u64(off, size, &end)) {
+                free(live);
+                return ctosa_error_new(CTOSA_ERR_LIMIT, "activation memory overflows");
+            }
+            if (end > top) top = end;
+        }
+    }
+    free(live);
+    p->act_size = top;
+    if (top) {
+        ctosa_error *e = interp_reserve(it, top, "activation memory");
+        if (e) return ctosa_error_prefix(e, "region '%s'", p->region->name);
+        if (top > SIZE_MAX || !(p->act = arena_alloc(&it->arena, (size_t)top)))
+            return ctosa_error_new(CTOSA_ERR_NOMEM, "region '%s': cannot allocate %llu bytes of "
+                                   "activation memory", p->region->name, (unsigned long long)top);
+    }
+    for (uint32_t i = 0; i < p->n_slots; i++)
+        if (p->slots[i].kind == SLOT_ACT) p->slots[i].t.data = (char *)p->act + p->slots[i].off;
+    return NULL;
+}
+
+static ctosa_error *plan_subregion(ctosa_interp *it, rplan *p, uint32_t op_index,
+                                   const char *name) {
+    const ctosa_region *r = ctosa_graph_find_region(it->g, name);
+    if (!r) return NULL; /* reported when the operator runs */
+    uint32_t depth = 0;
+    for (rplan *c = p; c; c = c->parent, depth++)
+        if (c->region == r)
+            return ctosa_error_new(CTOSA_ERR_INVALID, "%s: region '%s' calls itself",
+                                   p->ops[op_index].where, name);
+    if (depth >= it->opt.max_depth)
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: control flow nesting passes the limit of %u",
+                               p->ops[op_index].where, it->opt.max_depth);
+    rplan *sub;
+    return interp_get_plan(it, r, p, op_index, &sub);
+}
+
+static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p) {
+    arena *A = &it->arena;
+    p->region = r;
+    if (r->n_blocks < 1) return ctosa_error_new(CTOSA_ERR_INVALID, "region '%s' has no block", r->name);
+    const ctosa_block *b = r->blocks[0];
+    p->block = b;
+    strmap_init(&p->by_name);
+    uint32_t ns = b->n_tensors + b->n_shapes;
+    p->slots = arena_zalloc(A, (ns ? ns : 1) * sizeof(slot));
+    if (!p->slots) return ctosa_error_nomem();
+    ctosa_error *e;
+    for (uint32_t i = 0; i < ns; i++) {
+        const ctosa_tensor *t = i < b->n_tensors ? b->tensors[i] : b->shapes[i - b->n_tensors];
+        if (!t->name || strmap_has(&p->by_name, t->name)) continue;
+        slot *s = &p->slots[p->n_slots++];
+        s->src = t;
+        s->t.name = t->name;
+        s->def = s->last = -1;
+        if (!strmap_put(&p->by_name, t->name, s)) return ctosa_error_nomem();
+    }
+    /* Which slots are needed, and how. */
+    p->n_in = b->n_inputs;
+    p->n_out = b->n_outputs;
+    p->inputs = arena_zalloc(A, (p->n_in + 1) * sizeof(slot *));
+    p->outputs = arena_zalloc(A, (p->n_out + 1) * sizeof(slot *));
+    p->out_t = arena_zalloc(A, (p->n_out + 1) * sizeof(itensor *));
+    p->n_ops = b->n_ops;
+    p->ops = arena_zalloc(A, (p->n_ops + 1) * sizeof(pop));
+    if (!p->inputs || !p->outputs || !p->out_t || !p->ops) return ctosa_error_nomem();
+
+    for (uint32_t i = 0; i < b->n_inputs; i++) {
+        slot *s = find_slot(p, b->inputs[i]);
+        if (!s) return plan_err(p, "input '%s' is not a tensor of the block", b->inputs[i]);
+        if (s->kind == SLOT_UNUSED) {
+            if ((e = slot_init(it, s, s->src))) return e;
+            s->kind = SLOT_INPUT;
+        }
+        p->inputs[i] = s;
+    }
+    for (uint32_t i = 0; i < ns && i < p->n_slots; i++) {
+        slot *s = &p->slots[i];
+        if (s->kind != SLOT_UNUSED) continue;
+        if (s->src->variable) {
+            if ((e = slot_init(it, s, s->src)) || (e = bind_var(it, s))) return e;
+            s->kind = SLOT_VAR;
+        } else if (s->src->data.kind != CTOSA_DATA_NONE) {
+            if ((e = slot_init(it, s, s->src))) return e;
+            s->kind = SLOT_CONST; /* loaded below, only if used */
+        }
+    }
+
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        const ctosa_op *op = b->ops[i];
+        pop *po = &p->ops[i];
+        po->op = op;
+        const char *oname = ctosa_op_name(op->kind);
+        po->where = arena_printf(A, "op #%u %s '%s'", i, oname ? oname : "UNKNOWN",
+                                 op->n_outputs ? op->outputs[0] : "");
+        if (!po->where) return ctosa_error_nomem();
+        po->n_in = op->n_inputs;
+        po->n_out = op->n_outputs;
+        po->in = arena_zalloc(A, (po->n_in + 1) * sizeof(itensor *));
+        po->out = arena_zalloc(A, (po->n_out + 1) * sizeof(itensor *));
+        if (!po->in || !po->out) return ctosa_error_nomem();
+        bool is_const_op = op->kind == CTOSA_OP_CONST || op->kind == CTOSA_OP_CONST_SHAPE;
+        if (is_const_op || op->kind == CTOSA_OP_VARIABLE) po->skip = true;
+        if (!po->skip) {
+            po->fn = interp_kernel_for(op->kind);
+            if (!po->fn)
+                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: operator %s is not supported "
+                                       "by the interpreter", po->where, oname ? oname : "UNKNOWN");
+        }
+        for (uint32_t k = 0; k < op->n_inputs; k++) {
+            slot *s = resolve(p, op->inputs[k]);
+            if (!s) return plan_err(p, "%s: input '%s' is not a tensor of the block", po->where,
+                                    op->inputs[k]);
+            if (s->kind == SLOT_UNUSED)
+                return plan_err(p, "%s: input '%s' is read before any operator produces it",
+                                po->where, op->inputs[k]);
+            if (s->kind == SLOT_ACT && s->def < 0)
+                return plan_err(p, "%s: input '%s' is read before any operator produces it",
+                                po->where, op->inputs[k]);
+            bool local = s >= p->slots && s < p->slots + p->n_slots;
+            if (!po->skip && local) s->last = i;
+            po->in[k] = &s->t;
+        }
+        for (uint32_t k = 0; k < op->n_outputs; k++) {
+            slot *s = find_slot(p, op->outputs[k]);
+            if (!s) return plan_err(p, "%s: output '%s' is not a tensor of the block", po->where,
+                                    op->outputs[k]);
+            po->out[k] = &s->t;
+            if (is_const_op) {
+                if (s->kind != SLOT_CONST)
+                    return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' has no constant data",
+                                           po->where, op->outputs[k]);
+                continue;
+            }
+            if (op->kind == CTOSA_OP_VARIABLE) continue;
+            /* Writing a variable tensor (VARIABLE_WRITE, or any operator
+             * producing it, as MLIR emits with IDENTITY) updates its state. */
+            if (s->kind == SLOT_VAR) continue;
+            if (s->kind == SLOT_INPUT || s->kind == SLOT_CONST)
+                return plan_err(p, "%s: output '%s' is a graph input or a constant",
+                                po->where, op->outputs[k]);
+            if (s->kind == SLOT_ACT)
+                return plan_err(p, "%s: output '%s' is already produced by op #%lld", po->where,
+                                op->outputs[k], (long long)s->def);
+            if ((e = slot_init(it, s, s->src))) return ctosa_error_prefix(e, "%s", po->where);
+            s->kind = SLOT_ACT;
+            s->def = s->last = i;
+        }
+        if (op->kind == CTOSA_OP_COND_IF) {
+            if ((e = plan_subregion(it, p, i, op->attr.then_graph)) ||
+                (e = plan_subregion(it, p, i, op->attr.else_graph)))
+                return e;
+        } else if (op->kind == CTOSA_OP_WHILE_LOOP) {
+            if ((e = plan_subregion(it, p, i, op->attr.cond_graph)) ||
+                (e = plan_subregion(it, p, i, op->attr.body_graph)))
+                return e;
+        }
+    }
+    for (uint32_t i = 0; i < b->n_outputs; i++) {
+        slot *s = resolve(p, b->outputs[i]);
+        if (!s) return plan_err(p, "output '%s' is not a tensor of the block", b->outputs[i]);
+        if (s->kind == SLOT_UNUSED)
+            return plan_err(p, "output '%s' is never produced", b->outputs[i]);
+        if (s >= p->slots && s < p->slots + p->n_slots) {
+            s->is_output = true;
+            s->last = INT64_MAX;
+        }
+        p->outputs[i] = s;
+        p->out_t[i] = &s->t;
+    }
+    /* Memory: constants that are used, inputs, activations. */
+    for (uint32_t i = 0; i < p->n_slots; i++) {
+        slot *s = &p->slots[i];
+        if (s->kind == SLOT_CONST && (s->last >= 0 || s->is_output)) {
+            if ((e = load_const(it, s))) return e;
+        } else if (s->kind == SLOT_INPUT) {
+            if ((e = interp_reserve(it, s->bytes, s->t.name))) return e;
+            if (s->bytes > SIZE_MAX || !(s->t.data = arena_zalloc(A, s->bytes ? (size_t)s->bytes : 1)))
+                return ctosa_error_nomem();
+        }
+    }
+    return place_activations(it, p);
+}
+
+ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, rplan *parent,
+                             uint32_t parent_op, rplan **out) {
+    for (rplan *p = it->plans; p; p = p->next)
+        if (p->region == r && p->parent == parent) {
+            *out = p;
+            return NULL;
+        }
+    rplan *p = arena_zalloc(&it->arena, sizeof *p);
+    if (!p) return ctosa_error_nomem();
+    p->parent = parent;
+    p->parent_op = parent_op;
+    ctosa_error *e = build_plan(it, r, p);
+    p->next = it->plans;
+    it->plans = p; /* kept even on failure so its map is freed */
+    if (e) {
+        p->region = NULL; /* never found again: a half-built plan must not run */
+        return e;
+    }
+    *out = p;
+    return NULL;
+}
+
+/* ------------------------------------------------------------ running */
+
+ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
+    for (uint32_t i = 0; i < p->n_in; i++)
+        if (!p->inputs[i]->set)
+            return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (%s%s) has not been set",
+                                   p->inputs[i]->t.name, ctosa_dtype_short(p->inputs[i]->t.dtype),
+                                   interp_shape_str(&p->inputs[i]->t));
+    p->active = true;
+    rplan *saved = it->ctx.cur;
+    it->ctx.cur = p;
+    ctosa_error *e = NULL;
+    for (uint32_t i = 0; i < p->n_ops && !e; i++) {
+        pop *po = &p->ops[i];
+        if (po->skip) continue;
+        interp_op o = {&it->ctx, po->op, i, po->where, po->in, po->n_in, po->out, po->n_out};
+        if ((e = interp_check_arity(&o))) break;
+        /* Fresh outputs are zeroed so a kernel that leaves a position
+         * unwritten still gives a deterministic result. */
+        for (uint32_t k = 0; k < po->n_out; k++) {
+            slot *s = (slot *)((char *)po->out[k] - offsetof(slot, t));
+            if (s->kind == SLOT_ACT && s->bytes) memset(s->t.data, 0, (size_t)s->bytes);
+        }
+        e = po->fn(&o);
+    }
+    p->active = false;
+    it->ctx.cur = saved;
+    return e;
+}
+
+ctosa_error *interp_call_region(const interp_op *o, const char *name, itensor *const *in,
+                                uint32_t n_in, itensor ***outs, uint32_t *n_outs) {
+    ctosa_interp *it = o->ctx->it;
+    const ctosa_region *r = ctosa_graph_find_region(it->g, name);
+    if (!r) return interp_fail(o, "region '%s' does not exist", name ? name : "(none)");
+    if (o->ctx->depth >= it->opt.max_depth)
+        return interp_fail(o, "control flow nesting depth passes the limit of %u",
+                           it->opt.max_depth);
+    rplan *p;
+    ctosa_error *e = interp_get_plan(it, r, o->ctx->cur, o->index, &p);
+    if (e) return ctosa_error_prefix(e, "%s", o->where);
+    if (p->active) return interp_fail(o, "region '%s' is already running (recursive call)", name);
+    if (p->n_in != n_in)
+        return interp_fail(o, "region '%s' takes %u inputs, %u given", name, p->n_in, n_in);
+    for (uint32_t i = 0; i < n_in; i++) {
+        itensor *d = &p->inputs[i]->t;
+        if (d->dtype != in[i]->dtype || !interp_same_shape(d, in[i]))
+            return interp_fail(o, "input %u '%s' is %s%s but region '%s' input '%s' is %s%s", i,
+                               in[i]->name, ctosa_dtype_short(in[i]->dtype),
+                               interp_shape_str(in[i]), name, d->name,
+                               ctosa_dtype_short(d->dtype), interp_shape_str(d));
+    }
+    for (uint32_t i = 0; i < n_in; i++) {
+        itensor *d = &p->inputs[i]->t;
+        if (d->data != in[i]->data && p->inputs[i]->bytes)
+            memmove(d->data, in[i]->data, (size_t)p->inputs[i]->bytes);
+        p->inputs[i]->set = true;
+    }
+    o->ctx->depth++;
+    e = interp_run_plan(it, p);
+    o->ctx->depth--;
+    if (e) return e;
+    *outs = p->out_t;
+    *n_outs = p->n_out;
+    return NULL;
+}
+
+/* ------------------------------------------------------------ public API */
+
+ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_options *opt,
+                                 ctosa_interp **out) {
+    *out = NULL;
+    if (!g) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_interp_create: graph is NULL");
+    if (ctosa_graph_region_count(g) < 1)
+        return ctosa_error_new(CTOSA_ERR_INVALID, "graph has no region to run");
+    ctosa_interp *it = calloc(1, sizeof *it);
+    if (!it) return ctosa_error_nomem();
+    it->g = g;
+    if (opt) it->opt = *opt;
+    if (it->opt.threads <= 0) it->opt.threads = cpu_count();
+    if (it->opt.threads > 256) it->opt.threads = 256;
+    if (!it->opt.max_memory) it->opt.max_memory = physical_memory();
+    if (!it->opt.max_depth) it->opt.max_depth = 32;
+    arena_init(&it->arena, 0);
+    it->ctx.it = it;
+    it->ctx.pool = it->opt.threads > 1 ? tpool_create(it->opt.threads) : NULL;
+    ctosa_error *e = interp_get_plan(it, ctosa_graph_region(g, 0), NULL, 0, &it->main);
+    if (!e) {
+        it->out_host = arena_zalloc(&it->arena, (it->main->n_out + 1) * sizeof(void *));
+        if (!it->out_host) e = ctosa_error_nomem();
+    }
+    if (e) {
+        ctosa_interp_free(it);
+        return e;
+    }
+    *out = it;
+    return NULL;
+}
+
+void ctosa_interp_free(ctosa_interp *it) {
+    if (!it) return;
+    tpool_free(it->ctx.pool);
+    for (rplan *p = it->plans; p; p = p->next) strmap_free(&p->by_name);
+    if (it->out_host && it->main)
+        for (uint32_t i = 0; i < it->main->n_out; i++) free(it->out_host[i]);
+    for (custom_reg *c = it->customs; c;) {
+        custom_reg *n = c->next;
+        free(c->domain);
+        free(c->name);
+        free(c);
+        c = n;
+    }
+    arena_free(&it->arena);
+    free(it);
+}
+
+static void fill_info(const slot *s, ctosa_interp_tensor *info) {
+    memset(info, 0, sizeof *info);
+    info->name = s->t.name;
+    info->dtype = s->t.dtype;
+    info->rank = s->t.rank;
+    info->shape = s->t.shape;
+    info->count = s->t.count;
+    info->size = s->t.count * ctosa_host_elem_size(s->t.dtype);
+}
+
+uint32_t ctosa_interp_input_count(const ctosa_interp *it) { return it->main->n_in; }
+uint32_t ctosa_interp_output_count(const ctosa_interp *it) { return it->main->n_out; }
+
+ctosa_error *ctosa_interp_input_info(const ctosa_interp *it, uint32_t i, ctosa_interp_tensor *info) {
+    if (i >= it->main->n_in)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input index %u out of range (%u inputs)", i,
+                               it->main->n_in);
+    fill_info(it->main->inputs[i], info);
+    return NULL;
+}
+
+ctosa_error *ctosa_interp_output_info(const ctosa_interp *it, uint32_t i, ctosa_interp_tensor *info) {
+    if (i >= it->main->n_out)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "output index %u out of range (%u outputs)", i,
+                               it->main->n_out);
+    fill_info(it->main->outputs[i], info);
+    return NULL;
+}
+
+ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dtype dtype,
+                                    uint32_t rank, const int64_t *shape, const void *data,
+                                    uint64_t size) {
+    rplan *p = it->main;
+    slot *s = NULL;
+    for (uint32_t i = 0; i < p->n_in; i++)
+        if (name && strcmp(p->inputs[i]->t.name, name) == 0) s = p->inputs[i];
+    if (!s) return ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an input of the graph",
+                                   name ? name : "(null)");
+    bool same = rank == s->t.rank && dtype == s->t.dtype;
+    for (uint32_t i = 0; same && i < rank; i++) same = shape && shape[i] == s->t.shape[i];
+    if (!same) {
+        itensor given = {0};
+        given.rank = rank <= INTERP_MAX_RANK ? rank : INTERP_MAX_RANK;
+        for (uint32_t i = 0; i < given.rank && shape; i++) given.shape[i] = shape[i];
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected %s%s, got %s%s", name,
+                               ctosa_dtype_short(s->t.dtype), interp_shape_str(&s->t),
+                               ctosa_dtype_short(dtype) ? ctosa_dtype_short(dtype) : "?",
+                               interp_shape_str(&given));
+    }
+    uint64_t need = s->t.count * ctosa_host_elem_size(dtype);
+    if (size != need || (need && !data))
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': %llu bytes given, %s%s needs %llu",
+                               name, (unsigned long long)size, ctosa_dtype_short(dtype),
+                               interp_shape_str(&s->t), (unsigned long long)need);
+    char what[300];
+    snprintf(what, sizeof what, "input '%s'", name);
+    ctosa_error *e = interp_from_host(&s->t, data, what);
+    s->set = e == NULL;
+    return e;
+}
+
+ctosa_error *ctosa_interp_run(ctosa_interp *it) {
+    it->ran = false;
+    it->ctx.depth = 0;
+    ctosa_error *e = interp_run_plan(it, it->main);
+    if (!e) it->ran = true;
+    return e;
+}
+
+ctosa_error *ctosa_interp_get_output(ctosa_interp *it, const char *name, ctosa_interp_tensor *out) {
+    rplan *p = it->main;
+    for (uint32_t i = 0; i < p->n_out; i++) {
+        slot *s = p->outputs[i];
+        if (!name || strcmp(s->t.name, name) != 0) continue;
+        if (!it->ran)
+            return ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': the graph has not run", name);
+        fill_info(s, out);
+        if (ctosa_host_elem_size(s->t.dtype) == interp_elem_size(s->t.dtype) &&
+            s->t.dtype != CTOSA_DTYPE_FP16 && s->t.dtype != CTOSA_DTYPE_BF16) {
+            out->data = s->t.data;
+            return NULL;
+        }
+        if (!it->out_host[i] &&
+            !(it->out_host[i] = malloc(out->size ? (size_t)out->size : 1)))
+            return ctosa_error_nomem();
+        interp_to_host(&s->t, it->out_host[i]);
+        out->data = it->out_host[i];
+        return NULL;
+    }
+    return ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an output of the graph",
+                           name ? name : "(null)");
+}
+
+ctosa_error *ctosa_interp_register_custom(ctosa_interp *it, const char *domain_name,
+                                          const char *operator_name, ctosa_custom_fn fn,
+                                          void *user) {
+    if (!domain_name || !operator_name || !fn)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_interp_register_custom: NULL argument");
+    for (custom_reg *c = it->customs; c; c = c->next)
+        if (strcmp(c->domain, domain_name) == 0 && strcmp(c->name, operator_name) == 0) {
+            c->fn = fn;
+            c->user = user;
+            return NULL;
+        }
+    custom_reg *c = calloc(1, sizeof *c);
+    if (!c) return ctosa_error_nomem();
+    c->domain = strdup(domain_name);
+    c->name = strdup(operator_name);
+    if (!c->domain || !c->name) {
+        free(c->domain);
+        free(c->name);
+        free(c);
+        return ctosa_error_nomem();
+    }
+    c->fn = fn;
+    c->user = user;
+    c->next = it->customs;
+    it->customs = c;
+    return NULL;
+}

@@ -1,0 +1,156 @@
+/* interp_runtime.h - private structures of the interpreter runtime
+ * (interp_core.c, interp_dispatch.c, interp_control.c, threadpool.c) and
+ * small helpers shared by the group-B kernel files. Kernels of group A only
+ * need interp_internal.h. */
+#ifndef CTOSA_INTERP_RUNTIME_H
+#define CTOSA_INTERP_RUNTIME_H
+
+#include "ctosa/interp.h"
+#include "interp_internal.h"
+
+/* ------------------------------------------------------------ thread pool */
+typedef struct tpool tpool;
+/* threads >= 2 workers in total (the caller counts as one); NULL on failure. */
+tpool *tpool_create(int threads);
+void tpool_free(tpool *p);
+void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg);
+
+/* --------------------------------------------------------------- runtime */
+typedef enum slot_kind { SLOT_UNUSED, SLOT_ACT, SLOT_CONST, SLOT_INPUT, SLOT_VAR } slot_kind;
+
+typedef struct ivar {
+    const char *key;   /* variable_name, or the tensor name */
+    itensor t;         /* the variable's storage (data owned here) */
+    struct ivar *next;
+} ivar;
+
+typedef struct slot {
+    itensor t;
+    const ctosa_tensor *src;
+    slot_kind kind;
+    uint64_t bytes;     /* canonical bytes */
+    int64_t def, last;  /* producing op and last op reading it (liveness) */
+    uint64_t off;       /* offset in the activation buffer (SLOT_ACT) */
+    bool is_output;     /* a block output: lives to the end */
+    bool set;           /* SLOT_INPUT: has a value */
+} slot;
+
+typedef struct pop {
+    const ctosa_op *op;
+    interp_kernel_fn fn;
+    char *where;
+    itensor **in, **out;
+    uint32_t n_in, n_out;
+    bool skip;          /* CONST, CONST_SHAPE, VARIABLE: nothing to do at run time */
+} pop;
+
+typedef struct rplan {
+    const ctosa_region *region;
+    const ctosa_block *block;
+    uint32_t n_slots;
+    slot *slots;
+    strmap by_name;
+    uint32_t n_ops;
+    pop *ops;
+    uint32_t n_in, n_out;
+    slot **inputs, **outputs;
+    itensor **out_t;    /* the outputs' tensors, for interp_call_region */
+    void *act;          /* activation buffer */
+    uint64_t act_size;
+    bool active;        /* running now (guards against recursive regions) */
+    /* The block whose control-flow operator calls this region: names the
+     * region's block does not define resolve there (regions may read the
+     * enclosing block's tensors, as MLIR-produced graphs do). */
+    struct rplan *parent;
+    uint32_t parent_op;
+    struct rplan *next;
+} rplan;
+
+typedef struct custom_reg {
+    char *domain, *name;
+    ctosa_custom_fn fn;
+    void *user;
+    struct custom_reg *next;
+} custom_reg;
+
+struct interp_ctx {
+    struct ctosa_interp *it;
+    tpool *pool;
+    uint32_t depth;
+    struct rplan *cur;  /* the plan running now */
+};
+
+struct ctosa_interp {
+    const ctosa_graph *g;
+    ctosa_interp_options opt;
+    arena arena;
+    rplan *main, *plans;
+    uint64_t mem_used;
+    interp_ctx ctx;
+    ivar *vars;
+    custom_reg *customs;
+    void **out_host;    /* per main output: host-encoded copy (or NULL) */
+    bool ran;
+};
+
+/* Prepares (once per calling block) the plan of region r called by op
+ * parent_op of parent (NULL for the main region). */
+ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, rplan *parent,
+                             uint32_t parent_op, rplan **out);
+/* Runs a prepared plan whose inputs are set. */
+ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p);
+/* Runs region name of the graph with in[] copied into its block inputs.
+ * On success *outs points at the region's output tensors (valid until the
+ * region runs again). Checks the ERROR_IF rules on counts, dtypes and
+ * shapes of the inputs; o is the calling operator (for messages). */
+ctosa_error *interp_call_region(const interp_op *o, const char *region, itensor *const *in,
+                                uint32_t n_in, itensor ***outs, uint32_t *n_outs);
+/* Accounts bytes against max_memory (CTOSA_ERR_LIMIT when over). */
+ctosa_error *interp_reserve(ctosa_interp *it, uint64_t bytes, const char *what);
+
+/* Kernel table (interp_dispatch.c). */
+interp_kernel_fn interp_kernel_for(ctosa_op_kind k);
+/* Checks the operator's input/output counts (CTOSA_ERR_INVALID). */
+ctosa_error *interp_check_arity(const interp_op *o);
+
+/* Host encoding <-> canonical. to_host writes count * host size bytes;
+ * from_host validates ranges (INT4, INT48, BOOL) and fails naming the
+ * element. */
+void interp_to_host(const itensor *t, void *dst);
+ctosa_error *interp_from_host(itensor *t, const void *src, const char *what);
+
+/* Control, variables and custom kernels (interp_control.c). */
+ctosa_error *interp_k_COND_IF(const interp_op *o);
+ctosa_error *interp_k_WHILE_LOOP(const interp_op *o);
+ctosa_error *interp_k_VARIABLE_READ(const interp_op *o);
+ctosa_error *interp_k_VARIABLE_WRITE(const interp_op *o);
+ctosa_error *interp_k_CUSTOM(const interp_op *o);
+/* 1.1 shape operators (kernels_shape.c). */
+#define INTERP_KERNELS_SHAPE(X)                                                          \
+    X(DIM) X(CONCAT_SHAPE) X(ADD_SHAPE) X(SUB_SHAPE) X(MUL_SHAPE) X(SLICE_SHAPE)          \
+    X(EXP2_SHAPE) X(LOG2_CEIL_SHAPE) X(LOG2_FLOOR_SHAPE) X(MAX_SHAPE) X(MIN_SHAPE)        \
+    X(MOD_SHAPE) X(DIV_CEIL_SHAPE) X(DIV_FLOOR_SHAPE) X(ASSERT_EQUAL_SHAPE)
+#define INTERP_DECLARE_S(n) ctosa_error *interp_k_##n(const interp_op *o);
+INTERP_KERNELS_SHAPE(INTERP_DECLARE_S)
+#undef INTERP_DECLARE_S
+
+/* ---------------------------------------------------- kernel helpers */
+/* CTOSA_ERR_UNSUPPORTED "<where>: <text>". */
+ctosa_error *interp_unsupported(const interp_op *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "dims" of a tensor for messages: "[1,4,4]" in a static rotating buffer. */
+const char *interp_shape_str(const itensor *t);
+/* Whether a and b have the same rank and dims. */
+bool interp_same_shape(const itensor *a, const itensor *b);
+/* Element i of a canonical integer tensor widened to int64 (BOOL, INT*,
+ * SHAPE). */
+int64_t interp_get_int(const itensor *t, uint64_t i);
+/* A 1-element (or rank-0) compile-time argument such as a zero point or the
+ * MUL shift, as int64 or float. Fails when the tensor is empty. */
+ctosa_error *interp_scalar_int(const interp_op *o, uint32_t input, int64_t *v);
+ctosa_error *interp_scalar_float(const interp_op *o, uint32_t input, float *v);
+/* The int64 values of a shape input (SHAPE, or an integer tensor). */
+ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v,
+                                 uint64_t *n);
+
+#endif

@@ -1,0 +1,135 @@
+/* kernels_activation.c - CLAMP, ERF, SIGMOID, TANH, TABLE. */
+#include <math.h>
+#include <string.h>
+
+#include "interp/int_math.h"
+#include "util/floatfmt.h"
+
+/* ----------------------------------------------------------------- CLAMP */
+
+/* Decodes a CLAMP bound from its attribute bytes (the file encoding of the
+ * input dtype, little-endian) into an int64 or a float. */
+static ctosa_error *clamp_bound(const interp_op *o, const char *what, ctosa_bytes b,
+                                ctosa_dtype t, int64_t *iv, float *fv) {
+    int bytes = t == CTOSA_DTYPE_INT48 ? 6 : ctosa_dtype_bits(t) / 8;
+    if (bytes <= 0 || !b.p || b.n < (uint32_t)bytes)
+        return interp_fail(o, "%s has %u bytes, %s needs %d", what, b.n, ctosa_dtype_short(t),
+                           bytes > 0 ? bytes : 1);
+    const uint8_t *p = b.p;
+    switch (t) {
+    case CTOSA_DTYPE_INT8: *iv = (int8_t)p[0]; break;
+    case CTOSA_DTYPE_INT16: *iv = (int16_t)rd_u16(p); break;
+    case CTOSA_DTYPE_INT32: *iv = (int32_t)rd_u32(p); break;
+    case CTOSA_DTYPE_FP32: {
+        uint32_t u = rd_u32(p);
+        memcpy(fv, &u, 4);
+        break;
+    }
+    case CTOSA_DTYPE_FP16: *fv = ff_fp16_to_f32(rd_u16(p)); break;
+    case CTOSA_DTYPE_BF16: *fv = ff_bf16_to_f32(rd_u16(p)); break;
+    case CTOSA_DTYPE_FP8E4M3: *fv = ff_fp8e4m3_to_f32(p[0]); break;
+    case CTOSA_DTYPE_FP8E5M2: *fv = ff_fp8e5m2_to_f32(p[0]); break;
+    default: return interp_fail(o, "CLAMP of %s is not supported", ctosa_dtype_short(t));
+    }
+    return NULL;
+}
+
+ctosa_error *interp_k_CLAMP(const interp_op *o) {
+    ctosa_error *e = im_need_io(o, 1, 1);
+    if (e) return e;
+    const itensor *in = o->in[0];
+    itensor *out = o->out[0];
+    if ((e = im_same_shape(o, in, out))) return e;
+    if (in->dtype != out->dtype) return interp_fail(o, "output type differs from input type");
+    const ctosa_attr *a = &o->op->attr;
+    ctosa_dtype t = in->dtype;
+    int64_t imin = 0, imax = 0;
+    float fmin = 0, fmax = 0;
+    if ((e = clamp_bound(o, "min_val", a->min_val, t, &imin, &fmin))) return e;
+    if ((e = clamp_bound(o, "max_val", a->max_val, t, &imax, &fmax))) return e;
+    uint64_t n = in->count;
+    if (im_is_float(t)) {
+        if (isnan(fmin) || isnan(fmax)) return interp_fail(o, "min_val or max_val is NaN");
+        if (fmax < fmin) return interp_fail(o, "max_val %g < min_val %g", fmax, fmin);
+        bool ignore = a->nan_mode == CTOSA_NAN_IGNORE;
+        const float *s = in->data;
+        float *d = out->data;
+        for (uint64_t i = 0; i < n; i++) {
+            float v = s[i];
+            /* PROPAGATE keeps NaN; IGNORE makes max(NaN, min) = min */
+            if (isnan(v)) d[i] = ignore ? fmin : v;
+            else d[i] = v < fmin ? fmin : v > fmax ? fmax : v;
+        }
+    } else {
+        if (imax < imin) return interp_fail(o, "max_val %lld < min_val %lld", (long long)imax, (long long)imin);
+        for (uint64_t i = 0; i < n; i++) im_store_i(t, out->data, i, im_clip(im_load_i(t, in->data, i), imin, imax));
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------- ERF, SIGMOID, TANH */
+
+typedef double (*unary_fn)(double);
+static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static ctosa_error *float_unary(const interp_op *o, unary_fn fn) {
+    ctosa_error *e = im_need_io(o, 1, 1);
+    if (e) return e;
+    const itensor *in = o->in[0];
+    itensor *out = o->out[0];
+    if ((e = im_same_shape(o, in, out))) return e;
+    if (in->dtype != out->dtype || !im_is_float(in->dtype))
+        return interp_fail(o, "needs the same floating-point type in and out (%s -> %s)",
+                           ctosa_dtype_short(in->dtype), ctosa_dtype_short(out->dtype));
+    ctosa_dtype t = in->dtype;
+    const float *s = in->data;
+    float *d = out->data;
+    /* computed in double and rounded once to the dtype */
+    for (uint64_t i = 0; i < in->count; i++) d[i] = ff_round_to_double(t, fn(s[i]));
+    return NULL;
+}
+
+ctosa_error *interp_k_ERF(const interp_op *o) { return float_unary(o, erf); }
+ctosa_error *interp_k_SIGMOID(const interp_op *o) { return float_unary(o, sigmoid_d); }
+ctosa_error *interp_k_TANH(const interp_op *o) { return float_unary(o, tanh); }
+
+/* ----------------------------------------------------------------- TABLE */
+
+ctosa_error *interp_k_TABLE(const interp_op *o) {
+    ctosa_error *e = im_need_io(o, 2, 1);
+    if (e) return e;
+    const itensor *in = o->in[0], *tab = o->in[1];
+    itensor *out = o->out[0];
+    if ((e = im_same_shape(o, in, out))) return e;
+    uint64_t n = in->count;
+    if (in->dtype == CTOSA_DTYPE_INT8) {
+        if (tab->dtype != CTOSA_DTYPE_INT8 || tab->count != 256)
+            return interp_fail(o, "int8 TABLE needs a 256-entry int8 table");
+        if (out->dtype != CTOSA_DTYPE_INT8) return interp_fail(o, "int8 TABLE output must be int8");
+        const int8_t *s = in->data, *tv = tab->data;
+        int8_t *d = out->data;
+        for (uint64_t i = 0; i < n; i++) d[i] = tv[(int)s[i] + 128];
+        return NULL;
+    }
+    if (in->dtype == CTOSA_DTYPE_INT16) {
+        if (tab->dtype != CTOSA_DTYPE_INT16 || tab->count != 513)
+            return interp_fail(o, "int16 TABLE needs a 513-entry int16 table");
+        if (out->dtype != CTOSA_DTYPE_INT32) return interp_fail(o, "int16 TABLE output must be int32");
+        const int16_t *s = in->data, *tv = tab->data;
+        /* REQUIRE: neighbouring entries differ by a value that fits int16 */
+        for (int k = 0; k < 512; k++) {
+            int32_t slope = (int32_t)tv[k + 1] - tv[k];
+            if (slope < INT16_MIN || slope > INT16_MAX)
+                return interp_fail(o, "table entries %d and %d differ by %d (more than int16)", k, k + 1, slope);
+        }
+        int32_t *d = out->data;
+        for (uint64_t i = 0; i < n; i++) {
+            int32_t v = s[i];
+            int32_t idx = (v + 32768) >> 7, frac = v & 0x7F;
+            int32_t base = tv[idx], slope = (int32_t)tv[idx + 1] - base;
+            d[i] = base * 128 + slope * frac;
+        }
+        return NULL;
+    }
+    return interp_fail(o, "TABLE of %s is not supported", ctosa_dtype_short(in->dtype));
+}

@@ -1,0 +1,984 @@
+/* kernels_conv.c - CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D.
+ *
+ * All four share one geometry (2-D ops are 3-D with depth 1) and three
+ * execution paths:
+ *  - fp32 accumulation: the indirect GEMM engine (kernels_gemm.c) for
+ *    CONV/TRANSPOSE_CONV, a channel-vectorised direct loop for DEPTHWISE;
+ *  - integer: inputs converted once to int16 with the zero point removed,
+ *    int32 accumulation when the sum provably fits, int64 otherwise (INT48
+ *    accumulators, or INT32 with a final range check);
+ *  - fp16 accumulation: a direct loop rounding every product and sum to fp16
+ *    as the pseudocode does (slow, exact).
+ * Padding contributes nothing (the pseudocode skips out-of-range taps). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/int_math.h"
+#include "interp/kernels_gemm.h"
+#include "util/floatfmt.h"
+
+enum { CK_CONV, CK_DEPTHWISE, CK_TRANSPOSE };
+
+typedef struct cgeom {
+    int kind;
+    int64_t N, ID, IH, IW, IC, OD, OH, OW, OC, KD, KH, KW, M;
+    int64_t sd, sy, sx, dd, dy, dx, pd, pt, pl;
+} cgeom;
+
+/* Input coordinates read by output (od,oy,ox) at tap (kd,ky,kx); false when
+ * the tap falls in the padding. */
+static inline bool cg_in(const cgeom *g, int64_t od, int64_t oy, int64_t ox, int64_t kd,
+                         int64_t ky, int64_t kx, int64_t *z, int64_t *y, int64_t *x) {
+    if (g->kind == CK_TRANSPOSE) {
+        int64_t yy = oy - g->pt - ky, xx = ox - g->pl - kx;
+        if (yy < 0 || xx < 0 || yy >= g->IH * g->sy || xx >= g->IW * g->sx) return false;
+        if (yy % g->sy || xx % g->sx) return false;
+        *z = 0;
+        *y = yy / g->sy;
+        *x = xx / g->sx;
+        return true;
+    }
+    *z = od * g->sd - g->pd + kd * g->dd;
+    *y = oy * g->sy - g->pt + ky * g->dy;
+    *x = ox * g->sx - g->pl + kx * g->dx;
+    return *z >= 0 && *z < g->ID && *y >= 0 && *y < g->IH && *x >= 0 && *x < g->IW;
+}
+
+/* ------------------------------------------------------ checks and setup */
+
+typedef struct cargs {
+    const itensor *in, *w, *bias;
+    itensor *out;
+    int64_t izp, wzp;
+    ctosa_dtype acc;
+} cargs;
+
+static ctosa_error *c_vec(const interp_op *o, const char *name, ctosa_i32s v, uint32_t n) {
+    if (v.n != n || (n && !v.v)) return interp_fail(o, "attribute %s needs %u values, has %u", name, n, v.n);
+    return NULL;
+}
+
+static bool c_count_ok(const itensor *t) { return im_dims(t, 0, t->rank) == t->count; }
+
+/* Checks inputs, dtypes, zero points and accumulator type shared by all
+ * four ops. */
+static ctosa_error *c_common(const interp_op *o, cargs *c, uint32_t in_rank) {
+    ctosa_error *e = im_need_io(o, 5, 1);
+    if (e) return e;
+    c->in = o->in[0];
+    c->w = o->in[1];
+    c->bias = o->in[2];
+    c->out = o->out[0];
+    if (c->in->rank != in_rank || c->w->rank != in_rank || c->out->rank != in_rank)
+        return interp_fail(o, "input, weight and output must have rank %u (have %u, %u, %u)", in_rank,
+                           c->in->rank, c->w->rank, c->out->rank);
+    if (c->bias->rank != 1) return interp_fail(o, "bias must have rank 1");
+    if (!c_count_ok(c->in) || !c_count_ok(c->w) || !c_count_ok(c->out) || !c_count_ok(c->bias))
+        return interp_fail(o, "tensor element counts do not match their shapes");
+    ctosa_dtype ti = c->in->dtype, tw = c->w->dtype, to = c->out->dtype;
+    if (!im_scalar_i(o->in[3], &c->izp) && !(im_is_float(ti) && o->in[3]->count == 1))
+        return interp_fail(o, "input_zp must be a one-element tensor");
+    if (!im_scalar_i(o->in[4], &c->wzp) && !(im_is_float(tw) && o->in[4]->count == 1))
+        return interp_fail(o, "weight_zp must be a one-element tensor");
+    if (im_is_float(o->in[3]->dtype)) {
+        float f = ((const float *)o->in[3]->data)[0];
+        c->izp = f != 0.0f; /* only zero is allowed: any other value is an error below */
+    }
+    if (im_is_float(o->in[4]->dtype)) {
+        float f = ((const float *)o->in[4]->data)[0];
+        c->wzp = f != 0.0f;
+    }
+    if (ti != CTOSA_DTYPE_INT8 && c->izp != 0) return interp_fail(o, "input_zp must be 0 for %s input", ctosa_dtype_short(ti));
+    if (tw != CTOSA_DTYPE_INT8 && c->wzp != 0) return interp_fail(o, "weight_zp must be 0 for %s weight", ctosa_dtype_short(tw));
+    if (c->bias->dtype != to) return interp_fail(o, "bias type %s differs from output type %s",
+                                                 ctosa_dtype_short(c->bias->dtype), ctosa_dtype_short(to));
+    ctosa_dtype acc = o->op->attr.acc_type;
+    if (ti == CTOSA_DTYPE_INT8) {
+        if (tw != CTOSA_DTYPE_INT8 && tw != CTOSA_DTYPE_INT4) return interp_fail(o, "int8 input needs int8 or int4 weight");
+        if (acc != CTOSA_DTYPE_INT32 || to != CTOSA_DTYPE_INT32) return interp_fail(o, "int8 input needs acc_type and output int32");
+    } else if (ti == CTOSA_DTYPE_INT16) {
+        if (tw != CTOSA_DTYPE_INT8) return interp_fail(o, "int16 input needs int8 weight");
+        if (acc != CTOSA_DTYPE_INT48 || to != CTOSA_DTYPE_INT48) return interp_fail(o, "int16 input needs acc_type and output int48");
+    } else if (im_is_float(ti)) {
+        if (tw != ti) return interp_fail(o, "weight type %s differs from input type %s", ctosa_dtype_short(tw), ctosa_dtype_short(ti));
+        if (!im_is_float(to)) return interp_fail(o, "output must be floating point");
+        if (acc != CTOSA_DTYPE_FP32 && acc != CTOSA_DTYPE_FP16)
+            return interp_fail(o, "acc_type %s is not valid for %s input", ctosa_dtype_short(acc) ? ctosa_dtype_short(acc) : "?", ctosa_dtype_short(ti));
+        if (acc == CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP8E4M3 && ti != CTOSA_DTYPE_FP8E5M2)
+            return interp_fail(o, "acc_type fp16 is not valid for %s input", ctosa_dtype_short(ti));
+    } else {
+        return interp_fail(o, "input type %s is not supported", ctosa_dtype_short(ti));
+    }
+    c->acc = acc;
+    return NULL;
+}
+
+/* OH == (IH - 1 + pads - (K - 1) * dil) / stride + 1 with exact division. */
+static ctosa_error *c_out_dim(const interp_op *o, const char *what, int64_t in, int64_t pa,
+                              int64_t pb, int64_t k, int64_t dil, int64_t s, int64_t out) {
+    int64_t num = in - 1 + pa + pb - (k - 1) * dil;
+    if (num < 0 || num % s != 0)
+        return interp_fail(o, "%s: (%lld - 1 + %lld + %lld - (%lld - 1) * %lld) is not a non-negative multiple of stride %lld",
+                           what, (long long)in, (long long)pa, (long long)pb, (long long)k,
+                           (long long)dil, (long long)s);
+    if (num / s + 1 != out)
+        return interp_fail(o, "output %s is %lld, expected %lld", what, (long long)out, (long long)(num / s + 1));
+    return NULL;
+}
+
+/* ------------------------------------------------------ generic helpers */
+
+typedef struct rows_ctx {
+    const cgeom *g;
+    const char *base; /* input, fp32 or int16 */
+    size_t esz;
+    const void *zero;
+    /* a K chunk: taps [t0, t1), channels from c0 (t1 == 0: every tap) */
+    int64_t t0, t1, c0;
+} rows_ctx;
+
+static void c_rows(const void *rc, int64_t m, const void **ptrs) {
+    const rows_ctx *r = rc;
+    const cgeom *g = r->g;
+    int64_t ox = m % g->OW, t = m / g->OW;
+    int64_t oy = t % g->OH;
+    t /= g->OH;
+    int64_t od = t % g->OD, n = t / g->OD;
+    int64_t tap = 0, t0 = r->t0, t1 = r->t1 ? r->t1 : INT64_MAX;
+    size_t coff = (size_t)r->c0 * r->esz;
+    int i = 0;
+    for (int64_t kd = 0; kd < g->KD; kd++)
+        for (int64_t ky = 0; ky < g->KH; ky++)
+            for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
+                if (tap < t0 || tap >= t1) continue;
+                int64_t z, y, x;
+                if (cg_in(g, od, oy, ox, kd, ky, kx, &z, &y, &x))
+                    ptrs[i++] = r->base + (size_t)((((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC) * r->esz + coff;
+                else
+                    ptrs[i++] = (const char *)r->zero + coff;
+            }
+}
+
+/* Weight element for output channel oc, tap index tap, input channel ic. */
+static inline size_t c_widx(const cgeom *g, int64_t oc, int64_t tap, int64_t ic) {
+    if (g->kind == CK_DEPTHWISE) return (size_t)(tap * g->OC + oc); /* [KH,KW,C,M]: c*M+m == oc */
+    return (size_t)((oc * (g->KD * g->KH * g->KW) + tap) * g->IC + ic);
+}
+
+static ctosa_error *c_nomem(const interp_op *o) { return interp_fail(o, "out of memory"); }
+
+/* fp16 accumulation (and any float case the fast paths skip): every
+ * product and partial sum is rounded to acc_type. */
+static ctosa_error *c_ref_float(const interp_op *o, const cgeom *g, const cargs *c) {
+    const float *in = c->in->data, *w = c->w->data, *bias = c->bias->data;
+    float *out = c->out->data;
+    ctosa_dtype acc_t = c->acc, to = c->out->dtype;
+    int64_t ntap = g->KD * g->KH * g->KW;
+    int64_t nic = g->kind == CK_DEPTHWISE ? 1 : g->IC;
+    int64_t BC = c->bias->count;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t od = 0; od < g->OD; od++)
+            for (int64_t oy = 0; oy < g->OH; oy++)
+                for (int64_t ox = 0; ox < g->OW; ox++)
+                    for (int64_t oc = 0; oc < g->OC; oc++) {
+                        double acc = 0;
+                        int64_t tap = 0;
+                        for (int64_t kd = 0; kd < g->KD; kd++)
+                            for (int64_t ky = 0; ky < g->KH; ky++)
+                                for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
+                                    int64_t z, y, x;
+                                    if (!cg_in(g, od, oy, ox, kd, ky, kx, &z, &y, &x)) continue;
+                                    for (int64_t i = 0; i < nic; i++) {
+                                        int64_t ic = g->kind == CK_DEPTHWISE ? oc / g->M : i;
+                                        double a = in[(((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC + ic];
+                                        double p = ff_round_to_double(acc_t, a * (double)w[c_widx(g, oc, tap, i)]);
+                                        acc = ff_round_to_double(acc_t, acc + p);
+                                    }
+                                }
+                        (void)ntap;
+                        float r = ff_round_to_double(to, acc);
+                        r = ff_round_to_double(to, (double)r + bias[BC == 1 ? 0 : oc]);
+                        out[(((n * g->OD + od) * g->OH + oy) * g->OW + ox) * g->OC + oc] = r;
+                    }
+    return NULL;
+}
+
+/* Adds bias in the output type (rounding twice as the pseudocode does)
+ * after an fp32 accumulation that left raw sums in out. */
+static void c_float_epilogue(const cargs *c, int64_t OC) {
+    float *out = c->out->data;
+    const float *bias = c->bias->data;
+    ctosa_dtype to = c->out->dtype;
+    bool b1 = c->bias->count == 1;
+    for (uint64_t i = 0; i < c->out->count; i++) {
+        int64_t oc = (int64_t)(i % (uint64_t)OC);
+        float r = ff_round_to(to, out[i]);
+        out[i] = ff_round_to_double(to, (double)r + bias[b1 ? 0 : oc]);
+    }
+}
+
+/* ------------------------------------------- CONV / TRANSPOSE via GEMM */
+
+typedef struct wget_ctx {
+    const cgeom *g;
+    const int8_t *w;
+    int64_t wzp;
+} wget_ctx;
+
+static int32_t c_wget(const void *cc, int64_t k, int64_t n) {
+    const wget_ctx *c = cc;
+    int64_t K = c->g->KD * c->g->KH * c->g->KW * c->g->IC;
+    return (int32_t)(c->w[n * K + k] - c->wzp);
+}
+
+static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const cargs *c) {
+    int64_t T = g->KD * g->KH * g->KW, K = T * g->IC;
+    float *bp = aligned_alloc(64, (kg_pack_elems(K, g->OC) * sizeof(float) + 64) & ~(size_t)63);
+    float *zero = calloc((size_t)(g->IC > 0 ? g->IC : 1), sizeof(float));
+    float *bias = NULL;
+    bool fp32_out = c->out->dtype == CTOSA_DTYPE_FP32;
+    if (fp32_out) bias = malloc((size_t)g->OC * sizeof(float));
+    if (!bp || !zero || (fp32_out && !bias)) {
+        free(bp);
+        free(zero);
+        free(bias);
+        return c_nomem(o);
+    }
+    kg_pack_f(bp, K, g->OC, c->w->data, 1, K);
+    if (fp32_out) {
+        const float *b = c->bias->data;
+        for (int64_t i = 0; i < g->OC; i++) bias[i] = b[c->bias->count == 1 ? 0 : i];
+    }
+    rows_ctx rc = {.g = g, .base = c->in->data, .esz = sizeof(float), .zero = zero};
+    kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
+                  .rows = c_rows, .rctx = &rc, .bpack = bp, .bias = bias,
+                  .out = c->out->data, .ldo = g->OC};
+    bool ok = kg_run_f(o->ctx, &job);
+    free(bp);
+    free(zero);
+    free(bias);
+    if (!ok) return c_nomem(o);
+    if (!fp32_out) c_float_epilogue(c, g->OC);
+    return NULL;
+}
+
+/* Converts the input to int16 with the zero point removed; returns the
+ * largest magnitude seen. */
+static int16_t *c_in16(const itensor *t, int64_t zp, int64_t *maxabs) {
+    int16_t *d = malloc((size_t)(t->count ? t->count : 1) * sizeof(int16_t));
+    if (!d) return NULL;
+    int32_t mn = 0, mx = 0;
+    /* typed loops (vectorisable): int8 minus zp, or int16 (zp is 0) */
+    if (t->dtype == CTOSA_DTYPE_INT8) {
+        const int8_t *s = t->data;
+        int16_t z = (int16_t)zp;
+        for (uint64_t i = 0; i < t->count; i++) {
+            int16_t v = (int16_t)(s[i] - z);
+            d[i] = v;
+            mn = v < mn ? v : mn;
+            mx = v > mx ? v : mx;
+        }
+    } else {
+        const int16_t *s = t->data;
+        for (uint64_t i = 0; i < t->count; i++) {
+            d[i] = s[i];
+            mn = s[i] < mn ? s[i] : mn;
+            mx = s[i] > mx ? s[i] : mx;
+        }
+    }
+    *maxabs = -(int64_t)mn > mx ? -(int64_t)mn : mx;
+    return d;
+}
+
+/* Final integer step: out = acc + bias, REQUIRE that both fit the
+ * accumulator / output type. acc holds n_out values (int32 or int64),
+ * rows of OC channels. */
+enum { ACC_I32, ACC_I64, ACC_F32 }; /* accumulator storage for c_int_epilogue */
+
+static ctosa_error *c_int_epilogue(const interp_op *o, const cargs *c, const void *acc, int acc_kind,
+                                   int64_t OC) {
+    ctosa_dtype to = c->out->dtype;
+    int64_t lo, hi;
+    im_range_s(to, &lo, &hi);
+    bool b1 = c->bias->count == 1;
+    uint64_t rows = OC > 0 ? c->out->count / (uint64_t)OC : 0;
+    if (to == CTOSA_DTYPE_INT32 && acc_kind != ACC_I32 && OC > 0) {
+        int32_t *b32 = malloc((size_t)OC * sizeof(int32_t));
+        if (!b32) return c_nomem(o);
+        for (int64_t j = 0; j < OC; j++) b32[j] = ((const int32_t *)c->bias->data)[b1 ? 0 : j];
+        bool ok = acc_kind == ACC_F32 ? kg_bias_f32_i32(acc, rows, (size_t)OC, b32, c->out->data)
+                                      : kg_bias_i64_i32(acc, rows, (size_t)OC, b32, c->out->data);
+        free(b32);
+        if (!ok) return interp_fail(o, "accumulator or bias add overflows int32 (REQUIRE failed)");
+        return NULL;
+    }
+    int64_t *bias = malloc((size_t)(OC > 0 ? OC : 1) * sizeof(int64_t));
+    if (!bias) return c_nomem(o);
+    for (int64_t j = 0; j < OC; j++) bias[j] = im_load_i(to, c->bias->data, b1 ? 0 : (size_t)j);
+    bool ok_acc = true, ok_out = true;
+    uint64_t bad = 0;
+    for (uint64_t r = 0; r < rows && ok_acc && ok_out; r++) {
+        size_t base = (size_t)(r * (uint64_t)OC);
+        for (int64_t j = 0; j < OC; j++) {
+            int64_t a = acc_kind == ACC_I64   ? ((const int64_t *)acc)[base + j]
+                        : acc_kind == ACC_I32 ? ((const int32_t *)acc)[base + j]
+                                              : (int64_t)((const float *)acc)[base + j];
+            int64_t v = a + bias[j];
+            ok_acc &= a >= lo && a <= hi;
+            ok_out &= v >= lo && v <= hi;
+            if (to == CTOSA_DTYPE_INT32) ((int32_t *)c->out->data)[base + j] = (int32_t)v;
+            else ((int64_t *)c->out->data)[base + j] = v;
+        }
+        bad = base;
+    }
+    free(bias);
+    if (!ok_acc)
+        return interp_fail(o, "accumulator overflows %s in output row at element %llu (REQUIRE failed)",
+                           ctosa_dtype_short(c->acc), (unsigned long long)bad);
+    if (!ok_out)
+        return interp_fail(o, "bias add overflows %s in output row at element %llu (REQUIRE failed)",
+                           ctosa_dtype_short(to), (unsigned long long)bad);
+    return NULL;
+}
+
+/* int8 x int8/int4 on the fp32 engine, exactly: every product is an
+ * integer below 2^16 in magnitude, so a chunk of K terms whose worst-case
+ * sum stays below 2^24 is computed without any rounding in fp32 (all
+ * partial sums are exactly representable). K is split into such chunks,
+ * each chunk's float result is converted and added in int64. */
+static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const cargs *c) {
+    int64_t amax, wmax;
+    int64_t T = g->KD * g->KH * g->KW, IC = g->IC, K = T * IC, OC = g->OC;
+    int64_t M = g->N * g->OD * g->OH * g->OW;
+    /* chunk buffer sized for the worst case (258 terms), refined below */
+    int64_t kc = ((INT64_C(1) << 24) - 1) / (255 * 255);
+    float *inf = malloc((size_t)(c->in->count ? c->in->count : 1) * sizeof(float));
+    float *wf = malloc((size_t)(c->w->count ? c->w->count : 1) * sizeof(float));
+    float *zero = calloc((size_t)(IC > 0 ? IC : 1), sizeof(float));
+    float *bp = NULL;
+    float *tmp = malloc((size_t)(c->out->count ? c->out->count : 1) * sizeof(float));
+    int64_t *acc = calloc((size_t)(c->out->count ? c->out->count : 1), sizeof(int64_t));
+    ctosa_error *e = NULL;
+    if (!inf || !wf || !zero || !tmp || !acc) {
+        e = c_nomem(o);
+        goto done;
+    }
+    amax = kg_cvt_i8_f32(c->in->data, c->in->count, (int32_t)c->izp, inf);
+    wmax = kg_cvt_i8_f32(c->w->data, c->w->count, (int32_t)c->wzp, wf);
+    int64_t prod = amax * wmax > 0 ? amax * wmax : 1;
+    kc = ((INT64_C(1) << 24) - 1) / prod; /* >= 258 */
+    bp = aligned_alloc(64, (kg_pack_elems(kc < K ? kc : K, OC) * sizeof(float) + 64) & ~(size_t)63);
+    if (!bp) {
+        e = c_nomem(o);
+        goto done;
+    }
+    /* chunks: whole taps when a tap's channels fit, else channel slices */
+    int64_t tpc = IC <= kc ? (IC > 0 ? kc / IC : T) : 1, cpc = IC <= kc ? IC : kc;
+    if (tpc < 1) tpc = 1;
+    for (int64_t t0 = 0; t0 < T; t0 += tpc) {
+        int64_t t1 = t0 + tpc < T ? t0 + tpc : T;
+        for (int64_t c0 = 0; c0 < IC || (IC == 0 && c0 == 0); c0 += cpc > 0 ? cpc : 1) {
+            int64_t nc = IC - c0 < cpc ? IC - c0 : cpc;
+            int64_t kk = (t1 - t0) * nc;
+            /* B chunk: rows (t, c) for t in [t0,t1), c in [c0, c0+nc) */
+            /* k' = (t - t0) * nc + (c - c0) is contiguous in the original K
+             * because either nc == IC (c0 = 0) or the chunk is one tap */
+            kg_pack_f(bp, kk, OC, wf + t0 * IC + c0, 1, K);
+            rows_ctx rc = {g, (const char *)inf, sizeof(float), zero, t0, t1, c0};
+            kg_job job = {.M = M, .N = OC, .Kt = nc, .T = (int32_t)(t1 - t0), .rows = c_rows, .rctx = &rc,
+                          .bpack = bp, .out = tmp, .ldo = OC};
+            if (!kg_run_f(o->ctx, &job)) {
+                e = c_nomem(o);
+                goto done;
+            }
+            for (uint64_t i = 0; i < c->out->count; i++) acc[i] += (int64_t)tmp[i];
+            if (IC == 0) break;
+        }
+    }
+    e = c_int_epilogue(o, c, acc, ACC_I64, OC);
+done:
+    free(inf);
+    free(wf);
+    free(zero);
+    free(bp);
+    free(tmp);
+    free(acc);
+    return e;
+}
+
+static ctosa_error *c_run_gemm_int(const interp_op *o, const cgeom *g, const cargs *c) {
+    int64_t T = g->KD * g->KH * g->KW, K = T * g->IC;
+    int64_t amax = 0, wmax = 0;
+    int16_t *in16 = c_in16(c->in, c->izp, &amax);
+    int32_t *bp = aligned_alloc(64, (kg_pack_elems(K, g->OC) * sizeof(int32_t) + 64) & ~(size_t)63);
+    int16_t *zero = calloc((size_t)(g->IC > 0 ? g->IC : 1), sizeof(int16_t));
+    if (!in16 || !bp || !zero) {
+        free(in16);
+        free(bp);
+        free(zero);
+        return c_nomem(o);
+    }
+    wget_ctx wc = {g, c->w->data, c->wzp};
+    kg_pack_i(bp, K, g->OC, c_wget, &wc);
+    for (uint64_t i = 0; i < c->w->count; i++) {
+        int64_t v = llabs((int64_t)((const int8_t *)c->w->data)[i] - c->wzp);
+        if (v > wmax) wmax = v;
+    }
+    /* int32 accumulation is exact when no partial sum can pass 2^31 */
+    bool acc64 = c->acc == CTOSA_DTYPE_INT48 || (double)K * (double)amax * (double)wmax > 2147483647.0;
+    void *acc = malloc((size_t)(c->out->count ? c->out->count : 1) * (acc64 ? 8 : 4));
+    ctosa_error *e = NULL;
+    if (!acc) {
+        e = c_nomem(o);
+    } else {
+        rows_ctx rc = {.g = g, .base = (const char *)in16, .esz = sizeof(int16_t), .zero = zero};
+        kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
+                      .rows = c_rows, .rctx = &rc, .bpack = bp, .out = acc, .ldo = g->OC,
+                      .acc64 = acc64};
+        if (!kg_run_i(o->ctx, &job)) e = c_nomem(o);
+        else e = c_int_epilogue(o, c, acc, acc64 ? ACC_I64 : ACC_I32, g->OC);
+    }
+    free(acc);
+    free(in16);
+    free(bp);
+    free(zero);
+    return e;
+}
+
+static ctosa_error *c_dispatch(const interp_op *o, const cgeom *g, const cargs *c) {
+    if (c->out->count == 0) return NULL;
+    if (im_is_float(c->in->dtype)) {
+        if (c->acc == CTOSA_DTYPE_FP32) return c_run_gemm_float(o, g, c);
+        return c_ref_float(o, g, c);
+    }
+    if (c->in->dtype == CTOSA_DTYPE_INT8) return c_run_int8_float(o, g, c);
+    return c_run_gemm_int(o, g, c);
+}
+
+ctosa_error *interp_k_CONV2D(const interp_op *o) {
+    cargs c;
+    ctosa_error *e = c_common(o, &c, 4);
+    if (e) return e;
+    const ctosa_attr *a = &o->op->attr;
+    if ((e = c_vec(o, "pad", a->pad, 4)) || (e = c_vec(o, "stride", a->stride, 2)) ||
+        (e = c_vec(o, "dilation", a->dilation, 2)))
+        return e;
+    cgeom g = {.kind = CK_CONV, .N = c.in->shape[0], .ID = 1, .IH = c.in->shape[1],
+               .IW = c.in->shape[2], .IC = c.in->shape[3], .OD = 1, .OH = c.out->shape[1],
+               .OW = c.out->shape[2], .OC = c.out->shape[3], .KD = 1, .KH = c.w->shape[1],
+               .KW = c.w->shape[2], .M = 1, .sd = 1, .sy = a->stride.v[0], .sx = a->stride.v[1],
+               .dd = 1, .dy = a->dilation.v[0], .dx = a->dilation.v[1], .pd = 0,
+               .pt = a->pad.v[0], .pl = a->pad.v[2]};
+    if (c.w->shape[0] != g.OC || c.w->shape[3] != g.IC || c.out->shape[0] != g.N)
+        return interp_fail(o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld / output channels %lld",
+                           (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
+                           (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
+    if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
+    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0) return interp_fail(o, "negative pad");
+    if (g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
+    if (g.dy < 1 || g.dx < 1) return interp_fail(o, "dilation must be >= 1");
+    if ((e = c_out_dim(o, "height", g.IH, a->pad.v[0], a->pad.v[1], g.KH, g.dy, g.sy, g.OH)) ||
+        (e = c_out_dim(o, "width", g.IW, a->pad.v[2], a->pad.v[3], g.KW, g.dx, g.sx, g.OW)))
+        return e;
+    return c_dispatch(o, &g, &c);
+}
+
+ctosa_error *interp_k_CONV3D(const interp_op *o) {
+    cargs c;
+    ctosa_error *e = c_common(o, &c, 5);
+    if (e) return e;
+    const ctosa_attr *a = &o->op->attr;
+    if ((e = c_vec(o, "pad", a->pad, 6)) || (e = c_vec(o, "stride", a->stride, 3)) ||
+        (e = c_vec(o, "dilation", a->dilation, 3)))
+        return e;
+    cgeom g = {.kind = CK_CONV, .N = c.in->shape[0], .ID = c.in->shape[1], .IH = c.in->shape[2],
+               .IW = c.in->shape[3], .IC = c.in->shape[4], .OD = c.out->shape[1],
+               .OH = c.out->shape[2], .OW = c.out->shape[3], .OC = c.out->shape[4],
+               .KD = c.w->shape[1], .KH = c.w->shape[2], .KW = c.w->shape[3], .M = 1,
+               .sd = a->stride.v[0], .sy = a->stride.v[1], .sx = a->stride.v[2],
+               .dd = a->dilation.v[0], .dy = a->dilation.v[1], .dx = a->dilation.v[2],
+               .pd = a->pad.v[0], .pt = a->pad.v[2], .pl = a->pad.v[4]};
+    if (c.w->shape[0] != g.OC || c.w->shape[4] != g.IC || c.out->shape[0] != g.N)
+        return interp_fail(o, "weight shape does not match input channels %lld / output channels %lld",
+                           (long long)g.IC, (long long)g.OC);
+    if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
+    for (int i = 0; i < 6; i++)
+        if (a->pad.v[i] < 0) return interp_fail(o, "negative pad");
+    if (g.sd < 1 || g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
+    if (g.dd < 1 || g.dy < 1 || g.dx < 1) return interp_fail(o, "dilation must be >= 1");
+    if ((e = c_out_dim(o, "depth", g.ID, a->pad.v[0], a->pad.v[1], g.KD, g.dd, g.sd, g.OD)) ||
+        (e = c_out_dim(o, "height", g.IH, a->pad.v[2], a->pad.v[3], g.KH, g.dy, g.sy, g.OH)) ||
+        (e = c_out_dim(o, "width", g.IW, a->pad.v[4], a->pad.v[5], g.KW, g.dx, g.sx, g.OW)))
+        return e;
+    return c_dispatch(o, &g, &c);
+}
+
+ctosa_error *interp_k_TRANSPOSE_CONV2D(const interp_op *o) {
+    cargs c;
+    ctosa_error *e = c_common(o, &c, 4);
+    if (e) return e;
+    const ctosa_attr *a = &o->op->attr;
+    if ((e = c_vec(o, "out_pad", a->out_pad, 4)) || (e = c_vec(o, "stride", a->stride, 2))) return e;
+    cgeom g = {.kind = CK_TRANSPOSE, .N = c.in->shape[0], .ID = 1, .IH = c.in->shape[1],
+               .IW = c.in->shape[2], .IC = c.in->shape[3], .OD = 1, .OH = c.out->shape[1],
+               .OW = c.out->shape[2], .OC = c.out->shape[3], .KD = 1, .KH = c.w->shape[1],
+               .KW = c.w->shape[2], .M = 1, .sd = 1, .sy = a->stride.v[0], .sx = a->stride.v[1],
+               .dd = 1, .dy = 1, .dx = 1, .pt = a->out_pad.v[0], .pl = a->out_pad.v[2]};
+    if (c.w->shape[0] != g.OC || c.w->shape[3] != g.IC || c.out->shape[0] != g.N)
+        return interp_fail(o, "weight shape does not match input channels %lld / output channels %lld",
+                           (long long)g.IC, (long long)g.OC);
+    if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
+    const int32_t *op = a->out_pad.v;
+    if (op[0] <= -g.KH || op[1] <= -g.KH || op[2] <= -g.KW || op[3] <= -g.KW)
+        return interp_fail(o, "out_pad must be greater than minus the kernel size");
+    if (g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
+    if (g.OH != (g.IH - 1) * g.sy + op[0] + op[1] + g.KH)
+        return interp_fail(o, "output height %lld, expected %lld", (long long)g.OH,
+                           (long long)((g.IH - 1) * g.sy + op[0] + op[1] + g.KH));
+    if (g.OW != (g.IW - 1) * g.sx + op[2] + op[3] + g.KW)
+        return interp_fail(o, "output width %lld, expected %lld", (long long)g.OW,
+                           (long long)((g.IW - 1) * g.sx + op[2] + op[3] + g.KW));
+    return c_dispatch(o, &g, &c);
+}
+
+/* ------------------------------------------------------------ DEPTHWISE */
+
+typedef struct dw_ctx {
+    const cgeom *g;
+    const cargs *c;
+    const float *bias; /* fp32 output: OC values, else NULL */
+    const int16_t *in16;
+    const int32_t *w32;
+    void *acc;
+    bool acc64;
+    bool tail_only; /* blocked loops: only the channels past the last full 16 */
+} dw_ctx;
+
+/* Output columns [lo, hi) whose tap at kernel column offset base = kx*dx -
+ * pad_left reads inside the input row (x = ox*sx + base in [0, IW)). */
+static inline void dw_cols(const cgeom *g, int64_t base, int64_t *lo, int64_t *hi) {
+    int64_t l = base >= 0 ? 0 : (-base + g->sx - 1) / g->sx;
+    int64_t h = g->IW - base <= 0 ? 0 : (g->IW - base + g->sx - 1) / g->sx;
+    if (h > g->OW) h = g->OW;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+typedef float dw_vf __attribute__((vector_size(64)));
+typedef int32_t dw_vi __attribute__((vector_size(64)));
+typedef int16_t dw_vh __attribute__((vector_size(32)));
+#define DW_MAX_TAPS 49 /* up to 7x7 kernels use the register-blocked loops */
+
+/* Depthwise with multiplier 1, channels in blocks of 16: one output vector
+ * accumulates all taps in a register, the block's tap weights stay in
+ * registers across the whole output row. Channels past the last full block
+ * take the scalar loop at the end. */
+static inline IM_INLINE void dw_f_blocked_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    float *out = d->c->out->data;
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        float *orow = out + ((n * g->OH) + oy) * g->OW * C;
+        for (int64_t cb = d->tail_only ? C - C % 16 : 0; cb < C; cb += 16) {
+            int64_t nc = C - cb < 16 ? C - cb : 16;
+            if (nc == 16) {
+                dw_vf wv[DW_MAX_TAPS], bv = {0};
+                for (int64_t t = 0; t < KH * KW; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
+                if (d->bias) memcpy(&bv, d->bias + cb, sizeof bv);
+                for (int64_t ox = 0; ox < g->OW; ox++) {
+                    dw_vf acc = bv;
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                        if (y < 0 || y >= g->IH) continue;
+                        const float *irow = in + ((n * g->IH + y) * g->IW) * C + cb;
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                            if (x < 0 || x >= g->IW) continue;
+                            dw_vf v;
+                            memcpy(&v, irow + x * C, sizeof v);
+                            acc += v * wv[ky * KW + kx];
+                        }
+                    }
+                    memcpy(orow + ox * C + cb, &acc, sizeof acc);
+                }
+            } else {
+                for (int64_t ox = 0; ox < g->OW; ox++)
+                    for (int64_t c = cb; c < C; c++) {
+                        float acc = d->bias ? d->bias[c] : 0.0f;
+                        for (int64_t ky = 0; ky < KH; ky++) {
+                            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                            if (y < 0 || y >= g->IH) continue;
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                                if (x < 0 || x >= g->IW) continue;
+                                acc += in[((n * g->IH + y) * g->IW + x) * C + c] * w[(ky * KW + kx) * C + c];
+                            }
+                        }
+                        orow[ox * C + c] = acc;
+                    }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_f_blocked, dw_f_blocked_impl)
+
+/* The same for the integer path with int32 accumulators (d->acc). */
+static inline IM_INLINE void dw_i_blocked_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int16_t *in = d->in16;
+    const int32_t *w = d->w32;
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        int32_t *orow = (int32_t *)d->acc + ((n * g->OH) + oy) * g->OW * C;
+        for (int64_t cb = d->tail_only ? C - C % 16 : 0; cb < C; cb += 16) {
+            int64_t nc = C - cb < 16 ? C - cb : 16;
+            if (nc == 16) {
+                dw_vi wv[DW_MAX_TAPS];
+                for (int64_t t = 0; t < KH * KW; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vi));
+                for (int64_t ox = 0; ox < g->OW; ox++) {
+                    dw_vi acc = {0};
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                        if (y < 0 || y >= g->IH) continue;
+                        const int16_t *irow = in + ((n * g->IH + y) * g->IW) * C + cb;
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                            if (x < 0 || x >= g->IW) continue;
+                            dw_vh v;
+                            memcpy(&v, irow + x * C, sizeof v);
+                            acc += __builtin_convertvector(v, dw_vi) * wv[ky * KW + kx];
+                        }
+                    }
+                    memcpy(orow + ox * C + cb, &acc, sizeof acc);
+                }
+            } else {
+                for (int64_t ox = 0; ox < g->OW; ox++)
+                    for (int64_t c = cb; c < C; c++) {
+                        int32_t acc = 0;
+                        for (int64_t ky = 0; ky < KH; ky++) {
+                            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                            if (y < 0 || y >= g->IH) continue;
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                                if (x < 0 || x >= g->IW) continue;
+                                acc += (int32_t)in[((n * g->IH + y) * g->IW + x) * C + c] * w[(ky * KW + kx) * C + c];
+                            }
+                        }
+                        orow[ox * C + c] = acc;
+                    }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_i_blocked, dw_i_blocked_impl)
+
+/* 3x3 depthwise, multiplier 1, float: the nine weight vectors live in
+ * registers and interior output columns run without bounds checks. Border
+ * columns and a channel tail fall back to the per-tap checked loop. */
+#define DW3_BODY(VT, LOADV, ACC_INIT, OUT_T)                                                     \
+    for (size_t row = begin; row < end; row++) {                                                 \
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;                             \
+        OUT_T *orow = (OUT_T *)outp + ((n * g->OH) + oy) * g->OW * C;                            \
+        int64_t base0 = -g->pl, sx = g->sx, dxc = g->dx * C;                                     \
+        /* interior: x = ox*sx - pl >= 0 and x + 2*dx < IW */                                    \
+        int64_t lo = base0 >= 0 ? 0 : (-base0 + sx - 1) / sx;                                    \
+        int64_t lim = g->IW - 2 * g->dx - base0; /* ox*sx < lim */                               \
+        int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;                                         \
+        if (hi > g->OW) hi = g->OW;                                                              \
+        if (lo > hi) lo = hi;                                                                    \
+        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {                                           \
+            VT wv[9], init = {0};                                                                \
+            _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(VT)); \
+            ACC_INIT;                                                                            \
+            const IN_T *rp[3];                                                                   \
+            _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                             \
+                int64_t y = oy * g->sy - g->pt + ky * g->dy;                                     \
+                rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C + cb : NULL;   \
+            }                                                                                    \
+            for (int64_t ox = 0; ox < g->OW; ox++) {                                             \
+                VT acc = init;                                                                   \
+                int64_t x0 = ox * sx + base0;                                                    \
+                if (ox >= lo && ox < hi) {                                                       \
+                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                     \
+                        if (!rp[ky]) continue;                                                   \
+                        const IN_T *p = rp[ky] + x0 * C;                                         \
+                        acc += LOADV(p) * wv[ky * 3] + LOADV(p + dxc) * wv[ky * 3 + 1] +         \
+                               LOADV(p + 2 * dxc) * wv[ky * 3 + 2];                              \
+                    }                                                                            \
+                } else {                                                                         \
+                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                     \
+                        if (!rp[ky]) continue;                                                   \
+                        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++) {                 \
+                            int64_t x = x0 + kx * g->dx;                                         \
+                            if (x < 0 || x >= g->IW) continue;                                   \
+                            acc += LOADV(rp[ky] + x * C) * wv[ky * 3 + kx];                      \
+                        }                                                                        \
+                    }                                                                            \
+                }                                                                                \
+                memcpy(orow + ox * C + cb, &acc, sizeof acc);                                    \
+            }                                                                                    \
+        }                                                                                        \
+    }
+
+/* Unaligned vector loads (macros: a function returning a 64-byte vector
+ * would change the ABI between the ISA variants). */
+#define dw_ldf(p) ({ dw_vf v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define dw_ldh(p) ({ dw_vh h_; memcpy(&h_, (p), sizeof h_); __builtin_convertvector(h_, dw_vi); })
+
+static inline IM_INLINE void dw3_f_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    typedef float IN_T;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    void *outp = d->c->out->data;
+    const int64_t C = g->IC;
+    DW3_BODY(dw_vf, dw_ldf, if (d->bias) memcpy(&init, d->bias + cb, sizeof init), float)
+}
+IM_MULTIVERSION(dw3_f, dw3_f_impl)
+
+static inline IM_INLINE void dw3_i_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    typedef int16_t IN_T;
+    const int16_t *in = d->in16;
+    const int32_t *w = d->w32;
+    void *outp = d->acc;
+    const int64_t C = g->IC;
+    DW3_BODY(dw_vi, dw_ldh, (void)0, int32_t)
+}
+IM_MULTIVERSION(dw3_i, dw3_i_impl)
+
+/* Runs the 3x3 fast loop on full channel blocks, then the generic blocked
+ * loop (which also handles the channel tail) when C is not a multiple of 16. */
+static void dw_f_tail(void *arg, size_t begin, size_t end) {
+    dw_ctx t = *(const dw_ctx *)arg;
+    t.tail_only = true;
+    dw_f_blocked(&t, begin, end);
+}
+static void dw_i_tail(void *arg, size_t begin, size_t end) {
+    dw_ctx t = *(const dw_ctx *)arg;
+    t.tail_only = true;
+    dw_i_blocked(&t, begin, end);
+}
+static void dw3_f_rows(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    if (d->g->IC >= 16) dw3_f(arg, begin, end);
+    if (d->g->IC % 16) dw_f_tail(arg, begin, end);
+}
+static void dw3_i_rows(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    if (d->g->IC >= 16) dw3_i(arg, begin, end);
+    if (d->g->IC % 16) dw_i_tail(arg, begin, end);
+}
+
+/* Output rows (n, oy) of the fp32-accumulating depthwise convolution. Taps
+ * are the outer loop and output pixels the inner one, so a tap's weights
+ * stay in registers across the row and no pixel needs a bounds check; the
+ * channel loop is contiguous in input, weight and output. */
+static inline IM_INLINE void dw_float_rows_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    float *out = d->c->out->data;
+    const int64_t C = g->IC, M = g->M, OC = g->OC, sx = g->sx;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        float *orow = out + ((n * g->OH) + oy) * g->OW * OC;
+        for (int64_t ox = 0; ox < g->OW; ox++) {
+            if (d->bias) memcpy(orow + ox * OC, d->bias, (size_t)OC * sizeof(float));
+            else memset(orow + ox * OC, 0, (size_t)OC * sizeof(float));
+        }
+        for (int64_t ky = 0; ky < g->KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            if (y < 0 || y >= g->IH) continue;
+            const float *irow = in + (n * g->IH + y) * g->IW * C;
+            for (int64_t kx = 0; kx < g->KW; kx++) {
+                int64_t base = kx * g->dx - g->pl, lo, hi;
+                dw_cols(g, base, &lo, &hi);
+                const float *restrict wp = w + (ky * g->KW + kx) * OC;
+                if (M == 1) {
+                    for (int64_t ox = lo; ox < hi; ox++) {
+                        const float *restrict ip = irow + (ox * sx + base) * C;
+                        float *restrict op = orow + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++) op[ch] += ip[ch] * wp[ch];
+                    }
+                } else {
+                    for (int64_t ox = lo; ox < hi; ox++) {
+                        const float *restrict ip = irow + (ox * sx + base) * C;
+                        float *restrict op = orow + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++)
+                            for (int64_t m = 0; m < M; m++) op[ch * M + m] += ip[ch] * wp[ch * M + m];
+                    }
+                }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_float_rows, dw_float_rows_impl)
+
+static inline IM_INLINE void dw_int_rows_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int64_t C = g->IC, M = g->M, OC = g->OC, sx = g->sx;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        size_t rbase = (size_t)(((n * g->OH) + oy) * g->OW * OC);
+        int32_t *o32 = (int32_t *)d->acc + rbase;
+        int64_t *o64 = (int64_t *)d->acc + rbase;
+        if (d->acc64) memset(o64, 0, (size_t)(g->OW * OC) * 8);
+        else memset(o32, 0, (size_t)(g->OW * OC) * 4);
+        for (int64_t ky = 0; ky < g->KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            if (y < 0 || y >= g->IH) continue;
+            const int16_t *irow = d->in16 + (n * g->IH + y) * g->IW * C;
+            for (int64_t kx = 0; kx < g->KW; kx++) {
+                int64_t base = kx * g->dx - g->pl, lo, hi;
+                dw_cols(g, base, &lo, &hi);
+                const int32_t *restrict wp = d->w32 + (ky * g->KW + kx) * OC;
+                for (int64_t ox = lo; ox < hi; ox++) {
+                    const int16_t *restrict ip = irow + (ox * sx + base) * C;
+                    if (d->acc64) {
+                        int64_t *restrict op = o64 + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++)
+                            for (int64_t m = 0; m < M; m++) op[ch * M + m] += (int64_t)ip[ch] * wp[ch * M + m];
+                    } else if (M == 1) {
+                        int32_t *restrict op = o32 + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++) op[ch] += (int32_t)ip[ch] * wp[ch];
+                    } else {
+                        int32_t *restrict op = o32 + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++)
+                            for (int64_t m = 0; m < M; m++) op[ch * M + m] += (int32_t)ip[ch] * wp[ch * M + m];
+                    }
+                }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_int_rows, dw_int_rows_impl)
+
+ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
+    cargs c;
+    ctosa_error *e = c_common(o, &c, 4);
+    if (e) return e;
+    const ctosa_attr *a = &o->op->attr;
+    if ((e = c_vec(o, "pad", a->pad, 4)) || (e = c_vec(o, "stride", a->stride, 2)) ||
+        (e = c_vec(o, "dilation", a->dilation, 2)))
+        return e;
+    /* weight [KH, KW, C, M], output channels C*M */
+    cgeom g = {.kind = CK_DEPTHWISE, .N = c.in->shape[0], .ID = 1, .IH = c.in->shape[1],
+               .IW = c.in->shape[2], .IC = c.in->shape[3], .OD = 1, .OH = c.out->shape[1],
+               .OW = c.out->shape[2], .OC = c.out->shape[3], .KD = 1, .KH = c.w->shape[0],
+               .KW = c.w->shape[1], .M = c.w->shape[3], .sd = 1, .sy = a->stride.v[0],
+               .sx = a->stride.v[1], .dd = 1, .dy = a->dilation.v[0], .dx = a->dilation.v[1],
+               .pt = a->pad.v[0], .pl = a->pad.v[2]};
+    if (c.w->shape[2] != g.IC || g.OC != g.IC * g.M || c.out->shape[0] != g.N)
+        return interp_fail(o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld and output channels %lld",
+                           (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
+                           (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
+    if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
+    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0) return interp_fail(o, "negative pad");
+    if (g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
+    if (g.dy < 1 || g.dx < 1) return interp_fail(o, "dilation must be >= 1");
+    if ((e = c_out_dim(o, "height", g.IH, a->pad.v[0], a->pad.v[1], g.KH, g.dy, g.sy, g.OH)) ||
+        (e = c_out_dim(o, "width", g.IW, a->pad.v[2], a->pad.v[3], g.KW, g.dx, g.sx, g.OW)))
+        return e;
+    if (c.out->count == 0) return NULL;
+    size_t nrows = (size_t)(g.N * g.OH);
+    dw_ctx d = {.g = &g, .c = &c};
+    if (im_is_float(c.in->dtype)) {
+        if (c.acc != CTOSA_DTYPE_FP32) return c_ref_float(o, &g, &c);
+        float *bias = NULL;
+        if (c.out->dtype == CTOSA_DTYPE_FP32) {
+            if (!(bias = malloc((size_t)g.OC * sizeof(float)))) return c_nomem(o);
+            const float *b = c.bias->data;
+            for (int64_t i = 0; i < g.OC; i++) bias[i] = b[c.bias->count == 1 ? 0 : i];
+        }
+        d.bias = bias;
+        void (*fn)(void *, size_t, size_t) =
+            g.M != 1 ? dw_float_rows : g.KH == 3 && g.KW == 3 ? dw3_f_rows
+                      : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked : dw_float_rows;
+        if (o->ctx) interp_parallel_for(o->ctx, nrows, fn, &d);
+        else fn(&d, 0, nrows);
+        free(bias);
+        if (c.out->dtype != CTOSA_DTYPE_FP32) c_float_epilogue(&c, g.OC);
+        return NULL;
+    }
+    if (c.in->dtype == CTOSA_DTYPE_INT8) {
+        /* int8: every partial sum of KH*KW products stays below 2^24 when
+         * KH*KW <= 258, so the float loops compute the integer sums exactly */
+        /* bound with the type range (|x - zp| <= 255) so no scan is needed
+         * for kernels up to 16x16 */
+        if ((double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
+            float *inf = malloc((size_t)(c.in->count ? c.in->count : 1) * sizeof(float));
+            float *wf = malloc((size_t)(c.w->count ? c.w->count : 1) * sizeof(float));
+            float *tmp = malloc((size_t)c.out->count * sizeof(float));
+            if (!inf || !wf || !tmp) {
+                e = c_nomem(o);
+            } else {
+                kg_cvt_i8_f32(c.in->data, c.in->count, (int32_t)c.izp, inf);
+                kg_cvt_i8_f32(c.w->data, c.w->count, (int32_t)c.wzp, wf);
+                cargs fc = c;
+                itensor fin = *c.in, fw = *c.w, fo = *c.out;
+                fin.data = inf;
+                fw.data = wf;
+                fo.data = tmp;
+                fc.in = &fin;
+                fc.w = &fw;
+                fc.out = &fo;
+                dw_ctx fd = {.g = &g, .c = &fc};
+                void (*fn)(void *, size_t, size_t) =
+                    g.M != 1 ? dw_float_rows : g.KH == 3 && g.KW == 3 ? dw3_f_rows
+                              : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked : dw_float_rows;
+                if (o->ctx) interp_parallel_for(o->ctx, nrows, fn, &fd);
+                else fn(&fd, 0, nrows);
+                e = c_int_epilogue(o, &c, tmp, ACC_F32, g.OC);
+            }
+            free(inf);
+            free(wf);
+            free(tmp);
+            return e;
+        }
+    }
+    int64_t amax = 0, wmax = 0;
+    int16_t *in16 = c_in16(c.in, c.izp, &amax);
+    int32_t *w32 = malloc((size_t)(c.w->count ? c.w->count : 1) * sizeof(int32_t));
+    bool acc64 = c.acc == CTOSA_DTYPE_INT48;
+    void *acc = NULL;
+    if (in16 && w32) {
+        for (uint64_t i = 0; i < c.w->count; i++) {
+            w32[i] = (int32_t)(((const int8_t *)c.w->data)[i] - c.wzp);
+            int64_t v = w32[i] < 0 ? -(int64_t)w32[i] : w32[i];
+            wmax = v > wmax ? v : wmax;
+        }
+        if ((double)(g.KH * g.KW) * (double)amax * (double)wmax > 2147483647.0) acc64 = true;
+        acc = malloc((size_t)c.out->count * (acc64 ? 8 : 4));
+    }
+    if (!in16 || !w32 || !acc) e = c_nomem(o);
+    else {
+        d.in16 = in16;
+        d.w32 = w32;
+        d.acc = acc;
+        d.acc64 = acc64;
+        void (*fn)(void *, size_t, size_t) =
+            acc64 || g.M != 1 ? dw_int_rows : g.KH == 3 && g.KW == 3 ? dw3_i_rows
+                             : g.KH * g.KW <= DW_MAX_TAPS ? dw_i_blocked : dw_int_rows;
+        if (o->ctx) interp_parallel_for(o->ctx, nrows, fn, &d);
+        else fn(&d, 0, nrows);
+        e = c_int_epilogue(o, &c, acc, acc64 ? ACC_I64 : ACC_I32, g.OC);
+    }
+    free(in16);
+    free(w32);
+    free(acc);
+    return e;
+}

@@ -1,0 +1,271 @@
+/* kernels_gemm.c - blocked indirect GEMM engine (see kernels_gemm.h).
+ *
+ * The inner tile computes MR rows x KG_NR columns with the accumulators held
+ * in registers; it is written once with GCC vector extensions and
+ * instantiated per instruction set (the vector code maps onto zmm, ymm or
+ * xmm registers), with MR chosen so the accumulators fill most of the
+ * register file without spilling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/kernels_gemm.h"
+
+typedef float kg_vf __attribute__((vector_size(KG_NR * 4)));
+typedef int32_t kg_vi __attribute__((vector_size(KG_NR * 4)));
+typedef int64_t kg_vl __attribute__((vector_size(KG_NR * 8)));
+
+size_t kg_pack_elems(int64_t K, int64_t N) {
+    int64_t panels = (N + KG_NR - 1) / KG_NR;
+    return (size_t)(panels * K * KG_NR);
+}
+
+void kg_pack_f(float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn) {
+    int64_t panels = (N + KG_NR - 1) / KG_NR;
+    for (int64_t p = 0; p < panels; p++) {
+        float *d = dst + p * K * KG_NR;
+        for (int64_t k = 0; k < K; k++)
+            for (int j = 0; j < KG_NR; j++) {
+                int64_t n = p * KG_NR + j;
+                d[k * KG_NR + j] = n < N ? src[k * sk + n * sn] : 0.0f;
+            }
+    }
+}
+
+void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c, int64_t k, int64_t n),
+               const void *c) {
+    int64_t panels = (N + KG_NR - 1) / KG_NR;
+    for (int64_t p = 0; p < panels; p++) {
+        int32_t *d = dst + p * K * KG_NR;
+        for (int64_t k = 0; k < K; k++)
+            for (int j = 0; j < KG_NR; j++) {
+                int64_t n = p * KG_NR + j;
+                d[k * KG_NR + j] = n < N ? get(c, k, n) : 0;
+            }
+    }
+}
+
+/* One row block x one column panel. ptrs holds nrows*T row pointers. */
+#define KG_TILE_F(NAME, ATTR, MR)                                                          \
+    ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0,         \
+                          int64_t nrows, int64_t panel) {                                  \
+        const int64_t Kt = job->Kt, K = Kt * job->T;                                       \
+        const int32_t T = job->T;                                                          \
+        const float *bp = (const float *)job->bpack + panel * K * KG_NR;                   \
+        const int64_t n0 = panel * KG_NR;                                                  \
+        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;               \
+        kg_vf bias = {0};                                                                  \
+        if (job->bias)                                                                     \
+            for (int j = 0; j < ncols; j++) bias[j] = job->bias[n0 + j];                   \
+        for (int64_t r = 0; r < nrows; r += MR) {                                          \
+            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                         \
+            kg_vf acc[MR];                                                                 \
+            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (kg_vf){0};     \
+            for (int32_t t = 0; t < T; t++) {                                              \
+                const float *a[MR];                                                        \
+                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                      \
+                    a[m] = (const float *)ptrs[(r + (m < mr ? m : 0)) * T + t];            \
+                const kg_vf *b = (const kg_vf *)(bp + t * Kt * KG_NR);                     \
+                for (int64_t k = 0; k < Kt; k++) {                                         \
+                    kg_vf bv = b[k];                                                       \
+                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                  \
+                        acc[m] += a[m][k] * bv;                                            \
+                }                                                                          \
+            }                                                                              \
+            float *o = (float *)job->out + (row0 + r) * job->ldo + n0;                     \
+            for (int m = 0; m < mr; m++) {                                                 \
+                kg_vf v = acc[m] + bias;                                                   \
+                if (ncols == KG_NR) memcpy(o + m * job->ldo, &v, sizeof v);                \
+                else                                                                       \
+                    for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = v[j];            \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+#define KG_TILE_I(NAME, ATTR, MR, VACC, ACC_T)                                             \
+    ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0,         \
+                          int64_t nrows, int64_t panel) {                                  \
+        const int64_t Kt = job->Kt, K = Kt * job->T;                                       \
+        const int32_t T = job->T;                                                          \
+        const int32_t *bp = (const int32_t *)job->bpack + panel * K * KG_NR;               \
+        const int64_t n0 = panel * KG_NR;                                                  \
+        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;               \
+        for (int64_t r = 0; r < nrows; r += MR) {                                          \
+            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                         \
+            VACC acc[MR];                                                                  \
+            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (VACC){0};      \
+            for (int32_t t = 0; t < T; t++) {                                              \
+                const int16_t *a[MR];                                                      \
+                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                      \
+                    a[m] = (const int16_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];          \
+                const kg_vi *b = (const kg_vi *)(bp + t * Kt * KG_NR);                     \
+                for (int64_t k = 0; k < Kt; k++) {                                         \
+                    VACC bv = __builtin_convertvector(b[k], VACC);                         \
+                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                  \
+                        acc[m] += (ACC_T)a[m][k] * bv;                                     \
+                }                                                                          \
+            }                                                                              \
+            ACC_T *o = (ACC_T *)job->out + (row0 + r) * job->ldo + n0;                     \
+            for (int m = 0; m < mr; m++)                                                   \
+                for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = acc[m][j];           \
+        }                                                                                  \
+    }
+
+typedef void (*kg_tile_fn)(const kg_job *, const void *const *, int64_t, int64_t, int64_t);
+
+KG_TILE_F(kg_f_base, , 3)
+KG_TILE_I(kg_i_base, , 3, kg_vi, int32_t)
+KG_TILE_I(kg_l_base, , 2, kg_vl, int64_t)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KG_X86 1
+#define KG_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx2,fma")))
+#define KG_AVX2 __attribute__((target("avx2,fma")))
+KG_TILE_F(kg_f_avx512, KG_AVX512, 12)
+KG_TILE_F(kg_f_avx2, KG_AVX2, 6)
+KG_TILE_I(kg_i_avx512, KG_AVX512, 12, kg_vi, int32_t)
+KG_TILE_I(kg_i_avx2, KG_AVX2, 6, kg_vi, int32_t)
+KG_TILE_I(kg_l_avx512, KG_AVX512, 6, kg_vl, int64_t)
+#endif
+
+enum { KG_ISA_BASE, KG_ISA_AVX2, KG_ISA_AVX512 };
+
+static int kg_isa(void) {
+#ifdef KG_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw"))
+        return KG_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return KG_ISA_AVX2;
+#endif
+    return KG_ISA_BASE;
+}
+
+typedef struct kg_run {
+    kg_job *job;
+    kg_tile_fn tile;
+    int64_t block_rows, nblocks, npanels;
+} kg_run;
+
+static void kg_worker(void *arg, size_t begin, size_t end) {
+    kg_run *r = arg;
+    kg_job *job = r->job;
+    const void **ptrs = malloc((size_t)r->block_rows * (size_t)job->T * sizeof *ptrs);
+    if (!ptrs) {
+        __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int64_t cur = -1;
+    for (size_t i = begin; i < end; i++) {
+        int64_t mb = (int64_t)i / r->npanels, p = (int64_t)i % r->npanels;
+        int64_t row0 = mb * r->block_rows;
+        int64_t nrows = job->M - row0 < r->block_rows ? job->M - row0 : r->block_rows;
+        if (mb != cur) {
+            for (int64_t m = 0; m < nrows; m++) job->rows(job->rctx, row0 + m, ptrs + m * job->T);
+            cur = mb;
+        }
+        r->tile(job, ptrs, row0, nrows, p);
+    }
+    free(ptrs);
+}
+
+static bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr) {
+    if (job->M <= 0 || job->N <= 0) return true;
+    kg_run r = {.job = job, .tile = tile};
+    /* rows per block: several tiles so the block's A rows stay in L2 while
+     * every panel of B passes over them */
+    r.block_rows = (int64_t)mr * 4;
+    r.nblocks = (job->M + r.block_rows - 1) / r.block_rows;
+    r.npanels = (job->N + KG_NR - 1) / KG_NR;
+    job->failed = 0;
+    size_t n = (size_t)(r.nblocks * r.npanels);
+    if (ctx) interp_parallel_for(ctx, n, kg_worker, &r);
+    else kg_worker(&r, 0, n);
+    return !job->failed;
+}
+
+bool kg_run_f(interp_ctx *ctx, kg_job *job) {
+    switch (kg_isa()) {
+#ifdef KG_X86
+    case KG_ISA_AVX512: return kg_dispatch(ctx, job, kg_f_avx512, 12);
+    case KG_ISA_AVX2: return kg_dispatch(ctx, job, kg_f_avx2, 6);
+#endif
+    default: return kg_dispatch(ctx, job, kg_f_base, 3);
+    }
+}
+
+bool kg_run_i(interp_ctx *ctx, kg_job *job) {
+    switch (kg_isa()) {
+#ifdef KG_X86
+    case KG_ISA_AVX512:
+        return job->acc64 ? kg_dispatch(ctx, job, kg_l_avx512, 6) : kg_dispatch(ctx, job, kg_i_avx512, 12);
+    case KG_ISA_AVX2:
+        return job->acc64 ? kg_dispatch(ctx, job, kg_l_base, 2) : kg_dispatch(ctx, job, kg_i_avx2, 6);
+#endif
+    default: return job->acc64 ? kg_dispatch(ctx, job, kg_l_base, 2) : kg_dispatch(ctx, job, kg_i_base, 3);
+    }
+}
+
+/* ------------------------------------------------ integer-path helpers */
+
+static inline __attribute__((always_inline)) int32_t cvt_i8_impl(const int8_t *s, size_t n, int32_t zp,
+                                                                 float *d) {
+    int32_t mn = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t v = s[i] - zp;
+        d[i] = (float)v;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    return -mn > mx ? -mn : mx;
+}
+
+static inline __attribute__((always_inline)) bool bias_f_impl(const float *acc, size_t rows, size_t oc,
+                                                              const int32_t *bias, int32_t *out) {
+    int64_t lo = 0, hi = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < oc; j++) {
+            int64_t v = (int64_t)(int32_t)acc[r * oc + j] + bias[j];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+            out[r * oc + j] = (int32_t)v;
+        }
+    return lo >= INT32_MIN && hi <= INT32_MAX;
+}
+
+static inline __attribute__((always_inline)) bool bias_l_impl(const int64_t *acc, size_t rows, size_t oc,
+                                                              const int32_t *bias, int32_t *out) {
+    int64_t lo = 0, hi = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < oc; j++) {
+            int64_t a = acc[r * oc + j], v = a + bias[j];
+            lo = v < lo ? v : lo;
+            lo = a < lo ? a : lo;
+            hi = v > hi ? v : hi;
+            hi = a > hi ? a : hi;
+            out[r * oc + j] = (int32_t)v;
+        }
+    return lo >= INT32_MIN && hi <= INT32_MAX;
+}
+
+#ifdef KG_X86
+#define KG_VERSIONS(RET, NAME, IMPL, PARAMS, ARGS)                                   \
+    KG_AVX512 static RET NAME##_v4 PARAMS { return IMPL ARGS; }                      \
+    KG_AVX2 static RET NAME##_v3 PARAMS { return IMPL ARGS; }                        \
+    static RET NAME##_v1 PARAMS { return IMPL ARGS; }                                \
+    RET NAME PARAMS {                                                                \
+        int isa = kg_isa();                                                          \
+        return isa == KG_ISA_AVX512 ? NAME##_v4 ARGS : isa == KG_ISA_AVX2 ? NAME##_v3 ARGS \
+                                                                          : NAME##_v1 ARGS; \
+    }
+#else
+#define KG_VERSIONS(RET, NAME, IMPL, PARAMS, ARGS) \
+    RET NAME PARAMS { return IMPL ARGS; }
+#endif
+
+KG_VERSIONS(int32_t, kg_cvt_i8_f32, cvt_i8_impl, (const int8_t *s, size_t n, int32_t zp, float *d), (s, n, zp, d))
+KG_VERSIONS(bool, kg_bias_f32_i32, bias_f_impl,
+            (const float *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out),
+            (acc, rows, oc, bias, out))
+KG_VERSIONS(bool, kg_bias_i64_i32, bias_l_impl,
+            (const int64_t *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out),
+            (acc, rows, oc, bias, out))

@@ -1,0 +1,65 @@
+/* kernels_gemm.h - the blocked matrix-multiply engine behind CONV2D,
+ * CONV3D, TRANSPOSE_CONV2D and MATMUL (internal to the interpreter).
+ *
+ * out[m][n] = sum over taps t < T, k < Kt of A(m, t)[k] * B[t*Kt + k][n]
+ *
+ * A is "indirect": for every output row m the caller supplies T pointers,
+ * each to Kt contiguous elements (an NHWC pixel's channels, or a row of a
+ * matrix). Padding taps point to a zero row. This is convolution without an
+ * im2col copy. B is packed once per call into column panels of KG_NR.
+ *
+ * The float engine accumulates in fp32 (FMA where available); the integer
+ * engine multiplies int16 A values by packed int32 B values (zero points
+ * already subtracted) into int32 or, when the caller cannot prove the sum
+ * fits, int64 accumulators. Work is split over row blocks x column panels
+ * with interp_parallel_for (inline when ctx is NULL). The inner kernels are
+ * compiled for AVX-512, AVX2+FMA and baseline x86-64 (or plain C elsewhere)
+ * and picked at run time. */
+#ifndef CTOSA_KERNELS_GEMM_H
+#define CTOSA_KERNELS_GEMM_H
+
+#include "interp/interp_internal.h"
+
+#define KG_NR 16 /* columns per packed panel */
+
+/* Fills ptrs[0..T) for output row m. */
+typedef void (*kg_rows_fn)(const void *rctx, int64_t m, const void **ptrs);
+
+typedef struct kg_job {
+    int64_t M, N, Kt;
+    int32_t T;
+    kg_rows_fn rows;
+    const void *rctx;
+    const void *bpack;    /* from kg_pack_f / kg_pack_i */
+    const float *bias;    /* float engine: N values added to every row, or NULL */
+    void *out;            /* float engine: float; integer engine: int32 or int64 */
+    int64_t ldo;          /* elements between output rows */
+    bool acc64;           /* integer engine: accumulate and store int64 */
+    int failed;           /* set when a worker could not allocate */
+} kg_job;
+
+/* Number of elements of a packed B with K rows and N columns. */
+size_t kg_pack_elems(int64_t K, int64_t N);
+/* Packs B[k][n] = src[k*sk + n*sn] into dst (kg_pack_elems floats); columns
+ * past N are zero. */
+void kg_pack_f(float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn);
+/* Same for the integer engine: dst holds int32 values. get(k, n) supplies
+ * each value (zero point already subtracted). */
+void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c, int64_t k, int64_t n),
+               const void *c);
+
+/* Runs the job; returns false when out of memory. */
+bool kg_run_f(interp_ctx *ctx, kg_job *job);
+/* A values are int16. */
+bool kg_run_i(interp_ctx *ctx, kg_job *job);
+
+
+/* Vectorised helpers for the integer paths (ISA picked at run time). */
+/* d[i] = s[i] - zp as float; returns max |s[i] - zp|. */
+int32_t kg_cvt_i8_f32(const int8_t *s, size_t n, int32_t zp, float *d);
+/* out[r][j] = (int32)acc[r][j] + bias[j] over rows x oc; acc values are
+ * integers held in float (|acc| < 2^24) or int64. Returns false if a sum
+ * leaves the int32 range (the outputs are then unspecified). */
+bool kg_bias_f32_i32(const float *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out);
+bool kg_bias_i64_i32(const int64_t *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out);
+#endif

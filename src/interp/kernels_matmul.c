@@ -1,0 +1,216 @@
+/* kernels_matmul.c - MATMUL: [N,H,C] x [N,C,W] -> [N,H,W].
+ *
+ * The accumulator is the output type (pseudocode: acc is out_t): int32 for
+ * int8, int48 for int16, fp32 through the GEMM engine, and fp16 rounded at
+ * every step on the slow exact path. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/int_math.h"
+#include "interp/kernels_gemm.h"
+#include "util/floatfmt.h"
+
+typedef struct mm_rows {
+    const char *base;
+    size_t esz;
+    int64_t C, c0; /* row length; first column of the K chunk */
+} mm_rows;
+
+static void mm_row(const void *rc, int64_t m, const void **ptrs) {
+    const mm_rows *r = rc;
+    ptrs[0] = r->base + (size_t)(m * r->C + r->c0) * r->esz;
+}
+
+/* int8 MATMUL on the fp32 engine, exactly (see c_run_int8_float in
+ * kernels_conv.c): K is split so that no chunk's sum can reach 2^24. */
+static ctosa_error *mm_int8_float(const interp_op *o, const itensor *A, const itensor *B, itensor *out,
+                                  int64_t azp, int64_t bzp) {
+    int64_t N = A->shape[0], H = A->shape[1], C = A->shape[2], W = B->shape[2];
+    int64_t amax = 0, bmax = 0;
+    float *af = malloc((size_t)(A->count ? A->count : 1) * sizeof(float));
+    float *bf = malloc((size_t)(B->count ? B->count : 1) * sizeof(float));
+    float *tmp = malloc((size_t)(H * W > 0 ? H * W : 1) * sizeof(float));
+    int64_t *acc = malloc((size_t)(out->count ? out->count : 1) * sizeof(int64_t));
+    ctosa_error *e = NULL;
+    float *bp = NULL;
+    if (!af || !bf || !tmp || !acc) goto nomem;
+    for (uint64_t i = 0; i < A->count; i++) {
+        int64_t v = ((const int8_t *)A->data)[i] - azp;
+        af[i] = (float)v;
+        if (llabs(v) > amax) amax = llabs(v);
+    }
+    for (uint64_t i = 0; i < B->count; i++) {
+        int64_t v = ((const int8_t *)B->data)[i] - bzp;
+        bf[i] = (float)v;
+        if (llabs(v) > bmax) bmax = llabs(v);
+    }
+    int64_t prod = amax * bmax > 0 ? amax * bmax : 1;
+    int64_t kc = ((INT64_C(1) << 24) - 1) / prod;
+    if (kc > C) kc = C > 0 ? C : 1;
+    bp = aligned_alloc(64, (kg_pack_elems(kc, W) * sizeof(float) + 64) & ~(size_t)63);
+    if (!bp) goto nomem;
+    memset(acc, 0, (size_t)out->count * sizeof(int64_t));
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c0 = 0; c0 < C; c0 += kc) {
+            int64_t nc = C - c0 < kc ? C - c0 : kc;
+            kg_pack_f(bp, nc, W, bf + (n * C + c0) * W, W, 1);
+            mm_rows rc = {(const char *)(af + n * H * C), sizeof(float), C, c0};
+            kg_job job = {.M = H, .N = W, .Kt = nc, .T = 1, .rows = mm_row, .rctx = &rc, .bpack = bp,
+                          .out = tmp, .ldo = W};
+            if (!kg_run_f(o->ctx, &job)) goto nomem;
+            int64_t *a = acc + n * H * W;
+            for (int64_t i = 0; i < H * W; i++) a[i] += (int64_t)tmp[i];
+        }
+    for (uint64_t i = 0; i < out->count; i++) {
+        if (acc[i] < INT32_MIN || acc[i] > INT32_MAX) {
+            e = interp_fail(o, "accumulator overflows int32 at output element %llu (REQUIRE failed)",
+                            (unsigned long long)i);
+            break;
+        }
+        ((int32_t *)out->data)[i] = (int32_t)acc[i];
+    }
+    goto done;
+nomem:
+    e = interp_fail(o, "out of memory");
+done:
+    free(af);
+    free(bf);
+    free(tmp);
+    free(acc);
+    free(bp);
+    return e;
+}
+
+typedef struct mm_bget {
+    const itensor *b;
+    int64_t off, W, zp;
+} mm_bget;
+
+static int32_t mm_get(const void *cc, int64_t k, int64_t n) {
+    const mm_bget *g = cc;
+    return (int32_t)(im_load_i(g->b->dtype, g->b->data, (size_t)(g->off + k * g->W + n)) - g->zp);
+}
+
+static ctosa_error *mm_float_zp(const interp_op *o, const itensor *t, int64_t *zp, const char *what) {
+    if (im_scalar_i(t, zp)) return NULL;
+    if (t->count == 1 && im_is_float(t->dtype)) {
+        *zp = ((const float *)t->data)[0] != 0.0f;
+        return NULL;
+    }
+    return interp_fail(o, "%s must be a one-element tensor", what);
+}
+
+ctosa_error *interp_k_MATMUL(const interp_op *o) {
+    ctosa_error *e = im_need_io(o, 4, 1);
+    if (e) return e;
+    const itensor *A = o->in[0], *B = o->in[1];
+    itensor *out = o->out[0];
+    if (A->rank != 3 || B->rank != 3 || out->rank != 3) return interp_fail(o, "A, B and output must have rank 3");
+    int64_t N = A->shape[0], H = A->shape[1], C = A->shape[2], W = B->shape[2];
+    if (B->shape[0] != N || B->shape[1] != C || out->shape[0] != N || out->shape[1] != H ||
+        out->shape[2] != W)
+        return interp_fail(o, "shapes do not match: A [%lld,%lld,%lld], B [%lld,%lld,%lld], output [%lld,%lld,%lld]",
+                           (long long)N, (long long)H, (long long)C, (long long)B->shape[0],
+                           (long long)B->shape[1], (long long)W, (long long)out->shape[0],
+                           (long long)out->shape[1], (long long)out->shape[2]);
+    if (im_dims(A, 0, 3) != A->count || im_dims(B, 0, 3) != B->count || im_dims(out, 0, 3) != out->count)
+        return interp_fail(o, "tensor element counts do not match their shapes");
+    int64_t azp, bzp;
+    if ((e = mm_float_zp(o, o->in[2], &azp, "A_zp")) || (e = mm_float_zp(o, o->in[3], &bzp, "B_zp"))) return e;
+    ctosa_dtype ta = A->dtype, tb = B->dtype, to = out->dtype;
+    if (ta != CTOSA_DTYPE_INT8 && azp != 0) return interp_fail(o, "A_zp must be 0 for %s", ctosa_dtype_short(ta));
+    if (tb != CTOSA_DTYPE_INT8 && bzp != 0) return interp_fail(o, "B_zp must be 0 for %s", ctosa_dtype_short(tb));
+    if (ta != tb) return interp_fail(o, "A is %s but B is %s", ctosa_dtype_short(ta), ctosa_dtype_short(tb));
+    bool is_int = ta == CTOSA_DTYPE_INT8 || ta == CTOSA_DTYPE_INT16;
+    if (ta == CTOSA_DTYPE_INT8 && to != CTOSA_DTYPE_INT32) return interp_fail(o, "int8 MATMUL needs int32 output");
+    if (ta == CTOSA_DTYPE_INT16 && to != CTOSA_DTYPE_INT48) return interp_fail(o, "int16 MATMUL needs int48 output");
+    if (!is_int && (!im_is_float(ta) || !im_is_float(to)))
+        return interp_fail(o, "MATMUL of %s to %s is not supported", ctosa_dtype_short(ta), ctosa_dtype_short(to));
+    if (out->count == 0) return NULL;
+
+    if (!is_int && to != CTOSA_DTYPE_FP32) {
+        /* fp16 (or other narrow) accumulation: round every step */
+        const float *a = A->data, *b = B->data;
+        float *d = out->data;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++) {
+                    double acc = 0;
+                    for (int64_t c = 0; c < C; c++) {
+                        double p = ff_round_to_double(to, (double)a[(n * H + h) * C + c] * b[(n * C + c) * W + w]);
+                        acc = ff_round_to_double(to, acc + p);
+                    }
+                    d[(n * H + h) * W + w] = (float)acc;
+                }
+        return NULL;
+    }
+
+    if (ta == CTOSA_DTYPE_INT8) return mm_int8_float(o, A, B, out, azp, bzp);
+
+    size_t pe = kg_pack_elems(C, W);
+    /* packed B holds int32 or float: 4 bytes either way */
+    void *bp = aligned_alloc(64, (pe * 4 + 64) & ~(size_t)63);
+    int16_t *a16 = NULL;
+    void *acc = NULL;
+    bool acc64 = false;
+    if (is_int) {
+        a16 = malloc((size_t)A->count * sizeof(int16_t));
+        int64_t amax = 0, bmax = 0;
+        if (a16) {
+            for (uint64_t i = 0; i < A->count; i++) {
+                int64_t v = im_load_i(ta, A->data, i) - azp;
+                a16[i] = (int16_t)v;
+                if (llabs(v) > amax) amax = llabs(v);
+            }
+        }
+        for (uint64_t i = 0; i < B->count; i++) {
+            int64_t v = llabs(im_load_i(tb, B->data, i) - bzp);
+            if (v > bmax) bmax = v;
+        }
+        acc64 = to == CTOSA_DTYPE_INT48 || (double)C * (double)amax * (double)bmax > 2147483647.0;
+        acc = malloc((size_t)out->count * (acc64 ? 8 : 4));
+    }
+    if (!bp || (is_int && (!a16 || !acc))) {
+        free(bp);
+        free(a16);
+        free(acc);
+        return interp_fail(o, "out of memory");
+    }
+    bool ok = true;
+    for (int64_t n = 0; n < N && ok; n++) {
+        kg_job job = {.M = H, .N = W, .Kt = C, .T = 1, .rows = mm_row, .ldo = W, .acc64 = acc64};
+        mm_rows rc;
+        job.rctx = &rc;
+        job.bpack = bp;
+        if (is_int) {
+            mm_bget g = {B, n * C * W, W, bzp};
+            kg_pack_i(bp, C, W, mm_get, &g);
+            rc = (mm_rows){(const char *)(a16 + n * H * C), sizeof(int16_t), C, 0};
+            job.out = (char *)acc + (size_t)(n * H * W) * (acc64 ? 8 : 4);
+            ok = kg_run_i(o->ctx, &job);
+        } else {
+            kg_pack_f(bp, C, W, (const float *)B->data + n * C * W, W, 1);
+            rc = (mm_rows){(const char *)((const float *)A->data + n * H * C), sizeof(float), C, 0};
+            job.out = (float *)out->data + n * H * W;
+            ok = kg_run_f(o->ctx, &job);
+        }
+    }
+    e = ok ? NULL : interp_fail(o, "out of memory");
+    if (ok && is_int) {
+        int64_t lo, hi;
+        im_range_s(to, &lo, &hi);
+        for (uint64_t i = 0; i < out->count; i++) {
+            int64_t v = acc64 ? ((int64_t *)acc)[i] : ((int32_t *)acc)[i];
+            if (v < lo || v > hi) {
+                e = interp_fail(o, "accumulator overflows %s at output element %llu (REQUIRE failed)",
+                                ctosa_dtype_short(to), (unsigned long long)i);
+                break;
+            }
+            im_store_i(to, out->data, i, v);
+        }
+    }
+    free(bp);
+    free(a16);
+    free(acc);
+    return e;
+}
