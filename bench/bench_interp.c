@@ -1,92 +1,21 @@
 /* bench_interp.c - interpreter kernel throughput against the machine's FMA
  * peak.
  *
- * Measures the fp32 FMA peak with register-only FMA loops on every core (for
- * the widest vector ISA the GEMM engine uses here), then times CONV2D
+ * Measures the fp32 FMA peak (bench_util.h), then times CONV2D
  * (MobileNetV2-like shapes), DEPTHWISE_CONV2D, MATMUL 512^3 and an int8
  * CONV2D through the kernels directly with a thread pool, printing GFLOP/s
- * (int8: GOP/s) and the fraction of peak. Run: build/bench/bench_interp */
+ * (int8: GOP/s) and the fraction of peak, then runs a MobileNetV2-shaped fp32
+ * graph through the public interpreter API.
+ * Run: build/bench/bench_interp [threads] [mobilenet] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctosa/interp.h"
 #include "interp/interp_runtime.h"
 #include "util/util.h"
-
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v8 __attribute__((vector_size(32)));
-
-#define PEAK_ITERS 30000000L
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/* 24 independent chains hide the FMA latency on two FMA ports; the chains
- * converge (x -> 0.1) so no value becomes denormal or infinite. */
-#define FMA_LOOP(NAME, ATTR, VT)                                                   \
-    ATTR __attribute__((noinline)) static float NAME(long iters) {                 \
-        VT acc[PEAK_CHAINS];                                                       \
-        VT m = {0}, a = {0};                                                       \
-        for (int i = 0; i < PEAK_CHAINS; i++) acc[i] = (VT){0} + (float)i * 1e-3f; \
-        m += 0.999999f;                                                            \
-        a += 1e-7f;                                                                \
-        for (long it = 0; it < iters; it++) {                                      \
-            _Pragma("GCC unroll 32") for (int i = 0; i < PEAK_CHAINS; i++)         \
-                acc[i] = acc[i] * m + a;                                           \
-        }                                                                          \
-        float s = 0;                                                               \
-        for (int i = 0; i < PEAK_CHAINS; i++) s += acc[i][0];                      \
-        return s;                                                                  \
-    }
-#define PEAK_CHAINS 24
-FMA_LOOP(fma512, __attribute__((target("avx512f,fma"))), v16)
-#undef PEAK_CHAINS
-#define PEAK_CHAINS 12 /* 16 ymm registers */
-FMA_LOOP(fma256, __attribute__((target("avx2,fma"))), v8)
-#endif
-
-typedef struct peak_arg {
-    int wide;
-    double flops;
-    float sink;
-} peak_arg;
-
-static void *peak_thread(void *p) {
-    peak_arg *a = p;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (a->wide) {
-        a->sink = fma512(PEAK_ITERS);
-        a->flops = (double)PEAK_ITERS * 24 * 16 * 2;
-    } else {
-        a->sink = fma256(PEAK_ITERS);
-        a->flops = (double)PEAK_ITERS * 12 * 8 * 2;
-    }
-#else
-    a->flops = 0;
-#endif
-    return NULL;
-}
-
-static double measure_peak(int threads, int wide) {
-    pthread_t th[64];
-    peak_arg args[64];
-    if (threads > 64) threads = 64;
-    double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
-    double t0 = now_seconds();
-    for (int i = 0; i < threads; i++) {
-        args[i] = (peak_arg){.wide = wide};
-        pthread_create(&th[i], NULL, peak_thread, &args[i]);
-    }
-    double flops = 0;
-    for (int i = 0; i < threads; i++) {
-        pthread_join(th[i], NULL);
-        flops += args[i].flops;
-    }
-    double r = flops / (now_seconds() - t0) / 1e9;
-    if (r > best) best = r;
-    }
-    return best; /* best of 5: the clock ramps up and the VM is noisy */
-}
+#include "bench_util.h"
 
 /* -------------------------------------------------------------- kernels */
 
@@ -182,24 +111,173 @@ static void run_case(interp_ctx *ctx, const bcase *c, double peak) {
     rm(in), rm(w), rm(b), rm(out), rm(izp), rm(wzp);
 }
 
+
+/* --------------------------------------------- MobileNetV2 whole graph */
+
+typedef struct mn {
+    ctosa_graph *g;
+    ctosa_block *b;
+    int id;
+    double flops;
+    ctosa_error *err;
+} mn;
+
+static const char *mn_name(mn *m, const char *pfx) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%d", pfx, m->id++);
+    return ctosa_graph_strdup(m->g, buf);
+}
+
+static const char *mn_tensor(mn *m, const char *pfx, uint32_t rank, const int32_t *shape) {
+    const char *name = mn_name(m, pfx);
+    if (!m->err) m->err = ctosa_block_add_tensor(m->g, m->b, name, CTOSA_DTYPE_FP32, rank, shape, NULL);
+    return name;
+}
+
+/* A constant fp32 tensor filled with small deterministic values. */
+static const char *mn_const(mn *m, uint32_t rank, const int32_t *shape, float scale) {
+    ctosa_tensor *t = NULL;
+    const char *name = mn_name(m, "c");
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < rank; i++) n *= (uint64_t)shape[i];
+    if (!m->err) m->err = ctosa_block_add_tensor(m->g, m->b, name, CTOSA_DTYPE_FP32, rank, shape, &t);
+    float *v = ctosa_graph_alloc(m->g, (size_t)n * sizeof(float) + 4);
+    if (!v && !m->err) m->err = ctosa_error_new(CTOSA_ERR_NOMEM, "out of memory");
+    if (m->err) return name;
+    for (uint64_t i = 0; i < n; i++) v[i] = scale * ((float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f);
+    m->err = ctosa_tensor_set_data(m->g, t, v, n * sizeof(float), false);
+    if (!m->err) m->err = ctosa_block_add_op(m->g, m->b, CTOSA_OP_CONST, 0, NULL, 1, &name, NULL, NULL);
+    return name;
+}
+
+static const char *mn_conv(mn *m, const char *x, int32_t *hw, int32_t cin, int32_t cout, int32_t k,
+                           int32_t stride, bool depthwise, bool relu6) {
+    int32_t pad = k / 2, padb = pad - ((hw[0] - 1 + 2 * pad - (k - 1)) % stride);
+    int32_t oh = (hw[0] - 1 + pad + padb - (k - 1)) / stride + 1;
+    int32_t wshape[4] = {cout, k, k, cin}, dwshape[4] = {k, k, cin, 1}, one[1] = {1};
+    const char *w = mn_const(m, 4, depthwise ? dwshape : wshape, 1.0f / (float)(k * k * (depthwise ? 1 : cin)));
+    const char *bias = mn_const(m, 1, (int32_t[]){cout}, 0.01f);
+    const char *zi = mn_const(m, 1, one, 0.0f), *zw = mn_const(m, 1, one, 0.0f);
+    int32_t oshape[4] = {1, oh, oh, cout};
+    const char *y = mn_tensor(m, "t", 4, oshape);
+    int32_t padv[4] = {pad, padb, pad, padb}, st[2] = {stride, stride}, dil[2] = {1, 1};
+    ctosa_attr a = {0};
+    a.pad = (ctosa_i32s){padv, 4};
+    a.stride = (ctosa_i32s){st, 2};
+    a.dilation = (ctosa_i32s){dil, 2};
+    a.acc_type = CTOSA_DTYPE_FP32;
+    const char *in[5] = {x, w, bias, zi, zw};
+    if (!m->err)
+        m->err = ctosa_block_add_op(m->g, m->b, depthwise ? CTOSA_OP_DEPTHWISE_CONV2D : CTOSA_OP_CONV2D, 5, in,
+                                    1, &y, &a, NULL);
+    m->flops += 2.0 * oh * oh * cout * k * k * (depthwise ? 1 : cin);
+    hw[0] = hw[1] = oh;
+    if (!relu6) return y;
+    const char *r = mn_tensor(m, "t", 4, oshape);
+    float lo = 0.0f, hi = 6.0f;
+    ctosa_attr c = {0};
+    c.min_val = (ctosa_bytes){(const uint8_t *)&lo, 4};
+    c.max_val = (ctosa_bytes){(const uint8_t *)&hi, 4};
+    c.nan_mode = CTOSA_NAN_PROPAGATE;
+    if (!m->err) m->err = ctosa_block_add_op(m->g, m->b, CTOSA_OP_CLAMP, 1, &y, 1, &r, &c, NULL);
+    return r;
+}
+
+/* MobileNetV2 (width 1.0, 224x224) in fp32 with random weights; returns the
+ * graph and its conv/matmul FLOPs. */
+static ctosa_error *mn_build(ctosa_graph **gp, double *flops) {
+    mn m = {0};
+    ctosa_region *r;
+    if ((m.err = ctosa_graph_create(CTOSA_VERSION_1_0, &m.g))) return m.err;
+    *gp = m.g;
+    if ((m.err = ctosa_graph_add_region(m.g, "main", &r)) || (m.err = ctosa_region_add_block(m.g, r, "main", &m.b)))
+        return m.err;
+    int32_t hw[2] = {224, 224};
+    int32_t ishape[4] = {1, 224, 224, 3};
+    if ((m.err = ctosa_block_add_tensor(m.g, m.b, "input", CTOSA_DTYPE_FP32, 4, ishape, NULL)) ||
+        (m.err = ctosa_block_add_input(m.g, m.b, "input")))
+        return m.err;
+    const char *x = mn_conv(&m, "input", hw, 3, 32, 3, 2, false, true);
+    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+                                  {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+    int32_t cin = 32;
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < cfg[i][2]; j++) {
+            int32_t t = cfg[i][0], cout = cfg[i][1], s = j == 0 ? cfg[i][3] : 1;
+            const char *h = x;
+            if (t != 1) h = mn_conv(&m, h, hw, cin, cin * t, 1, 1, false, true);
+            h = mn_conv(&m, h, hw, cin * t, cin * t, 3, s, true, true);
+            h = mn_conv(&m, h, hw, cin * t, cout, 1, 1, false, false);
+            if (s == 1 && cin == cout) {
+                int32_t shp[4] = {1, hw[0], hw[1], cout};
+                const char *sum = mn_tensor(&m, "t", 4, shp), *in2[2] = {x, h};
+                if (!m.err) m.err = ctosa_block_add_op(m.g, m.b, CTOSA_OP_ADD, 2, in2, 1, &sum, NULL, NULL);
+                h = sum;
+            }
+            x = h;
+            cin = cout;
+        }
+    x = mn_conv(&m, x, hw, 320, 1280, 1, 1, false, true);
+    /* global average pool 7x7 -> 1x1, then the classifier as a 1x1 conv */
+    int32_t pshape[4] = {1, 1, 1, 1280}, one[1] = {1};
+    const char *pooled = mn_tensor(&m, "t", 4, pshape);
+    const char *pin[3] = {x, mn_const(&m, 1, one, 0.0f), mn_const(&m, 1, one, 0.0f)};
+    int32_t kern[2] = {7, 7}, st[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+    ctosa_attr a = {0};
+    a.kernel = (ctosa_i32s){kern, 2};
+    a.stride = (ctosa_i32s){st, 2};
+    a.pad = (ctosa_i32s){pad, 4};
+    a.acc_type = CTOSA_DTYPE_FP32;
+    if (!m.err) m.err = ctosa_block_add_op(m.g, m.b, CTOSA_OP_AVG_POOL2D, 3, pin, 1, &pooled, &a, NULL);
+    int32_t phw[2] = {1, 1};
+    const char *logits = mn_conv(&m, pooled, phw, 1280, 1000, 1, 1, false, false);
+    if (!m.err) m.err = ctosa_block_add_output(m.g, m.b, logits);
+    *flops = m.flops;
+    return m.err;
+}
+
+static void bench_mobilenet(int threads) {
+    ctosa_graph *g = NULL;
+    ctosa_interp *it = NULL;
+    double flops = 0;
+    ctosa_error *e = mn_build(&g, &flops);
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    opt.threads = threads;
+    if (!e) e = ctosa_interp_create(g, &opt, &it);
+    float *img = malloc(224 * 224 * 3 * sizeof(float));
+    for (int i = 0; img && i < 224 * 224 * 3; i++) img[i] = (float)(i % 255) / 255.0f;
+    int64_t shp[4] = {1, 224, 224, 3};
+    if (!e && img) e = ctosa_interp_set_input(it, "input", CTOSA_DTYPE_FP32, 4, shp, img, 224 * 224 * 3 * sizeof(float));
+    double best = 1e30;
+    for (int i = 0; !e && i < 12; i++) {
+        double t0 = now_seconds();
+        e = ctosa_interp_run(it);
+        double dt = now_seconds() - t0;
+        if (dt < best) best = dt;
+    }
+    if (e) {
+        printf("MobileNetV2 fp32 whole graph: %s\n", ctosa_error_message(e));
+        ctosa_error_free(e);
+    } else {
+        printf("%-44s %8.3f ms %8.1f GFLOP/s (%.2f GFLOP per image, best of 12)\n",
+               "MobileNetV2 1x224x224x3 fp32 (ctosa_interp_run)", best * 1e3, flops / best / 1e9, flops / 1e9);
+    }
+    free(img);
+    ctosa_interp_free(it);
+    ctosa_graph_free(g);
+}
+
 int main(int argc, char **argv) {
     int threads = cpu_count();
     if (argc > 1) threads = atoi(argv[1]);
     if (threads < 1) threads = 1;
     printf("threads: %d\n", threads);
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    bool has512 = __builtin_cpu_supports("avx512f");
-    bool has256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    double p256 = has256 ? measure_peak(threads, 0) : 0;
-    double p512 = has512 ? measure_peak(threads, 1) : 0;
-    printf("FMA peak fp32: AVX2 %.1f GFLOP/s, AVX-512 %.1f GFLOP/s (%d threads)\n", p256, p512, threads);
-    double peak = p512 > p256 ? p512 : p256;
-#else
-    double peak = 1;
-    printf("no FMA peak measurement on this architecture; %% figures are relative to 1 GFLOP/s\n");
-#endif
-    if (peak <= 0) peak = 1;
+    if (argc > 2 && strcmp(argv[2], "mobilenet") == 0) { /* whole graph only (profiling) */
+        bench_mobilenet(threads);
+        return 0;
+    }
+    double peak = bench_fma_peak(threads, true);
     printf("percentages below are of %.1f GFLOP/s\n\n", peak);
     interp_ctx ctx = {.it = NULL, .pool = threads > 1 ? tpool_create(threads) : NULL, .depth = 0};
     const bcase cases[] = {
@@ -230,5 +308,7 @@ int main(int argc, char **argv) {
                flops / t / 1e9, 100.0 * flops / t / 1e9 / peak);
     rm(A), rm(B), rm(O), rm(za), rm(zb);
     tpool_free(ctx.pool);
+    printf("\n");
+    bench_mobilenet(threads);
     return 0;
 }

@@ -137,6 +137,11 @@ static void test_conv2d(void) {
     run_case(&(ccase){0, F32, F32, F32, F32, 1, 9, 8, 3, 33, 3, 2, 1, {0, 2, 1, 0}, {2, 1}, {1, 2}, 0, 0, true});
     run_case(&(ccase){0, F32, F32, F32, F32, 1, 13, 13, 40, 16, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
     run_case(&(ccase){0, F32, F32, F32, F32, 1, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
+    /* zero input channels: the output is the bias */
+    run_case(&(ccase){0, F32, F32, F32, F32, 1, 3, 3, 0, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){0, I8, I8, I32, I32, 1, 3, 3, 0, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 4, 0, false});
+    /* empty batch */
+    run_case(&(ccase){0, F32, F32, F32, F32, 0, 3, 3, 2, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
     /* int8 with zero points at the limits, int4 weights, int16 x int8 -> int48 */
     run_case(&(ccase){0, I8, I8, I32, I32, 2, 6, 5, 7, 18, 3, 3, 1, {1, 1, 1, 1}, {1, 2}, {1, 1}, -128, 127, false});
     run_case(&(ccase){0, I8, CTOSA_DTYPE_INT4, I32, I32, 1, 5, 5, 4, 5, 2, 2, 1, {1, 0, 0, 1}, {1, 1}, {2, 1}, 5, 0, true});

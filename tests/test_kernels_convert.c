@@ -175,6 +175,25 @@ static void test_rescale_errors(void) {
     p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT32, true, false, false, false, CTOSA_ROUND_SINGLE, 0, 0};
     CHECK_ERR(rescale(&p, 1, KT_DIMS(1), (int64_t[]){20000}, 1, (int64_t[]){1 << 30}, (int64_t[]){10}, NULL),
               CTOSA_ERR_INVALID, "REQUIRE");
+    /* the same REQUIREs on the 8-lane path (element counts divisible by 8) */
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(8), (int64_t[]){1, 2, 3, 4, 5, 20000, 7, 8}, 1, (int64_t[]){1 << 30},
+                      (int64_t[]){10}, NULL), CTOSA_ERR_INVALID, "REQUIRE");
+    CHECK_OK(rescale(&p, 1, KT_DIMS(8), (int64_t[]){1, 2, 3, 4, 5, 511, -512, 8}, 1, (int64_t[]){1 << 30},
+                     (int64_t[]){10}, NULL));
+    {
+        rs_opts q = {CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT32, false, true, false, false, CTOSA_ROUND_SINGLE, 0, 0};
+        int64_t big[16], m[8], sh[8], r[16];
+        for (int i = 0; i < 8; i++) {
+            m[i] = 16384;
+            sh[i] = 30 + i;
+        }
+        for (int i = 0; i < 16; i++) big[i] = (INT64_C(1) << 40) + i;
+        CHECK_OK(rescale(&q, 2, KT_DIMS(2, 8), big, 8, m, sh, r));
+        CHECK(r[0] == (1 << 24) && r[7] == (1 << 17) && r[15] == (1 << 17));
+        big[9] = INT64_C(1) << 46;
+        sh[1] = 2;
+        CHECK_ERR(rescale(&q, 2, KT_DIMS(2, 8), big, 8, m, sh, NULL), CTOSA_ERR_INVALID, "REQUIRE");
+    }
     /* per-channel multiplier count must match the last dimension */
     p.per_channel = true;
     CHECK_ERR(rescale(&p, 2, KT_DIMS(2, 3), (int64_t[]){1, 2, 3, 4, 5, 6}, 2, (int64_t[]){1 << 30, 1 << 30},

@@ -76,6 +76,13 @@ static void test_avg_float_and_errors(void) {
     CHECK_ERR(pool(interp_k_AVG_POOL2D, in, bad, 2, 2, 1, 1, P0, CTOSA_DTYPE_FP32, 0, 0, 0), CTOSA_ERR_INVALID, "height");
     CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 2, 2, 1, 1, P0, CTOSA_DTYPE_INT32, 0, 0, 0), CTOSA_ERR_INVALID, "acc_type");
     CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 0, 2, 1, 1, P0, CTOSA_DTYPE_FP32, 0, 0, 0), CTOSA_ERR_INVALID, "kernel");
+    /* empty input height: the one output window holds only padding */
+    itensor *e_in = KT_T(INT8, 4, 1, 0, 2, 1), *e_out = KT_T(INT8, 4, 1, 1, 1, 1);
+    int32_t pad11[4] = {1, 1, 0, 0};
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, e_in, e_out, 2, 2, 1, 1, pad11, CTOSA_DTYPE_INT32, 0, 0, 0), CTOSA_ERR_INVALID, "REQUIRE");
+    itensor *ef_in = KT_T(FP32, 4, 1, 0, 2, 1), *ef_out = KT_T(FP32, 4, 1, 1, 1, 1);
+    CHECK_OK(pool(interp_k_AVG_POOL2D, ef_in, ef_out, 2, 2, 1, 1, pad11, CTOSA_DTYPE_FP32, 0, 0, 0));
+    CHECK(isnan(((float *)ef_out->data)[0]));
     itensor *i16 = KT_T(INT16, 4, 1, 2, 2, 1), *o16 = KT_T(INT16, 4, 1, 1, 1, 1);
     CHECK_ERR(pool(interp_k_AVG_POOL2D, i16, o16, 2, 2, 1, 1, P0, CTOSA_DTYPE_INT32, 0, 3, 0), CTOSA_ERR_INVALID, "zero");
     kt_free_all();

@@ -123,7 +123,7 @@ static void test_groups_skipped(void) {
     const uint8_t buf[] = {0x08, 0x05, 0x13, 0x08, 0x01, 0x1b, 0x0d, 1, 2, 3, 4, 0x1c, 0x0a, 2, 'x', 'y',
                            0x14, 0x20, 0x07};
     int n;
-    pb_field last;
+    pb_field last = {0};
     CHECK_OK(read_all(buf, sizeof buf, &n, &last, NULL));
     CHECK(n == 3);
     CHECK(last.num == 4 && last.u == 7);

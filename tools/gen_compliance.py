@@ -479,6 +479,7 @@ def main(argv):
     w("};")
     w("")
     limits, args_c, terms_c, rows_c, ops_c = [], [], [], [], []
+    term_index = {}
     for name in enum_order:
         o = by_name[name]
         syms = o["syms"]
@@ -516,9 +517,14 @@ def main(argv):
                     die("%s: row binds %s" % (name, k))
             types = ["CTOSA_DTYPE_" + binds[s] if s in binds else "0" for s in syms]
             types += ["0"] * (MAX_SYMS - len(types))
-            first_term = len(terms_c)
-            for t in terms:
-                terms_c.append("    " + term_c(t) + ",")
+            # Rows share identical term lists (most need just "PRO-INT" or
+            # "PRO-FP"): each distinct list is stored once.
+            key = tuple(term_c(t) for t in terms)
+            first_term = term_index.get(key)
+            if first_term is None:
+                first_term = len(terms_c)
+                term_index[key] = first_term
+                terms_c.extend("    " + x + "," for x in key)
             rows_c.append("    {{%s}, %d, %d, %d, %d, %s}, /* %s */" % (
                 ", ".join(types), ver, len(terms), first_term, param, c_str(mode), name))
         acc = syms.index("acc_t") if ("acc_t" in syms and any(

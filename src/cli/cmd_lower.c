@@ -1,8 +1,227 @@
-/* cmd_lower.c - `ctosa lower`. Placeholder until its module lands. */
+/* cmd_lower.c - `ctosa lower MODEL.onnx --spec SPEC|--target NAME [-o DIR]
+ * [--bind NAME=FILE]... [--shape NAME=D0xD1x...]... [--strict]
+ * [--report-json FILE] [-q]`: partitions an ONNX model against a TOSA spec,
+ * writes one .tosa per partition, <stem>.partitioned.onnx and
+ * <stem>.report.json, and prints a summary. Exit 0 (fallbacks are fine),
+ * 1 with --strict when anything fell back, 2 for bad usage or input. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "util/util.h"
+
+static const char *CMD = "lower";
+
+static void help(void) {
+    printf("usage: ctosa lower MODEL.onnx (--spec SPEC | --target NAME) [options]\n"
+           "\n"
+           "Partitions an ONNX model against a TOSA specification, lowers every\n"
+           "delegated partition to TOSA and writes into the output directory:\n"
+           "  <stem>.part<N>.tosa        one TOSA flatbuffer per partition\n"
+           "  <stem>.partitioned.onnx    the model with each partition replaced by a\n"
+           "                             com.microsoft EPContext node naming its .tosa\n"
+           "  <stem>.report.json         what went where, and why\n"
+           "\n"
+           "  --spec SPEC               e.g. TOSA-1.0+FP, TOSA-1.0+INT+int16, TOSA-1.1+INT+int64\n"
+           "  --target NAME             a named target instead of --spec\n"
+           "  -o, --output-dir DIR      output directory (default ./output, created if missing)\n"
+           "  --bind NAME=FILE          freeze graph input NAME to a .npy / TensorProto .pb file\n"
+           "  --shape NAME=D0xD1x...    static shape for a graph input with symbolic dimensions\n"
+           "  --stem NAME               output file name stem (default: the model's name)\n"
+           "  --strict                  exit 1 if any node falls back to the CPU\n"
+           "  --report-json FILE        also write the report to FILE\n"
+           "  --plugin LIB.so           custom-operator plugin (not supported yet)\n"
+           "  -q, --quiet               print no summary\n"
+           "\n"
+           "Reason codes in the report and summary: see docs/errors.md.\n");
+}
+
+static bool split_eq(const char *arg, const char **name, const char **val) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return false;
+    char *n = strndup(arg, (size_t)(eq - arg));
+    if (!n) return false;
+    *name = n;
+    *val = eq + 1;
+    return true;
+}
+
+static bool parse_dims(const char *s, uint32_t *rank, int64_t *dims, uint32_t max) {
+    *rank = 0;
+    if (!*s) return false;
+    if (strcmp(s, "scalar") == 0) return true;
+    const char *p = s;
+    for (;;) {
+        if (*rank >= max) return false;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0) return false;
+        dims[(*rank)++] = v;
+        if (*end == 0) return true;
+        if (*end != 'x' && *end != 'X' && *end != ',') return false;
+        p = end + 1;
+    }
+}
+
+/* Summary: delegated/total, partitions, fallback operators grouped by
+ * (code, op_type) with counts and one example reason. */
+static void print_summary(const ctosa_lower_summary *s, const char *dir) {
+    double pct = s->nodes_total ? 100.0 * s->nodes_delegated / s->nodes_total : 100.0;
+    printf("%s: %u of %u nodes delegated (%.1f%%) to %s in %u partition%s\n", s->model, s->nodes_delegated,
+           s->nodes_total, pct, s->spec, s->n_partitions, s->n_partitions == 1 ? "" : "s");
+    for (uint32_t i = 0; i < s->n_partitions; i++) {
+        const ctosa_lower_partition *p = &s->partitions[i];
+        uint32_t ops = 0;
+        for (uint32_t k = 0; k < p->n_op_counts; k++) ops += p->op_counts[k];
+        printf("  %s/%s: %u node%s, %u TOSA operator%s, %u input%s, %u output%s\n", dir, p->file, p->n_nodes,
+               p->n_nodes == 1 ? "" : "s", ops, ops == 1 ? "" : "s", p->n_inputs, p->n_inputs == 1 ? "" : "s",
+               p->n_outputs, p->n_outputs == 1 ? "" : "s");
+    }
+    if (!s->n_fallback) return;
+    printf("fallback to CPU (%u node%s):\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
+    printf("  %-22s %-24s %5s  %s\n", "code", "operator", "nodes", "reason (first)");
+    bool *done = calloc(s->n_fallback + 1, 1);
+    if (!done) return;
+    for (uint32_t i = 0; i < s->n_fallback; i++) {
+        if (done[i]) continue;
+        const ctosa_lower_fallback *f = &s->fallback[i];
+        uint32_t n = 0;
+        for (uint32_t k = i; k < s->n_fallback; k++) {
+            const ctosa_lower_fallback *g = &s->fallback[k];
+            if (!done[k] && strcmp(g->code, f->code) == 0 && strcmp(g->op_type, f->op_type) == 0 &&
+                strcmp(g->domain, f->domain) == 0) {
+                done[k] = true;
+                n++;
+            }
+        }
+        char op[128];
+        snprintf(op, sizeof op, "%s%s%s", f->domain, f->domain[0] ? "::" : "", f->op_type);
+        printf("  %-22s %-24s %5u  %s: %s\n", f->code, op, n, f->node, f->reason);
+    }
+    free(done);
+}
 
 int cmd_lower(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_fail("lower", ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "not implemented yet"));
+    const char *model = NULL, *spec_s = NULL, *target = NULL, *dir = "output", *report = NULL, *stem = NULL;
+    bool strict = false, quiet = false;
+    int rc = 2;
+    ctosa_lower_bind *binds = calloc((size_t)argc + 1, sizeof *binds);
+    ctosa_lower_shape *shapes = calloc((size_t)argc + 1, sizeof *shapes);
+    int64_t(*dims)[16] = calloc((size_t)argc + 1, sizeof *dims);
+    uint32_t n_binds = 0, n_shapes = 0;
+    ctosa_lower_result *res = NULL;
+    if (!binds || !shapes || !dims) {
+        rc = cli_fail(CMD, ctosa_error_nomem());
+        goto out;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            help();
+            rc = 0;
+            goto out;
+        }
+        if (strcmp(a, "--strict") == 0) { strict = true; continue; }
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) { quiet = true; continue; }
+        if ((v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) { spec_s = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) { target = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) { dir = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--report-json", NULL, &missing))) { report = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { stem = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--plugin", NULL, &missing))) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                               "--plugin %s: custom-operator plugins are not supported yet", v));
+            goto out;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--bind", NULL, &missing))) {
+            if (!split_eq(v, &binds[n_binds].name, &binds[n_binds].file)) {
+                rc = cli_usage(CMD, "--bind expects NAME=FILE, got '%s'", v);
+                goto out;
+            }
+            n_binds++;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--shape", NULL, &missing))) {
+            const char *nm, *ds;
+            if (!split_eq(v, &nm, &ds)) {
+                rc = cli_usage(CMD, "--shape expects NAME=D0xD1x..., got '%s'", v);
+                goto out;
+            }
+            shapes[n_shapes].name = nm;
+            if (!parse_dims(ds, &shapes[n_shapes].rank, dims[n_shapes], 16)) {
+                n_shapes++;
+                rc = cli_usage(CMD, "--shape %s: '%s' is not a list of dimensions like 1x3x224x224", nm, ds);
+                goto out;
+            }
+            shapes[n_shapes].dims = dims[n_shapes];
+            n_shapes++;
+            continue;
+        }
+        if (missing) {
+            rc = cli_usage(CMD, "%s needs a value", a);
+            goto out;
+        }
+        if (a[0] == '-' && a[1]) {
+            rc = cli_usage(CMD, "unknown option '%s'", a);
+            goto out;
+        }
+        if (model) {
+            rc = cli_usage(CMD, "more than one model given ('%s' and '%s')", model, a);
+            goto out;
+        }
+        model = a;
+    }
+    if (!model) {
+        rc = cli_usage(CMD, "no model given");
+        goto out;
+    }
+    if (!spec_s == !target) {
+        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both" : "--spec SPEC (or --target NAME) is required");
+        goto out;
+    }
+    ctosa_spec spec;
+    ctosa_error *e = spec_s ? ctosa_spec_parse(spec_s, &spec) : ctosa_spec_from_target(target, &spec);
+    if (e) {
+        rc = cli_fail(CMD, e);
+        goto out;
+    }
+    ctosa_lower_options opt;
+    ctosa_lower_options_init(&opt);
+    opt.output_dir = dir;
+    opt.stem = stem;
+    opt.binds = binds;
+    opt.n_binds = n_binds;
+    opt.shapes = shapes;
+    opt.n_shapes = n_shapes;
+    if (report) {
+        char a_real[PATH_MAX], b_real[PATH_MAX];
+        if (realpath(model, a_real) && realpath(report, b_real) && strcmp(a_real, b_real) == 0) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "--report-json %s would overwrite the input model", report));
+            goto out;
+        }
+    }
+    if ((e = ctosa_lower_file(model, &spec, &opt, &res))) {
+        rc = cli_fail(CMD, e);
+        goto out;
+    }
+    const ctosa_lower_summary *s = ctosa_lower_result_summary(res);
+    if (report && (e = write_whole_file(report, s->report_json, strlen(s->report_json)))) {
+        rc = cli_fail(CMD, e);
+        goto out;
+    }
+    if (!quiet) print_summary(s, dir);
+    rc = strict && s->n_fallback ? 1 : 0;
+    if (rc == 1 && !quiet) printf("--strict: %u node%s fell back to the CPU\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
+out:
+    ctosa_lower_result_free(res);
+    for (uint32_t i = 0; binds && i < n_binds; i++) free((char *)binds[i].name);
+    for (uint32_t i = 0; shapes && i < n_shapes; i++) free((char *)shapes[i].name);
+    free(binds);
+    free(shapes);
+    free(dims);
+    return rc;
 }

@@ -3,6 +3,7 @@
  * and implements the public API of ctosa/interp.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -344,6 +345,125 @@ static ctosa_error *plan_subregion(ctosa_interp *it, rplan *p, uint32_t op_index
     return interp_get_plan(it, r, p, op_index, &sub);
 }
 
+/* Operators whose kernels store every element of every output whenever
+ * they succeed (audited: element-wise loops over the whole output,
+ * convolutions and pooling writing each output pixel, layout copies). The
+ * runtime does not zero their outputs before the call; every other kernel
+ * (SCATTER copies then overwrites, CUSTOM is promised zeroed outputs,
+ * control flow, and anything not audited) still gets zeroed outputs. Debug
+ * builds fill these outputs with a NaN / -1 pattern instead, so a kernel
+ * that leaves a gap changes test results instead of passing by luck. */
+static bool writes_all(ctosa_op_kind k) {
+    switch (k) {
+    case CTOSA_OP_CONV2D: case CTOSA_OP_CONV3D: case CTOSA_OP_DEPTHWISE_CONV2D:
+    case CTOSA_OP_TRANSPOSE_CONV2D: case CTOSA_OP_MATMUL:
+    case CTOSA_OP_AVG_POOL2D: case CTOSA_OP_MAX_POOL2D:
+    case CTOSA_OP_CLAMP: case CTOSA_OP_SIGMOID: case CTOSA_OP_TANH: case CTOSA_OP_ERF:
+    case CTOSA_OP_RESCALE: case CTOSA_OP_CAST:
+    case CTOSA_OP_ADD: case CTOSA_OP_SUB: case CTOSA_OP_MUL: case CTOSA_OP_MAXIMUM:
+    case CTOSA_OP_MINIMUM: case CTOSA_OP_ABS: case CTOSA_OP_NEGATE: case CTOSA_OP_EXP:
+    case CTOSA_OP_LOG: case CTOSA_OP_RECIPROCAL: case CTOSA_OP_RSQRT: case CTOSA_OP_FLOOR:
+    case CTOSA_OP_CEIL: case CTOSA_OP_SELECT:
+    case CTOSA_OP_RESHAPE: case CTOSA_OP_TRANSPOSE: case CTOSA_OP_SLICE: case CTOSA_OP_REVERSE:
+    case CTOSA_OP_IDENTITY:
+        return true;
+    default: return false;
+    }
+}
+
+static slot *slot_of(itensor *t) { return (slot *)((char *)t - offsetof(slot, t)); }
+
+/* Plan-time fusion of CLAMP into the CONV2D / DEPTHWISE_CONV2D producing
+ * its input, when that input is an fp32 activation nobody else reads: the
+ * convolution writes the CLAMP's output directly, applying the clamp as it
+ * stores (interp_op.post), and the CLAMP no longer runs. Saves a pass over
+ * the tensor, its zeroing and a pool wake-up per pair (MobileNet has one
+ * per convolution). Results are bit-identical: the kernels apply exactly
+ * interp_k_CLAMP's expression. Fusion is skipped when the CLAMP's own
+ * checks would fail (the unfused run then reports them as before) and in
+ * blocks with control flow (a region could read the intermediate). */
+static void fuse_clamps(rplan *p) {
+    const ctosa_block *b = p->block;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const ctosa_op *op = p->ops[i].op;
+        if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP) return;
+    }
+    (void)b;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        pop *pc = &p->ops[i];
+        const ctosa_op *op = pc->op;
+        if (pc->skip || op->kind != CTOSA_OP_CLAMP || pc->n_in != 1 || pc->n_out != 1) continue;
+        slot *mid = slot_of(pc->in[0]), *dst = slot_of(pc->out[0]);
+        bool local = mid >= p->slots && mid < p->slots + p->n_slots;
+        if (!local || mid->kind != SLOT_ACT || mid->is_output || mid->last != (int64_t)i ||
+            mid->def < 0 || mid->def >= (int64_t)i || dst->kind != SLOT_ACT || dst->def != (int64_t)i)
+            continue;
+        pop *pv = &p->ops[mid->def];
+        if (pv->skip || pv->fused || pv->has_post || pv->n_out != 1 || pv->out[0] != &mid->t ||
+            (pv->op->kind != CTOSA_OP_CONV2D && pv->op->kind != CTOSA_OP_DEPTHWISE_CONV2D))
+            continue;
+        if (mid->t.dtype != CTOSA_DTYPE_FP32 || dst->t.dtype != CTOSA_DTYPE_FP32 ||
+            !interp_same_shape(&mid->t, &dst->t))
+            continue;
+        /* only reader of mid: CLAMP itself (count the readers) */
+        uint32_t readers = 0;
+        for (uint32_t j = 0; j < p->n_ops; j++)
+            for (uint32_t k = 0; k < p->ops[j].n_in; k++) readers += p->ops[j].in[k] == &mid->t;
+        if (readers != 1) continue;
+        const ctosa_attr *a = &op->attr;
+        if (!a->min_val.p || !a->max_val.p || a->min_val.n < 4 || a->max_val.n < 4) continue;
+        uint32_t ulo = rd_u32(a->min_val.p), uhi = rd_u32(a->max_val.p);
+        float lo, hi;
+        memcpy(&lo, &ulo, 4);
+        memcpy(&hi, &uhi, 4);
+        if (isnan(lo) || isnan(hi) || hi < lo) continue;
+        pv->post = (interp_post){lo, hi, a->nan_mode == CTOSA_NAN_IGNORE};
+        pv->has_post = true;
+        pv->out[0] = &dst->t;
+        dst->def = mid->def;
+        mid->kind = SLOT_UNUSED; /* never materialised */
+        mid->t.data = NULL;
+        pc->skip = true;
+        pc->fused = true;
+    }
+}
+
+void interp_post_apply(const interp_post *p, float *d, size_t n) {
+    if (!p) return;
+    for (size_t i = 0; i < n; i++) d[i] = interp_post_f(p, d[i]);
+}
+
+void *interp_cache_get(const interp_op *o) {
+    return o->cache ? *o->cache : NULL;
+}
+
+void *interp_cache_put(const interp_op *o, size_t bytes) {
+    if (!o->cache || !o->ctx || !o->ctx->it) return NULL;
+    ctosa_interp *it = o->ctx->it;
+    op_cache *c = (op_cache *)(void *)o->cache;
+    size_t sz = (bytes + 63) & ~(size_t)63;
+    if (sz < bytes) return NULL;
+    if (!sz) sz = 64;
+    if (c->p) { /* replaced */
+        free(c->p);
+        it->mem_used -= c->bytes;
+        c->p = NULL;
+        c->bytes = 0;
+    }
+    ctosa_error *e = interp_reserve(it, sz, "operator cache");
+    if (e) {
+        ctosa_error_free(e);
+        return NULL;
+    }
+    c->p = aligned_alloc(64, sz);
+    if (!c->p) {
+        it->mem_used -= sz;
+        return NULL;
+    }
+    c->bytes = sz;
+    return c->p;
+}
+
 static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p) {
     arena *A = &it->arena;
     p->region = r;
@@ -410,6 +530,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
         if (!po->in || !po->out) return ctosa_error_nomem();
         bool is_const_op = op->kind == CTOSA_OP_CONST || op->kind == CTOSA_OP_CONST_SHAPE;
         if (is_const_op || op->kind == CTOSA_OP_VARIABLE) po->skip = true;
+        po->writes_all = writes_all(op->kind);
         if (!po->skip) {
             po->fn = interp_kernel_for(op->kind);
             if (!po->fn)
@@ -477,6 +598,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
         p->outputs[i] = s;
         p->out_t[i] = &s->t;
     }
+    fuse_clamps(p);
     /* Memory: constants that are used, inputs, activations. */
     for (uint32_t i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];
@@ -528,13 +650,19 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
     for (uint32_t i = 0; i < p->n_ops && !e; i++) {
         pop *po = &p->ops[i];
         if (po->skip) continue;
-        interp_op o = {&it->ctx, po->op, i, po->where, po->in, po->n_in, po->out, po->n_out};
+        interp_op o = {.ctx = &it->ctx, .op = po->op, .index = i, .where = po->where,
+                       .in = po->in, .n_in = po->n_in, .out = po->out, .n_out = po->n_out,
+                       .cache = &po->cache.p, .post = po->has_post ? &po->post : NULL};
         if ((e = interp_check_arity(&o))) break;
-        /* Fresh outputs are zeroed so a kernel that leaves a position
-         * unwritten still gives a deterministic result. */
+        /* Fresh outputs of kernels that may leave positions unwritten are
+         * zeroed so the result is deterministic (see writes_all). */
         for (uint32_t k = 0; k < po->n_out; k++) {
-            slot *s = (slot *)((char *)po->out[k] - offsetof(slot, t));
-            if (s->kind == SLOT_ACT && s->bytes) memset(s->t.data, 0, (size_t)s->bytes);
+            slot *s = slot_of(po->out[k]);
+            if (s->kind != SLOT_ACT || !s->bytes) continue;
+            if (!po->writes_all) memset(s->t.data, 0, (size_t)s->bytes);
+#ifndef NDEBUG
+            else memset(s->t.data, 0xff, (size_t)s->bytes); /* NaN / -1: exposes gaps */
+#endif
         }
         e = po->fn(&o);
     }
@@ -615,7 +743,10 @@ ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_option
 void ctosa_interp_free(ctosa_interp *it) {
     if (!it) return;
     tpool_free(it->ctx.pool);
-    for (rplan *p = it->plans; p; p = p->next) strmap_free(&p->by_name);
+    for (rplan *p = it->plans; p; p = p->next) {
+        strmap_free(&p->by_name);
+        for (uint32_t i = 0; p->ops && i < p->n_ops; i++) free(p->ops[i].cache.p);
+    }
     if (it->out_host && it->main)
         for (uint32_t i = 0; i < it->main->n_out; i++) free(it->out_host[i]);
     for (custom_reg *c = it->customs; c;) {

@@ -54,7 +54,48 @@ typedef struct interp_op {
     uint32_t n_in;
     itensor *const *out;
     uint32_t n_out;
+    /* Per-operator cache (NULL when the caller keeps none, e.g. a unit test
+     * calling a kernel directly): see interp_cache_get/put. */
+    void **cache;
+    /* A CLAMP the runtime fused into this operator (CONV2D and
+     * DEPTHWISE_CONV2D with fp32 output only; NULL otherwise): the kernel
+     * must store clamp(value) wherever it would store value, exactly as
+     * interp_k_CLAMP computes it (interp_post_f). */
+    const struct interp_post *post;
 } interp_op;
+
+/* The fused CLAMP of interp_op.post: out = v < lo ? lo : v > hi ? hi : v,
+ * and with ignore_nan a NaN becomes lo (CLAMP's nan_mode IGNORE). The
+ * runtime fuses only when CLAMP's own checks would pass (same shape,
+ * dtype fp32, lo <= hi, neither NaN). */
+typedef struct interp_post {
+    float lo, hi;
+    bool ignore_nan;
+} interp_post;
+
+static inline float interp_post_f(const interp_post *p, float v) {
+    float r = v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+    return p->ignore_nan && v != v ? p->lo : r;
+}
+/* Applies p to n floats in place (no-op when p is NULL). */
+void interp_post_apply(const interp_post *p, float *d, size_t n);
+
+/* Per-operator cache for work that depends only on compile-time constants
+ * (packed constant weights): a kernel computes it on the first run, stores
+ * it with interp_cache_put and finds it again on later runs of the same
+ * operator with interp_cache_get. Only use it for values derived from
+ * inputs with is_const set (their data never changes) and from the
+ * operator's attributes; put a small header in the block (sizes) and check
+ * it, so a mismatch falls back to the uncached path.
+ *
+ * interp_cache_get: the block stored for this operator, or NULL.
+ * interp_cache_put: a new 64-byte aligned block of bytes (uninitialised),
+ * now owned by the runtime (freed by ctosa_interp_free) and counted against
+ * max_memory; replaces an earlier one. NULL when the operator has no cache
+ * slot, memory is short or the limit would be passed: the kernel then
+ * computes into its own temporary as before. */
+void *interp_cache_get(const interp_op *o);
+void *interp_cache_put(const interp_op *o, size_t bytes);
 
 typedef ctosa_error *(*interp_kernel_fn)(const interp_op *o);
 

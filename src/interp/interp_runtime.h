@@ -35,6 +35,13 @@ typedef struct slot {
     bool set;           /* SLOT_INPUT: has a value */
 } slot;
 
+/* An operator's cache block (interp_cache_put); p first, so &cache.p is
+ * the interp_op.cache slot. */
+typedef struct op_cache {
+    void *p;
+    size_t bytes;
+} op_cache;
+
 typedef struct pop {
     const ctosa_op *op;
     interp_kernel_fn fn;
@@ -42,6 +49,11 @@ typedef struct pop {
     itensor **in, **out;
     uint32_t n_in, n_out;
     bool skip;          /* CONST, CONST_SHAPE, VARIABLE: nothing to do at run time */
+    bool writes_all;    /* the kernel stores every output element: no zeroing */
+    bool fused;         /* a CLAMP folded into the producing convolution */
+    bool has_post;      /* post holds a fused CLAMP */
+    interp_post post;
+    op_cache cache;
 } pop;
 
 typedef struct rplan {

@@ -34,6 +34,42 @@ static ctosa_error *clamp_bound(const interp_op *o, const char *what, ctosa_byte
     return NULL;
 }
 
+typedef struct clamp_job {
+    const float *s;
+    float *d;
+    float lo, hi;
+    bool ignore;
+} clamp_job;
+
+/* NaN compares false both ways, so the select chain passes NaN through
+ * (PROPAGATE); IGNORE maps it to min_val, as max(NaN, min) = min. The
+ * loop vectorises (compare + blend). */
+static inline IM_INLINE void clamp_f_impl(void *arg, size_t begin, size_t end) {
+    const clamp_job *j = arg;
+    const float *restrict s = j->s;
+    float *restrict d = j->d;
+    const float lo = j->lo, hi = j->hi;
+    if (j->ignore) {
+        for (size_t i = begin; i < end; i++) {
+            float v = s[i];
+            float r = v < lo ? lo : v > hi ? hi : v;
+            d[i] = v != v ? lo : r;
+        }
+    } else {
+        for (size_t i = begin; i < end; i++) {
+            float v = s[i];
+            d[i] = v < lo ? lo : v > hi ? hi : v;
+        }
+    }
+}
+IM_MULTIVERSION(clamp_f, clamp_f_impl)
+
+/* Element ranges for the worker threads: blocks of 16K elements. */
+#define CLAMP_BLOCK 16384
+static void clamp_blocks(void *arg, size_t begin, size_t end) {
+    clamp_f(arg, begin * CLAMP_BLOCK, end * CLAMP_BLOCK);
+}
+
 ctosa_error *interp_k_CLAMP(const interp_op *o) {
     ctosa_error *e = im_need_io(o, 1, 1);
     if (e) return e;
@@ -51,15 +87,11 @@ ctosa_error *interp_k_CLAMP(const interp_op *o) {
     if (im_is_float(t)) {
         if (isnan(fmin) || isnan(fmax)) return interp_fail(o, "min_val or max_val is NaN");
         if (fmax < fmin) return interp_fail(o, "max_val %g < min_val %g", fmax, fmin);
-        bool ignore = a->nan_mode == CTOSA_NAN_IGNORE;
-        const float *s = in->data;
-        float *d = out->data;
-        for (uint64_t i = 0; i < n; i++) {
-            float v = s[i];
-            /* PROPAGATE keeps NaN; IGNORE makes max(NaN, min) = min */
-            if (isnan(v)) d[i] = ignore ? fmin : v;
-            else d[i] = v < fmin ? fmin : v > fmax ? fmax : v;
-        }
+        clamp_job j = {in->data, out->data, fmin, fmax, a->nan_mode == CTOSA_NAN_IGNORE};
+        size_t full = (size_t)(n / CLAMP_BLOCK);
+        if (o->ctx && (double)n >= IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, full, clamp_blocks, &j);
+        else if (full) clamp_f(&j, 0, full * CLAMP_BLOCK);
+        clamp_f(&j, full * CLAMP_BLOCK, (size_t)n);
     } else {
         if (imax < imin) return interp_fail(o, "max_val %lld < min_val %lld", (long long)imax, (long long)imin);
         for (uint64_t i = 0; i < n; i++) im_store_i(t, out->data, i, im_clip(im_load_i(t, in->data, i), imin, imax));

@@ -138,26 +138,62 @@ typedef struct rows_ctx {
     int64_t t0, t1, c0;
 } rows_ctx;
 
-static void c_rows(const void *rc, int64_t m, const void **ptrs) {
+/* Row pointers for output pixels m0 .. m0+nrows-1: the pixel index is
+ * decomposed once and then stepped, since divisions per row would cost more
+ * than the pointer arithmetic itself. */
+static void c_rows(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
     const rows_ctx *r = rc;
     const cgeom *g = r->g;
-    int64_t ox = m % g->OW, t = m / g->OW;
+    int64_t ox = m0 % g->OW, t = m0 / g->OW;
     int64_t oy = t % g->OH;
     t /= g->OH;
     int64_t od = t % g->OD, n = t / g->OD;
-    int64_t tap = 0, t0 = r->t0, t1 = r->t1 ? r->t1 : INT64_MAX;
+    int64_t t0 = r->t0, t1 = r->t1 ? r->t1 : INT64_MAX;
     size_t coff = (size_t)r->c0 * r->esz;
+    const char *zero = (const char *)r->zero + coff;
     int i = 0;
-    for (int64_t kd = 0; kd < g->KD; kd++)
-        for (int64_t ky = 0; ky < g->KH; ky++)
-            for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
-                if (tap < t0 || tap >= t1) continue;
-                int64_t z, y, x;
-                if (cg_in(g, od, oy, ox, kd, ky, kx, &z, &y, &x))
-                    ptrs[i++] = r->base + (size_t)((((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC) * r->esz + coff;
-                else
-                    ptrs[i++] = (const char *)r->zero + coff;
+    for (int64_t row = 0; row < nrows; row++) {
+        int64_t tap = 0;
+        if (g->kind == CK_TRANSPOSE) {
+            for (int64_t ky = 0; ky < g->KH; ky++)
+                for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
+                    if (tap < t0 || tap >= t1) continue;
+                    int64_t z, y, x;
+                    if (cg_in(g, od, oy, ox, 0, ky, kx, &z, &y, &x))
+                        ptrs[i++] = r->base + (size_t)(((n * g->IH + y) * g->IW + x) * g->IC) * r->esz + coff;
+                    else
+                        ptrs[i++] = zero;
+                }
+        } else {
+            int64_t z0 = od * g->sd - g->pd, y0 = oy * g->sy - g->pt, x0 = ox * g->sx - g->pl;
+            for (int64_t kd = 0; kd < g->KD; kd++) {
+                int64_t z = z0 + kd * g->dd;
+                bool zin = z >= 0 && z < g->ID;
+                for (int64_t ky = 0; ky < g->KH; ky++) {
+                    int64_t y = y0 + ky * g->dy;
+                    bool yin = zin && y >= 0 && y < g->IH;
+                    const char *rowp =
+                        yin ? r->base + (size_t)(((n * g->ID + z) * g->IH + y) * g->IW * g->IC) * r->esz + coff
+                            : zero;
+                    for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
+                        if (tap < t0 || tap >= t1) continue;
+                        int64_t x = x0 + kx * g->dx;
+                        ptrs[i++] = yin && x >= 0 && x < g->IW ? rowp + (size_t)(x * g->IC) * r->esz : zero;
+                    }
+                }
             }
+        }
+        if (++ox == g->OW) {
+            ox = 0;
+            if (++oy == g->OH) {
+                oy = 0;
+                if (++od == g->OD) {
+                    od = 0;
+                    n++;
+                }
+            }
+        }
+    }
 }
 
 /* Weight element for output channel oc, tap index tap, input channel ic. */
@@ -201,6 +237,7 @@ static ctosa_error *c_ref_float(const interp_op *o, const cgeom *g, const cargs 
                         r = ff_round_to_double(to, (double)r + bias[BC == 1 ? 0 : oc]);
                         out[(((n * g->OD + od) * g->OH + oy) * g->OW + ox) * g->OC + oc] = r;
                     }
+    interp_post_apply(o->post, out, c->out->count);
     return NULL;
 }
 
@@ -232,20 +269,32 @@ static int32_t c_wget(const void *cc, int64_t k, int64_t n) {
     return (int32_t)(c->w[n * K + k] - c->wzp);
 }
 
+enum { CW_FLOAT = 1, CW_INT8 = 2, CW_INT16 = 3 }; /* op cache tags */
+
 static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const cargs *c) {
     int64_t T = g->KD * g->KH * g->KW, K = T * g->IC;
-    float *bp = aligned_alloc(64, (kg_pack_elems(K, g->OC) * sizeof(float) + 64) & ~(size_t)63);
+    size_t pbytes = kg_pack_elems(K, g->OC) * sizeof(float);
+    /* constant weights are packed once and kept in the operator's cache */
+    int64_t key[KG_CACHE_KEY] = {CW_FLOAT, K, g->OC, g->kind, 0, 0};
+    const float *bp = c->w->is_const ? kg_cache_find(o, key) : NULL;
+    float *fresh = NULL;
+    if (!bp) {
+        fresh = c->w->is_const ? kg_cache_new(o, key, pbytes) : NULL;
+        if (!fresh) fresh = kg_scratch(4, pbytes);
+    }
     float *zero = calloc((size_t)(g->IC > 0 ? g->IC : 1), sizeof(float));
     float *bias = NULL;
     bool fp32_out = c->out->dtype == CTOSA_DTYPE_FP32;
     if (fp32_out) bias = malloc((size_t)g->OC * sizeof(float));
-    if (!bp || !zero || (fp32_out && !bias)) {
-        free(bp);
+    if ((!bp && !fresh) || !zero || (fp32_out && !bias)) {
         free(zero);
         free(bias);
         return c_nomem(o);
     }
-    kg_pack_f(bp, K, g->OC, c->w->data, 1, K);
+    if (!bp) {
+        kg_pack_f_par(o->ctx, fresh, K, g->OC, c->w->data, 1, K);
+        bp = fresh;
+    }
     if (fp32_out) {
         const float *b = c->bias->data;
         for (int64_t i = 0; i < g->OC; i++) bias[i] = b[c->bias->count == 1 ? 0 : i];
@@ -253,13 +302,15 @@ static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const c
     rows_ctx rc = {.g = g, .base = c->in->data, .esz = sizeof(float), .zero = zero};
     kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
                   .rows = c_rows, .rctx = &rc, .bpack = bp, .bias = bias,
-                  .out = c->out->data, .ldo = g->OC};
+                  .out = c->out->data, .ldo = g->OC, .post = fp32_out ? o->post : NULL};
     bool ok = kg_run_f(o->ctx, &job);
-    free(bp);
     free(zero);
     free(bias);
     if (!ok) return c_nomem(o);
-    if (!fp32_out) c_float_epilogue(c, g->OC);
+    if (!fp32_out) {
+        c_float_epilogue(c, g->OC);
+        interp_post_apply(o->post, c->out->data, c->out->count);
+    }
     return NULL;
 }
 
@@ -351,31 +402,67 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
     int64_t amax, wmax;
     int64_t T = g->KD * g->KH * g->KW, IC = g->IC, K = T * IC, OC = g->OC;
     int64_t M = g->N * g->OD * g->OH * g->OW;
-    /* chunk buffer sized for the worst case (258 terms), refined below */
-    int64_t kc = ((INT64_C(1) << 24) - 1) / (255 * 255);
-    float *inf = malloc((size_t)(c->in->count ? c->in->count : 1) * sizeof(float));
-    float *wf = malloc((size_t)(c->w->count ? c->w->count : 1) * sizeof(float));
+    int64_t kc;
+    /* large temporaries live in per-thread scratch (no page faults per call) */
+    float *inf = kg_scratch(0, c->in->count * sizeof(float));
+    float *wf = kg_scratch(1, c->w->count * sizeof(float));
     float *zero = calloc((size_t)(IC > 0 ? IC : 1), sizeof(float));
     float *bp = NULL;
-    float *tmp = malloc((size_t)(c->out->count ? c->out->count : 1) * sizeof(float));
-    int64_t *acc = calloc((size_t)(c->out->count ? c->out->count : 1), sizeof(int64_t));
+    float *tmp = kg_scratch(2, c->out->count * sizeof(float));
+    int64_t *acc = kg_scratch(3, c->out->count * sizeof(int64_t));
     ctosa_error *e = NULL;
     if (!inf || !wf || !zero || !tmp || !acc) {
         e = c_nomem(o);
         goto done;
     }
+    memset(acc, 0, c->out->count * sizeof(int64_t));
     amax = kg_cvt_i8_f32(c->in->data, c->in->count, (int32_t)c->izp, inf);
-    wmax = kg_cvt_i8_f32(c->w->data, c->w->count, (int32_t)c->wzp, wf);
+    /* Constant weights: the chunks are planned for the worst input the
+     * zero point allows (|x - zp| <= max(127 - zp, zp + 128)), so the
+     * packed chunks do not depend on the input and are kept in the
+     * operator's cache. Sums stay exact either way, so results are the
+     * same as with chunks sized from the actual input. */
+    const float *cached = NULL;
+    float *cfill = NULL;
+    int64_t key[KG_CACHE_KEY] = {CW_INT8, K, OC, c->izp, c->wzp, g->kind};
+    if (c->w->is_const) {
+        const float *cp = kg_cache_find(o, key);
+        if (cp) {
+            memcpy(&wmax, cp, sizeof wmax); /* first 64 bytes: wmax */
+            cached = cp + 16;
+        }
+    }
+    if (!cached) wmax = kg_cvt_i8_f32(c->w->data, c->w->count, (int32_t)c->wzp, wf);
+    if (c->w->is_const) amax = 127 - c->izp > c->izp + 128 ? 127 - c->izp : c->izp + 128;
     int64_t prod = amax * wmax > 0 ? amax * wmax : 1;
     kc = ((INT64_C(1) << 24) - 1) / prod; /* >= 258 */
-    bp = aligned_alloc(64, (kg_pack_elems(kc < K ? kc : K, OC) * sizeof(float) + 64) & ~(size_t)63);
-    if (!bp) {
-        e = c_nomem(o);
-        goto done;
-    }
     /* chunks: whole taps when a tap's channels fit, else channel slices */
     int64_t tpc = IC <= kc ? (IC > 0 ? kc / IC : T) : 1, cpc = IC <= kc ? IC : kc;
     if (tpc < 1) tpc = 1;
+    if (c->w->is_const && !cached) {
+        size_t total = 0; /* every chunk's packed size */
+        for (int64_t t0 = 0; t0 < T; t0 += tpc) {
+            int64_t t1 = t0 + tpc < T ? t0 + tpc : T;
+            for (int64_t c0 = 0; c0 < IC || (IC == 0 && c0 == 0); c0 += cpc > 0 ? cpc : 1) {
+                int64_t nc = IC - c0 < cpc ? IC - c0 : cpc;
+                total += kg_pack_elems((t1 - t0) * nc, OC);
+                if (IC == 0) break;
+            }
+        }
+        float *blk = kg_cache_new(o, key, (total + 16) * sizeof(float));
+        if (blk) {
+            memcpy(blk, &wmax, sizeof wmax);
+            cfill = blk + 16;
+        }
+    }
+    if (!cached && !cfill) {
+        bp = kg_scratch(4, kg_pack_elems(kc < K ? kc : K, OC) * sizeof(float));
+        if (!bp) {
+            e = c_nomem(o);
+            goto done;
+        }
+    }
+    size_t coff = 0; /* offset of the chunk in the cached block */
     for (int64_t t0 = 0; t0 < T; t0 += tpc) {
         int64_t t1 = t0 + tpc < T ? t0 + tpc : T;
         for (int64_t c0 = 0; c0 < IC || (IC == 0 && c0 == 0); c0 += cpc > 0 ? cpc : 1) {
@@ -384,7 +471,13 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
             /* B chunk: rows (t, c) for t in [t0,t1), c in [c0, c0+nc) */
             /* k' = (t - t0) * nc + (c - c0) is contiguous in the original K
              * because either nc == IC (c0 = 0) or the chunk is one tap */
-            kg_pack_f(bp, kk, OC, wf + t0 * IC + c0, 1, K);
+            if (cached) {
+                bp = (float *)(cached + coff);
+            } else {
+                if (cfill) bp = cfill + coff;
+                kg_pack_f_par(o->ctx, bp, kk, OC, wf + t0 * IC + c0, 1, K);
+            }
+            coff += kg_pack_elems(kk, OC);
             rows_ctx rc = {g, (const char *)inf, sizeof(float), zero, t0, t1, c0};
             kg_job job = {.M = M, .N = OC, .Kt = nc, .T = (int32_t)(t1 - t0), .rows = c_rows, .rctx = &rc,
                           .bpack = bp, .out = tmp, .ldo = OC};
@@ -398,12 +491,7 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
     }
     e = c_int_epilogue(o, c, acc, ACC_I64, OC);
 done:
-    free(inf);
-    free(wf);
     free(zero);
-    free(bp);
-    free(tmp);
-    free(acc);
     return e;
 }
 
@@ -411,19 +499,33 @@ static ctosa_error *c_run_gemm_int(const interp_op *o, const cgeom *g, const car
     int64_t T = g->KD * g->KH * g->KW, K = T * g->IC;
     int64_t amax = 0, wmax = 0;
     int16_t *in16 = c_in16(c->in, c->izp, &amax);
-    int32_t *bp = aligned_alloc(64, (kg_pack_elems(K, g->OC) * sizeof(int32_t) + 64) & ~(size_t)63);
+    size_t pbytes = kg_pack_elems(K, g->OC) * sizeof(int32_t);
+    /* constant weights: [wmax, 64-byte header][packed] kept in the op cache */
+    int64_t key[KG_CACHE_KEY] = {CW_INT16, K, g->OC, c->wzp, g->kind, 0};
+    const int32_t *cached = c->w->is_const ? kg_cache_find(o, key) : NULL;
+    int32_t *blk = NULL, *bp = NULL;
+    if (cached) {
+        memcpy(&wmax, cached, sizeof wmax);
+    } else {
+        blk = c->w->is_const ? kg_cache_new(o, key, pbytes + 64) : NULL;
+        bp = blk ? NULL : aligned_alloc(64, (pbytes + 64) & ~(size_t)63);
+    }
     int16_t *zero = calloc((size_t)(g->IC > 0 ? g->IC : 1), sizeof(int16_t));
-    if (!in16 || !bp || !zero) {
+    if (!in16 || (!cached && !blk && !bp) || !zero) {
         free(in16);
         free(bp);
         free(zero);
         return c_nomem(o);
     }
-    wget_ctx wc = {g, c->w->data, c->wzp};
-    kg_pack_i(bp, K, g->OC, c_wget, &wc);
-    for (uint64_t i = 0; i < c->w->count; i++) {
-        int64_t v = llabs((int64_t)((const int8_t *)c->w->data)[i] - c->wzp);
-        if (v > wmax) wmax = v;
+    const int32_t *bpk = cached ? cached + 16 : blk ? blk + 16 : bp;
+    if (!cached) {
+        wget_ctx wc = {g, c->w->data, c->wzp};
+        kg_pack_i((int32_t *)bpk, K, g->OC, c_wget, &wc);
+        for (uint64_t i = 0; i < c->w->count; i++) {
+            int64_t v = llabs((int64_t)((const int8_t *)c->w->data)[i] - c->wzp);
+            if (v > wmax) wmax = v;
+        }
+        if (blk) memcpy(blk, &wmax, sizeof wmax);
     }
     /* int32 accumulation is exact when no partial sum can pass 2^31 */
     bool acc64 = c->acc == CTOSA_DTYPE_INT48 || (double)K * (double)amax * (double)wmax > 2147483647.0;
@@ -434,7 +536,7 @@ static ctosa_error *c_run_gemm_int(const interp_op *o, const cgeom *g, const car
     } else {
         rows_ctx rc = {.g = g, .base = (const char *)in16, .esz = sizeof(int16_t), .zero = zero};
         kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
-                      .rows = c_rows, .rctx = &rc, .bpack = bp, .out = acc, .ldo = g->OC,
+                      .rows = c_rows, .rctx = &rc, .bpack = bpk, .out = acc, .ldo = g->OC,
                       .acc64 = acc64};
         if (!kg_run_i(o->ctx, &job)) e = c_nomem(o);
         else e = c_int_epilogue(o, c, acc, acc64 ? ACC_I64 : ACC_I32, g->OC);
@@ -866,6 +968,41 @@ static inline IM_INLINE void dw_int_rows_impl(void *arg, size_t begin, size_t en
 }
 IM_MULTIVERSION(dw_int_rows, dw_int_rows_impl)
 
+/* A fused CLAMP (interp_op.post) on fp32 output rows, applied by the same
+ * worker right after it computed them (the rows are still in cache). */
+typedef struct dw_post_job {
+    void (*fn)(void *, size_t, size_t);
+    void *d;
+    const interp_post *post;
+    float *out;
+    size_t row_elems;
+} dw_post_job;
+
+static inline IM_INLINE void dw_post_range_impl(void *arg, size_t begin, size_t end) {
+    const dw_post_job *j = arg;
+    const interp_post p = *j->post;
+    float *restrict d = j->out;
+    if (p.ignore_nan) {
+        for (size_t i = begin; i < end; i++) {
+            float v = d[i];
+            float r = v < p.lo ? p.lo : v > p.hi ? p.hi : v;
+            d[i] = v != v ? p.lo : r;
+        }
+    } else {
+        for (size_t i = begin; i < end; i++) {
+            float v = d[i];
+            d[i] = v < p.lo ? p.lo : v > p.hi ? p.hi : v;
+        }
+    }
+}
+IM_MULTIVERSION(dw_post_range, dw_post_range_impl)
+
+static void dw_post_rows(void *arg, size_t begin, size_t end) {
+    const dw_post_job *j = arg;
+    j->fn(j->d, begin, end);
+    dw_post_range(arg, begin * j->row_elems, end * j->row_elems);
+}
+
 ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
     cargs c;
     ctosa_error *e = c_common(o, &c, 4);
@@ -896,6 +1033,8 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
     if (c.out->count == 0) return NULL;
     size_t nrows = (size_t)(g.N * g.OH);
     dw_ctx d = {.g = &g, .c = &c};
+    /* memory-bound: parallel only when there is enough to share */
+    bool par = o->ctx && (double)c.out->count * (double)(g.KH * g.KW) >= 4 * IM_PAR_MIN_ELEMS;
     if (im_is_float(c.in->dtype)) {
         if (c.acc != CTOSA_DTYPE_FP32) return c_ref_float(o, &g, &c);
         float *bias = NULL;
@@ -908,10 +1047,19 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         void (*fn)(void *, size_t, size_t) =
             g.M != 1 ? dw_float_rows : g.KH == 3 && g.KW == 3 ? dw3_f_rows
                       : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked : dw_float_rows;
-        if (o->ctx) interp_parallel_for(o->ctx, nrows, fn, &d);
-        else fn(&d, 0, nrows);
+        void *arg = &d;
+        dw_post_job pj = {fn, &d, o->post, c.out->data, (size_t)(g.OW * g.OC)};
+        if (o->post && c.out->dtype == CTOSA_DTYPE_FP32) {
+            fn = dw_post_rows;
+            arg = &pj;
+        }
+        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+        else fn(arg, 0, nrows);
         free(bias);
-        if (c.out->dtype != CTOSA_DTYPE_FP32) c_float_epilogue(&c, g.OC);
+        if (c.out->dtype != CTOSA_DTYPE_FP32) {
+            c_float_epilogue(&c, g.OC);
+            interp_post_apply(o->post, c.out->data, c.out->count);
+        }
         return NULL;
     }
     if (c.in->dtype == CTOSA_DTYPE_INT8) {
@@ -920,9 +1068,9 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         /* bound with the type range (|x - zp| <= 255) so no scan is needed
          * for kernels up to 16x16 */
         if ((double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
-            float *inf = malloc((size_t)(c.in->count ? c.in->count : 1) * sizeof(float));
-            float *wf = malloc((size_t)(c.w->count ? c.w->count : 1) * sizeof(float));
-            float *tmp = malloc((size_t)c.out->count * sizeof(float));
+            float *inf = kg_scratch(0, c.in->count * sizeof(float));
+            float *wf = kg_scratch(1, c.w->count * sizeof(float));
+            float *tmp = kg_scratch(2, c.out->count * sizeof(float));
             if (!inf || !wf || !tmp) {
                 e = c_nomem(o);
             } else {
@@ -940,13 +1088,10 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
                 void (*fn)(void *, size_t, size_t) =
                     g.M != 1 ? dw_float_rows : g.KH == 3 && g.KW == 3 ? dw3_f_rows
                               : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked : dw_float_rows;
-                if (o->ctx) interp_parallel_for(o->ctx, nrows, fn, &fd);
+                if (par) interp_parallel_for(o->ctx, nrows, fn, &fd);
                 else fn(&fd, 0, nrows);
                 e = c_int_epilogue(o, &c, tmp, ACC_F32, g.OC);
             }
-            free(inf);
-            free(wf);
-            free(tmp);
             return e;
         }
     }
@@ -973,7 +1118,7 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         void (*fn)(void *, size_t, size_t) =
             acc64 || g.M != 1 ? dw_int_rows : g.KH == 3 && g.KW == 3 ? dw3_i_rows
                              : g.KH * g.KW <= DW_MAX_TAPS ? dw_i_blocked : dw_int_rows;
-        if (o->ctx) interp_parallel_for(o->ctx, nrows, fn, &d);
+        if (par) interp_parallel_for(o->ctx, nrows, fn, &d);
         else fn(&d, 0, nrows);
         e = c_int_epilogue(o, &c, acc, acc64 ? ACC_I64 : ACC_I32, g.OC);
     }

@@ -4,6 +4,7 @@
  * Canonical storage (interp_internal.h) means floats arrive as float values
  * already representable in their dtype, so float->float casts round once. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "interp/int_math.h"
@@ -72,6 +73,154 @@ ctosa_error *interp_k_CAST(const interp_op *o) {
 
 /* --------------------------------------------------------------- RESCALE */
 
+typedef struct rs_job {
+    const void *in;
+    void *out;
+    ctosa_dtype ti, to;
+    uint64_t nc;
+    int64_t izp, ozp, lo, hi;
+    bool iu, scale32;
+    int64_t *mult, *lim, *dbl, *shift64;
+    int32_t *shift;
+    int failed;
+} rs_job;
+
+/* One input value, zero-extended for unsigned input. */
+static inline int64_t rs_load(ctosa_dtype ti, bool iu, const void *p, size_t i) {
+    switch (ti) {
+    case CTOSA_DTYPE_INT8: return iu ? (int64_t)((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+    case CTOSA_DTYPE_INT16: return iu ? (int64_t)((const uint16_t *)p)[i] : ((const int16_t *)p)[i];
+    case CTOSA_DTYPE_INT32: return ((const int32_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+
+static inline void rs_store(ctosa_dtype to, void *p, size_t i, int64_t v) {
+    switch (to) {
+    case CTOSA_DTYPE_INT8: ((uint8_t *)p)[i] = (uint8_t)v; break; /* wraps unsigned outputs */
+    case CTOSA_DTYPE_INT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    default: ((int32_t *)p)[i] = (int32_t)v; break;
+    }
+}
+
+/* Rows of nc channels. TI/TO are constants at each call site below, so
+ * every combination compiles to its own switch-free loop. */
+static inline __attribute__((always_inline)) void rs_loop(rs_job *j, size_t b, size_t e, ctosa_dtype ti,
+                                                          ctosa_dtype to) {
+    /* locals: byte stores into the output could alias the job's fields */
+    const uint64_t nc = j->nc;
+    const int64_t *restrict mult = j->mult, *restrict lim = j->lim, *restrict dbl = j->dbl;
+    const int32_t *restrict shift = j->shift;
+    const void *in = j->in;
+    void *out = j->out;
+    const int64_t izp = j->izp, ozp = j->ozp, lo = j->lo, hi = j->hi;
+    const bool iu = j->iu;
+    bool bad = false;
+    for (size_t row = b; row < e; row++)
+        for (uint64_t c = 0; c < nc; c++) {
+            size_t i = row * nc + c;
+            int64_t v = rs_load(ti, iu, in, i) - izp;
+            int s = shift[c];
+            bad |= v < -lim[c] || v >= lim[c];
+            int64_t round = (INT64_C(1) << (s - 1)) + (v >= 0 ? dbl[c] : -dbl[c]);
+            /* scale32: |v| < 2^32 and m < 2^31; scale16: |v| < 2^48 and m < 2^15:
+             * the product and rounding term fit int64 */
+            int64_t r = (v * mult[c] + round) >> s;
+            int64_t res = r + ozp;
+            bad |= r < INT32_MIN || r > INT32_MAX || res < INT32_MIN || res > INT32_MAX;
+            rs_store(to, out, i, res < lo ? lo : res > hi ? hi : res);
+        }
+    if (bad) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+typedef int64_t rs_vl __attribute__((vector_size(64)));
+typedef int32_t rs_vi __attribute__((vector_size(32)));
+typedef int16_t rs_vh __attribute__((vector_size(16)));
+typedef int8_t rs_vb __attribute__((vector_size(8)));
+typedef uint16_t rs_vuh __attribute__((vector_size(16)));
+typedef uint8_t rs_vub __attribute__((vector_size(8)));
+
+/* Eight channels at a time (nc a multiple of 8); the same arithmetic as
+ * rs_loop with lane masks for the comparisons (C has no vector ?:). */
+static inline __attribute__((always_inline)) void rs_loop8(rs_job *j, size_t b, size_t e, ctosa_dtype ti,
+                                                           ctosa_dtype to) {
+    const uint64_t nc = j->nc;
+    const int64_t *mult = j->mult, *lim = j->lim, *dbl = j->dbl, *shift = j->shift64;
+    const char *in = j->in;
+    char *out = j->out;
+    const bool iu = j->iu;
+    const rs_vl izp = (rs_vl){0} + j->izp, ozp = (rs_vl){0} + j->ozp, lo = (rs_vl){0} + j->lo,
+                hi = (rs_vl){0} + j->hi, one = (rs_vl){0} + 1, i32min = (rs_vl){0} + INT32_MIN,
+                i32max = (rs_vl){0} + INT32_MAX;
+    rs_vl bad = {0};
+    for (size_t row = b; row < e; row++)
+        for (uint64_t c = 0; c < nc; c += 8) {
+            size_t i = row * nc + c;
+            rs_vl v;
+            if (ti == CTOSA_DTYPE_INT8) {
+                if (iu) { rs_vub x; memcpy(&x, in + i, 8); v = __builtin_convertvector(x, rs_vl); }
+                else { rs_vb x; memcpy(&x, in + i, 8); v = __builtin_convertvector(x, rs_vl); }
+            } else if (ti == CTOSA_DTYPE_INT16) {
+                if (iu) { rs_vuh x; memcpy(&x, in + i * 2, 16); v = __builtin_convertvector(x, rs_vl); }
+                else { rs_vh x; memcpy(&x, in + i * 2, 16); v = __builtin_convertvector(x, rs_vl); }
+            } else if (ti == CTOSA_DTYPE_INT32) {
+                rs_vi x;
+                memcpy(&x, in + i * 4, 32);
+                v = __builtin_convertvector(x, rs_vl);
+            } else {
+                memcpy(&v, in + i * 8, 64);
+            }
+            v -= izp;
+            rs_vl m, l, d, sv;
+            memcpy(&m, mult + c, 64);
+            memcpy(&l, lim + c, 64);
+            memcpy(&d, dbl + c, 64);
+            memcpy(&sv, shift + c, 64);
+            /* range checks as sign bits: any negative term means out of range */
+            bad |= (v + l) | (l - 1 - v);
+            rs_vl pos = v >= 0; /* -1 where v >= 0 */
+            rs_vl round = (one << (sv - 1)) + ((d & pos) | (-d & ~pos));
+            rs_vl r = (v * m + round) >> sv;
+            rs_vl res = r + ozp;
+            bad |= (r - i32min) | (i32max - r) | (res - i32min) | (i32max - res);
+            rs_vl ml = res < lo, mh = res > hi;
+            res = (res & ~ml) | (lo & ml);
+            res = (res & ~mh) | (hi & mh);
+            if (to == CTOSA_DTYPE_INT8) {
+                rs_vb y = __builtin_convertvector(res, rs_vb);
+                memcpy(out + i, &y, 8);
+            } else if (to == CTOSA_DTYPE_INT16) {
+                rs_vh y = __builtin_convertvector(res, rs_vh);
+                memcpy(out + i * 2, &y, 16);
+            } else {
+                rs_vi y = __builtin_convertvector(res, rs_vi);
+                memcpy(out + i * 4, &y, 32);
+            }
+        }
+    int64_t any = 0;
+    for (int k = 0; k < 8; k++) any |= bad[k];
+    if (any < 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+#define RS_CASE(TI, TO)                                                       \
+    case TI * 32 + TO:                                                        \
+        if (j->nc % 8 == 0) rs_loop8(j, b, e, TI, TO);                        \
+        else rs_loop(j, b, e, TI, TO);                                        \
+        break;
+#define RS_CASES(TI) RS_CASE(TI, CTOSA_DTYPE_INT8) RS_CASE(TI, CTOSA_DTYPE_INT16) RS_CASE(TI, CTOSA_DTYPE_INT32)
+
+static inline IM_INLINE void rs_rows_impl(void *arg, size_t b, size_t e) {
+    rs_job *j = arg;
+    switch (j->ti * 32 + j->to) {
+        RS_CASES(CTOSA_DTYPE_INT8)
+        RS_CASES(CTOSA_DTYPE_INT16)
+        RS_CASES(CTOSA_DTYPE_INT32)
+        RS_CASES(CTOSA_DTYPE_INT48)
+    default: break;
+    }
+}
+IM_MULTIVERSION(rs_rows, rs_rows_impl)
+
 ctosa_error *interp_k_RESCALE(const interp_op *o) {
     ctosa_error *e = im_need_io(o, 5, 1);
     if (e) return e;
@@ -137,26 +286,42 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
     } else {
         im_range_s(to, &lo, &hi);
     }
-    bool dbl = a->rounding_mode == CTOSA_ROUND_DOUBLE;
-    const int8_t *shv = sh->data;
-    bool ok = true;
-    uint64_t n = in->count, c = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        int64_t v = im_load_i(ti, in->data, i);
-        if (iu) v = ti == CTOSA_DTYPE_INT8 ? (uint8_t)v : (uint16_t)v;
-        v -= izp;
-        int32_t r;
-        if (a->scale32)
-            r = im_apply_scale_32((int32_t)v, (int32_t)im_load_i(mt, mul->data, c), shv[c], dbl, &ok);
-        else
-            r = im_apply_scale_16(v, (int16_t)im_load_i(mt, mul->data, c), shv[c], &ok);
-        int64_t res = (int64_t)r + ozp;
-        if (res < INT32_MIN || res > INT32_MAX) ok = false;
-        im_store_i(to, out->data, i, im_truncate(to, im_clip(res, lo, hi)));
-        if (!ok)
-            return interp_fail(o, "element %llu: scaled value out of range (REQUIRE failed)",
-                               (unsigned long long)i);
-        if (++c == nc) c = 0;
+    rs_job j = {.in = in->data, .out = out->data, .ti = ti, .to = to, .nc = nc, .izp = izp, .ozp = ozp,
+                .lo = lo, .hi = hi, .iu = iu, .scale32 = a->scale32};
+    /* per-channel constants: multiplier, shift and the rounding term (the
+     * DOUBLE_ROUND bias is added per element, it depends on the sign) */
+    /* one scale for the tensor: replicate it over 8 lanes so the vector
+     * loop applies (rows of 8 elements) */
+    uint64_t lanes = nc == 1 && in->count % 8 == 0 ? 8 : nc;
+    j.nc = lanes;
+    j.mult = malloc((size_t)lanes * sizeof(int64_t));
+    j.shift = malloc((size_t)lanes * sizeof(int32_t));
+    j.shift64 = malloc((size_t)lanes * sizeof(int64_t));
+    j.lim = malloc((size_t)lanes * sizeof(int64_t));
+    j.dbl = malloc((size_t)lanes * sizeof(int64_t));
+    if (!j.mult || !j.shift || !j.shift64 || !j.lim || !j.dbl) {
+        e = interp_fail(o, "out of memory");
+        goto done;
     }
-    return NULL;
+    for (uint64_t k = 0; k < lanes; k++) {
+        uint64_t c = nc == 1 ? 0 : k;
+        int sft = ((const int8_t *)sh->data)[c];
+        j.mult[k] = im_load_i(mt, mul->data, c);
+        j.shift[k] = sft;
+        j.shift64[k] = sft;
+        /* apply_scale_32's REQUIRE: |value| < 2^(shift-1) when that bounds */
+        j.lim[k] = a->scale32 && sft <= 32 ? INT64_C(1) << (sft - 1) : INT64_C(1) << 62;
+        j.dbl[k] = a->rounding_mode == CTOSA_ROUND_DOUBLE && sft > 31 ? INT64_C(1) << 30 : 0;
+    }
+    size_t rows = lanes ? (size_t)(in->count / lanes) : 0;
+    if (o->ctx && (double)in->count >= IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, rows, rs_rows, &j);
+    else rs_rows(&j, 0, rows);
+    if (j.failed) e = interp_fail(o, "scaled value out of range (REQUIRE failed)");
+done:
+    free(j.mult);
+    free(j.shift);
+    free(j.shift64);
+    free(j.lim);
+    free(j.dbl);
+    return e;
 }

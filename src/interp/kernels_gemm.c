@@ -5,9 +5,11 @@
  * instantiated per instruction set (the vector code maps onto zmm, ymm or
  * xmm registers), with MR chosen so the accumulators fill most of the
  * register file without spilling. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp/int_math.h"
 #include "interp/kernels_gemm.h"
 
 typedef float kg_vf __attribute__((vector_size(KG_NR * 4)));
@@ -19,16 +21,74 @@ size_t kg_pack_elems(int64_t K, int64_t N) {
     return (size_t)(panels * K * KG_NR);
 }
 
-void kg_pack_f(float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn) {
-    int64_t panels = (N + KG_NR - 1) / KG_NR;
-    for (int64_t p = 0; p < panels; p++) {
-        float *d = dst + p * K * KG_NR;
+/* One panel of 16 columns. When columns are the slow index of src (sn >
+ * sk, convolution weights [OC][K]) each column is read contiguously. */
+static void kg_pack_f_panel(float *d, int64_t p, int64_t K, int64_t N, const float *src, int64_t sk,
+                            int64_t sn) {
+    if (sn > sk && sk == 1) {
+        /* 16 x 16 blocks: 16 contiguous source rows in, one 1 KiB block out */
+        int64_t n0 = p * KG_NR, ncols = N - n0 < KG_NR ? N - n0 : KG_NR;
+        for (int64_t k0 = 0; k0 < K; k0 += 16) {
+            int64_t kn = K - k0 < 16 ? K - k0 : 16;
+            float *db = d + k0 * KG_NR;
+            for (int64_t j = 0; j < KG_NR; j++) {
+                if (j < ncols) {
+                    const float *s = src + (n0 + j) * sn + k0;
+                    for (int64_t kk = 0; kk < kn; kk++) db[kk * KG_NR + j] = s[kk];
+                } else {
+                    for (int64_t kk = 0; kk < kn; kk++) db[kk * KG_NR + j] = 0.0f;
+                }
+            }
+        }
+    } else if (sn > sk) {
+        for (int j = 0; j < KG_NR; j++) {
+            int64_t n = p * KG_NR + j;
+            if (n < N) {
+                const float *s = src + n * sn;
+                for (int64_t k = 0; k < K; k++) d[k * KG_NR + j] = s[k * sk];
+            } else {
+                for (int64_t k = 0; k < K; k++) d[k * KG_NR + j] = 0.0f;
+            }
+        }
+    } else if (sn == 1) {
+        /* rows of src are already 16 contiguous columns (MATMUL's B) */
+        int64_t n0 = p * KG_NR, ncols = N - n0 < KG_NR ? N - n0 : KG_NR;
+        for (int64_t k = 0; k < K; k++) {
+            const float *s = src + k * sk + n0;
+            float *dk = d + k * KG_NR;
+            for (int64_t j = 0; j < ncols; j++) dk[j] = s[j];
+            for (int64_t j = ncols; j < KG_NR; j++) dk[j] = 0.0f;
+        }
+    } else {
         for (int64_t k = 0; k < K; k++)
             for (int j = 0; j < KG_NR; j++) {
                 int64_t n = p * KG_NR + j;
                 d[k * KG_NR + j] = n < N ? src[k * sk + n * sn] : 0.0f;
             }
     }
+}
+
+typedef struct kg_pack_job {
+    float *dst;
+    int64_t K, N, sk, sn;
+    const float *src;
+} kg_pack_job;
+
+static void kg_pack_worker(void *arg, size_t begin, size_t end) {
+    const kg_pack_job *j = arg;
+    for (size_t p = begin; p < end; p++)
+        kg_pack_f_panel(j->dst + (int64_t)p * j->K * KG_NR, (int64_t)p, j->K, j->N, j->src, j->sk, j->sn);
+}
+
+void kg_pack_f_par(interp_ctx *ctx, float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn) {
+    int64_t panels = (N + KG_NR - 1) / KG_NR;
+    kg_pack_job j = {dst, K, N, sk, sn, src};
+    if (ctx && panels > 1 && (double)K * (double)N >= 4 * IM_PAR_MIN_ELEMS) interp_parallel_for(ctx, (size_t)panels, kg_pack_worker, &j);
+    else kg_pack_worker(&j, 0, (size_t)panels);
+}
+
+void kg_pack_f(float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn) {
+    kg_pack_f_par(NULL, dst, K, N, src, sk, sn);
 }
 
 void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c, int64_t k, int64_t n),
@@ -43,6 +103,21 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
             }
     }
 }
+
+/* The fused CLAMP (interp_post_f) on a vector, lane for lane the same
+ * selects: v < lo -> lo, else v > hi -> hi, else v; NaN -> lo when
+ * ignore_nan. A macro: vector arguments would differ in ABI per ISA. */
+#define KG_POST(V, P)                                                                      \
+    ({                                                                                     \
+        kg_vf v_ = (V), lo_ = (kg_vf){0} + (P)->lo, hi_ = (kg_vf){0} + (P)->hi;            \
+        kg_vi lt_ = v_ < lo_, gt_ = v_ > hi_;                                              \
+        kg_vi r_ = (lt_ & (kg_vi)lo_) | (~lt_ & ((gt_ & (kg_vi)hi_) | (~gt_ & (kg_vi)v_)));  \
+        if ((P)->ignore_nan) {                                                             \
+            kg_vi nan_ = v_ != v_;                                                         \
+            r_ = (nan_ & (kg_vi)lo_) | (~nan_ & r_);                                       \
+        }                                                                                  \
+        (kg_vf) r_;                                                                        \
+    })
 
 /* One row block x one column panel. ptrs holds nrows*T row pointers. */
 #define KG_TILE_F(NAME, ATTR, MR)                                                          \
@@ -74,6 +149,7 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
             float *o = (float *)job->out + (row0 + r) * job->ldo + n0;                     \
             for (int m = 0; m < mr; m++) {                                                 \
                 kg_vf v = acc[m] + bias;                                                   \
+                if (job->post) v = KG_POST(v, job->post);                                  \
                 if (ncols == KG_NR) memcpy(o + m * job->ldo, &v, sizeof v);                \
                 else                                                                       \
                     for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = v[j];            \
@@ -118,7 +194,7 @@ KG_TILE_I(kg_l_base, , 2, kg_vl, int64_t)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define KG_X86 1
-#define KG_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx2,fma")))
+#define KG_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #define KG_AVX2 __attribute__((target("avx2,fma")))
 KG_TILE_F(kg_f_avx512, KG_AVX512, 12)
 KG_TILE_F(kg_f_avx2, KG_AVX2, 6)
@@ -133,7 +209,7 @@ static int kg_isa(void) {
 #ifdef KG_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw"))
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
         return KG_ISA_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return KG_ISA_AVX2;
 #endif
@@ -160,7 +236,7 @@ static void kg_worker(void *arg, size_t begin, size_t end) {
         int64_t row0 = mb * r->block_rows;
         int64_t nrows = job->M - row0 < r->block_rows ? job->M - row0 : r->block_rows;
         if (mb != cur) {
-            for (int64_t m = 0; m < nrows; m++) job->rows(job->rctx, row0 + m, ptrs + m * job->T);
+            job->rows(job->rctx, row0, nrows, ptrs);
             cur = mb;
         }
         r->tile(job, ptrs, row0, nrows, p);
@@ -178,6 +254,7 @@ static bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr) {
     r.npanels = (job->N + KG_NR - 1) / KG_NR;
     job->failed = 0;
     size_t n = (size_t)(r.nblocks * r.npanels);
+    if ((double)job->M * (double)job->N * (double)(job->Kt * job->T) < IM_PAR_MIN_MACS) ctx = NULL;
     if (ctx) interp_parallel_for(ctx, n, kg_worker, &r);
     else kg_worker(&r, 0, n);
     return !job->failed;
@@ -269,3 +346,60 @@ KG_VERSIONS(bool, kg_bias_f32_i32, bias_f_impl,
 KG_VERSIONS(bool, kg_bias_i64_i32, bias_l_impl,
             (const int64_t *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out),
             (acc, rows, oc, bias, out))
+
+/* ---------------------------------------------------------- scratch */
+
+typedef struct kg_scratch_set {
+    void *p[KG_SCRATCH_SLOTS];
+    size_t n[KG_SCRATCH_SLOTS];
+} kg_scratch_set;
+
+static pthread_key_t kg_scratch_key;
+static pthread_once_t kg_scratch_once = PTHREAD_ONCE_INIT;
+static bool kg_scratch_ok;
+
+static void kg_scratch_free(void *v) {
+    kg_scratch_set *s = v;
+    for (int i = 0; i < KG_SCRATCH_SLOTS; i++) free(s->p[i]);
+    free(s);
+}
+
+static void kg_scratch_init(void) { kg_scratch_ok = pthread_key_create(&kg_scratch_key, kg_scratch_free) == 0; }
+
+void *kg_scratch(int slot, size_t bytes) {
+    if (slot < 0 || slot >= KG_SCRATCH_SLOTS) return NULL;
+    pthread_once(&kg_scratch_once, kg_scratch_init);
+    if (!kg_scratch_ok) return NULL;
+    kg_scratch_set *s = pthread_getspecific(kg_scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(kg_scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (bytes == 0) bytes = 64;
+    if (s->n[slot] < bytes) {
+        free(s->p[slot]);
+        size_t sz = (bytes + 63) & ~(size_t)63;
+        s->p[slot] = aligned_alloc(64, sz);
+        s->n[slot] = s->p[slot] ? sz : 0;
+    }
+    return s->p[slot];
+}
+
+/* ---------------------------------------------------------- op cache */
+
+const void *kg_cache_find(const interp_op *o, const int64_t key[KG_CACHE_KEY]) {
+    const int64_t *h = interp_cache_get(o);
+    if (!h || memcmp(h, key, KG_CACHE_KEY * sizeof(int64_t)) != 0) return NULL;
+    return (const char *)h + 64;
+}
+
+void *kg_cache_new(const interp_op *o, const int64_t key[KG_CACHE_KEY], size_t bytes) {
+    if (bytes > SIZE_MAX - 64) return NULL;
+    int64_t *h = interp_cache_put(o, bytes + 64);
+    if (!h) return NULL;
+    memcpy(h, key, KG_CACHE_KEY * sizeof(int64_t));
+    return (char *)h + 64;
+}

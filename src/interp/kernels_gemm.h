@@ -22,8 +22,8 @@
 
 #define KG_NR 16 /* columns per packed panel */
 
-/* Fills ptrs[0..T) for output row m. */
-typedef void (*kg_rows_fn)(const void *rctx, int64_t m, const void **ptrs);
+/* Fills ptrs[r*T + t] for output rows m0 .. m0+nrows-1, taps t < T. */
+typedef void (*kg_rows_fn)(const void *rctx, int64_t m0, int64_t nrows, const void **ptrs);
 
 typedef struct kg_job {
     int64_t M, N, Kt;
@@ -35,6 +35,7 @@ typedef struct kg_job {
     void *out;            /* float engine: float; integer engine: int32 or int64 */
     int64_t ldo;          /* elements between output rows */
     bool acc64;           /* integer engine: accumulate and store int64 */
+    const interp_post *post; /* float engine: fused CLAMP applied as tiles are stored, or NULL */
     int failed;           /* set when a worker could not allocate */
 } kg_job;
 
@@ -43,6 +44,9 @@ size_t kg_pack_elems(int64_t K, int64_t N);
 /* Packs B[k][n] = src[k*sk + n*sn] into dst (kg_pack_elems floats); columns
  * past N are zero. */
 void kg_pack_f(float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn);
+/* The same, panels split over the worker threads (ctx may be NULL). */
+void kg_pack_f_par(interp_ctx *ctx, float *dst, int64_t K, int64_t N, const float *src, int64_t sk,
+                   int64_t sn);
 /* Same for the integer engine: dst holds int32 values. get(k, n) supplies
  * each value (zero point already subtracted). */
 void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c, int64_t k, int64_t n),
@@ -53,6 +57,25 @@ bool kg_run_f(interp_ctx *ctx, kg_job *job);
 /* A values are int16. */
 bool kg_run_i(interp_ctx *ctx, kg_job *job);
 
+
+/* Per-thread scratch buffers that survive between kernel calls, so large
+ * temporaries do not pay fresh page faults on every call. Returns a 64-byte
+ * aligned buffer of at least bytes, valid until the next kg_scratch call
+ * with the same slot in the same thread (or the thread's exit, which frees
+ * them); NULL when out of memory. Slots: KG_SCRATCH_SLOTS independent ones.
+ * Only the thread that entered the kernel may use them (not workers). */
+#define KG_SCRATCH_SLOTS 6
+void *kg_scratch(int slot, size_t bytes);
+
+/* Constant data kept across runs in the operator's cache (interp_cache_get):
+ * the block starts with a 64-byte header holding a key (what was packed,
+ * sizes), so a lookup with another key misses. kg_cache_find returns the
+ * payload (64-byte aligned) or NULL; kg_cache_new allocates a payload of
+ * bytes under the key, or returns NULL (no cache: use a temporary). Only
+ * for data derived from is_const inputs. */
+#define KG_CACHE_KEY 6
+const void *kg_cache_find(const interp_op *o, const int64_t key[KG_CACHE_KEY]);
+void *kg_cache_new(const interp_op *o, const int64_t key[KG_CACHE_KEY], size_t bytes);
 
 /* Vectorised helpers for the integer paths (ISA picked at run time). */
 /* d[i] = s[i] - zp as float; returns max |s[i] - zp|. */

@@ -16,9 +16,9 @@ typedef struct mm_rows {
     int64_t C, c0; /* row length; first column of the K chunk */
 } mm_rows;
 
-static void mm_row(const void *rc, int64_t m, const void **ptrs) {
+static void mm_row(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
     const mm_rows *r = rc;
-    ptrs[0] = r->base + (size_t)(m * r->C + r->c0) * r->esz;
+    for (int64_t i = 0; i < nrows; i++) ptrs[i] = r->base + (size_t)((m0 + i) * r->C + r->c0) * r->esz;
 }
 
 /* int8 MATMUL on the fp32 engine, exactly (see c_run_int8_float in
@@ -27,33 +27,25 @@ static ctosa_error *mm_int8_float(const interp_op *o, const itensor *A, const it
                                   int64_t azp, int64_t bzp) {
     int64_t N = A->shape[0], H = A->shape[1], C = A->shape[2], W = B->shape[2];
     int64_t amax = 0, bmax = 0;
-    float *af = malloc((size_t)(A->count ? A->count : 1) * sizeof(float));
-    float *bf = malloc((size_t)(B->count ? B->count : 1) * sizeof(float));
-    float *tmp = malloc((size_t)(H * W > 0 ? H * W : 1) * sizeof(float));
-    int64_t *acc = malloc((size_t)(out->count ? out->count : 1) * sizeof(int64_t));
+    float *af = kg_scratch(0, A->count * sizeof(float));
+    float *bf = kg_scratch(1, B->count * sizeof(float));
+    float *tmp = kg_scratch(2, (size_t)(H * W) * sizeof(float));
+    int64_t *acc = kg_scratch(3, out->count * sizeof(int64_t));
     ctosa_error *e = NULL;
     float *bp = NULL;
     if (!af || !bf || !tmp || !acc) goto nomem;
-    for (uint64_t i = 0; i < A->count; i++) {
-        int64_t v = ((const int8_t *)A->data)[i] - azp;
-        af[i] = (float)v;
-        if (llabs(v) > amax) amax = llabs(v);
-    }
-    for (uint64_t i = 0; i < B->count; i++) {
-        int64_t v = ((const int8_t *)B->data)[i] - bzp;
-        bf[i] = (float)v;
-        if (llabs(v) > bmax) bmax = llabs(v);
-    }
+    amax = kg_cvt_i8_f32(A->data, A->count, (int32_t)azp, af);
+    bmax = kg_cvt_i8_f32(B->data, B->count, (int32_t)bzp, bf);
     int64_t prod = amax * bmax > 0 ? amax * bmax : 1;
     int64_t kc = ((INT64_C(1) << 24) - 1) / prod;
     if (kc > C) kc = C > 0 ? C : 1;
-    bp = aligned_alloc(64, (kg_pack_elems(kc, W) * sizeof(float) + 64) & ~(size_t)63);
+    bp = kg_scratch(4, kg_pack_elems(kc, W) * sizeof(float));
     if (!bp) goto nomem;
     memset(acc, 0, (size_t)out->count * sizeof(int64_t));
     for (int64_t n = 0; n < N; n++)
         for (int64_t c0 = 0; c0 < C; c0 += kc) {
             int64_t nc = C - c0 < kc ? C - c0 : kc;
-            kg_pack_f(bp, nc, W, bf + (n * C + c0) * W, W, 1);
+            kg_pack_f_par(o->ctx, bp, nc, W, bf + (n * C + c0) * W, W, 1);
             mm_rows rc = {(const char *)(af + n * H * C), sizeof(float), C, c0};
             kg_job job = {.M = H, .N = W, .Kt = nc, .T = 1, .rows = mm_row, .rctx = &rc, .bpack = bp,
                           .out = tmp, .ldo = W};
@@ -73,11 +65,6 @@ static ctosa_error *mm_int8_float(const interp_op *o, const itensor *A, const it
 nomem:
     e = interp_fail(o, "out of memory");
 done:
-    free(af);
-    free(bf);
-    free(tmp);
-    free(acc);
-    free(bp);
     return e;
 }
 
@@ -148,8 +135,17 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
     if (ta == CTOSA_DTYPE_INT8) return mm_int8_float(o, A, B, out, azp, bzp);
 
     size_t pe = kg_pack_elems(C, W);
+    /* A constant float B is packed once (all batches) into the op cache. */
+    int64_t key[KG_CACHE_KEY] = {4, N, C, W, 0, 0};
+    const float *cached = NULL;
+    float *cfill = NULL;
+    if (!is_int && B->is_const) {
+        cached = kg_cache_find(o, key);
+        if (!cached && (size_t)N <= SIZE_MAX / 4 / (pe ? pe : 1))
+            cfill = kg_cache_new(o, key, (size_t)N * pe * 4);
+    }
     /* packed B holds int32 or float: 4 bytes either way */
-    void *bp = aligned_alloc(64, (pe * 4 + 64) & ~(size_t)63);
+    void *bp = cached || cfill ? (void *)1 : kg_scratch(4, pe * 4);
     int16_t *a16 = NULL;
     void *acc = NULL;
     bool acc64 = false;
@@ -171,7 +167,6 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
         acc = malloc((size_t)out->count * (acc64 ? 8 : 4));
     }
     if (!bp || (is_int && (!a16 || !acc))) {
-        free(bp);
         free(a16);
         free(acc);
         return interp_fail(o, "out of memory");
@@ -189,7 +184,14 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
             job.out = (char *)acc + (size_t)(n * H * W) * (acc64 ? 8 : 4);
             ok = kg_run_i(o->ctx, &job);
         } else {
-            kg_pack_f(bp, C, W, (const float *)B->data + n * C * W, W, 1);
+            if (cached) {
+                job.bpack = cached + (size_t)n * pe;
+            } else if (cfill) {
+                job.bpack = cfill + (size_t)n * pe;
+                kg_pack_f_par(o->ctx, cfill + (size_t)n * pe, C, W, (const float *)B->data + n * C * W, W, 1);
+            } else {
+                kg_pack_f_par(o->ctx, bp, C, W, (const float *)B->data + n * C * W, W, 1);
+            }
             rc = (mm_rows){(const char *)((const float *)A->data + n * H * C), sizeof(float), C, 0};
             job.out = (float *)out->data + n * H * W;
             ok = kg_run_f(o->ctx, &job);
@@ -209,7 +211,6 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
             im_store_i(to, out->data, i, v);
         }
     }
-    free(bp);
     free(a16);
     free(acc);
     return e;

@@ -50,8 +50,11 @@ typedef struct pjob {
     int failed; /* REQUIRE violation seen by a worker */
 } pjob;
 
-static void p_par(const interp_op *o, size_t n, void (*fn)(void *, size_t, size_t), void *arg) {
-    if (o->ctx) interp_parallel_for(o->ctx, n, fn, arg);
+/* Runs fn over output rows; parallel when rows x kernel taps x channels is
+ * large enough to pay for waking the workers. */
+static void p_par(const interp_op *o, const pgeom *g, size_t n, void (*fn)(void *, size_t, size_t), void *arg) {
+    double work = (double)n * (double)g->OW * (double)g->C * (double)(g->KY * g->KX);
+    if (o->ctx && work >= 4 * IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, n, fn, arg);
     else fn(arg, 0, n);
 }
 
@@ -99,7 +102,14 @@ static inline IM_INLINE void avg_rows_impl(void *arg, size_t begin, size_t end) 
                 }
             }
             size_t obase = (size_t)(((n * g->OH + oy) * g->OW + ox) * C);
+            if (count == 0 && !isf) {
+                /* only possible with an empty input: reciprocal_scale(0) is
+                 * a REQUIRE failure */
+                __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+                continue;
+            }
             if (isf) {
+                /* count 0 (empty input) gives 0/0 = NaN, as the pseudocode */
                 float *d = (float *)j->out->data + obase;
                 for (int64_t c = 0; c < C; c++) {
                     double q = j->acc_t == CTOSA_DTYPE_FP32 ? (double)(float)(accd[c] / (double)count)
@@ -154,7 +164,7 @@ ctosa_error *interp_k_AVG_POOL2D(const interp_op *o) {
         return interp_fail(o, "AVG_POOL2D of %s is not supported", ctosa_dtype_short(t));
     }
     pjob j = {.g = &g, .in = in, .out = out, .acc_t = acc, .izp = izp, .ozp = ozp};
-    p_par(o, (size_t)(g.N * g.OH), avg_rows, &j);
+    p_par(o, &g, (size_t)(g.N * g.OH), avg_rows, &j);
     if (j.failed == 2) return interp_fail(o, "out of memory");
     if (j.failed) return interp_fail(o, "accumulator out of range (REQUIRE failed)");
     return NULL;
@@ -221,7 +231,7 @@ ctosa_error *interp_k_MAX_POOL2D(const interp_op *o) {
     if (!im_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16)
         return interp_fail(o, "MAX_POOL2D of %s is not supported", ctosa_dtype_short(t));
     pjob j = {.g = &g, .in = in, .out = out, .ignore_nan = o->op->attr.nan_mode == CTOSA_NAN_IGNORE};
-    p_par(o, (size_t)(g.N * g.OH), max_rows, &j);
+    p_par(o, &g, (size_t)(g.N * g.OH), max_rows, &j);
     return NULL;
 }
 

@@ -77,7 +77,9 @@
     X(NOT_IN_SPEC, "not_in_spec")               /* emitted TOSA fails the validator */ \
     X(NO_COMPUTE, "no_compute")                 /* partition with only data movement */ \
     X(INPUT_FALLBACK, "input_not_available")    /* an input's type/shape is unknown */ \
-    X(INTERNAL, "internal_error")
+    X(INTERNAL, "internal_error")                                               \
+    /* added by the framework: */                                               \
+    X(CPU_CONSUMER, "cpu_consumer")  /* folded at compile time, but a CPU node needs the value */
 
 typedef enum lower_code {
 #define LOWER_X(e, s) LOWER_##e,

@@ -1,0 +1,130 @@
+/* lower_internal.h - the lowering framework's own state: the value table,
+ * per-node decisions, the lowering context, and the pieces shared between
+ * lower_core.c (session, support decisions, folding), lower_emit.c (lw_*
+ * helpers), opt_transpose.c and src/partition/ (grouping, per-partition
+ * graphs, report, partitioned ONNX). Not used by the operator families. */
+#ifndef CTOSA_LOWER_INTERNAL_H
+#define CTOSA_LOWER_INTERNAL_H
+
+#include "lower/lower.h"
+
+/* One ONNX value. `v` comes first so a lw_val* is a lower_value*. */
+typedef struct lw_val {
+    lower_value v;
+    int32_t producer;     /* node index; -1 for graph inputs / initializers */
+    bool known;           /* dtype and rank known */
+    bool graph_input, graph_output, bound, initializer;
+    int8_t fits_i32;      /* int64 constants: -1 not computed, 0 no, 1 yes */
+    int64_t bad_value;    /* first value outside int32 when fits_i32 == 0 */
+    const void *narrow;   /* int32 copy of an int64 constant that fits */
+    uint32_t n_consumers, cap_consumers;
+    uint32_t *consumers;  /* node indices (a node appears once per use) */
+} lw_val;
+
+typedef enum lw_node_kind {
+    LW_NODE_PENDING = 0,
+    LW_NODE_FALLBACK,   /* stays in the ONNX model */
+    LW_NODE_CONST,      /* every output is a compile-time constant */
+    LW_NODE_DELEGATED   /* has runtime TOSA outputs */
+} lw_node_kind;
+
+typedef struct lw_nodeinfo {
+    lw_node_kind kind;
+    lower_code code;
+    const char *reason, *input;  /* fallback reason; needs_constant input */
+    const char *label;           /* name, or "<op_type>#<index>" */
+    bool compute;                /* emitted an operator that computes */
+    bool on_cpu;                 /* final: stays in the ONNX model */
+    int32_t group;               /* union-find parent (delegated nodes) */
+    int32_t part;                /* final partition id, -1 none */
+    uint32_t n_ops;              /* TOSA operators the scratch lowering emitted */
+} lw_nodeinfo;
+
+typedef struct lower_session lower_session;
+
+struct lower_ctx {
+    lower_session *s;
+    const ctosa_spec *spec;
+    const ctosa_onnx_node *node;
+    uint32_t node_index;
+    const char *label;
+    ctosa_graph *g;
+    ctosa_block *b;
+    arena *scratch;
+    strmap *tmap;        /* ONNX name -> TOSA tensor name in this block */
+    strmap *reserved;    /* names internal tensors must not take (may be NULL) */
+    uint32_t *counter;   /* per block counter for unique names */
+    lower_value **in_cache;
+    const char **out_names;
+    lower_value *out_const; /* constant outputs (data != NULL) */
+    bool *out_is_const;
+    /* First problem; the node is rejected when set. */
+    bool rejected;
+    lower_code code;
+    char *msg;
+    const char *rej_input;
+};
+
+struct lower_session {
+    arena a;
+    ctosa_onnx_model *m;
+    const ctosa_onnx_graph *g;
+    const char *model_path;
+    ctosa_spec spec;       /* the user's */
+    ctosa_spec fold_spec;  /* permissive: folding is not limited by the target */
+    int64_t opset;
+    strmap vals;           /* ONNX name -> lw_val* */
+    lw_nodeinfo *nodes;
+    uint32_t n_nodes;
+};
+
+/* Everything known about ONNX value `name` (NULL if nothing). */
+lw_val *lw_lookup(lower_session *s, const char *name);
+
+/* Sets up a context to lower node `ni` into block b of graph g. */
+void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni,
+                 ctosa_graph *g, ctosa_block *b, arena *scratch, strmap *tmap,
+                 strmap *reserved, uint32_t *counter);
+/* Records a problem (first one wins). */
+void lw_fail(lower_ctx *c, lower_code code, const char *input, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* TOSA dtype for an ONNX dtype under spec (INT64 -> INT32 without int64). */
+ctosa_dtype lw_dtype_for(const ctosa_spec *spec, int32_t onnx_dtype);
+/* ONNX dtype carried by a TOSA dtype (for outputs the model does not type). */
+int32_t lw_onnx_of_tosa(ctosa_dtype t);
+bool lw_spec_has_int64(const ctosa_spec *spec);
+/* Computes v->fits_i32 / v->narrow for an int64 constant. */
+bool lw_int64_fits(lower_session *s, lw_val *v);
+/* Adds a placeholder tensor for ONNX value v named name to the block. */
+ctosa_error *lw_add_placeholder(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype t,
+                                const lower_value *v);
+/* A unique tensor name for the context (prefix = node label). */
+const char *lw_unique_name(lower_ctx *c, const char *hint);
+
+/* Is this TOSA operator "compute" (not pure data movement)? */
+bool lw_op_computes(ctosa_op_kind k);
+
+/* Session (lower_core.c): loads the model and sets up values (errors are
+ * bad input, exit 2); decide() runs the support decision of every node;
+ * close() frees everything. */
+ctosa_error *lw_session_open(lower_session *s, const char *model_path, const ctosa_spec *spec,
+                             const ctosa_lower_options *opt);
+void lw_session_decide(lower_session *s);
+void lw_session_close(lower_session *s);
+/* Reason code for a validator message about graph g. */
+lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const char *msg);
+
+/* Transpose pass + copy into a final graph (opt_transpose.c). Lowered ops of
+ * block `src` are rewritten: inverse TRANSPOSE pairs cancel, identity
+ * transposes vanish, transposes compose, unused operators are dropped.
+ * The result is a new graph (same version) with region/block "main" whose
+ * inputs are `in` (names kept) and whose outputs are the tensors `out_src[i]`
+ * renamed to `out_name[i]` (an IDENTITY is added where renaming is not
+ * possible). Constant data is borrowed from src's graph, which must outlive
+ * the result. */
+ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src, uint32_t n_in,
+                               const char *const *in, uint32_t n_out,
+                               const char *const *out_src, const char *const *out_name,
+                               ctosa_graph **out);
+
+#endif

@@ -1,0 +1,1 @@
+BxJ0¼%B$È™@ÌaÃBéUƒB$ ¼AXaBßClBçÇ¡BwœAj¥ŽAê€žBÄ*A
