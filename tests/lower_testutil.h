@@ -241,6 +241,10 @@ static inline ctosa_error *lt_feed(ctosa_interp *it, const char *name, const npy
             return ctosa_error_new(CTOSA_ERR_INVALID, "input '%s': declared %s, data %s", name,
                                    sa, sb);
         }
+        /* uint8 partition I/O travels as the same bits in an INT8 tensor
+         * (TOSA reads it through RESCALE input_unsigned) */
+        if (a->kind == 'u' && a->itemsize == 1 && info.dtype == CTOSA_DTYPE_INT8)
+            return ctosa_interp_set_input(it, name, info.dtype, info.rank, info.shape, a->data, a->count);
         void *host = NULL;
         uint64_t size = 0;
         e = npy_to_host(a, info.dtype, name, &host, &size);
@@ -261,10 +265,12 @@ static inline const char *lt_node_id(const ctosa_onnx_node *n, char *buf, size_t
 }
 
 /* Checks the node accounting of a summary: every id appears in at most one
- * partition or fallback entry, every fallback has a code and a reason, and
- * the counts add up (nodes neither in a partition nor in fallback are the
- * folded ones, counted as delegated). Returns false with a reason. */
-static inline bool lt_check_accounting(const ctosa_lower_summary *s, char *why, size_t cap) {
+ * partition or fallback entry, every fallback has a code and a reason,
+ * every node of g (the model's main graph, when given: pass NULL for models
+ * with functions, whose nodes are inlined under other names) appears, and
+ * the counts add up. Returns false with a reason. */
+static inline bool lt_check_accounting_graph(const ctosa_lower_summary *s,
+                                             const ctosa_onnx_graph *g, char *why, size_t cap) {
     strmap seen;
     strmap_init(&seen);
     bool ok = true;
@@ -293,6 +299,16 @@ static inline bool lt_check_accounting(const ctosa_lower_summary *s, char *why, 
             ok = false;
         } else strmap_put(&seen, fb->node, (void *)1);
     }
+    /* Every node of the ONNX graph (when given) is in the summary. */
+    for (uint32_t i = 0; ok && g && i < g->n_nodes; i++) {
+        char buf[300];
+        const char *id = lt_node_id(&g->nodes[i], buf, sizeof buf);
+        if (!strmap_has(&seen, id)) {
+            snprintf(why, cap, "node '%s' (%s) is in no partition and not in the fallback list",
+                     id, g->nodes[i].op_type);
+            ok = false;
+        }
+    }
     if (ok && (in_parts + s->n_fallback > s->nodes_total ||
                s->nodes_delegated + s->n_fallback != s->nodes_total ||
                in_parts > s->nodes_delegated)) {
@@ -302,6 +318,11 @@ static inline bool lt_check_accounting(const ctosa_lower_summary *s, char *why, 
     }
     strmap_free(&seen);
     return ok;
+}
+
+/* The same without the per-node check against the ONNX graph. */
+static inline bool lt_check_accounting(const ctosa_lower_summary *s, char *why, size_t cap) {
+    return lt_check_accounting_graph(s, NULL, why, cap);
 }
 
 /* Named arrays: graph inputs and partition outputs as they become known. */
@@ -383,6 +404,8 @@ static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_v
             npy_array a;
             e = ctosa_interp_get_output(it, pt->outputs[i].name, &t);
             if (!e) e = lt_host_to_npy(&t, &a);
+            if (!e && t.dtype == CTOSA_DTYPE_INT8 && strcmp(pt->outputs[i].dtype, "uint8") == 0)
+                a.kind = 'u'; /* uint8 output: INT8 bits (see lt_feed) */
             if (!e) e = lt_values_put(vals, pt->outputs[i].name, &a);
         }
         ctosa_interp_free(it);

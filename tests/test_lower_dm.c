@@ -32,7 +32,7 @@ static bool load_inputs(const char *dir, lt_values *vals) {
     while (ok && (e = readdir(d))) {
         const char *n = e->d_name;
         if (!lt_ends_with(n, ".pb") || !strncmp(n, "expected_", 9)) continue;
-        char path[1024], name[256];
+        char path[2048], name[256];
         snprintf(path, sizeof path, "%s/%s", dir, n);
         snprintf(name, sizeof name, "%.*s", (int)(strlen(n) - 3), n);
         npy_array a;
@@ -62,7 +62,7 @@ static void compare_outputs(const char *dir, const char *label, const lt_values 
     while ((e = readdir(d))) {
         const char *n = e->d_name;
         if (strncmp(n, "expected_", 9) || !lt_ends_with(n, ".pb")) continue;
-        char path[1024], name[256], why[512];
+        char path[2048], name[256], why[512];
         snprintf(path, sizeof path, "%s/%s", dir, n);
         snprintf(name, sizeof name, "%.*s", (int)(strlen(n) - 12), n + 9);
         const npy_array *got = lt_values_get(vals, name);

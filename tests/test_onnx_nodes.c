@@ -9,7 +9,8 @@
  *             valid, outputs match (rtol 1e-3, atol 1e-5; ints exact)
  *   fallback  some node stays on the CPU with a reason code (clean)
  *   failure   lower_error (ctosa_lower_file failed), accounting (a node
- *             missing/twice, empty reason), invalid_tosa (a partition fails
+ *             missing/twice, empty reason), internal_error (a fallback with
+ *             that code: a bug, not a limitation), invalid_tosa (a partition fails
  *             ctosa_validate), run_error, mismatch, crash (the test process
  *             died: signal, sanitizer report, timeout)
  * Inputs that a lowering needs constant (fallback code needs_constant) are
@@ -32,6 +33,8 @@
  *   --write-exceptions FILE   write the current failures as an exceptions list
  *   --exceptions FILE  exceptions list (default tests/onnx_node_exceptions.txt)
  *   --data DIR         node test folder (default /usr/share/libonnx-testdata/data/node)
+ *   --extra-spec SPEC  also lower under SPEC, report-only (counted in the
+ *                      per-spec table; its failures are printed as notes)
  *   -j N               parallel tests (default: number of CPUs)
  *   --sample N         run every Nth test only (default 1: all; the full run
  *                      takes seconds, under ASan too, so CI does not sample)
@@ -102,8 +105,13 @@ static const char *listed_family(const char *op) {
     return NULL;
 }
 
-static const char *const SPECS[] = {"TOSA-1.0+FP", "TOSA-1.0+INT+FP"};
+/* The two specs of the acceptance rule, plus an optional report-only one
+ * (--extra-spec, e.g. TOSA-1.1+FP+INT+int64 to exercise the int64 paths
+ * that TOSA 1.0 cannot carry). */
 #define N_SPECS 2
+#define MAX_SPECS 3
+static const char *SPECS[MAX_SPECS] = {"TOSA-1.0+FP", "TOSA-1.0+INT+FP", NULL};
+static int g_n_specs = N_SPECS;
 
 /* Result of one test under one spec. Order: worse failures later. */
 typedef enum rstat {
@@ -112,14 +120,17 @@ typedef enum rstat {
     R_FALLBACK,
     R_MISMATCH,
     R_RUN_ERROR,
+    R_INTERNAL,      /* a fallback with code internal_error: a lowering bug */
     R_LOWER_ERROR,
     R_ACCOUNTING,
     R_INVALID,
     R_CRASH,
     R_COUNT
 } rstat;
-static const char *const RNAME[] = {"skipped", "pass", "fallback", "mismatch", "run_error",
-                                    "lower_error", "accounting", "invalid_tosa", "crash"};
+static const char *const RNAME[] = {"skipped",     "pass",       "fallback",
+                                    "mismatch",    "run_error",  "internal_error",
+                                    "lower_error", "accounting", "invalid_tosa",
+                                    "crash"};
 
 typedef struct spec_result {
     rstat st;
@@ -135,7 +146,7 @@ typedef struct test_case {
     bool expanded;
     bool skipped;
     char skip_reason[128];
-    spec_result r[N_SPECS];
+    spec_result r[MAX_SPECS];
     /* verdict */
     bool failed;
     char fail_kind[32];
@@ -144,7 +155,7 @@ typedef struct test_case {
 } test_case;
 
 static const char *g_data = DEFAULT_DATA;
-static ctosa_spec g_specs[N_SPECS];
+static ctosa_spec g_specs[MAX_SPECS];
 
 /* ------------------------------------------------------------ one test */
 
@@ -297,7 +308,7 @@ static void run_spec(const char *dir, const ctosa_onnx_graph *g, int s, spec_res
     r->binds = n_binds;
 
     char why[2048];
-    if (!lt_check_accounting(sum, why, sizeof why)) {
+    if (!lt_check_accounting_graph(sum, g, why, sizeof why)) {
         set_reason(r, R_ACCOUNTING, "%s", why);
         goto done;
     }
@@ -305,6 +316,11 @@ static void run_spec(const char *dir, const ctosa_onnx_graph *g, int s, spec_res
         set_reason(r, R_INVALID, "%s", why);
         goto done;
     }
+    for (uint32_t f = 0; f < sum->n_fallback; f++)
+        if (!strcmp(sum->fallback[f].code, "internal_error")) {
+            set_reason(r, R_INTERNAL, "%s: %s", sum->fallback[f].node, sum->fallback[f].reason);
+            goto done;
+        }
     if (sum->n_fallback > 0) {
         const ctosa_lower_fallback *fb = &sum->fallback[0];
         r->st = R_FALLBACK;
@@ -360,7 +376,7 @@ done:
 /* Child: both specs, results written to fd as text lines
  * "R <spec> <status> <delegated> <total> <partitions> <binds> <code>\t<reason>". */
 static void child_run(const char *dir, const ctosa_onnx_graph *g, int fd) {
-    for (int s = 0; s < N_SPECS; s++) {
+    for (int s = 0; s < g_n_specs; s++) {
         spec_result r;
         memset(&r, 0, sizeof r);
         run_spec(dir, g, s, &r);
@@ -433,7 +449,7 @@ static void parse_child(test_case *t, char *buf) {
         char code[48];
         int off = 0;
         if (sscanf(line, "R %d %d %u %u %u %u %47s%n", &s, &st, &del, &tot, &parts, &binds,
-                   code, &off) != 7 || s < 0 || s >= N_SPECS || st < 0 || st >= R_COUNT)
+                   code, &off) != 7 || s < 0 || s >= g_n_specs || st < 0 || st >= R_COUNT)
             continue;
         spec_result *r = &t->r[s];
         r->st = (rstat)st;
@@ -542,8 +558,8 @@ static void run_all(test_case *tests, size_t n, int jobs) {
                 else
                     snprintf(how, sizeof how, "exit status %d (sanitizer report?)",
                              WEXITSTATUS(status));
-                for (int s = 0; s < N_SPECS; s++)
-                    if (t->r[s].st == R_NONE || s == N_SPECS - 1) {
+                for (int s = 0; s < g_n_specs; s++)
+                    if (t->r[s].st == R_NONE || s == g_n_specs - 1) {
                         set_reason(&t->r[s], R_CRASH, "%s", how);
                         break;
                     }
@@ -650,10 +666,27 @@ static int write_exceptions(const char *path, const test_case *tests, size_t n) 
         return 1;
     }
     fprintf(f, "# Documented exceptions of the ONNX node-test acceptance run (issue 5).\n"
-               "# One test per line: test name, then why it is not fully delegated and\n"
-               "# matching (kind: spec: reason). Regenerate with\n"
+               "# One test per line: the test name, a tab, then why it is not fully\n"
+               "# delegated and matching: \"not_delegated: OP: CODE: reason\" (the first\n"
+               "# fallback under TOSA-1.0+INT+FP) or \"KIND: SPEC: detail\" for a failure.\n"
+               "# Regenerate with\n"
                "#   build/tests/test_onnx_nodes --write-exceptions tests/onnx_node_exceptions.txt\n"
-               "# and review the diff: see docs/lowering.md, \"Acceptance\".\n");
+               "# and review the diff: see docs/lowering.md, \"Acceptance\".\n#\n# Counts:");
+    /* Counts by reason code (not_delegated) or failure kind. */
+    const char *seen[64];
+    unsigned cnt[64], n_seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!tests[i].failed) continue;
+        const char *key = strcmp(tests[i].fail_kind, "not_delegated") == 0 && tests[i].r[1].code[0]
+                              ? tests[i].r[1].code
+                              : tests[i].fail_kind;
+        unsigned j = 0;
+        while (j < n_seen && strcmp(seen[j], key) != 0) j++;
+        if (j == n_seen && n_seen < 64) seen[n_seen] = key, cnt[n_seen++] = 0;
+        if (j < n_seen) cnt[j]++;
+    }
+    for (unsigned j = 0; j < n_seen; j++) fprintf(f, "%s %u %s", j ? "," : "", cnt[j], seen[j]);
+    fprintf(f, "\n");
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (!tests[i].failed) continue;
@@ -715,12 +748,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--write-exceptions") && i + 1 < argc) write_path = argv[++i];
         else if (!strcmp(argv[i], "--exceptions") && i + 1 < argc) exc_path = argv[++i];
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) g_data = argv[++i];
+        else if (!strcmp(argv[i], "--extra-spec") && i + 1 < argc) {
+            SPECS[N_SPECS] = argv[++i];
+            g_n_specs = N_SPECS + 1;
+        }
         else if (!strcmp(argv[i], "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sample") && i + 1 < argc) sample = atoi(argv[++i]);
         else if (argv[i][0] != '-' && n_filters < 64) filters[n_filters++] = argv[i];
         else {
             fprintf(stderr, "usage: %s [-v] [-q] [--table] [--write-exceptions FILE] [--exceptions "
-                    "FILE] [--data DIR] [-j N] [--sample N] [SUBSTRING...]\n", argv[0]);
+                    "FILE] [--data DIR] [--extra-spec SPEC] [-j N] [--sample N] "
+                    "[SUBSTRING...]\n", argv[0]);
             return 2;
         }
     }
@@ -730,7 +768,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--write-exceptions needs the full run (no --sample, no filters)\n");
         return 2;
     }
-    for (int s = 0; s < N_SPECS; s++) {
+    for (int s = 0; s < g_n_specs; s++) {
         ctosa_error *e = ctosa_spec_parse(SPECS[s], &g_specs[s]);
         if (e) {
             fprintf(stderr, "%s\n", ctosa_error_message(e));
@@ -787,13 +825,18 @@ int main(int argc, char **argv) {
 
     exc_list exc;
     load_exceptions(exc_path, &exc);
-    unsigned per[N_SPECS][R_COUNT] = {{0}};
+    unsigned per[MAX_SPECS][R_COUNT] = {{0}};
     unsigned listed = 0, listed_pass = 0, listed_exc = 0, other = 0, other_ok = 0;
     unsigned unexpected = 0, fixed = 0, excepted = 0;
     for (size_t i = 0; i < n; i++) {
         test_case *t = &tests[i];
         if (t->skipped) continue;
-        for (int s = 0; s < N_SPECS; s++) per[s][t->r[s].st]++;
+        for (int s = 0; s < g_n_specs; s++) per[s][t->r[s].st]++;
+        /* The extra spec is report-only: its failures are notes. */
+        for (int s = N_SPECS; s < g_n_specs; s++)
+            if (t->r[s].st >= R_MISMATCH)
+                printf("note: %s under %s (report-only): %s: %s\n", t->name, SPECS[s],
+                       RNAME[t->r[s].st], t->r[s].reason);
         verdict(t);
         t->exception = find_exception(&exc, t->name);
         if (t->family) listed++;
@@ -819,20 +862,24 @@ int main(int argc, char **argv) {
                    t->fail_reason);
         }
         if (verbose && !t->failed)
-            printf("ok   %s [%s] FP:%s INT+FP:%s\n", t->name, t->op[0] ? t->op : "-",
-                   RNAME[t->r[0].st], RNAME[t->r[1].st]);
+            printf("ok   %s [%s] FP:%s INT+FP:%s%s%s\n", t->name, t->op[0] ? t->op : "-",
+                   RNAME[t->r[0].st], RNAME[t->r[1].st], g_n_specs > N_SPECS ? " extra:" : "",
+                   g_n_specs > N_SPECS ? RNAME[t->r[N_SPECS].st] : "");
+        if (verbose && t->failed && g_n_specs > N_SPECS)
+            printf("     %s under %s: %s\n", t->name, SPECS[N_SPECS], RNAME[t->r[N_SPECS].st]);
     }
 
     if (table) print_table(tests, n);
-    printf("\n%-18s %6s %9s %10s %9s %11s %10s %13s %9s %6s\n", "spec", "pass", "fallback",
-           "mismatch", "run_error", "lower_error", "accounting", "invalid_tosa", "crash",
-           "tests");
-    for (int s = 0; s < N_SPECS; s++) {
+    printf("\n%-16s %5s %8s %8s %9s %8s %11s %10s %12s %5s %5s\n", "spec", "pass",
+           "fallback", "mismatch", "run_error", "internal", "lower_error", "accounting",
+           "invalid_tosa", "crash", "tests");
+    for (int s = 0; s < g_n_specs; s++) {
         unsigned tot = 0;
         for (int k = R_PASS; k < R_COUNT; k++) tot += per[s][k];
-        printf("%-18s %6u %9u %10u %9u %11u %10u %13u %9u %6u\n", SPECS[s], per[s][R_PASS],
-               per[s][R_FALLBACK], per[s][R_MISMATCH], per[s][R_RUN_ERROR], per[s][R_LOWER_ERROR],
-               per[s][R_ACCOUNTING], per[s][R_INVALID], per[s][R_CRASH], tot);
+        printf("%-16s %5u %8u %8u %9u %8u %11u %10u %12u %5u %5u\n", SPECS[s], per[s][R_PASS],
+               per[s][R_FALLBACK], per[s][R_MISMATCH], per[s][R_RUN_ERROR], per[s][R_INTERNAL],
+               per[s][R_LOWER_ERROR], per[s][R_ACCOUNTING], per[s][R_INVALID], per[s][R_CRASH],
+               tot);
     }
     /* Per family of listed operators: tests, delegated+matching per spec,
      * and how many are exceptions. */

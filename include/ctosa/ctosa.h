@@ -15,5 +15,6 @@
 #include "ctosa/onnx.h"
 #include "ctosa/interp.h"
 #include "ctosa/lower.h"
+#include "ctosa/custom.h"
 
 #endif

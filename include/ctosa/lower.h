@@ -53,6 +53,9 @@ typedef struct ctosa_lower_options {
     bool no_partitioned_onnx; /* skip <stem>.partitioned.onnx */
     bool no_report;           /* skip <stem>.report.json */
     uint32_t max_problems;    /* cap on reasons kept per run; 0 = unlimited */
+    /* Custom operators (ctosa/custom.h), consulted before the built-in
+     * lowerings; NULL = none. Borrowed: must outlive the result. */
+    const struct ctosa_custom_registry *custom_ops;
 } ctosa_lower_options;
 
 void ctosa_lower_options_init(ctosa_lower_options *opt);
@@ -95,7 +98,19 @@ typedef struct ctosa_lower_summary {
     const ctosa_lower_partition *partitions;
     const ctosa_lower_fallback *fallback;
     const char *report_json;    /* the report (contract schema) */
+    /* Delegated nodes lowered through a custom-operator registration
+     * (report key "custom_ops"), in node order. */
+    uint32_t n_custom;
+    const struct ctosa_lower_custom *custom;
 } ctosa_lower_summary;
+
+/* A node that became a TOSA CUSTOM operator. */
+typedef struct ctosa_lower_custom {
+    const char *node, *op_type, *domain;       /* the ONNX node */
+    const char *domain_name, *operator_name;   /* the CUSTOM operator emitted */
+    uint32_t partition;
+    bool overrides_builtin; /* a standard ONNX operator ctosa would lower itself */
+} ctosa_lower_custom;
 
 typedef struct ctosa_lower_result ctosa_lower_result;
 

@@ -1,6 +1,6 @@
 /* cmd_lower.c - `ctosa lower MODEL.onnx --spec SPEC|--target NAME [-o DIR]
  * [--bind NAME=FILE]... [--shape NAME=D0xD1x...]... [--strict]
- * [--report-json FILE] [-q]`: partitions an ONNX model against a TOSA spec,
+ * [--report-json FILE] [--plugin LIB.so]... [--custom-ops FILE.json]... [-q]`: partitions an ONNX model against a TOSA spec,
  * writes one .tosa per partition, <stem>.partitioned.onnx and
  * <stem>.report.json, and prints a summary. Exit 0 (fallbacks are fine),
  * 1 with --strict when anything fell back, 2 for bad usage or input. */
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ctosa/custom.h"
 #include "util/util.h"
 
 static const char *CMD = "lower";
@@ -32,7 +33,8 @@ static void help(void) {
            "  --stem NAME               output file name stem (default: the model's name)\n"
            "  --strict                  exit 1 if any node falls back to the CPU\n"
            "  --report-json FILE        also write the report to FILE\n"
-           "  --plugin LIB.so           custom-operator plugin (not supported yet)\n"
+           "  --plugin LIB.so           load a custom-operator plugin (repeatable)\n"
+           "  --custom-ops FILE.json    declare pass-through custom operators (docs/custom-ops.md)\n"
            "  -q, --quiet               print no summary\n"
            "\n"
            "Reason codes in the report and summary: see docs/errors.md.\n");
@@ -80,6 +82,12 @@ static void print_summary(const ctosa_lower_summary *s, const char *dir) {
                p->n_nodes == 1 ? "" : "s", ops, ops == 1 ? "" : "s", p->n_inputs, p->n_inputs == 1 ? "" : "s",
                p->n_outputs, p->n_outputs == 1 ? "" : "s");
     }
+    for (uint32_t i = 0; i < s->n_custom; i++) {
+        const ctosa_lower_custom *c = &s->custom[i];
+        printf("  custom: %s (%s%s%s) -> CUSTOM %s::%s in partition %u%s\n", c->node, c->domain,
+               c->domain[0] ? "::" : "", c->op_type, c->domain_name, c->operator_name, c->partition,
+               c->overrides_builtin ? " (plugin lowering overrides the built-in one)" : "");
+    }
     if (!s->n_fallback) return;
     printf("fallback to CPU (%u node%s):\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
     printf("  %-22s %-24s %5s  %s\n", "code", "operator", "nodes", "reason (first)");
@@ -113,6 +121,7 @@ int cmd_lower(int argc, char **argv) {
     int64_t(*dims)[16] = calloc((size_t)argc + 1, sizeof *dims);
     uint32_t n_binds = 0, n_shapes = 0;
     ctosa_lower_result *res = NULL;
+    ctosa_custom_registry *reg = NULL;
     if (!binds || !shapes || !dims) {
         rc = cli_fail(CMD, ctosa_error_nomem());
         goto out;
@@ -133,9 +142,22 @@ int cmd_lower(int argc, char **argv) {
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--report-json", NULL, &missing))) { report = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { stem = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--plugin", NULL, &missing))) {
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
-                                               "--plugin %s: custom-operator plugins are not supported yet", v));
-            goto out;
+            ctosa_error *pe = reg ? NULL : ctosa_custom_registry_create(&reg);
+            if (!pe) pe = ctosa_custom_registry_load_plugin(reg, v);
+            if (pe) {
+                rc = cli_fail(CMD, ctosa_error_prefix(pe, "--plugin"));
+                goto out;
+            }
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--custom-ops", NULL, &missing))) {
+            ctosa_error *pe = reg ? NULL : ctosa_custom_registry_create(&reg);
+            if (!pe) pe = ctosa_custom_registry_load_json(reg, v);
+            if (pe) {
+                rc = cli_fail(CMD, ctosa_error_prefix(pe, "--custom-ops"));
+                goto out;
+            }
+            continue;
         }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--bind", NULL, &missing))) {
             if (!split_eq(v, &binds[n_binds].name, &binds[n_binds].file)) {
@@ -197,6 +219,7 @@ int cmd_lower(int argc, char **argv) {
     opt.n_binds = n_binds;
     opt.shapes = shapes;
     opt.n_shapes = n_shapes;
+    opt.custom_ops = reg;
     if (report) {
         char a_real[PATH_MAX], b_real[PATH_MAX];
         if (realpath(model, a_real) && realpath(report, b_real) && strcmp(a_real, b_real) == 0) {
@@ -218,6 +241,7 @@ int cmd_lower(int argc, char **argv) {
     if (rc == 1 && !quiet) printf("--strict: %u node%s fell back to the CPU\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
 out:
     ctosa_lower_result_free(res);
+    ctosa_custom_registry_free(reg);
     for (uint32_t i = 0; binds && i < n_binds; i++) free((char *)binds[i].name);
     for (uint32_t i = 0; shapes && i < n_shapes; i++) free((char *)shapes[i].name);
     free(binds);

@@ -1,5 +1,5 @@
 /* cmd_run.c - `ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...
- * [-o DIR] [--threads N] [--max-memory BYTES] [-q]`: runs a graph on the
+ * [-o DIR] [--threads N] [--max-memory BYTES] [-q]` (also [--plugin LIB.so]...): runs a graph on the
  * reference interpreter. Inputs are .npy or ONNX TensorProto .pb files
  * matched by name; outputs are written as .npy (atomically). */
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "ctosa/custom.h"
 #include "ctosa/interp.h"
 #include "interp/npy.h"
 #include "onnx/tensor_file.h"
@@ -27,6 +28,10 @@ static void help(void) {
            "  --threads N          worker threads (default: number of CPUs)\n"
            "  --max-memory BYTES   limit on tensor memory (default: physical memory;\n"
            "                       suffixes K, M, G)\n"
+           "  --max-iterations N   stop a WHILE_LOOP after N iterations (default 10000000;\n"
+           "                       0 = unlimited)\n"
+           "  --plugin LIB.so      load a custom-operator plugin whose kernels run the\n"
+           "                       graph's CUSTOM operators (repeatable)\n"
            "  -q, --quiet          print nothing on success\n"
            "\n"
            ".npy encodings per TOSA dtype: see docs/interpreter.md (bf16 as <u2 bits,\n"
@@ -47,6 +52,18 @@ static bool split_binding(const char *arg, binding *b) {
     b->name = name;
     b->file = eq + 1;
     return true;
+}
+
+/* True when path exists and is the same file as one of the command's
+ * inputs (the model or an --input file): outputs never overwrite inputs. */
+static bool is_an_input(const char *path, const char *model, const binding *ins, int n_ins) {
+    struct stat o, st;
+    if (stat(path, &o) != 0) return false;
+    if (stat(model, &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) return true;
+    for (int k = 0; k < n_ins; k++)
+        if (stat(ins[k].file, &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino)
+            return true;
+    return false;
 }
 
 static bool ends_with(const char *s, const char *suf) {
@@ -210,8 +227,11 @@ int cmd_run(int argc, char **argv) {
     bool quiet = false;
     ctosa_interp_options opt;
     ctosa_interp_options_init(&opt);
+    /* Untrusted graphs: a WHILE_LOOP that never ends is stopped (exit 2). */
+    opt.max_iterations = 10000000;
     ctosa_graph *g = NULL;
     ctosa_interp *it = NULL;
+    ctosa_custom_registry *reg = NULL;
     char **written = NULL;
     uint32_t nout = 0;
     if (!ins || !outs) {
@@ -238,6 +258,13 @@ int cmd_run(int argc, char **argv) {
             n_outs++;
         } else if ((v = flag(argc, argv, &i, "-o", "--output-dir", &missing))) {
             dir = v;
+        } else if ((v = flag(argc, argv, &i, "--plugin", NULL, &missing))) {
+            ctosa_error *pe = reg ? NULL : ctosa_custom_registry_create(&reg);
+            if (!pe) pe = ctosa_custom_registry_load_plugin(reg, v);
+            if (pe) {
+                rc = cli_fail(CMD, ctosa_error_prefix(pe, "--plugin"));
+                goto done;
+            }
         } else if ((v = flag(argc, argv, &i, "--threads", NULL, &missing))) {
             char *end;
             long n = strtol(v, &end, 10);
@@ -246,6 +273,15 @@ int cmd_run(int argc, char **argv) {
                 goto done;
             }
             opt.threads = (int)n;
+        } else if ((v = flag(argc, argv, &i, "--max-iterations", NULL, &missing))) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*end || end == v || errno || v[0] == '-') {
+                rc = cli_usage(CMD, "--max-iterations expects a number (0 = unlimited), got '%s'", v);
+                goto done;
+            }
+            opt.max_iterations = n;
         } else if ((v = flag(argc, argv, &i, "--max-memory", NULL, &missing))) {
             if (!parse_size(v, &opt.max_memory) || opt.max_memory == 0) {
                 rc = cli_usage(CMD, "--max-memory expects a byte count such as 512M, got '%s'", v);
@@ -270,6 +306,13 @@ int cmd_run(int argc, char **argv) {
         rc = cli_usage(CMD, "no MODEL.tosa given");
         goto done;
     }
+    for (int k = 0; k < n_outs; k++) {
+        if (is_an_input(outs[k].file, model, ins, n_ins)) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "--output %s=%s would overwrite an input file",
+                                               outs[k].name, outs[k].file));
+            goto done;
+        }
+    }
     ctosa_error *e = ctosa_read_file(model, NULL, &g); /* names the file itself */
     if (e) {
         rc = cli_fail(CMD, e);
@@ -277,6 +320,10 @@ int cmd_run(int argc, char **argv) {
     }
     if ((e = ctosa_interp_create(g, &opt, &it))) {
         rc = cli_fail(CMD, ctosa_error_prefix(e, "%s", model));
+        goto done;
+    }
+    if (reg && (e = ctosa_custom_registry_attach(reg, it))) {
+        rc = cli_fail(CMD, e);
         goto done;
     }
     /* Every --input and --output must name a graph input/output. */
@@ -389,6 +436,12 @@ int cmd_run(int argc, char **argv) {
             free(s);
             path = owned;
         }
+        if (is_an_input(path, model, ins, n_ins)) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': %s would overwrite an input "
+                                               "file (use --output NAME=FILE or -o DIR)", info.name, path));
+            free(owned);
+            goto done;
+        }
         const char *descr = npy_descr_for(val.dtype);
         e = descr ? npy_write_file(path, descr, val.rank, val.shape, val.data, val.size)
                   : ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': dtype %s cannot be "
@@ -420,6 +473,7 @@ done:
     free(ins);
     free(outs);
     ctosa_interp_free(it);
+    ctosa_custom_registry_free(reg); /* after the interpreter: kernels live in plugins */
     ctosa_graph_free(g);
     return rc;
 }

@@ -4,11 +4,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "lower/lower_internal.h"
 #include "spec/compliance.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ctosa spec SPEC [--json]\n"
+            "usage: ctosa spec SPEC [--onnx] [--json]\n"
             "       ctosa spec --target NAME [--json]\n"
             "       ctosa spec --list-targets\n\n"
             "Parses a TOSA spec string (e.g. TOSA-1.0+INT+int16) and prints its canonical\n"
@@ -20,7 +21,68 @@ static void usage(FILE *f) {
             "                  inexactround dynamic, and for TOSA 1.1 int64 shape (and mx...)\n"
             "  --target NAME   the spec of a target (ethos-u55-128, ethos-u85-256, vgf, ...)\n"
             "  --list-targets  list the known targets and their specs\n"
+            "  --onnx          instead of TOSA operators: which ONNX operators are delegated\n"
+            "                  with int64 operands under SPEC (derived by lowering a one-node\n"
+            "                  probe per registered ONNX operator and validating it), and\n"
+            "                  for the others the reason code and the missing row\n"
             "  --json          machine-readable output\n");
+}
+
+/* --onnx: the derived int64 allowlist. */
+typedef struct onnx_list {
+    strbuf yes, no;
+    uint32_t n_yes, n_no;
+    bool json;
+} onnx_list;
+
+static void onnx_cb(void *ud, const char *op, bool delegated, const char *code, const char *reason) {
+    onnx_list *l = ud;
+    if (l->json) {
+        strbuf *b = &l->yes;
+        sb_printf(b, "%s\n    {\"op\": ", l->n_yes + l->n_no ? "," : "");
+        sb_json_str(b, op);
+        sb_printf(b, ", \"delegated\": %s", delegated ? "true" : "false");
+        if (delegated && code) sb_puts(b, ", \"compile_time\": true");
+        if (!delegated) {
+            sb_puts(b, ", \"code\": ");
+            sb_json_str(b, code ? code : "");
+            sb_puts(b, ", \"reason\": ");
+            sb_json_str(b, reason ? reason : "");
+        }
+        sb_puts(b, "}");
+    } else if (delegated) {
+        sb_printf(&l->yes, "  %s%s\n", op, code ? "  (computed at compile time)" : "");
+    } else {
+        sb_printf(&l->no, "  %s: %s: %s\n", op, code ? code : "?", reason ? reason : "");
+    }
+    if (delegated) l->n_yes++;
+    else l->n_no++;
+}
+
+static void print_onnx(const ctosa_spec *s, const char *canon, bool json) {
+    onnx_list l;
+    memset(&l, 0, sizeof l);
+    l.json = json;
+    sb_init(&l.yes);
+    sb_init(&l.no);
+    lw_int64_allowlist(s, onnx_cb, &l);
+    if (json) {
+        printf("{\n  \"spec\": ");
+        strbuf c;
+        sb_init(&c);
+        sb_json_str(&c, canon);
+        printf("%s,\n  \"int64_extension\": %s,\n  \"onnx_int64\": [%s\n  ]\n}\n", c.s ? c.s : "\"\"",
+               lw_spec_has_int64(s) ? "true" : "false", l.yes.s ? l.yes.s : "");
+        sb_free(&c);
+    } else {
+        printf("spec:       %s\n", canon);
+        printf("ONNX operators with int64 operands (each registered lowering run on a one-node probe\n"
+               "with int64 inputs and validated under the spec):\n");
+        printf("delegated (%u):\n%s", l.n_yes, l.yes.s ? l.yes.s : "");
+        printf("not delegated (%u):\n%s", l.n_no, l.no.s ? l.no.s : "");
+    }
+    sb_free(&l.yes);
+    sb_free(&l.no);
 }
 
 static const char *limit_keys[SPEC_LIMIT_COUNT] = {
@@ -146,7 +208,7 @@ static void print_json(const ctosa_spec *s, const char *canon) {
 
 int cmd_spec(int argc, char **argv) {
     const char *text = NULL, *target = NULL;
-    bool json = false, list = false;
+    bool json = false, list = false, onnx = false;
     for (int i = 1; i < argc; i++) {
         int missing;
         const char *v;
@@ -155,6 +217,8 @@ int cmd_spec(int argc, char **argv) {
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--onnx") == 0) {
+            onnx = true;
         } else if (strcmp(argv[i], "--list-targets") == 0) {
             list = true;
         } else if ((v = cli_flag_value(argc, argv, &i, "--target", "-t", &missing)) || missing) {
@@ -180,7 +244,9 @@ int cmd_spec(int argc, char **argv) {
     if (err) return cli_fail("spec", err);
     char canon[256];
     ctosa_spec_format(&s, canon, sizeof canon);
-    if (json)
+    if (onnx)
+        print_onnx(&s, canon, json);
+    else if (json)
         print_json(&s, canon);
     else
         print_text(&s, canon);

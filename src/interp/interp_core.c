@@ -324,8 +324,12 @@ static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
             return ctosa_error_new(CTOSA_ERR_NOMEM, "region '%s': cannot allocate %llu bytes of "
                                    "activation memory", p->region->name, (unsigned long long)top);
     }
+    /* When every activation is empty (top == 0) there is no block: empty
+     * tensors then point at a dummy (no pointer arithmetic on NULL). */
+    static _Alignas(64) char no_activations[64];
     for (uint32_t i = 0; i < p->n_slots; i++)
-        if (p->slots[i].kind == SLOT_ACT) p->slots[i].t.data = (char *)p->act + p->slots[i].off;
+        if (p->slots[i].kind == SLOT_ACT)
+            p->slots[i].t.data = p->act ? (char *)p->act + p->slots[i].off : no_activations;
     return NULL;
 }
 
@@ -383,12 +387,10 @@ static slot *slot_of(itensor *t) { return (slot *)((char *)t - offsetof(slot, t)
  * checks would fail (the unfused run then reports them as before) and in
  * blocks with control flow (a region could read the intermediate). */
 static void fuse_clamps(rplan *p) {
-    const ctosa_block *b = p->block;
     for (uint32_t i = 0; i < p->n_ops; i++) {
         const ctosa_op *op = p->ops[i].op;
         if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP) return;
     }
-    (void)b;
     for (uint32_t i = 0; i < p->n_ops; i++) {
         pop *pc = &p->ops[i];
         const ctosa_op *op = pc->op;

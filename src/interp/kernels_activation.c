@@ -94,7 +94,20 @@ ctosa_error *interp_k_CLAMP(const interp_op *o) {
         clamp_f(&j, full * CLAMP_BLOCK, (size_t)n);
     } else {
         if (imax < imin) return interp_fail(o, "max_val %lld < min_val %lld", (long long)imax, (long long)imin);
-        for (uint64_t i = 0; i < n; i++) im_store_i(t, out->data, i, im_clip(im_load_i(t, in->data, i), imin, imax));
+        /* typed loops for the common dtypes (they vectorise); bounds were
+         * decoded from the dtype's own bytes, so they fit it */
+#define CLAMP_TYPED(T)                                                             \
+    do {                                                                           \
+        const T *s = in->data, lo = (T)imin, hi = (T)imax;                         \
+        T *d = out->data;                                                          \
+        for (uint64_t i = 0; i < n; i++) d[i] = s[i] < lo ? lo : s[i] > hi ? hi : s[i]; \
+    } while (0)
+        if (t == CTOSA_DTYPE_INT8) CLAMP_TYPED(int8_t);
+        else if (t == CTOSA_DTYPE_INT16) CLAMP_TYPED(int16_t);
+        else if (t == CTOSA_DTYPE_INT32) CLAMP_TYPED(int32_t);
+        else
+            for (uint64_t i = 0; i < n; i++) im_store_i(t, out->data, i, im_clip(im_load_i(t, in->data, i), imin, imax));
+#undef CLAMP_TYPED
     }
     return NULL;
 }

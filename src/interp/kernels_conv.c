@@ -415,7 +415,6 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
         e = c_nomem(o);
         goto done;
     }
-    memset(acc, 0, c->out->count * sizeof(int64_t));
     amax = kg_cvt_i8_f32(c->in->data, c->in->count, (int32_t)c->izp, inf);
     /* Constant weights: the chunks are planned for the worst input the
      * zero point allows (|x - zp| <= max(127 - zp, zp + 128)), so the
@@ -462,6 +461,10 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
             goto done;
         }
     }
+    /* one chunk (the usual case): its exact float sums go straight to the
+     * epilogue, no int64 accumulation pass */
+    bool single = tpc >= T && (cpc >= IC || IC == 0);
+    if (!single) memset(acc, 0, c->out->count * sizeof(int64_t));
     size_t coff = 0; /* offset of the chunk in the cached block */
     for (int64_t t0 = 0; t0 < T; t0 += tpc) {
         int64_t t1 = t0 + tpc < T ? t0 + tpc : T;
@@ -485,11 +488,12 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
                 e = c_nomem(o);
                 goto done;
             }
-            for (uint64_t i = 0; i < c->out->count; i++) acc[i] += (int64_t)tmp[i];
+            if (!single)
+                for (uint64_t i = 0; i < c->out->count; i++) acc[i] += (int64_t)tmp[i];
             if (IC == 0) break;
         }
     }
-    e = c_int_epilogue(o, c, acc, ACC_I64, OC);
+    e = single ? c_int_epilogue(o, c, tmp, ACC_F32, OC) : c_int_epilogue(o, c, acc, ACC_I64, OC);
 done:
     free(zero);
     return e;

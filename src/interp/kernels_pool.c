@@ -254,7 +254,9 @@ ctosa_error *interp_k_ARGMAX(const interp_op *o) {
     if (im_dims(in, 0, in->rank) != in->count || im_dims(out, 0, out->rank) != out->count)
         return interp_fail(o, "tensor element counts do not match their shapes");
     ctosa_dtype t = in->dtype, to = out->dtype;
-    if (!im_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16)
+    /* i32 and i64 inputs: TOSA 1.1 EXT-INT64 rows (i64 output). */
+    if (!im_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16 && t != CTOSA_DTYPE_INT32 &&
+        t != CTOSA_DTYPE_INT64)
         return interp_fail(o, "ARGMAX of %s is not supported", ctosa_dtype_short(t));
     if (to != CTOSA_DTYPE_INT32 && to != CTOSA_DTYPE_INT64) return interp_fail(o, "output must be int32");
     uint64_t left = im_dims(in, 0, (uint32_t)axis), len = (uint64_t)in->shape[axis];

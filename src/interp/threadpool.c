@@ -1,24 +1,36 @@
 /* threadpool.c - the interpreter's worker threads for interp_parallel_for.
  *
  * One job at a time (operators run in order): the caller publishes the job,
- * every worker and the caller take chunks from a shared atomic counter, and
- * the caller waits until all workers have left the job. A call made from
- * inside a job (a kernel that nests parallel loops) runs inline, so the pool
- * never waits on itself.
+ * every worker and the caller take chunks from a shared atomic counter. A
+ * call made from inside a job (a kernel that nests parallel loops) runs
+ * inline, so the pool never waits on itself.
  *
  * Waking a sleeping thread through a condition variable costs tens of
  * microseconds (measured ~55 us per job on the 2-vCPU build machine), which
  * is as long as many convolution layers take. So both sides spin for a
- * short while first: a worker that has just finished a job polls the job
- * counter for up to SPIN_NS before it sleeps, and the caller polls for the
+ * short while first: a worker that has just finished a job polls for the
+ * next one for up to SPIN_NS before it sleeps, and the caller polls for the
  * workers to finish before it sleeps. A network's operators follow each
- * other within microseconds, so workers are usually still spinning when
- * the next job arrives. Sleeping is announced through counters (sleepers,
- * caller_waiting) that the other side reads after publishing its change,
- * both with sequentially consistent atomics, so no wake-up is lost: either
- * the publisher sees the sleeper and signals under the mutex, or the
- * sleeper sees the change before it waits. */
+ * other within microseconds, so workers are usually still polling when the
+ * next job arrives. Polling threads call sched_yield() every few
+ * microseconds, so on a loaded machine they hand the CPU to threads with
+ * work (often this interpreter's own caller thread).
+ *
+ * Workers join a job explicitly: one atomic word holds the job's
+ * generation, an "open" bit and the number of workers inside the job. A
+ * worker enters by incrementing the count while the job is open; the
+ * caller closes the job once every chunk has been claimed and then waits
+ * only for the workers that entered. On a loaded machine a worker that is
+ * not scheduled in time simply misses the job (the caller and the other
+ * workers do its chunks) instead of making the caller wait for it.
+ *
+ * Sleeping is announced through counters (sleepers, caller_waiting) that
+ * the other side reads after publishing its change, both with sequentially
+ * consistent atomics, so no wake-up is lost: either the publisher sees the
+ * sleeper and signals under the mutex, or the sleeper sees the change
+ * before it waits. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -29,18 +41,23 @@
  * interpreter stops burning CPU almost at once. */
 #define SPIN_NS 200000L
 
+/* state word: generation << 17 | OPEN | workers inside the job */
+#define ST_OPEN (UINT64_C(1) << 16)
+#define ST_ACTIVE(s) ((s) & 0xffffu)
+#define ST_GEN(s) ((s) >> 17)
+
 struct tpool {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     pthread_t *threads;
     int n_threads;       /* workers (not counting the caller) */
     int started;
-    uint64_t generation; /* atomic: bumped per job */
-    int busy;            /* atomic: workers still inside the current job */
+    uint64_t state;      /* atomic: see ST_* */
     int sleepers;        /* atomic: workers asleep (or about to) on wake */
     int caller_waiting;  /* atomic: the caller sleeps (or is about to) on done */
     int quit;            /* atomic */
-    /* current job: written by the caller before generation is bumped */
+    /* current job: written by the caller before the state word publishes it,
+     * read by workers only after they entered the job */
     void (*fn)(void *, size_t, size_t);
     void *arg;
     size_t n, chunk;
@@ -72,15 +89,17 @@ static void take_chunks(tpool *p) {
     }
 }
 
-/* Polls until *v != old (or quit) for up to SPIN_NS; true when it changed. */
+/* Polls until the job generation differs from old (or quit) for up to
+ * SPIN_NS; true when it did. */
 static bool spin_gen(tpool *p, uint64_t old) {
     int64_t t0 = 0;
     for (unsigned i = 0;; i++) {
-        if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) != old ||
+        if (ST_GEN(__atomic_load_n(&p->state, __ATOMIC_ACQUIRE)) != old ||
             __atomic_load_n(&p->quit, __ATOMIC_ACQUIRE))
             return true;
         cpu_relax();
         if ((i & 63) == 63) { /* read the clock now and then, not every poll */
+            sched_yield(); /* on a loaded machine, let a runnable thread have the CPU */
             int64_t t = mono_ns();
             if (!t0) t0 = t;
             else if (t - t0 > SPIN_NS) return false;
@@ -96,17 +115,28 @@ static void *worker(void *arg) {
             pthread_mutex_lock(&p->mu);
             __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
             while (!__atomic_load_n(&p->quit, __ATOMIC_SEQ_CST) &&
-                   __atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen)
+                   ST_GEN(__atomic_load_n(&p->state, __ATOMIC_SEQ_CST)) == seen)
                 pthread_cond_wait(&p->wake, &p->mu);
             __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
             pthread_mutex_unlock(&p->mu);
         }
         if (__atomic_load_n(&p->quit, __ATOMIC_ACQUIRE)) break;
-        seen = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
+        uint64_t s = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
+        seen = ST_GEN(s);
+        /* enter the job if it is still open */
+        bool entered = false;
+        while (ST_GEN(s) == seen && (s & ST_OPEN))
+            if (__atomic_compare_exchange_n(&p->state, &s, s + 1, false, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_ACQUIRE)) {
+                entered = true;
+                break;
+            }
+        if (!entered) continue;
         in_job = true;
         take_chunks(p);
         in_job = false;
-        if (__atomic_sub_fetch(&p->busy, 1, __ATOMIC_SEQ_CST) == 0 &&
+        uint64_t after = __atomic_sub_fetch(&p->state, 1, __ATOMIC_SEQ_CST);
+        if (ST_ACTIVE(after) == 0 && !(after & ST_OPEN) &&
             __atomic_load_n(&p->caller_waiting, __ATOMIC_SEQ_CST)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
@@ -163,15 +193,16 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
     /* A few chunks per thread balances uneven work without much overhead. */
     size_t parts = (size_t)(p->started + 1) * 4;
     size_t chunk = (n + parts - 1) / parts;
-    /* No worker is inside a job here (the previous call waited for busy to
-     * reach 0), so the job fields can be written without the mutex. */
+    /* No worker is inside a job here (the previous call waited for the
+     * workers that entered it, and nobody can enter a closed job), so the
+     * job fields can be written without the mutex. */
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->chunk = chunk ? chunk : 1;
     __atomic_store_n(&p->next, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->busy, p->started, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST); /* publishes the fields */
+    uint64_t gen = ST_GEN(__atomic_load_n(&p->state, __ATOMIC_RELAXED)) + 1;
+    __atomic_store_n(&p->state, (gen << 17) | ST_OPEN, __ATOMIC_SEQ_CST); /* publishes the fields */
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
@@ -180,24 +211,29 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
     in_job = true;
     take_chunks(p);
     in_job = false;
-    /* wait for the workers: poll first, then sleep */
+    /* every chunk is claimed: close the job, then wait for the workers
+     * inside it (poll first, then sleep) */
+    uint64_t s = __atomic_and_fetch(&p->state, ~ST_OPEN, __ATOMIC_SEQ_CST);
     int64_t t0 = 0;
-    for (unsigned i = 0; __atomic_load_n(&p->busy, __ATOMIC_ACQUIRE) > 0; i++) {
+    for (unsigned i = 0; ST_ACTIVE(s) > 0; i++) {
         cpu_relax();
+        s = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
         if ((i & 63) != 63) continue;
+        sched_yield();
         int64_t t = mono_ns();
         if (!t0) t0 = t;
         else if (t - t0 > SPIN_NS) break;
     }
-    if (__atomic_load_n(&p->busy, __ATOMIC_ACQUIRE) > 0) {
+    if (ST_ACTIVE(s) > 0) {
         pthread_mutex_lock(&p->mu);
         __atomic_store_n(&p->caller_waiting, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&p->busy, __ATOMIC_SEQ_CST) > 0) pthread_cond_wait(&p->done, &p->mu);
+        while (ST_ACTIVE(__atomic_load_n(&p->state, __ATOMIC_SEQ_CST)) > 0)
+            pthread_cond_wait(&p->done, &p->mu);
         __atomic_store_n(&p->caller_waiting, 0, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&p->mu);
     }
-    /* pairs with the workers' release of busy: their writes are visible */
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    /* the workers' writes are visible: every load of the state word above
+     * that saw them leave was an acquire */
 }
 
 void interp_parallel_for(interp_ctx *ctx, size_t n,

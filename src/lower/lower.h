@@ -79,7 +79,9 @@
     X(INPUT_FALLBACK, "input_not_available")    /* an input's type/shape is unknown */ \
     X(INTERNAL, "internal_error")                                               \
     /* added by the framework: */                                               \
-    X(CPU_CONSUMER, "cpu_consumer")  /* folded at compile time, but a CPU node needs the value */
+    X(CPU_CONSUMER, "cpu_consumer")  /* folded at compile time, but a CPU node needs the value */ \
+    /* added for custom operators (lower_custom.c): */                          \
+    X(CUSTOM_REJECTED, "custom_op_rejected") /* a custom op's validate/infer refused the node */
 
 typedef enum lower_code {
 #define LOWER_X(e, s) LOWER_##e,

@@ -429,6 +429,8 @@ static ctosa_error *scratch_graph(ctosa_version v, ctosa_graph **g, ctosa_block 
     return e;
 }
 
+static int32_t output_onnx_dtype(lower_session *s, const ctosa_onnx_node *n, uint32_t i, ctosa_dtype t);
+
 /* Records the outputs of node ni from a finished context. */
 static ctosa_error *record_outputs(lower_session *s, uint32_t ni, lower_ctx *c, bool all_const_ok) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
@@ -452,9 +454,7 @@ static ctosa_error *record_outputs(lower_session *s, uint32_t ni, lower_ctx *c, 
         } else {
             const ctosa_tensor *t = ctosa_block_find_tensor(c->g, c->b, c->out_names[i]);
             if (!t) return ctosa_error_new(CTOSA_ERR_INTERNAL, "output tensor of '%s' missing", on);
-            const ctosa_onnx_type *ty = declared_type(s, on);
-            v->v.onnx_dtype = ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type ? ty->elem_type
-                                                                                      : lw_onnx_of_tosa(t->dtype);
+            v->v.onnx_dtype = output_onnx_dtype(s, n, i, t->dtype);
             v->v.t = t->dtype;
             v->v.rank = t->rank;
             for (uint32_t k = 0; k < t->rank; k++) v->v.shape[k] = t->shape[k];
@@ -467,12 +467,55 @@ static ctosa_error *record_outputs(lower_session *s, uint32_t ni, lower_ctx *c, 
     return NULL;
 }
 
-/* Outputs of a fallback node: whatever the model declares. */
+static bool narrowed_int64(lower_session *s, const ctosa_onnx_node *n, uint32_t out);
+
+/* ONNX dtype of a runtime output carried in TOSA dtype t: the declared
+ * one, else int64 for an int64 result carried in int32 (no int64 in the
+ * spec), else the one t carries. */
+static int32_t output_onnx_dtype(lower_session *s, const ctosa_onnx_node *n, uint32_t i, ctosa_dtype t) {
+    const ctosa_onnx_type *ty = declared_type(s, n->outputs[i]);
+    if (ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type) return ty->elem_type;
+    if (t == CTOSA_DTYPE_INT32 && !lw_spec_has_int64(&s->spec) && narrowed_int64(s, n, i)) return ONNX_INT64;
+    return lw_onnx_of_tosa(t);
+}
+
+/* Types and shapes (no values) of the outputs of a node that falls back
+ * although its lowering ran: its consumers then get a precise reason
+ * instead of input_not_available. The model's declarations still win
+ * (record_declared runs afterwards). */
+static void record_types(lower_session *s, uint32_t ni, lower_ctx *c) {
+    const ctosa_onnx_node *n = &s->g->nodes[ni];
+    for (uint32_t i = 0; i < n->n_outputs; i++) {
+        lw_val *v = lw_lookup(s, n->outputs[i]);
+        const ctosa_tensor *t = c->out_names[i] ? ctosa_block_find_tensor(c->g, c->b, c->out_names[i]) : NULL;
+        if (!v || !t || t->rank > LOWER_MAX_RANK) continue;
+        v->v.onnx_dtype = output_onnx_dtype(s, n, i, t->dtype);
+        v->v.t = v->v.onnx_dtype == ONNX_INT64 && !lw_spec_has_int64(&s->spec) ? CTOSA_DTYPE_INT64 : t->dtype;
+        v->v.rank = t->rank;
+        for (uint32_t k = 0; k < t->rank; k++) v->v.shape[k] = t->shape[k];
+        v->v.static_shape = true;
+        v->v.data = NULL;
+        v->known = true;
+    }
+}
+
+/* Outputs of a fallback node: whatever the model declares; dimensions the
+ * declaration leaves symbolic keep the static size the lowering computed
+ * (record_types; e.g. after --shape). */
 static void record_declared(lower_session *s, uint32_t ni) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     for (uint32_t i = 0; i < n->n_outputs; i++) {
         lw_val *v = lw_lookup(s, n->outputs[i]);
-        if (v) set_type_from(s, v, declared_type(s, n->outputs[i]));
+        if (!v) continue;
+        lower_value old = v->v;
+        bool had = v->known && old.static_shape;
+        set_type_from(s, v, declared_type(s, n->outputs[i]));
+        if (!had || v->v.static_shape || v->v.rank != old.rank || v->v.onnx_dtype != old.onnx_dtype) continue;
+        bool same = true;
+        for (uint32_t k = 0; k < old.rank; k++) same &= v->v.shape[k] < 0 || v->v.shape[k] == old.shape[k];
+        if (!same) continue;
+        memcpy(v->v.shape, old.shape, sizeof old.shape);
+        v->v.static_shape = true;
     }
 }
 
@@ -544,6 +587,11 @@ static bool narrowed_int64(lower_session *s, const ctosa_onnx_node *n, uint32_t 
         const ctosa_onnx_attr *a = ctosa_onnx_node_attr(n, "to");
         return a && a->i == ONNX_INT64;
     }
+    /* Operators whose output is int64 whatever their inputs. */
+    static const char *const always[] = {"ArgMax", "ArgMin", "Shape", "Size", "NonZero"};
+    for (size_t k = 0; k < sizeof always / sizeof *always; k++)
+        if (strcmp(n->op_type, always[k]) == 0) return out == 0;
+    if (strcmp(n->op_type, "TopK") == 0) return out == 1;
     if (strcmp(n->op_type, "CastLike") == 0 && n->n_inputs > 1) {
         lw_val *v = lw_lookup(s, n->inputs[1]);
         return v && v->v.onnx_dtype == ONNX_INT64;
@@ -592,6 +640,9 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
         ctosa_interp_options io;
         ctosa_interp_options_init(&io);
         io.threads = 1;
+        /* A hostile model can ask to fold e.g. ConstantOfShape([1e5, 1e5]):
+         * cap what one fold may allocate instead of the machine's memory. */
+        io.max_memory = 16 * FOLD_MAX_BYTES;
         if (!e) e = ctosa_interp_create(g, &io, &it);
         if (!e) e = ctosa_interp_run(it);
         for (uint32_t i = 0; !e && i < n->n_outputs; i++) {
@@ -657,10 +708,15 @@ static void decide_node(lower_session *s, uint32_t ni) {
     bool default_domain = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
     const lower_entry *ent = lower_find(n->domain, n->op_type, default_domain ? s->opset
                                         : ctosa_onnx_opset_version(s->m, n->domain));
+    const lower_entry *qent = qdq_entry(s, ni);
+    if (qent) ent = qent;
+    const lower_entry *cent = lw_custom_find(s, ni); /* registered custom ops win */
+    if (cent) ent = cent;
     if (!ent) {
         if (!default_domain)
             node_fallback(s, ni, LOWER_UNREGISTERED_CUSTOM, NULL,
-                          "%s (domain '%s') has no TOSA lowering and no plugin registers it", n->op_type,
+                          "%s (domain '%s') has no TOSA lowering and no plugin registers it (load one "
+                          "with --plugin LIB.so, or declare it with --custom-ops FILE.json)", n->op_type,
                           n->domain);
         else
             node_fallback(s, ni, LOWER_UNSUPPORTED_OP, NULL, "%s has no TOSA lowering%s", n->op_type,
@@ -718,12 +774,17 @@ static void decide_node(lower_session *s, uint32_t ni) {
         node_fallback(s, ni, LOWER_INT64_NOT_ENABLED, int64_in,
                       "input '%s' is an int64 tensor computed at run time and the spec has no int64 "
                       "(needs TOSA-1.1 with +int64)", int64_in);
+        record_types(s, ni, &c);
     } else {
         ctosa_validate_options vo = {.max_problems = 8};
         ctosa_error *e = ctosa_validate(g, &s->spec, &vo);
         if (e) {
             const char *msg = ctosa_error_message(e);
-            node_fallback(s, ni, lw_map_validator(g, &s->spec, msg), NULL, "%s", validator_reason(&s->a, msg));
+            lower_code code = lw_map_validator(g, &s->spec, msg);
+            const char *why = validator_reason(&s->a, msg);
+            lw_int64_explain(g, &s->spec, n->op_type, &s->a, &code, &why);
+            node_fallback(s, ni, code, NULL, "%s", why);
+            record_types(s, ni, &c);
             ctosa_error_free(e);
         } else {
             const ctosa_block *b = c.b;
@@ -827,14 +888,16 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
                                    s->g->outputs[i].name);
         v->graph_output = true;
     }
-    return NULL;
+    return qdq_prepass(s);
 }
 
 void lw_session_decide(lower_session *s) {
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         decide_node(s, i);
         if (s->nodes[i].kind == LW_NODE_FALLBACK) record_declared(s, i);
+        qdq_note_outputs(s, i);
     }
+    qdq_post_decide(s);
 }
 
 void lw_session_close(lower_session *s) {

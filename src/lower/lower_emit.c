@@ -231,13 +231,22 @@ static int64_t elem_count(const lower_value *v) {
     return n;
 }
 
+/* double -> int64 saturating (NaN -> 0): a cast of an out-of-range value
+ * is undefined behaviour, and constants come from untrusted models. */
+static int64_t sat_i64(double f) {
+    if (f != f) return 0;
+    if (f >= 0x1p63) return INT64_MAX;
+    if (f < -0x1p63) return INT64_MIN;
+    return (int64_t)f;
+}
+
 /* Element k of ONNX-encoded data as double / int64. */
 static bool load_elem(int32_t dt, const uint8_t *p, uint64_t k, double *d, int64_t *x) {
     switch (dt) {
-    case ONNX_FLOAT: { uint32_t u = rd_u32(p + 4 * k); float f; memcpy(&f, &u, 4); *d = f; *x = (int64_t)f; return true; }
-    case ONNX_DOUBLE: { uint64_t u = rd_u64(p + 8 * k); double f; memcpy(&f, &u, 8); *d = f; *x = (int64_t)f; return true; }
-    case ONNX_FLOAT16: *d = ff_fp16_to_f32(rd_u16(p + 2 * k)); *x = (int64_t)*d; return true;
-    case ONNX_BFLOAT16: *d = ff_bf16_to_f32(rd_u16(p + 2 * k)); *x = (int64_t)*d; return true;
+    case ONNX_FLOAT: { uint32_t u = rd_u32(p + 4 * k); float f; memcpy(&f, &u, 4); *d = f; *x = sat_i64(f); return true; }
+    case ONNX_DOUBLE: { uint64_t u = rd_u64(p + 8 * k); double f; memcpy(&f, &u, 8); *d = f; *x = sat_i64(f); return true; }
+    case ONNX_FLOAT16: *d = ff_fp16_to_f32(rd_u16(p + 2 * k)); *x = sat_i64(*d); return true;
+    case ONNX_BFLOAT16: *d = ff_bf16_to_f32(rd_u16(p + 2 * k)); *x = sat_i64(*d); return true;
     case ONNX_INT8: *x = (int8_t)p[k]; break;
     case ONNX_UINT8: *x = p[k]; break;
     case ONNX_BOOL: *x = p[k] != 0; break;
@@ -292,7 +301,7 @@ int64_t lw_attr_int(const lower_ctx *c, const char *name, int64_t dflt) {
     const ctosa_onnx_attr *a = ctosa_onnx_node_attr(c->node, name);
     if (!a) return dflt;
     if (a->type == CTOSA_ONNX_ATTR_INT) return a->i;
-    if (a->type == CTOSA_ONNX_ATTR_FLOAT) return (int64_t)a->f;
+    if (a->type == CTOSA_ONNX_ATTR_FLOAT) return sat_i64(a->f);
     return dflt;
 }
 

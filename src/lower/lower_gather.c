@@ -15,7 +15,8 @@
  *     C = the rest; tuples are linearised to one position.
  * Negative indices are wrapped: at compile time for constants, with
  * t = i + K; t - (t / K) * K (INTDIV) for runtime indices.
- * Runtime int64 indices are CAST to i32 under specs with int64; without
+ * Gather under specs with int64 keeps int64 indices i64 (GATHER's i64-index
+ * rows); the other forms CAST runtime int64 indices to i32; without
  * int64 the framework's int64 rules decide (a runtime int64 graph input is
  * int64_not_enabled).
  * Repeated constant indices with reduction 'none' are applied in order
@@ -70,7 +71,8 @@ static const char *runtime_indices(lower_ctx *c, uint32_t i, const lower_value *
  * k_name is a constant broadcastable to the indices (rank r). */
 static const char *wrap_runtime(lower_ctx *c, const char *idx, uint32_t rank,
                                 const int64_t *shape, const char *k_name) {
-    const ctosa_dtype I = CTOSA_DTYPE_INT32;
+    const ctosa_tensor *ti = lw_tensor_info(c, idx);
+    const ctosa_dtype I = ti ? ti->dtype : CTOSA_DTYPE_INT32; /* i32, or i64 (Gather under int64) */
     const char *t = lw_binary(c, CTOSA_OP_ADD, idx, k_name, I, rank, shape);
     if (!t) return NULL;
     const char *q = lw_binary(c, CTOSA_OP_INTDIV, t, k_name, I, rank, shape);
@@ -92,6 +94,8 @@ static bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
  * indices, so they are widened for int64 data. */
 static const char *index_for(lower_ctx *c, const char *idx, ctosa_dtype values_t, uint32_t rank,
                              const int64_t *shape) {
+    const ctosa_tensor *ti = lw_tensor_info(c, idx);
+    if (ti && ti->dtype == CTOSA_DTYPE_INT64) return idx; /* already i64 (wide index math) */
     if (idx && values_t == CTOSA_DTYPE_INT64)
         return lw_cast(c, idx, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT64, rank, shape);
     return idx;
@@ -128,19 +132,36 @@ static lower_status lower_gather(lower_ctx *c) {
     }
     if (!fits_i32(N * K * C) || !fits_i32(N * W))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Gather: tensor too large for i32 indices");
-    const ctosa_dtype I = CTOSA_DTYPE_INT32;
+    /* Under int64 specs, int64 indices (and any indices of int64 data)
+     * stay i64: GATHER has i64-index rows for every value type there, and
+     * the index arithmetic then needs no i32 rows (PRO-INT only). */
+    const bool wide = lw_tosa_dtype(c, ONNX_INT64) == CTOSA_DTYPE_INT64 &&
+                      (iv->onnx_dtype == ONNX_INT64 || v->t == CTOSA_DTYPE_INT64);
+    const ctosa_dtype I = wide ? CTOSA_DTYPE_INT64 : CTOSA_DTYPE_INT32;
     int64_t nw[2] = {N, W};
     const char *idx;
     const int64_t *ci;
     if (const_indices(c, 1, &ci) >= 0) {
         int32_t *buf = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *buf);
-        if (!buf) return dm_fail(c);
+        double *dbuf = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *dbuf);
+        if (!buf || !dbuf) return dm_fail(c);
         for (int64_t w = 0; w < W; w++) {
             int64_t x = ci[w] < 0 ? ci[w] + K : ci[w];
             if (x < 0 || x >= K) return index_range(c, ci[w], K);
-            for (int64_t n = 0; n < N; n++) buf[n * W + w] = (int32_t)x;
+            for (int64_t n = 0; n < N; n++) buf[n * W + w] = (int32_t)x, dbuf[n * W + w] = (double)x;
         }
-        idx = dm_const_i32(c, 2, nw, buf);
+        idx = wide ? lw_const_from_f64(c, I, 2, nw, dbuf) : dm_const_i32(c, 2, nw, buf);
+    } else if (wide) {
+        idx = lw_input(c, 1);
+        if (idx && iv->t != I) idx = lw_cast(c, idx, iv->t, I, iv->rank, iv->shape);
+        if (!idx) return dm_fail(c);
+        int64_t one_w[2] = {1, W};
+        idx = lw_reshape(c, idx, I, 2, one_w);
+        if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, I, 2, (double)K));
+        if (idx && N > 1) {
+            int64_t mult[2] = {N, 1};
+            idx = dm_tile(c, idx, I, 2, one_w, mult);
+        }
     } else {
         const lower_value *rv;
         idx = runtime_indices(c, 1, &rv, &st);
@@ -154,7 +175,7 @@ static lower_status lower_gather(lower_ctx *c) {
         }
     }
     if (!idx) return dm_fail(c);
-    idx = index_for(c, idx, v->t, 2, nw);
+    if (!wide) idx = index_for(c, idx, v->t, 2, nw);
     if (!idx) return dm_fail(c);
     int64_t vals_shape[3] = {N, K, C}, g_shape[3] = {N, W, C};
     const char *vals = lw_input(c, 0);
@@ -214,13 +235,34 @@ static const char *element_positions(lower_ctx *c, const lower_value *dv, const 
         return r_;
     }
     const lower_value *rv;
-    const char *idx = runtime_indices(c, 1, &rv, st);
-    if (!idx) return NULL;
-    idx = lw_reshape(c, idx, I, 2, one_w);
-    if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, I, 2, (double)K));
+    /* Under int64 specs, int64 runtime indices (or any indices of int64
+     * data) are computed in i64: the i64 arithmetic rows need no PRO-INT,
+     * and GATHER/SCATTER take i64 indices for every value type there. */
+    const bool wide = lw_tosa_dtype(c, ONNX_INT64) == CTOSA_DTYPE_INT64 &&
+                      (iv->onnx_dtype == ONNX_INT64 || dv->t == CTOSA_DTYPE_INT64) &&
+                      (iv->t == CTOSA_DTYPE_INT32 || iv->t == CTOSA_DTYPE_INT64);
+    const ctosa_dtype J = wide ? CTOSA_DTYPE_INT64 : I;
+    const char *idx;
+    if (wide) {
+        idx = lw_input(c, 1);
+        if (idx && iv->t != J) idx = lw_cast(c, idx, iv->t, J, iv->rank, iv->shape);
+    } else {
+        idx = runtime_indices(c, 1, &rv, st);
+        if (!idx) return NULL;
+    }
+    if (idx) idx = lw_reshape(c, idx, J, 2, one_w);
+    if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, J, 2, (double)K));
     if (idx && stride[axis] != 1)
-        idx = dm_mul(c, idx, lw_scalar(c, I, 2, (double)stride[axis]), I, 2, one_w);
-    if (idx) idx = lw_binary(c, CTOSA_OP_ADD, idx, dm_const_i32(c, 2, one_w, base), I, 2, one_w);
+        idx = dm_mul(c, idx, lw_scalar(c, J, 2, (double)stride[axis]), J, 2, one_w);
+    const char *bn = NULL;
+    if (idx && wide) {
+        double *db = arena_alloc(lw_arena(c), (size_t)W * sizeof *db);
+        for (int64_t w = 0; db && w < W; w++) db[w] = base[w];
+        bn = db ? lw_const_from_f64(c, J, 2, one_w, db) : NULL;
+    } else if (idx) {
+        bn = dm_const_i32(c, 2, one_w, base);
+    }
+    if (idx) idx = lw_binary(c, CTOSA_OP_ADD, idx, bn, J, 2, one_w);
     if (!idx) *st = dm_fail(c);
     return idx;
 }

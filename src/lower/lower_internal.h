@@ -76,6 +76,10 @@ struct lower_session {
     strmap vals;           /* ONNX name -> lw_val* */
     lw_nodeinfo *nodes;
     uint32_t n_nodes;
+    struct qdq_state *qdq; /* QDQ folding marks (qdq_fold.c); NULL if none */
+    /* Custom operators (ctosa_lower_options.custom_ops; may be NULL):
+     * consulted before the built-in lowerings (lower_custom.c). */
+    const struct ctosa_custom_registry *custom;
 };
 
 /* Everything known about ONNX value `name` (NULL if nothing). */
@@ -101,6 +105,15 @@ ctosa_error *lw_add_placeholder(ctosa_graph *g, ctosa_block *b, const char *name
 /* A unique tensor name for the context (prefix = node label). */
 const char *lw_unique_name(lower_ctx *c, const char *hint);
 
+/* Custom operators (lower_custom.c). lw_custom_find: the lowering of node
+ * ni when the session's registry matches it (takes precedence over
+ * lower_find), else NULL. lw_custom_describe: for the report, what the
+ * node became (domain_name, operator_name) and whether it displaced a
+ * built-in lowering; false when no registration matches. */
+const lower_entry *lw_custom_find(lower_session *s, uint32_t ni);
+bool lw_custom_describe(lower_session *s, uint32_t ni, const char **domain_name, const char **operator_name,
+                        bool *overrides_builtin);
+
 /* Is this TOSA operator "compute" (not pure data movement)? */
 bool lw_op_computes(ctosa_op_kind k);
 
@@ -113,10 +126,46 @@ void lw_session_decide(lower_session *s);
 void lw_session_close(lower_session *s);
 /* Reason code for a validator message about graph g. */
 lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const char *msg);
+/* Under a spec with int64 (lower_int64.c): when a scratch graph failed
+ * validation on an operator with an i64 operand, names that operator and
+ * the missing row from the compliance tables; sets *code
+ * (unsupported_dtype or mixed_width) and *reason. False when no i64
+ * operator is at fault (the validator's own reason stands). */
+/* Registered lowering i (every family table in order), NULL past the end
+ * (lower_registry.c). */
+const lower_entry *lower_entry_at(uint32_t i);
 
-/* Transpose pass + copy into a final graph (opt_transpose.c). Lowered ops of
+/* The int64 allowlist of a spec, derived (lower_int64.c): every registered
+ * ONNX operator is lowered as a one-node probe model with int64 inputs
+ * ([2,3] runtime tensors; an input the lowering needs constant becomes the
+ * int64 constant [1]; Where's condition bool; Cast to int32) and the
+ * emitted TOSA validated under spec. cb is called once per operator type,
+ * in registry order: delegated (code "compile_time" when the only accepted
+ * form is computed at compile time), or not with the best fallback code
+ * and reason. */
+typedef void (*lw_int64_probe_fn)(void *ud, const char *op_type, bool delegated, const char *code,
+                                  const char *reason);
+void lw_int64_allowlist(const ctosa_spec *spec, lw_int64_probe_fn cb, void *ud);
+
+bool lw_int64_explain(const ctosa_graph *g, const ctosa_spec *spec, const char *onnx_op, arena *a,
+                      lower_code *code, const char **reason);
+
+/* QDQ folding (qdq_fold.c). qdq_prepass() marks DequantizeLinear -> op ->
+ * QuantizeLinear groups after the session is set up; qdq_entry() returns
+ * the lowering that replaces the registry's for node ni (NULL: none);
+ * qdq_note_outputs() types node ni's quantized outputs (uint8 carried as
+ * INT8 bits, scale and zero point) after its outputs were recorded;
+ * qdq_post_decide() sends whole groups to the CPU when one member fell
+ * back (folded values are integers standing in for floats). */
+ctosa_error *qdq_prepass(lower_session *s);
+const lower_entry *qdq_entry(lower_session *s, uint32_t ni);
+void qdq_note_outputs(lower_session *s, uint32_t ni);
+void qdq_post_decide(lower_session *s);
+
+/* Transpose pass + copy into a final graph (opt_transpose*.c). Lowered ops of
  * block `src` are rewritten: inverse TRANSPOSE pairs cancel, identity
- * transposes vanish, transposes compose, unused operators are dropped.
+ * transposes vanish, transposes compose, transposes move through
+ * layout-agnostic operators so pairs meet, unused operators are dropped.
  * The result is a new graph (same version) with region/block "main" whose
  * inputs are `in` (names kept) and whose outputs are the tensors `out_src[i]`
  * renamed to `out_name[i]` (an IDENTITY is added where renaming is not

@@ -196,19 +196,27 @@ bool dm_tosa_is_float(ctosa_dtype t) {
 
 size_t dm_onnx_encode(int32_t dt, double v, void *dst) {
     size_t n = dm_onnx_elem_size(dt);
+    /* Values come from untrusted models: casting an out-of-range double to
+     * an integer type is undefined, so go through a saturated int64 (NaN ->
+     * 0) and wrap from there. */
+    int64_t iv = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
     switch (dt) {
     case ONNX_BOOL: { uint8_t x = v != 0; memcpy(dst, &x, 1); break; }
-    case ONNX_INT8: { int8_t x = (int8_t)v; memcpy(dst, &x, 1); break; }
-    case ONNX_UINT8: { uint8_t x = (uint8_t)v; memcpy(dst, &x, 1); break; }
-    case ONNX_INT16: { int16_t x = (int16_t)v; memcpy(dst, &x, 2); break; }
-    case ONNX_UINT16: { uint16_t x = (uint16_t)v; memcpy(dst, &x, 2); break; }
+    case ONNX_INT8: { int8_t x = (int8_t)iv; memcpy(dst, &x, 1); break; }
+    case ONNX_UINT8: { uint8_t x = (uint8_t)iv; memcpy(dst, &x, 1); break; }
+    case ONNX_INT16: { int16_t x = (int16_t)iv; memcpy(dst, &x, 2); break; }
+    case ONNX_UINT16: { uint16_t x = (uint16_t)iv; memcpy(dst, &x, 2); break; }
     case ONNX_FLOAT16: { uint16_t x = ff_f32_to_fp16((float)v); memcpy(dst, &x, 2); break; }
     case ONNX_BFLOAT16: { uint16_t x = ff_f32_to_bf16((float)v); memcpy(dst, &x, 2); break; }
-    case ONNX_INT32: { int32_t x = (int32_t)v; memcpy(dst, &x, 4); break; }
-    case ONNX_UINT32: { uint32_t x = (uint32_t)v; memcpy(dst, &x, 4); break; }
+    case ONNX_INT32: { int32_t x = (int32_t)iv; memcpy(dst, &x, 4); break; }
+    case ONNX_UINT32: { uint32_t x = (uint32_t)iv; memcpy(dst, &x, 4); break; }
     case ONNX_FLOAT: { float x = (float)v; memcpy(dst, &x, 4); break; }
-    case ONNX_INT64: { int64_t x = (int64_t)v; memcpy(dst, &x, 8); break; }
-    case ONNX_UINT64: { uint64_t x = (uint64_t)v; memcpy(dst, &x, 8); break; }
+    case ONNX_INT64: { int64_t x = iv; memcpy(dst, &x, 8); break; }
+    case ONNX_UINT64: {
+        uint64_t x = v >= 0x1p64 ? UINT64_MAX : v >= 0 ? (uint64_t)v : (uint64_t)iv;
+        memcpy(dst, &x, 8);
+        break;
+    }
     case ONNX_DOUBLE: memcpy(dst, &v, 8); break;
     default: return 0;
     }

@@ -282,7 +282,9 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
         ks[i] = (int32_t)i == axis ? 1 : v->shape[i];
         if ((int32_t)i != axis) os[k++] = v->shape[i];
     }
-    const ctosa_dtype I = CTOSA_DTYPE_INT32;
+    /* TOSA 1.1 with int64 has ARGMAX rows with an i64 output (for every
+     * input type) and none for i32 inputs with an i32 output. */
+    const ctosa_dtype I = lw_tosa_dtype(c, ONNX_INT64) == CTOSA_DTYPE_INT64 ? CTOSA_DTYPE_INT64 : CTOSA_DTYPE_INT32;
     ctosa_attr a = {0};
     a.axis = axis;
     a.nan_mode = CTOSA_NAN_PROPAGATE;

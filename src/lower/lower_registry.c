@@ -134,6 +134,13 @@ const lower_entry *lower_find(const char *domain, const char *op_type, int64_t o
     return NULL;
 }
 
+const lower_entry *lower_entry_at(uint32_t i) {
+    for (size_t t = 0; tables[t]; t++)
+        for (const lower_entry *e = tables[t]; e->op_type; e++)
+            if (i-- == 0) return e;
+    return NULL;
+}
+
 const char *lower_code_name(lower_code c) {
     static const char *const names[] = {
 #define LOWER_X(e, s) s,

@@ -25,8 +25,17 @@ static int64_t rs_gcd(int64_t a, int64_t b) {
 }
 
 /* Rational approximation n/d of a float scale (exact for out/in sizes). */
+/* floor(v) as an output dimension, or -1 when v is NaN or outside
+ * [0, INT32_MAX] (scales come from untrusted models; casting an
+ * out-of-range double is undefined behaviour). */
+static int64_t rs_floor_dim(double v) {
+    if (!(v >= 0 && v <= (double)INT32_MAX)) return -1;
+    return (int64_t)floor(v);
+}
+
 static bool rs_rational(double s, int64_t *n, int64_t *d) {
-    if (!(s > 0) || !isfinite(s)) return false;
+    /* The bound keeps (int64_t)num below defined for hostile scales. */
+    if (!(s > 0) || !isfinite(s) || s > 1e9) return false;
     for (int64_t den = 1; den <= 4096; den++) {
         double num = round(s * (double)den);
         if (num >= 1 && fabs(num / (double)den - s) <= 1e-6 * s) {
@@ -87,6 +96,12 @@ static bool rs_crop_params(const rs_axis *a, int64_t *n, int64_t *d, int64_t *of
  * 4 tf_half_pixel_for_nn, 5 half_pixel_symmetric, 6 tf_crop_and_resize. nearest: -1 (linear), 0 round_prefer_floor,
  * 1 round_prefer_ceil, 2 floor, 3 ceil. */
 static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
+    /* TOSA needs dimensions < 16384 and scale_n <= 2048: bounding the
+     * operands well above that keeps the int64 products below exact. */
+    const int64_t lim = INT64_C(1) << 24;
+    if (a->in < 0 || a->in > lim || a->out < 0 || a->out > lim || a->sn < 0 || a->sn > lim ||
+        a->sd < 0 || a->sd > lim)
+        return false;
     int64_t n = a->sn, d = a->sd, off = 0;
     if (a->in == 1) {
         /* every output reads the single input row */
@@ -269,7 +284,9 @@ static lower_status lower_resize(lower_ctx *c) {
                 sn[a] = sz[i];
                 sd[a] = X->shape[a];
             } else {
-                out[a] = (int64_t)floor(keep * (double)X->shape[a] + 0.5);
+                out[a] = rs_floor_dim(keep * (double)X->shape[a] + 0.5);
+                if (out[a] < 0)
+                    return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: output size out of range");
                 if (!rs_rational(keep, &sn[a], &sd[a]))
                     return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g not rational", keep);
             }
@@ -285,7 +302,9 @@ static lower_status lower_resize(lower_ctx *c) {
         if (k != nax) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld scales for %u axes", (long long)k, nax);
         for (uint32_t i = 0; i < nax; i++) {
             int32_t a = axes[i];
-            out[a] = (int64_t)floor((double)X->shape[a] * sv[i] + 1e-9);
+            out[a] = rs_floor_dim((double)X->shape[a] * sv[i] + 1e-9);
+            if (out[a] < 0)
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g out of range", sv[i]);
             if (!rs_rational(sv[i], &sn[a], &sd[a]))
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g is not a small rational", sv[i]);
         }
@@ -338,7 +357,8 @@ static lower_status lower_upsample(lower_ctx *c) {
     }
     int64_t out[4], sn[4], sd[4];
     for (int i = 0; i < 4; i++) {
-        out[i] = (int64_t)floor((double)X->shape[i] * sv[i] + 1e-9);
+        out[i] = rs_floor_dim((double)X->shape[i] * sv[i] + 1e-9);
+        if (out[i] < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Upsample: scale %g out of range", sv[i]);
         if (!rs_rational(sv[i], &sn[i], &sd[i]))
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Upsample: scale %g", sv[i]);
     }

@@ -185,7 +185,10 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
         uint32_t i = lp->members[m];
         if (s->nodes[i].kind != LW_NODE_DELEGATED) continue;
         const ctosa_onnx_node *nd = &s->g->nodes[i];
-        const lower_entry *ent = lower_find(nd->domain, nd->op_type, s->opset);
+        const lower_entry *ent = qdq_entry(s, i);
+        if (!ent) ent = lower_find(nd->domain, nd->op_type, s->opset);
+        const lower_entry *cent = lw_custom_find(s, i); /* as in decide_node */
+        if (cent) ent = cent;
         lower_ctx c;
         lw_ctx_init(&c, s, &s->spec, i, lp->work, b, &scratch, &tmap, &reserved, &counter);
         lower_status st = ent ? ent->fn(&c) : LOWER_REJECT;
@@ -364,6 +367,7 @@ ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
         return e;
     }
     lower_session *s = &r->s;
+    s->custom = opt->custom_ops;
     r->stem = opt->stem && opt->stem[0] ? arena_strdup(&r->a, opt->stem) : default_stem(&r->a, model_path);
     if (!r->stem || strchr(r->stem, '/')) {
         ctosa_lower_result_free(r);

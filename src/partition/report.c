@@ -53,6 +53,29 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
     sum->n_fallback = n_fb;
     sum->partitions = r->pub_parts;
     sum->fallback = r->fallback;
+    /* Nodes that became TOSA CUSTOM operators through a registration. */
+    uint32_t n_cu = 0;
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        const char *dn, *on;
+        bool ov;
+        n_cu += s->nodes[i].part >= 0 && lw_custom_describe(s, i, &dn, &on, &ov);
+    }
+    ctosa_lower_custom *cu = arena_zalloc(&r->a, (n_cu + 1) * sizeof *cu);
+    if (!cu) return ctosa_error_nomem();
+    n_cu = 0;
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        ctosa_lower_custom *x = &cu[n_cu];
+        if (s->nodes[i].part < 0 || !lw_custom_describe(s, i, &x->domain_name, &x->operator_name,
+                                                        &x->overrides_builtin))
+            continue;
+        x->node = s->nodes[i].label;
+        x->op_type = s->g->nodes[i].op_type;
+        x->domain = s->g->nodes[i].domain;
+        x->partition = (uint32_t)s->nodes[i].part;
+        n_cu++;
+    }
+    sum->n_custom = n_cu;
+    sum->custom = cu;
 
     strbuf b;
     sb_init(&b);
@@ -109,7 +132,25 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
         }
         sb_puts(&b, "}");
     }
-    sb_puts(&b, n_fb ? "\n  ]\n}\n" : "]\n}\n");
+    sb_puts(&b, n_fb ? "\n  ]" : "]");
+    if (n_cu) {
+        sb_puts(&b, ",\n  \"custom_ops\": [");
+        for (uint32_t i = 0; i < n_cu; i++) {
+            sb_puts(&b, i ? ",\n    {\"node\": " : "\n    {\"node\": ");
+            sb_json_str(&b, cu[i].node);
+            sb_puts(&b, ", \"op_type\": ");
+            sb_json_str(&b, cu[i].op_type);
+            sb_puts(&b, ", \"domain\": ");
+            sb_json_str(&b, cu[i].domain);
+            sb_printf(&b, ", \"partition\": %u, \"domain_name\": ", cu[i].partition);
+            sb_json_str(&b, cu[i].domain_name);
+            sb_puts(&b, ", \"operator_name\": ");
+            sb_json_str(&b, cu[i].operator_name);
+            sb_printf(&b, ", \"overrides_builtin\": %s}", cu[i].overrides_builtin ? "true" : "false");
+        }
+        sb_puts(&b, "\n  ]");
+    }
+    sb_puts(&b, "\n}\n");
     if (b.failed) {
         sb_free(&b);
         return ctosa_error_nomem();

@@ -669,6 +669,15 @@ static int64_t shape_input(const spec_op_ctx *c, diag_list *d, uint32_t idx, con
         bad(c, d, "%s '%s' holds %" PRId64 " values, expected %" PRId64, what, nm(t), got, n);
         return -1;
     }
+    /* Dimensions, paddings, starts and scales are int32 quantities; bounding
+     * them here keeps the rules' int64 sums and products from overflowing. */
+    for (int64_t i = 0; i < got; i++) {
+        if (vals[i] > INT32_MAX || vals[i] < -(int64_t)INT32_MAX) {
+            bad(c, d, "%s '%s' value %" PRId64 " is out of range (must fit in int32)", what,
+                nm(t), vals[i]);
+            return -1;
+        }
+    }
     return got;
 }
 

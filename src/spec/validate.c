@@ -215,8 +215,9 @@ static void check_control_flow(vstate *v, const scope *s, const ctosa_op *op, co
     }
     uint32_t skip = is_if ? 1 : 0; /* COND_IF's first input is the condition */
     uint32_t nl = op->n_inputs > skip ? op->n_inputs - skip : 0;
-    const ctosa_tensor *const *list = in + skip;
-    const char *const *names = (const char *const *)op->inputs + skip;
+    /* No pointer arithmetic on the NULL lists of an operator without inputs. */
+    const ctosa_tensor *const *list = nl ? in + skip : in;
+    const char *const *names = nl ? (const char *const *)op->inputs + skip : NULL;
     const char *const *onames = (const char *const *)op->outputs;
     if (is_if) {
         const ctosa_region *rs[2] = {r1, r2};

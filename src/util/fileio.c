@@ -13,7 +13,9 @@
 ctosa_error *file_map_open(const char *path, file_map *m) {
     memset(m, 0, sizeof *m);
     m->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO (say, an external-data location naming
+     * one) must not hang; only regular files pass the check below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return ctosa_error_new(CTOSA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {

@@ -1,0 +1,4 @@
+Bej
+locationext.binj
+offset8j
+length12p

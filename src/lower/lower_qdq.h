@@ -1,0 +1,57 @@
+/* lower_qdq.h - shared between qdq_fold.c (the pre-pass that marks
+ * DequantizeLinear -> op -> QuantizeLinear groups, and the framework hooks)
+ * and lower_qdq.c (the integer lowerings).
+ *
+ * Carrier convention: a quantized ONNX value (the output of a
+ * QuantizeLinear, and, inside a folded group, the float values standing for
+ * it) is carried in TOSA as INT8 (INT16 for int16). uint8 values keep their
+ * bits in an INT8 tensor and are only ever read or written by RESCALE with
+ * input_unsigned / output_unsigned; the lowerings convert them to signed
+ * int8 with zero point zp - 128 before computing. */
+#ifndef CTOSA_LOWER_QDQ_H
+#define CTOSA_LOWER_QDQ_H
+
+#include "lower/lower_internal.h"
+
+enum qdq_role {
+    QR_NONE = 0,
+    QR_DQ,   /* DequantizeLinear whose runtime output only feeds group heads: alias */
+    QR_HEAD, /* the op of a group: computes in integers, writes the Q's output */
+    QR_ACT,  /* Relu / Clip between head and Q: fused into the head (alias) */
+    QR_Q     /* QuantizeLinear ending a group: alias */
+};
+
+typedef struct qdq_node {
+    uint8_t role;
+    bool cand;    /* head candidate during the pre-pass */
+    int32_t head; /* QR_ACT / QR_Q: the group's head */
+    int32_t act;  /* QR_HEAD: the fused activation node, -1 none */
+    int32_t q;    /* QR_HEAD: the QuantizeLinear */
+} qdq_node;
+
+struct qdq_state {
+    qdq_node *n;
+    uint32_t count;
+    bool resolved; /* candidates turned into groups (qdq_fold.c resolve) */
+};
+
+/* Lowerings (lower_qdq.c). */
+lower_status qdq_lower_quantize(lower_ctx *c);
+lower_status qdq_lower_dequantize(lower_ctx *c);
+lower_status qdq_lower_alias(lower_ctx *c);
+lower_status qdq_lower_cast(lower_ctx *c);
+lower_status qdq_lower_head(lower_ctx *c);
+lower_status qdq_lower_u8_reject(lower_ctx *c);
+lower_status qdq_lower_qlinearconv(lower_ctx *c);
+lower_status qdq_lower_qlinearmatmul(lower_ctx *c);
+lower_status qdq_lower_convinteger(lower_ctx *c);
+lower_status qdq_lower_matmulinteger(lower_ctx *c);
+
+/* The group role of the context's node. */
+const qdq_node *qdq_info(const lower_ctx *c);
+/* Element k of a constant value as a double / int64 (any numeric dtype). */
+double qdq_val_f64(const lw_val *v, uint64_t k);
+uint64_t qdq_val_count(const lw_val *v);
+const lw_val *qdq_const(lower_session *s, arena *a, const char *name);
+
+#endif

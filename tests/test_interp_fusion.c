@@ -1,0 +1,349 @@
+/* test_interp_fusion.c - the interpreter runtime's speed features must not
+ * change a single bit of any result:
+ *  - CLAMP fused into the preceding CONV2D / DEPTHWISE_CONV2D (fp32) gives
+ *    the same bits as the unfused pair (fusion is prevented by making the
+ *    intermediate a graph output), including NaN with both nan modes;
+ *  - constant weights packed once into the per-operator cache give the
+ *    same results on the second run as on the first, and as the same graph
+ *    with the weights fed as a graph input (never cached): fp32 and int8
+ *    convolutions, int16 convolution, fp32 and int8 MATMUL;
+ *  - an invalid CLAMP (min > max) is not fused and still fails;
+ *  - results do not depend on the thread count (the spinning pool). */
+#include <math.h>
+
+#include "harness.h"
+
+typedef struct gb {
+    ctosa_graph *g;
+    ctosa_block *b;
+    ctosa_error *e;
+    int id;
+} gb;
+
+static const char *gname(gb *q, const char *p) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%s%d", p, q->id++);
+    return ctosa_graph_strdup(q->g, buf);
+}
+
+static const char *gtensor(gb *q, ctosa_dtype t, uint32_t rank, const int32_t *shape) {
+    const char *n = gname(q, "t");
+    if (!q->e) q->e = ctosa_block_add_tensor(q->g, q->b, n, t, rank, shape, NULL);
+    return n;
+}
+
+/* A constant (data in the file encoding = host encoding here), or, when
+ * as_input, a graph input the caller feeds with the same bytes. */
+static const char *gconst(gb *q, ctosa_dtype t, uint32_t rank, const int32_t *shape, const void *data,
+                          size_t bytes, bool as_input) {
+    ctosa_tensor *ct = NULL;
+    const char *n = gname(q, as_input ? "w" : "c");
+    if (!q->e) q->e = ctosa_block_add_tensor(q->g, q->b, n, t, rank, shape, &ct);
+    if (as_input) {
+        if (!q->e) q->e = ctosa_block_add_input(q->g, q->b, n);
+        return n;
+    }
+    if (!q->e) q->e = ctosa_tensor_set_data(q->g, ct, data, bytes, true);
+    if (!q->e) q->e = ctosa_block_add_op(q->g, q->b, CTOSA_OP_CONST, 0, NULL, 1, &n, NULL, NULL);
+    return n;
+}
+
+static void gstart(gb *q) {
+    memset(q, 0, sizeof *q);
+    ctosa_region *r;
+    q->e = ctosa_graph_create(CTOSA_VERSION_1_0, &q->g);
+    if (!q->e) q->e = ctosa_graph_add_region(q->g, "main", &r);
+    if (!q->e) q->e = ctosa_region_add_block(q->g, r, "main", &q->b);
+}
+
+static float fx[1 * 9 * 9 * 20], fw[24 * 3 * 3 * 20], fb[24], fdw[3 * 3 * 24], fdb[24];
+static int8_t ix[1 * 9 * 9 * 20], iw[24 * 3 * 3 * 20];
+static int32_t ib[24];
+static int16_t sx16[1 * 9 * 9 * 20];
+static int64_t lb[24];
+
+static void fill(void) {
+    uint32_t s = 12345;
+    for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) {
+        s = s * 1103515245u + 12345u;
+        fx[i] = (float)((int)(s >> 16) % 2001 - 1000) / 250.0f;
+        ix[i] = (int8_t)(s >> 20);
+        sx16[i] = (int16_t)(s >> 12);
+    }
+    fx[7] = NAN; /* reaches a few outputs: CLAMP must treat it as unfused */
+    for (size_t i = 0; i < sizeof fw / sizeof fw[0]; i++) {
+        s = s * 1103515245u + 12345u;
+        fw[i] = (float)((int)(s >> 16) % 2001 - 1000) / 3000.0f;
+        iw[i] = (int8_t)(s >> 20);
+    }
+    for (int i = 0; i < 24; i++) {
+        fb[i] = (float)(i - 12) / 8.0f;
+        fdb[i] = (float)(12 - i) / 16.0f;
+        ib[i] = i * 1000 - 12000;
+        lb[i] = i * 100000 - 1200000;
+    }
+    for (size_t i = 0; i < sizeof fdw / sizeof fdw[0]; i++) fdw[i] = (float)((int)(i * 37 % 19) - 9) / 7.0f;
+}
+
+static ctosa_attr conv_attr(int32_t *pad, int32_t *st, int32_t *dil, ctosa_dtype acc) {
+    ctosa_attr a = {0};
+    a.pad = (ctosa_i32s){pad, 4};
+    a.stride = (ctosa_i32s){st, 2};
+    a.dilation = (ctosa_i32s){dil, 2};
+    a.acc_type = acc;
+    return a;
+}
+
+static const char *gclamp(gb *q, const char *x, const int32_t *shape, float *lohi, ctosa_nan_mode nm) {
+    const char *y = gtensor(q, CTOSA_DTYPE_FP32, 4, shape);
+    ctosa_attr c = {0};
+    c.min_val = (ctosa_bytes){(const uint8_t *)&lohi[0], 4};
+    c.max_val = (ctosa_bytes){(const uint8_t *)&lohi[1], 4};
+    c.nan_mode = nm;
+    if (!q->e) q->e = ctosa_block_add_op(q->g, q->b, CTOSA_OP_CLAMP, 1, &x, 1, &y, &c, NULL);
+    return y;
+}
+
+/* x -> CONV2D 3x3 (20->24) -> CLAMP -> DEPTHWISE 3x3 -> CLAMP(nm2) -> out.
+ * expose: the two convolution outputs are graph outputs too (no fusion). */
+static ctosa_error *run_fp32(bool expose, int threads, ctosa_nan_mode nm2, float *lohi1, float *out,
+                             int runs) {
+    gb q;
+    gstart(&q);
+    int32_t xs[4] = {1, 9, 9, 20}, ws[4] = {24, 3, 3, 20}, bs[1] = {24}, one[1] = {1};
+    int32_t ys[4] = {1, 9, 9, 24}, dws[4] = {3, 3, 24, 1};
+    int32_t pad[4] = {1, 1, 1, 1}, st[2] = {1, 1}, dil[2] = {1, 1};
+    float zero = 0, lohi2[2] = {-0.5f, 1.5f};
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", CTOSA_DTYPE_FP32, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
+    const char *w = gconst(&q, CTOSA_DTYPE_FP32, 4, ws, fw, sizeof fw, false);
+    const char *b = gconst(&q, CTOSA_DTYPE_FP32, 1, bs, fb, sizeof fb, false);
+    const char *z = gconst(&q, CTOSA_DTYPE_FP32, 1, one, &zero, 4, false);
+    const char *c1 = gtensor(&q, CTOSA_DTYPE_FP32, 4, ys);
+    ctosa_attr a = conv_attr(pad, st, dil, CTOSA_DTYPE_FP32);
+    const char *in1[5] = {"x", w, b, z, z};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CONV2D, 5, in1, 1, &c1, &a, NULL);
+    const char *r1 = gclamp(&q, c1, ys, lohi1, CTOSA_NAN_PROPAGATE);
+    const char *dw = gconst(&q, CTOSA_DTYPE_FP32, 4, dws, fdw, sizeof fdw, false);
+    const char *db = gconst(&q, CTOSA_DTYPE_FP32, 1, bs, fdb, sizeof fdb, false);
+    const char *c2 = gtensor(&q, CTOSA_DTYPE_FP32, 4, ys);
+    const char *in2[5] = {r1, dw, db, z, z};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_DEPTHWISE_CONV2D, 5, in2, 1, &c2, &a, NULL);
+    const char *r2 = gclamp(&q, c2, ys, lohi2, nm2);
+    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, r2);
+    if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, c1);
+    if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, c2);
+    ctosa_interp *it = NULL;
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    opt.threads = threads;
+    ctosa_error *e = q.e;
+    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
+    int64_t xs64[4] = {1, 9, 9, 20};
+    if (!e) e = ctosa_interp_set_input(it, "x", CTOSA_DTYPE_FP32, 4, xs64, fx, sizeof fx);
+    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (!e) e = ctosa_interp_get_output(it, r2, &t);
+    if (!e) memcpy(out, t.data, (size_t)t.size);
+    ctosa_interp_free(it);
+    ctosa_graph_free(q.g);
+    return e;
+}
+
+static void test_clamp_fusion_bits(void) {
+    enum { N = 9 * 9 * 24 };
+    static float ref[N], got[N];
+    float lohi[2] = {0.0f, 6.0f};
+    for (int nm = 1; nm <= 2; nm++) {
+        CHECK_OK(run_fp32(true, 1, (ctosa_nan_mode)nm, lohi, ref, 1));
+        int nans = 0;
+        for (int i = 0; i < N; i++) nans += ref[i] != ref[i];
+        /* PROPAGATE keeps the NaN, IGNORE maps it to min_val */
+        CHECK(nm == CTOSA_NAN_PROPAGATE ? nans > 0 : nans == 0);
+        for (int threads = 1; threads <= 3; threads++)
+            for (int runs = 1; runs <= 2; runs++) {
+                memset(got, 0, sizeof got);
+                CHECK_OK(run_fp32(false, threads, (ctosa_nan_mode)nm, lohi, got, runs));
+                CHECK_MSG(memcmp(ref, got, sizeof ref) == 0, "nan_mode %d threads %d runs %d", nm,
+                          threads, runs);
+            }
+    }
+}
+
+static void test_bad_clamp_not_fused(void) {
+    static float got[9 * 9 * 24];
+    float lohi[2] = {6.0f, 0.0f}; /* max < min: ERROR_IF */
+    CHECK_ERR(run_fp32(false, 1, CTOSA_NAN_PROPAGATE, lohi, got, 1), CTOSA_ERR_INVALID, "CLAMP");
+}
+
+/* Integer convolution: x (int8 or int16) -> CONV2D -> int32 / int48 out;
+ * weights a constant or (weights_input) a graph input. */
+static ctosa_error *run_int(bool i16, bool weights_input, int threads, int runs, void *out, size_t bytes) {
+    gb q;
+    gstart(&q);
+    int32_t xs[4] = {1, 9, 9, 20}, ws[4] = {24, 3, 3, 20}, bs[1] = {24}, one[1] = {1};
+    int32_t ys[4] = {1, 9, 9, 24};
+    int32_t pad[4] = {1, 1, 1, 1}, st[2] = {1, 1}, dil[2] = {1, 1};
+    ctosa_dtype xt = i16 ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT8;
+    ctosa_dtype ot = i16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
+    int8_t izp = i16 ? 0 : -3, wzp = i16 ? 0 : 2;
+    int16_t izp16 = 0;
+    uint8_t b48[24 * 6];
+    for (int i = 0; i < 24; i++)
+        for (int k = 0; k < 6; k++) b48[i * 6 + k] = (uint8_t)((uint64_t)lb[i] >> (8 * k));
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", xt, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
+    const char *w = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, iw, sizeof iw, weights_input);
+    const char *b = i16 ? gconst(&q, ot, 1, bs, b48, sizeof b48, false) : gconst(&q, ot, 1, bs, ib, sizeof ib, false);
+    const char *zi = i16 ? gconst(&q, xt, 1, one, &izp16, 2, false) : gconst(&q, xt, 1, one, &izp, 1, false);
+    const char *zw = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &wzp, 1, false);
+    const char *y = gtensor(&q, ot, 4, ys);
+    ctosa_attr a = conv_attr(pad, st, dil, i16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32);
+    const char *in[5] = {"x", w, b, zi, zw};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CONV2D, 5, in, 1, &y, &a, NULL);
+    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
+    ctosa_interp *it = NULL;
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    opt.threads = threads;
+    ctosa_error *e = q.e;
+    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
+    int64_t xs64[4] = {1, 9, 9, 20}, ws64[4] = {24, 3, 3, 20};
+    if (!e) e = i16 ? ctosa_interp_set_input(it, "x", xt, 4, xs64, sx16, sizeof sx16)
+                    : ctosa_interp_set_input(it, "x", xt, 4, xs64, ix, sizeof ix);
+    if (!e && weights_input) e = ctosa_interp_set_input(it, w, CTOSA_DTYPE_INT8, 4, ws64, iw, sizeof iw);
+    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (!e) e = ctosa_interp_get_output(it, y, &t);
+    if (!e && t.size == bytes) memcpy(out, t.data, bytes);
+    else if (!e) e = ctosa_error_new(CTOSA_ERR_INVALID, "output has %llu bytes", (unsigned long long)t.size);
+    ctosa_interp_free(it);
+    ctosa_graph_free(q.g);
+    return e;
+}
+
+static void test_cached_weights_int(void) {
+    static int32_t r32[9 * 9 * 24], g32[9 * 9 * 24];
+    static int64_t r64[9 * 9 * 24], g64[9 * 9 * 24];
+    CHECK_OK(run_int(false, true, 1, 1, r32, sizeof r32));
+    bool nonzero = false;
+    for (int i = 0; i < 9 * 9 * 24; i++) nonzero |= r32[i] != 0;
+    CHECK(nonzero);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int runs = 1; runs <= 3; runs += 2) {
+            memset(g32, 0, sizeof g32);
+            CHECK_OK(run_int(false, false, threads, runs, g32, sizeof g32));
+            CHECK_MSG(memcmp(r32, g32, sizeof r32) == 0, "int8 threads %d runs %d", threads, runs);
+        }
+    CHECK_OK(run_int(true, true, 1, 1, r64, sizeof r64));
+    for (int runs = 1; runs <= 2; runs++) {
+        memset(g64, 0, sizeof g64);
+        CHECK_OK(run_int(true, false, 2, runs, g64, sizeof g64));
+        CHECK_MSG(memcmp(r64, g64, sizeof r64) == 0, "int16 runs %d", runs);
+    }
+}
+
+/* MATMUL [2,5,33] x B [2,33,40]: B constant (cached) vs graph input. */
+static ctosa_error *run_mm(bool b_input, int runs, float *out) {
+    static float A[2 * 5 * 33], B[2 * 33 * 40];
+    for (int i = 0; i < 2 * 5 * 33; i++) A[i] = (float)((i * 7) % 13 - 6) / 3.0f;
+    for (int i = 0; i < 2 * 33 * 40; i++) B[i] = (float)((i * 11) % 17 - 8) / 5.0f;
+    gb q;
+    gstart(&q);
+    int32_t as[3] = {2, 5, 33}, bsh[3] = {2, 33, 40}, os[3] = {2, 5, 40}, one[1] = {1};
+    float zero = 0;
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "a", CTOSA_DTYPE_FP32, 3, as, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "a");
+    const char *b = gconst(&q, CTOSA_DTYPE_FP32, 3, bsh, B, sizeof B, b_input);
+    const char *z = gconst(&q, CTOSA_DTYPE_FP32, 1, one, &zero, 4, false);
+    const char *y = gtensor(&q, CTOSA_DTYPE_FP32, 3, os), *in[4] = {"a", b, z, z};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_MATMUL, 4, in, 1, &y, NULL, NULL);
+    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
+    ctosa_interp *it = NULL;
+    ctosa_error *e = q.e;
+    if (!e) e = ctosa_interp_create(q.g, NULL, &it);
+    int64_t as64[3] = {2, 5, 33}, bs64[3] = {2, 33, 40};
+    if (!e) e = ctosa_interp_set_input(it, "a", CTOSA_DTYPE_FP32, 3, as64, A, sizeof A);
+    if (!e && b_input) e = ctosa_interp_set_input(it, b, CTOSA_DTYPE_FP32, 3, bs64, B, sizeof B);
+    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (!e) e = ctosa_interp_get_output(it, y, &t);
+    if (!e) memcpy(out, t.data, sizeof(float) * 2 * 5 * 40);
+    ctosa_interp_free(it);
+    ctosa_graph_free(q.g);
+    return e;
+}
+
+static void test_cached_matmul(void) {
+    static float r[2 * 5 * 40], g[2 * 5 * 40];
+    CHECK_OK(run_mm(true, 1, r));
+    for (int runs = 1; runs <= 3; runs++) {
+        memset(g, 0, sizeof g);
+        CHECK_OK(run_mm(false, runs, g));
+        CHECK_MSG(memcmp(r, g, sizeof r) == 0, "runs %d", runs);
+    }
+    /* a value worked by hand: out[0][0][0] = sum_c A[0][0][c] * B[0][c][0] */
+    float s = 0;
+    for (int c = 0; c < 33; c++) s += (float)((c * 7) % 13 - 6) / 3.0f * ((float)((c * 40 * 11) % 17 - 8) / 5.0f);
+    CHECK(fabsf(r[0] - s) < 1e-4f);
+}
+
+/* int8 MATMUL [1,4,300] x B [1,300,20] -> int32 (zero points -5 and 3):
+ * B constant (cached, chunks planned for the worst input) vs graph input,
+ * and against a plain integer sum. */
+static ctosa_error *run_mm8(bool b_input, int runs, int32_t *out, const int8_t *A, const int8_t *B) {
+    gb q;
+    gstart(&q);
+    int32_t as[3] = {1, 4, 300}, bsh[3] = {1, 300, 20}, os[3] = {1, 4, 20}, one[1] = {1};
+    int8_t azp = -5, bzp = 3;
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "a", CTOSA_DTYPE_INT8, 3, as, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "a");
+    const char *b = gconst(&q, CTOSA_DTYPE_INT8, 3, bsh, B, 300 * 20, b_input);
+    const char *za = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &azp, 1, false);
+    const char *zb = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &bzp, 1, false);
+    const char *y = gtensor(&q, CTOSA_DTYPE_INT32, 3, os), *in[4] = {"a", b, za, zb};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_MATMUL, 4, in, 1, &y, NULL, NULL);
+    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
+    ctosa_interp *it = NULL;
+    ctosa_error *e = q.e;
+    if (!e) e = ctosa_interp_create(q.g, NULL, &it);
+    int64_t as64[3] = {1, 4, 300}, bs64[3] = {1, 300, 20};
+    if (!e) e = ctosa_interp_set_input(it, "a", CTOSA_DTYPE_INT8, 3, as64, A, 4 * 300);
+    if (!e && b_input) e = ctosa_interp_set_input(it, b, CTOSA_DTYPE_INT8, 3, bs64, B, 300 * 20);
+    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (!e) e = ctosa_interp_get_output(it, y, &t);
+    if (!e) memcpy(out, t.data, sizeof(int32_t) * 4 * 20);
+    ctosa_interp_free(it);
+    ctosa_graph_free(q.g);
+    return e;
+}
+
+static void test_cached_matmul_int8(void) {
+    static int8_t A[4 * 300], B[300 * 20];
+    static int32_t r[80], g[80];
+    for (int i = 0; i < 4 * 300; i++) A[i] = (int8_t)(i % 2 ? 127 : -128); /* extremes */
+    for (int i = 0; i < 300 * 20; i++) B[i] = (int8_t)((i * 53) % 256 - 128);
+    CHECK_OK(run_mm8(true, 1, r, A, B));
+    for (int h = 0; h < 4; h++)
+        for (int w = 0; w < 20; w++) {
+            int64_t s = 0;
+            for (int c = 0; c < 300; c++) s += (int64_t)(A[h * 300 + c] + 5) * (B[c * 20 + w] - 3);
+            CHECK(r[h * 20 + w] == s);
+        }
+    for (int runs = 1; runs <= 3; runs++) {
+        memset(g, 0, sizeof g);
+        CHECK_OK(run_mm8(false, runs, g, A, B));
+        CHECK_MSG(memcmp(r, g, sizeof r) == 0, "runs %d", runs);
+    }
+}
+
+int main(void) {
+    fill();
+    RUN(test_clamp_fusion_bits);
+    RUN(test_bad_clamp_not_fused);
+    RUN(test_cached_weights_int);
+    RUN(test_cached_matmul);
+    RUN(test_cached_matmul_int8);
+    return th_finish();
+}
