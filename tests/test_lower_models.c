@@ -208,7 +208,8 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Report-only run over CTOSA_MODELS_DIR/<name>/model.onnx. */
+/* Run over CTOSA_MODELS_DIR/<name>/model.onnx (report-only unless
+ * CTOSA_MODELS_STRICT=1). */
 static void test_extra_models(void) {
     const char *root = getenv("CTOSA_MODELS_DIR");
     if (!root || !*root) return;
@@ -234,8 +235,14 @@ static void test_extra_models(void) {
             model_kind k = strstr(names[i], "llm") ? MK_LLM
                            : (strstr(names[i], "qnnpack") || strstr(names[i], "onednn")) ? MK_QDQ
                                                                                          : MK_FP32;
+            /* CTOSA_MODELS_STRICT=1 (CI, after generating resnet18,
+             * mobilenet_v2 and squeezenet1_1 with tools/models) turns the
+             * fp32 networks into assertions: fully delegated, within 1e-4
+             * of torch. */
+            const char *strict = getenv("CTOSA_MODELS_STRICT");
+            bool expect = k == MK_FP32 && strict && strcmp(strict, "1") == 0;
             g_extra = true;
-            run_model(model, prefix, names[i], k, false, NULL);
+            run_model(model, prefix, names[i], k, expect, NULL);
             g_extra = false;
         }
         free(names[i]);
@@ -253,7 +260,7 @@ static void test_example_cli(void) {
     double t1 = now();
     CHECK_MSG(rc == 0, "ctosa lower exit %d: %s", rc, text ? text : "");
     CHECK_MSG(text && strstr(text, "9 of 9 nodes delegated"), "summary: %s", text ? text : "");
-    CHECK_MSG(t1 - t0 < 3.0, "took %.2f s", t1 - t0);
+    /* Time is printed, not asserted: speed is a benchmark's job. */
     printf("  ctosa lower examples/models/small_cnn.onnx: %.3f s\n%s", t1 - t0, text ? text : "");
     free(text);
     const char *files[] = {"small_cnn.part0.tosa", "small_cnn.report.json",
