@@ -32,52 +32,7 @@ static inline bool lt_ends_with(const char *s, const char *suf) {
 
 /* Reads FILE (.pb TensorProto, anything else .npy) into a malloc'd array. */
 static inline ctosa_error *lt_load_array(const char *file, npy_array *a) {
-    if (!lt_ends_with(file, ".pb")) return npy_read_file(file, a);
-    memset(a, 0, sizeof *a);
-    arena ar;
-    arena_init(&ar, 0);
-    onnx_tensor_value v;
-    ctosa_error *e = onnx_read_tensor_file(file, &ar, &v);
-    if (!e) {
-        char kind = 0;
-        uint32_t size = 0;
-        switch (v.dtype) {
-        case ONNX_FLOAT: kind = 'f'; size = 4; break;
-        case ONNX_DOUBLE: kind = 'f'; size = 8; break;
-        case ONNX_FLOAT16: kind = 'f'; size = 2; break;
-        case ONNX_BFLOAT16: kind = 'B'; size = 2; break;
-        case ONNX_INT8: kind = 'i'; size = 1; break;
-        case ONNX_INT16: kind = 'i'; size = 2; break;
-        case ONNX_INT32: kind = 'i'; size = 4; break;
-        case ONNX_INT64: kind = 'i'; size = 8; break;
-        case ONNX_UINT8: kind = 'u'; size = 1; break;
-        case ONNX_UINT16: kind = 'u'; size = 2; break;
-        case ONNX_UINT32: kind = 'u'; size = 4; break;
-        case ONNX_UINT64: kind = 'u'; size = 8; break;
-        case ONNX_BOOL: kind = 'b'; size = 1; break;
-        default: break;
-        }
-        if (!kind) {
-            const char *nm = onnx_dtype_numpy_name(v.dtype);
-            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: element type %s (%d) not handled",
-                                file, nm ? nm : "?", v.dtype);
-        } else if (v.rank > NPY_MAX_RANK || v.nbytes != v.count * size) {
-            e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: rank %u, %llu bytes for %llu elements",
-                                file, v.rank, (unsigned long long)v.nbytes,
-                                (unsigned long long)v.count);
-        } else {
-            a->kind = kind;
-            a->itemsize = size;
-            a->rank = v.rank;
-            for (uint32_t i = 0; i < v.rank; i++) a->shape[i] = v.dims[i];
-            a->count = v.count;
-            a->data = malloc(v.nbytes ? (size_t)v.nbytes : 1);
-            if (!a->data) e = ctosa_error_nomem();
-            else if (v.nbytes) memcpy(a->data, v.data, (size_t)v.nbytes);
-        }
-    }
-    arena_free(&ar);
-    return e;
+    return npy_read_tensor_file(file, a);
 }
 
 /* IEEE half / bfloat16 bits to double. */

@@ -66,11 +66,6 @@ static bool is_an_input(const char *path, const char *model, const binding *ins,
     return false;
 }
 
-static bool ends_with(const char *s, const char *suf) {
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
 static const char *shape_str(uint32_t rank, const int64_t *shape, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "[");
     for (uint32_t i = 0; i < rank && n < cap; i++)
@@ -79,60 +74,9 @@ static const char *shape_str(uint32_t rank, const int64_t *shape, char *buf, siz
     return buf;
 }
 
-/* Reads FILE (.pb via the ONNX reader, anything else as .npy) into an
- * npy_array whose data is malloc'd. */
-static ctosa_error *load_array(const char *file, npy_array *a) {
-    if (!ends_with(file, ".pb")) return npy_read_file(file, a);
-    memset(a, 0, sizeof *a);
-    arena ar;
-    arena_init(&ar, 0);
-    onnx_tensor_value v;
-    ctosa_error *e = onnx_read_tensor_file(file, &ar, &v);
-    if (!e) {
-        char kind = 0;
-        uint32_t size = 0;
-        switch (v.dtype) {
-        case ONNX_FLOAT: kind = 'f'; size = 4; break;
-        case ONNX_DOUBLE: kind = 'f'; size = 8; break;
-        case ONNX_FLOAT16: kind = 'f'; size = 2; break;
-        case ONNX_BFLOAT16: kind = 'B'; size = 2; break;
-        case ONNX_INT8: kind = 'i'; size = 1; break;
-        case ONNX_INT16: kind = 'i'; size = 2; break;
-        case ONNX_INT32: kind = 'i'; size = 4; break;
-        case ONNX_INT64: kind = 'i'; size = 8; break;
-        case ONNX_UINT8: kind = 'u'; size = 1; break;
-        case ONNX_UINT16: kind = 'u'; size = 2; break;
-        case ONNX_UINT32: kind = 'u'; size = 4; break;
-        case ONNX_UINT64: kind = 'u'; size = 8; break;
-        case ONNX_BOOL: kind = 'b'; size = 1; break;
-        default: break;
-        }
-        if (!kind) {
-            const char *nm = onnx_dtype_numpy_name(v.dtype);
-            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor element type %s (%d) is not "
-                                "supported as an interpreter input", file, nm ? nm : "?", v.dtype);
-        } else if (v.rank > NPY_MAX_RANK || v.nbytes != v.count * size) {
-            e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: tensor has rank %u and %llu bytes for %llu "
-                                "elements", file, v.rank, (unsigned long long)v.nbytes,
-                                (unsigned long long)v.count);
-        } else {
-            a->kind = kind;
-            a->itemsize = size;
-            a->rank = v.rank;
-            for (uint32_t i = 0; i < v.rank; i++) a->shape[i] = v.dims[i];
-            a->count = v.count;
-            a->data = malloc(v.nbytes ? (size_t)v.nbytes : 1);
-            if (!a->data) e = ctosa_error_nomem();
-            else if (v.nbytes) memcpy(a->data, v.data, (size_t)v.nbytes);
-        }
-    }
-    arena_free(&ar);
-    return e;
-}
-
 static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info, const char *file) {
     npy_array a;
-    ctosa_error *e = load_array(file, &a);
+    ctosa_error *e = npy_read_tensor_file(file, &a);
     if (e) return ctosa_error_prefix(e, "input '%s'", info->name);
     char want[256], got[256];
     bool same = a.rank == info->rank;

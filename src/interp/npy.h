@@ -26,6 +26,9 @@ typedef struct npy_array {
  * ..."). */
 ctosa_error *npy_parse(const uint8_t *buf, uint64_t size, const char *name, npy_array *out);
 ctosa_error *npy_read_file(const char *path, npy_array *out);
+/* Reads a .npy file, or an ONNX TensorProto when the name ends in ".pb"
+ * (data malloc'd; free with npy_free). */
+ctosa_error *npy_read_tensor_file(const char *path, npy_array *out);
 void npy_free(npy_array *a);
 
 /* numpy descr of a TOSA dtype in the host encoding ("<f4", "|b1", "<u2" for
