@@ -335,7 +335,7 @@ static void test_cli_run_plugin(void) {
     free(out);
     rc = th_run(&out, "'%s' dump '%s'", th_ctosa(), tosa);
     CHECK_MSG(rc == 0 && strstr(out, "operator_name=MySwish") && strstr(out, "domain_name=com.example") &&
-              strstr(out, "{\"beta\":1.5}"), "dump: %d %s", rc, out ? out : "");
+              strstr(out, "implementation_attrs=\"{\\\"beta\\\":1.5}\""), "dump: %d %s", rc, out ? out : "");
     free(out);
     /* Without the plugin the CUSTOM has no kernel: an error naming both names. */
     rc = th_run(&out, "'%s' run '%s' --input x='%s' -o '%s' -q", th_ctosa(), tosa, DATA "swish_split_in.npy", dir);

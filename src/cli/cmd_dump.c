@@ -182,8 +182,9 @@ static void put_attrs(strbuf *b, const ctosa_graph *g, const ctosa_block *blk, c
             if (op->kind == CTOSA_OP_CUSTOM) {
                 /* implementation_attrs: text when it is text, else hex */
                 if (valid_utf8_text(v->p, v->n)) {
-                    if (json) sb_json_strn(b, (const char *)v->p, v->n);
-                    else sb_printf(b, "\"%.*s\"", (int)v->n, v->p ? (const char *)v->p : "");
+                    /* Quoted and escaped in both formats: the attributes are
+                     * often JSON themselves. */
+                    sb_json_strn(b, v->p ? (const char *)v->p : "", v->n);
                 } else {
                     sb_puts(b, json ? "{\"hex\": \"" : "0x");
                     put_hex(b, v->p, v->n);
