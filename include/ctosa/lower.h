@@ -56,7 +56,14 @@ typedef struct ctosa_lower_options {
     /* Custom operators (ctosa/custom.h), consulted before the built-in
      * lowerings; NULL = none. Borrowed: must outlive the result. */
     const struct ctosa_custom_registry *custom_ops;
+    /* Cap on the bytes lowering allocates (decoded constants, folded
+     * values, scratch and partition graphs); 0 = CTOSA_LOWER_DEFAULT_MAX_MEMORY.
+     * Weights left in the mapped model file do not count. Over the cap,
+     * ctosa_lower_file fails with CTOSA_ERR_LIMIT and writes nothing. */
+    uint64_t max_memory;
 } ctosa_lower_options;
+
+#define CTOSA_LOWER_DEFAULT_MAX_MEMORY ((uint64_t)8 << 30) /* 8 GiB */
 
 void ctosa_lower_options_init(ctosa_lower_options *opt);
 

@@ -5,6 +5,8 @@
 #ifndef CTOSA_CLI_H
 #define CTOSA_CLI_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "ctosa/ctosa.h"
 
@@ -26,5 +28,9 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * present without a value. */
 const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt,
                            int *missing);
+
+/* Parses a byte count for --max-memory: digits with an optional K, M or G
+ * suffix (powers of 1024). False on anything else or on overflow. */
+bool cli_parse_size(const char *s, uint64_t *out);
 
 #endif

@@ -1,6 +1,6 @@
 /* cmd_lower.c - `ctosa lower MODEL.onnx --spec SPEC|--target NAME [-o DIR]
  * [--bind NAME=FILE]... [--shape NAME=D0xD1x...]... [--strict]
- * [--report-json FILE] [--plugin LIB.so]... [--custom-ops FILE.json]... [-q]`: partitions an ONNX model against a TOSA spec,
+ * [--report-json FILE] [--max-memory SIZE] [--plugin LIB.so]... [--custom-ops FILE.json]... [-q]`: partitions an ONNX model against a TOSA spec,
  * writes one .tosa per partition, <stem>.partitioned.onnx and
  * <stem>.report.json, and prints a summary. Exit 0 (fallbacks are fine),
  * 1 with --strict when anything fell back, 2 for bad usage or input. */
@@ -35,6 +35,8 @@ static void help(void) {
            "  --report-json FILE        also write the report to FILE\n"
            "  --plugin LIB.so           load a custom-operator plugin (repeatable)\n"
            "  --custom-ops FILE.json    declare pass-through custom operators (docs/custom-ops.md)\n"
+           "  --max-memory SIZE         cap on what lowering allocates, bytes or with a K, M or\n"
+           "                            G suffix (default 8G; weights stay mapped and do not count)\n"
            "  -q, --quiet               print no summary\n"
            "\n"
            "Reason codes in the report and summary: see docs/errors.md.\n");
@@ -115,6 +117,7 @@ static void print_summary(const ctosa_lower_summary *s, const char *dir) {
 int cmd_lower(int argc, char **argv) {
     const char *model = NULL, *spec_s = NULL, *target = NULL, *dir = "output", *report = NULL, *stem = NULL;
     bool strict = false, quiet = false;
+    uint64_t max_memory = 0; /* 0 = CTOSA_LOWER_DEFAULT_MAX_MEMORY */
     int rc = 2;
     ctosa_lower_bind *binds = calloc((size_t)argc + 1, sizeof *binds);
     ctosa_lower_shape *shapes = calloc((size_t)argc + 1, sizeof *shapes);
@@ -141,6 +144,13 @@ int cmd_lower(int argc, char **argv) {
         if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) { dir = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--report-json", NULL, &missing))) { report = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { stem = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--max-memory", NULL, &missing))) {
+            if (!cli_parse_size(v, &max_memory) || max_memory == 0) {
+                rc = cli_usage(CMD, "--max-memory expects a byte count such as 512M, got '%s'", v);
+                goto out;
+            }
+            continue;
+        }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--plugin", NULL, &missing))) {
             ctosa_error *pe = reg ? NULL : ctosa_custom_registry_create(&reg);
             if (!pe) pe = ctosa_custom_registry_load_plugin(reg, v);
@@ -220,6 +230,7 @@ int cmd_lower(int argc, char **argv) {
     opt.shapes = shapes;
     opt.n_shapes = n_shapes;
     opt.custom_ops = reg;
+    opt.max_memory = max_memory;
     if (report) {
         char a_real[PATH_MAX], b_real[PATH_MAX];
         if (realpath(model, a_real) && realpath(report, b_real) && strcmp(a_real, b_real) == 0) {

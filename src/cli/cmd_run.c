@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ctosa/custom.h"
@@ -26,8 +27,8 @@ static void help(void) {
            "  -o, --output-dir DIR write other outputs to DIR/<name>.npy (default: .),\n"
            "                       characters outside [A-Za-z0-9._-] replaced by _\n"
            "  --threads N          worker threads (default: number of CPUs)\n"
-           "  --max-memory BYTES   limit on tensor memory (default: physical memory;\n"
-           "                       suffixes K, M, G)\n"
+           "  --max-memory SIZE    limit on tensor memory, bytes or with a K, M or G\n"
+           "                       suffix (default: physical memory, at most 16G)\n"
            "  --max-iterations N   stop a WHILE_LOOP after N iterations (default 10000000;\n"
            "                       0 = unlimited)\n"
            "  --plugin LIB.so      load a custom-operator plugin whose kernels run the\n"
@@ -150,18 +151,19 @@ static const char *flag(int argc, char **argv, int *i, const char *f, const char
     return v;
 }
 
-static bool parse_size(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || s[0] == '-') return false;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
-    else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
-    else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
-    if (*end) return false;
-    return mul_u64(v, mul, out);
+/* cli_fail that points a memory-limit error at the flag that raises it. */
+static int run_fail(ctosa_error *e) {
+    if (e && ctosa_error_code(e) == CTOSA_ERR_LIMIT && strstr(ctosa_error_message(e), "memory limit")) {
+        ctosa_error *n = ctosa_error_new(CTOSA_ERR_LIMIT, "%s (raise it with --max-memory)", ctosa_error_message(e));
+        if (n) {
+            ctosa_error_free(e);
+            e = n;
+        }
+    }
+    return cli_fail(CMD, e);
 }
+
+#define CLI_RUN_DEFAULT_MAX_MEMORY ((uint64_t)16 << 30)
 
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *dir = ".";
@@ -173,13 +175,18 @@ int cmd_run(int argc, char **argv) {
     ctosa_interp_options_init(&opt);
     /* Untrusted graphs: a WHILE_LOOP that never ends is stopped (exit 2). */
     opt.max_iterations = 10000000;
+    /* ...and one cannot take more than 16 GiB unless --max-memory allows it
+     * (below that, the interpreter's own default: physical memory). */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (uint64_t)pages * (uint64_t)page > CLI_RUN_DEFAULT_MAX_MEMORY)
+        opt.max_memory = CLI_RUN_DEFAULT_MAX_MEMORY;
     ctosa_graph *g = NULL;
     ctosa_interp *it = NULL;
     ctosa_custom_registry *reg = NULL;
     char **written = NULL;
     uint32_t nout = 0;
     if (!ins || !outs) {
-        rc = cli_fail(CMD, ctosa_error_nomem());
+        rc = run_fail(ctosa_error_nomem());
         goto done;
     }
     for (int i = 1; i < argc; i++) {
@@ -206,7 +213,7 @@ int cmd_run(int argc, char **argv) {
             ctosa_error *pe = reg ? NULL : ctosa_custom_registry_create(&reg);
             if (!pe) pe = ctosa_custom_registry_load_plugin(reg, v);
             if (pe) {
-                rc = cli_fail(CMD, ctosa_error_prefix(pe, "--plugin"));
+                rc = run_fail(ctosa_error_prefix(pe, "--plugin"));
                 goto done;
             }
         } else if ((v = flag(argc, argv, &i, "--threads", NULL, &missing))) {
@@ -227,7 +234,7 @@ int cmd_run(int argc, char **argv) {
             }
             opt.max_iterations = n;
         } else if ((v = flag(argc, argv, &i, "--max-memory", NULL, &missing))) {
-            if (!parse_size(v, &opt.max_memory) || opt.max_memory == 0) {
+            if (!cli_parse_size(v, &opt.max_memory) || opt.max_memory == 0) {
                 rc = cli_usage(CMD, "--max-memory expects a byte count such as 512M, got '%s'", v);
                 goto done;
             }
@@ -252,22 +259,22 @@ int cmd_run(int argc, char **argv) {
     }
     for (int k = 0; k < n_outs; k++) {
         if (is_an_input(outs[k].file, model, ins, n_ins)) {
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "--output %s=%s would overwrite an input file",
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "--output %s=%s would overwrite an input file",
                                                outs[k].name, outs[k].file));
             goto done;
         }
     }
     ctosa_error *e = ctosa_read_file(model, NULL, &g); /* names the file itself */
     if (e) {
-        rc = cli_fail(CMD, e);
+        rc = run_fail(e);
         goto done;
     }
     if ((e = ctosa_interp_create(g, &opt, &it))) {
-        rc = cli_fail(CMD, ctosa_error_prefix(e, "%s", model));
+        rc = run_fail(ctosa_error_prefix(e, "%s", model));
         goto done;
     }
     if (reg && (e = ctosa_custom_registry_attach(reg, it))) {
-        rc = cli_fail(CMD, e);
+        rc = run_fail(e);
         goto done;
     }
     /* Every --input and --output must name a graph input/output. */
@@ -288,7 +295,7 @@ int cmd_run(int argc, char **argv) {
                 ctosa_error_free(ctosa_interp_input_info(it, i, &info));
                 sb_printf(&b, "%s'%s'", i ? ", " : "", info.name);
             }
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph input "
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph input "
                                                "(inputs: %s)", model, ins[k].name,
                                                b.s ? b.s : "none"));
             sb_free(&b);
@@ -303,7 +310,7 @@ int cmd_run(int argc, char **argv) {
             found = strcmp(info.name, outs[k].name) == 0;
         }
         if (!found) {
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output",
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output",
                                                model, outs[k].name));
             goto done;
         }
@@ -316,7 +323,7 @@ int cmd_run(int argc, char **argv) {
             if (strcmp(ins[k].name, info.name) == 0) file = ins[k].file;
         char sbuf[256];
         if (!file) {
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) "
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) "
                                                "is not given; use --input %s=FILE", info.name,
                                                ctosa_dtype_short(info.dtype),
                                                shape_str(info.rank, info.shape, sbuf, sizeof sbuf),
@@ -324,27 +331,27 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
         if ((e = feed_input(it, &info, file))) {
-            rc = cli_fail(CMD, e);
+            rc = run_fail(e);
             goto done;
         }
     }
     double t0 = now_seconds();
     if ((e = ctosa_interp_run(it))) {
-        rc = cli_fail(CMD, ctosa_error_prefix(e, "%s", model));
+        rc = run_fail(ctosa_error_prefix(e, "%s", model));
         goto done;
     }
     double t1 = now_seconds();
     bool dir_made = false;
     written = calloc(nout + 1, sizeof *written);
     if (!written) {
-        rc = cli_fail(CMD, ctosa_error_nomem());
+        rc = run_fail(ctosa_error_nomem());
         goto done;
     }
     for (uint32_t i = 0; i < nout; i++) {
         ctosa_interp_tensor info, val;
         ctosa_error_free(ctosa_interp_output_info(it, i, &info));
         if ((e = ctosa_interp_get_output(it, info.name, &val))) {
-            rc = cli_fail(CMD, e);
+            rc = run_fail(e);
             goto done;
         }
         const char *path = NULL;
@@ -353,7 +360,7 @@ int cmd_run(int argc, char **argv) {
             if (strcmp(outs[k].name, info.name) == 0) path = outs[k].file;
         if (!path) {
             if (!dir_made && (e = make_dir(dir))) {
-                rc = cli_fail(CMD, e);
+                rc = run_fail(e);
                 goto done;
             }
             dir_made = true;
@@ -363,7 +370,7 @@ int cmd_run(int argc, char **argv) {
             if (!s || !owned) {
                 free(s);
                 free(owned);
-                rc = cli_fail(CMD, ctosa_error_nomem());
+                rc = run_fail(ctosa_error_nomem());
                 goto done;
             }
             snprintf(owned, n, "%s/%s.npy", dir, s);
@@ -381,7 +388,7 @@ int cmd_run(int argc, char **argv) {
             path = owned;
         }
         if (is_an_input(path, model, ins, n_ins)) {
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': %s would overwrite an input "
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': %s would overwrite an input "
                                                "file (use --output NAME=FILE or -o DIR)", info.name, path));
             free(owned);
             goto done;
@@ -392,7 +399,7 @@ int cmd_run(int argc, char **argv) {
                                     "written as .npy", info.name, ctosa_dtype_short(val.dtype));
         if (e) {
             free(owned);
-            rc = cli_fail(CMD, e);
+            rc = run_fail(e);
             goto done;
         }
         if (!quiet) {
@@ -402,7 +409,7 @@ int cmd_run(int argc, char **argv) {
         }
         if (!(written[i] = strdup(path))) {
             free(owned);
-            rc = cli_fail(CMD, ctosa_error_nomem());
+            rc = run_fail(ctosa_error_nomem());
             goto done;
         }
         free(owned);

@@ -1,5 +1,7 @@
 /* main.c - `ctosa <command>` dispatcher. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -60,6 +62,20 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, cons
         return argv[++*i];
     }
     return NULL;
+}
+
+bool cli_parse_size(const char *s, uint64_t *out) {
+    if (!s || s[0] < '0' || s[0] > '9') return false; /* no sign, no space */
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return false;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
+    if (*end) return false;
+    return !__builtin_mul_overflow((uint64_t)v, mul, out);
 }
 
 int main(int argc, char **argv) {

@@ -15,6 +15,8 @@
 
 #include "interp/npy.h"
 #include "lower/lower_internal.h"
+#include "onnx/onnx_internal.h"
+#include "tosa/graph_internal.h"
 
 /* Folded outputs larger than this stay runtime operators (a partition
  * computes them instead of the report carrying megabytes of constants). */
@@ -22,6 +24,33 @@
 
 lw_val *lw_lookup(lower_session *s, const char *name) {
     return name && name[0] ? strmap_get(&s->vals, name) : NULL;
+}
+
+/* The session's arena, the result's, and the ONNX model's (parsed nodes
+ * and initializers decoded on demand; raw weights stay in the mapping). */
+static uint64_t budget_used(const lower_session *s) {
+    return (uint64_t)s->a.total + (s->extra ? (uint64_t)s->extra->total : 0) + (s->m ? (uint64_t)s->m->a.total : 0);
+}
+
+uint64_t lw_budget_left(const lower_session *s) {
+    uint64_t used = budget_used(s);
+    return used < s->max_memory ? s->max_memory - used : 0;
+}
+
+bool lw_budget_ok(lower_session *s, uint64_t more, const char *what) {
+    uint64_t used = budget_used(s), total;
+    if (!s->max_memory || (add_u64(used, more, &total) && total <= s->max_memory)) return true;
+    if (!s->limit_err)
+        s->limit_err = ctosa_error_new(CTOSA_ERR_LIMIT,
+                                       "%s: lowering needs more than %" PRIu64 " bytes (%s), which passes the "
+                                       "memory limit of %" PRIu64 " bytes (raise it with --max-memory)",
+                                       s->model_path, used + (more > UINT64_MAX - used ? 0 : more), what,
+                                       s->max_memory);
+    return false;
+}
+
+uint64_t lw_graph_bytes(const ctosa_graph *g) {
+    return g ? (uint64_t)g->arena.total : 0;
 }
 
 void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni,
@@ -643,6 +672,9 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
         /* A hostile model can ask to fold e.g. ConstantOfShape([1e5, 1e5]):
          * cap what one fold may allocate instead of the machine's memory. */
         io.max_memory = 16 * FOLD_MAX_BYTES;
+        /* ...and never more than what the session's --max-memory leaves. */
+        uint64_t left = lw_budget_left(s);
+        if (s->max_memory && left < io.max_memory) io.max_memory = left ? left : 1;
         if (!e) e = ctosa_interp_create(g, &io, &it);
         if (!e) e = ctosa_interp_run(it);
         for (uint32_t i = 0; !e && i < n->n_outputs; i++) {
@@ -768,7 +800,11 @@ static void decide_node(lower_session *s, uint32_t ni) {
     lower_ctx c;
     ctosa_graph *g = NULL;
     bool ok = lower_scratch(s, ni, &s->spec, &scratch, &tmap, &c, &g, ent);
-    if (!ok) {
+    char what[160];
+    snprintf(what, sizeof what, "at node #%u '%.100s'", ni, s->nodes[ni].label);
+    if (!lw_budget_ok(s, (uint64_t)scratch.total + lw_graph_bytes(g), what)) {
+        /* Lowering stops: ctosa_lower_file returns s->limit_err. */
+    } else if (!ok) {
         node_fallback(s, ni, c.code, c.rej_input, "%s", c.msg ? c.msg : "rejected");
     } else if (int64_in) {
         node_fallback(s, ni, LOWER_INT64_NOT_ENABLED, int64_in,
@@ -850,7 +886,13 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
         }
     }
     strmap_free(&seen);
+    s->max_memory = opt->max_memory ? opt->max_memory : CTOSA_LOWER_DEFAULT_MAX_MEMORY;
     if ((e = setup_values(s, opt))) return e;
+    if (!lw_budget_ok(s, 0, "decoding constants and bound inputs")) {
+        e = s->limit_err;
+        s->limit_err = NULL;
+        return e;
+    }
     /* Node outputs and consumers; topological order check. */
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         const ctosa_onnx_node *n = &s->g->nodes[i];
@@ -893,6 +935,9 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
 
 void lw_session_decide(lower_session *s) {
     for (uint32_t i = 0; i < s->n_nodes; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "before node #%u '%.100s'", i, s->nodes[i].label);
+        if (s->limit_err || !lw_budget_ok(s, 0, what)) return;
         decide_node(s, i);
         if (s->nodes[i].kind == LW_NODE_FALLBACK) record_declared(s, i);
         qdq_note_outputs(s, i);
@@ -901,6 +946,8 @@ void lw_session_decide(lower_session *s) {
 }
 
 void lw_session_close(lower_session *s) {
+    ctosa_error_free(s->limit_err);
+    s->limit_err = NULL;
     ctosa_onnx_free(s->m);
     strmap_free(&s->vals);
     arena_free(&s->a);

@@ -80,7 +80,22 @@ struct lower_session {
     /* Custom operators (ctosa_lower_options.custom_ops; may be NULL):
      * consulted before the built-in lowerings (lower_custom.c). */
     const struct ctosa_custom_registry *custom;
+    /* Memory cap (ctosa_lower_options.max_memory, resolved) and the first
+     * CTOSA_ERR_LIMIT it raised: once set, lowering stops and
+     * ctosa_lower_file returns it. `extra` counts allocations outside the
+     * session arena that live as long as it (the result's arena). */
+    uint64_t max_memory;
+    const arena *extra;
+    ctosa_error *limit_err;
 };
+
+/* Session arena + extra + `more` bytes against the cap; false (and
+ * s->limit_err set, naming `what`) when over. */
+bool lw_budget_ok(lower_session *s, uint64_t more, const char *what);
+/* Bytes still allocatable under the cap (0 when over). */
+uint64_t lw_budget_left(const lower_session *s);
+/* Bytes held by a graph under construction (its arena); 0 for NULL. */
+uint64_t lw_graph_bytes(const ctosa_graph *g);
 
 /* Everything known about ONNX value `name` (NULL if nothing). */
 lw_val *lw_lookup(lower_session *s, const char *name);

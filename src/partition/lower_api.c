@@ -9,6 +9,7 @@
  * partitioning is redone without it. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,6 +65,17 @@ static void fill_io(ctosa_lower_result *r, ctosa_lower_io *io, const lw_val *v) 
 /* Is node ni a member of partition p that runs operators? */
 static bool delegated_in(lower_session *s, uint32_t ni, int32_t p) {
     return s->nodes[ni].part == p && s->nodes[ni].kind == LW_NODE_DELEGATED;
+}
+
+/* --max-memory while building partition p: the graphs of partitions
+ * 0..p (earlier ones are kept) plus p's scratch arena. */
+static bool part_budget_ok(ctosa_lower_result *r, int32_t p, const lw_part *lp, const arena *scratch) {
+    uint64_t bytes = (uint64_t)scratch->total + lw_graph_bytes(lp->work) + lw_graph_bytes(lp->final);
+    for (int32_t q = 0; q < p; q++)
+        bytes += lw_graph_bytes(r->parts[q].work) + lw_graph_bytes(r->parts[q].final);
+    char what[64];
+    snprintf(what, sizeof what, "building partition %d", p);
+    return lw_budget_ok(&r->s, bytes, what);
 }
 
 /* Builds partition p: boundary, real lowering, finalisation, validation.
@@ -199,6 +211,7 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
         }
         for (uint32_t k = 0; k < nd->n_outputs; k++)
             if (c.out_names[k]) strmap_put(&tmap, nd->outputs[k], (void *)c.out_names[k]);
+        if (!part_budget_ok(r, p, lp, &scratch)) goto out; /* s->limit_err says why */
     }
     const char **in_names = arena_alloc(&scratch, (lp->n_in + 1) * sizeof *in_names);
     const char **out_src = arena_alloc(&scratch, (lp->n_out + 1) * sizeof *out_src);
@@ -220,6 +233,7 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
         *why = arena_printf(ra, "partition %d fails validation as a whole: %s", p, ctosa_error_message(e));
         goto out;
     }
+    if (!part_budget_ok(r, p, lp, &scratch)) goto out;
     ok = true;
 out:
     if (e && !*why) *why = arena_printf(ra, "partition %d: %s", p, ctosa_error_message(e));
@@ -368,12 +382,19 @@ ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
     }
     lower_session *s = &r->s;
     s->custom = opt->custom_ops;
+    s->extra = &r->a; /* the result's arena counts against --max-memory too */
     r->stem = opt->stem && opt->stem[0] ? arena_strdup(&r->a, opt->stem) : default_stem(&r->a, model_path);
     if (!r->stem || strchr(r->stem, '/')) {
         ctosa_lower_result_free(r);
         return ctosa_error_new(CTOSA_ERR_USAGE, "bad output stem '%s'", opt->stem ? opt->stem : "");
     }
     lw_session_decide(s);
+    if (s->limit_err) {
+        e = s->limit_err;
+        s->limit_err = NULL;
+        ctosa_lower_result_free(r);
+        return e;
+    }
     /* Partition, build; a failed partition falls back and we start over. */
     int32_t n_parts = 0;
     for (uint32_t round = 0;; round++) {
@@ -394,6 +415,12 @@ ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
             char *why = NULL;
             bool retry = false;
             if (build_part(r, p, &r->parts[p], &why, &retry)) continue;
+            if (s->limit_err) {
+                e = s->limit_err;
+                s->limit_err = NULL;
+                ctosa_lower_result_free(r);
+                return e;
+            }
             failed = true;
             if (retry) continue;
             for (uint32_t i = 0; i < s->n_nodes; i++)
