@@ -150,6 +150,11 @@ static void test_conv2d(void) {
      * into chunks of whole taps (IC 100 <= 258 terms per chunk) */
     run_case(&(ccase){0, I8, I8, I32, I32, 1, 4, 4, 100, 20, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -128, 127, false});
     run_case(&(ccase){0, I8, I8, I32, I32, 1, 3, 3, 300, 17, 1, 2, 1, {0, 0, 0, 1}, {1, 1}, {1, 1}, 127, -128, true});
+    /* few input channels (the RGB stem): the per-pixel patch path, with
+     * padding on every side, stride 2, and dilation */
+    run_case(&(ccase){0, F32, F32, F32, F32, 2, 15, 17, 3, 35, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){0, F32, F32, F32, F32, 1, 12, 11, 1, 32, 3, 3, 1, {0, 2, 2, 0}, {1, 1}, {1, 1}, 0, 0, true});
+    run_case(&(ccase){0, F32, F32, F32, F32, 1, 10, 13, 4, 17, 3, 3, 1, {1, 1, 1, 1}, {1, 2}, {2, 1}, 0, 0, false});
     /* fp16 in/out, fp32 accumulate */
     run_case(&(ccase){0, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, F32, 1, 5, 5, 3, 4, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
 }
@@ -167,6 +172,12 @@ static void test_depthwise(void) {
     run_case(&(ccase){1, F32, F32, F32, F32, 1, 2, 1, 16, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
     run_case(&(ccase){1, I8, I8, I32, I32, 1, 9, 8, 48, 0, 3, 3, 1, {0, 0, 1, 0}, {2, 2}, {1, 1}, -128, 127, false});
     run_case(&(ccase){1, I8, I8, I32, I32, 1, 6, 6, 35, 0, 3, 3, 1, {0, 0, 0, 0}, {1, 1}, {2, 2}, 3, -3, false});
+    /* stride 1, dilation 1: interior columns in groups of four, a remainder,
+     * border columns, wide and narrow padding */
+    run_case(&(ccase){1, F32, F32, F32, F32, 2, 7, 13, 37, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){1, F32, F32, F32, F32, 1, 6, 10, 32, 0, 3, 3, 1, {0, 2, 2, 0}, {1, 1}, {1, 1}, 0, 0, true});
+    run_case(&(ccase){1, F32, F32, F32, F32, 1, 5, 4, 16, 0, 3, 3, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){1, I8, I8, I32, I32, 1, 6, 12, 48, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -128, 127, false});
     /* other kernel sizes: generic blocked loop */
     run_case(&(ccase){1, F32, F32, F32, F32, 1, 8, 8, 20, 0, 5, 5, 1, {2, 2, 2, 2}, {1, 1}, {1, 1}, 0, 0, false});
     run_case(&(ccase){1, I8, I8, I32, I32, 1, 7, 7, 33, 0, 2, 4, 1, {0, 1, 1, 2}, {1, 1}, {1, 1}, -1, 2, false});

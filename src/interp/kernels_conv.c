@@ -271,6 +271,67 @@ static int32_t c_wget(const void *cc, int64_t k, int64_t n) {
 
 enum { CW_FLOAT = 1, CW_INT8 = 2, CW_INT16 = 3 }; /* op cache tags */
 
+/* Small input-channel convolutions (the RGB stem: 3 channels, 3x3): an
+ * indirect tap of only IC floats starves the GEMM micro-kernel, so for each
+ * row block the engine asks for, the KH*KW*IC patch of every output pixel is
+ * copied into one contiguous row (zeros for padding) of a per-thread buffer
+ * and the GEMM runs with a single tap of K values. The engine computes all
+ * column panels of a row block right after asking for its rows, in the same
+ * thread, so the buffer is still intact (and in L1) when it is read. The
+ * packed weights are unchanged (k = tap*IC + ic). */
+typedef struct c_patch_ctx {
+    const cgeom *g;
+    const float *in;
+    int64_t K;
+    int *failed; /* set when a thread could not get its buffer */
+} c_patch_ctx;
+
+static const float c_patch_zero[64];
+
+static void c_patch_ptrs(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
+    const c_patch_ctx *p = rc;
+    const cgeom *g = p->g;
+    const int64_t IC = g->IC, K = p->K;
+    float *buf = kg_scratch(5, (size_t)(nrows * K) * sizeof(float));
+    if (!buf) {
+        __atomic_store_n(p->failed, 1, __ATOMIC_RELAXED);
+        for (int64_t r = 0; r < nrows; r++) ptrs[r] = c_patch_zero;
+        return;
+    }
+    int64_t ox = m0 % g->OW, t = m0 / g->OW;
+    int64_t oy = t % g->OH, n = t / g->OH;
+    float *dst = buf;
+    for (int64_t r = 0; r < nrows; r++) {
+        ptrs[r] = dst;
+        int64_t x0 = ox * g->sx - g->pl, y0 = oy * g->sy - g->pt;
+        for (int64_t ky = 0; ky < g->KH; ky++) {
+            int64_t y = y0 + ky * g->dy;
+            bool yin = y >= 0 && y < g->IH;
+            const float *irow = p->in + (size_t)((n * g->IH + (yin ? y : 0)) * g->IW) * (size_t)IC;
+            if (IC == 3 && g->dx == 1 && yin && x0 >= 0 && x0 + g->KW <= g->IW) {
+                memcpy(dst, irow + x0 * 3, (size_t)(g->KW * 3) * sizeof(float));
+                dst += g->KW * 3;
+                continue;
+            }
+            for (int64_t kx = 0; kx < g->KW; kx++, dst += IC) {
+                int64_t x = x0 + kx * g->dx;
+                if (yin && x >= 0 && x < g->IW) {
+                    for (int64_t i = 0; i < IC; i++) dst[i] = irow[x * IC + i];
+                } else {
+                    for (int64_t i = 0; i < IC; i++) dst[i] = 0.0f;
+                }
+            }
+        }
+        if (++ox == g->OW) {
+            ox = 0;
+            if (++oy == g->OH) {
+                oy = 0;
+                n++;
+            }
+        }
+    }
+}
+
 static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const cargs *c) {
     int64_t T = g->KD * g->KH * g->KW, K = T * g->IC;
     size_t pbytes = kg_pack_elems(K, g->OC) * sizeof(float);
@@ -303,7 +364,15 @@ static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const c
     kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
                   .rows = c_rows, .rctx = &rc, .bpack = bp, .bias = bias,
                   .out = c->out->data, .ldo = g->OC, .post = fp32_out ? o->post : NULL};
-    bool ok = kg_run_f(o->ctx, &job);
+    int patch_failed = 0;
+    c_patch_ctx pc = {.g = g, .in = c->in->data, .K = K, .failed = &patch_failed};
+    if (g->kind == CK_CONV && g->KD == 1 && g->IC <= 4 && T > 1 && K <= 64) {
+        job.Kt = K;
+        job.T = 1;
+        job.rows = c_patch_ptrs;
+        job.rctx = &pc;
+    }
+    bool ok = kg_run_f(o->ctx, &job) && !patch_failed;
     free(zero);
     free(bias);
     if (!ok) return c_nomem(o);
@@ -852,6 +921,83 @@ static inline IM_INLINE void dw3_f_impl(void *arg, size_t begin, size_t end) {
 }
 IM_MULTIVERSION(dw3_f, dw3_f_impl)
 
+/* 3x3, stride 1, dilation 1, float (the MobileNet case): interior output
+ * columns in groups of four, so the six input vectors of a kernel row are
+ * loaded once and feed twelve multiply-adds into four independent
+ * accumulators. Each output sums its taps in the same order as dw3_f. */
+static inline IM_INLINE void dw3s1_f_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    float *out = d->c->out->data;
+    const int64_t C = g->IC, pl = g->pl;
+    /* interior: ox - pl >= 0 and ox - pl + 2 < IW */
+    int64_t lo = pl, hi = g->IW - 2 + pl;
+    if (hi > g->OW) hi = g->OW;
+    if (lo > hi) lo = hi;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        float *orow = out + ((n * g->OH) + oy) * g->OW * C;
+        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {
+            dw_vf wv[9], init = {0};
+            _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
+            if (d->bias) memcpy(&init, d->bias + cb, sizeof init);
+            const float *rp[3];
+            int nr = 0;
+            dw_vf rw[9];
+            for (int ky = 0; ky < 3; ky++) {
+                int64_t y = oy * g->sy - g->pt + ky;
+                if (y < 0 || y >= g->IH) continue;
+                rp[nr] = in + ((n * g->IH + y) * g->IW) * C + cb;
+                rw[nr * 3] = wv[ky * 3];
+                rw[nr * 3 + 1] = wv[ky * 3 + 1];
+                rw[nr * 3 + 2] = wv[ky * 3 + 2];
+                nr++;
+            }
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                if (ox == lo) {
+                    for (; ox + 4 <= hi; ox += 4) {
+                        dw_vf a0 = init, a1 = init, a2 = init, a3 = init;
+                        for (int r = 0; r < nr; r++) {
+                            const float *p = rp[r] + (ox - pl) * C;
+                            dw_vf v0 = dw_ldf(p), v1 = dw_ldf(p + C), v2 = dw_ldf(p + 2 * C);
+                            dw_vf v3 = dw_ldf(p + 3 * C), v4 = dw_ldf(p + 4 * C), v5 = dw_ldf(p + 5 * C);
+                            dw_vf w0 = rw[r * 3], w1 = rw[r * 3 + 1], w2 = rw[r * 3 + 2];
+                            a0 += v0 * w0 + v1 * w1 + v2 * w2;
+                            a1 += v1 * w0 + v2 * w1 + v3 * w2;
+                            a2 += v2 * w0 + v3 * w1 + v4 * w2;
+                            a3 += v3 * w0 + v4 * w1 + v5 * w2;
+                        }
+                        float *o = orow + ox * C + cb;
+                        memcpy(o, &a0, sizeof a0);
+                        memcpy(o + C, &a1, sizeof a1);
+                        memcpy(o + 2 * C, &a2, sizeof a2);
+                        memcpy(o + 3 * C, &a3, sizeof a3);
+                    }
+                    if (ox >= g->OW) break;
+                }
+                dw_vf acc = init;
+                int64_t x0 = ox - pl;
+                if (ox >= lo && ox < hi) {
+                    for (int r = 0; r < nr; r++) {
+                        const float *p = rp[r] + x0 * C;
+                        acc += dw_ldf(p) * rw[r * 3] + dw_ldf(p + C) * rw[r * 3 + 1] + dw_ldf(p + 2 * C) * rw[r * 3 + 2];
+                    }
+                } else {
+                    for (int r = 0; r < nr; r++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int64_t x = x0 + kx;
+                            if (x < 0 || x >= g->IW) continue;
+                            acc += dw_ldf(rp[r] + x * C) * rw[r * 3 + kx];
+                        }
+                }
+                memcpy(orow + ox * C + cb, &acc, sizeof acc);
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw3s1_f, dw3s1_f_impl)
+
 static inline IM_INLINE void dw3_i_impl(void *arg, size_t begin, size_t end) {
     const dw_ctx *d = arg;
     const cgeom *g = d->g;
@@ -878,7 +1024,8 @@ static void dw_i_tail(void *arg, size_t begin, size_t end) {
 }
 static void dw3_f_rows(void *arg, size_t begin, size_t end) {
     const dw_ctx *d = arg;
-    if (d->g->IC >= 16) dw3_f(arg, begin, end);
+    if (d->g->IC >= 16 && d->g->sx == 1 && d->g->dx == 1 && d->g->dy == 1) dw3s1_f(arg, begin, end);
+    else if (d->g->IC >= 16) dw3_f(arg, begin, end);
     if (d->g->IC % 16) dw_f_tail(arg, begin, end);
 }
 static void dw3_i_rows(void *arg, size_t begin, size_t end) {
