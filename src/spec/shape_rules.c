@@ -302,20 +302,26 @@ static void check_bias(const spec_op_ctx *c, diag_list *d, const ctosa_tensor *b
             nm(b), b->shape[0], oc);
 }
 
+/* The zero points and pad/stride/dilation of a convolution with `sp`
+ * spatial dimensions; true when the attribute vectors are usable. */
+static bool conv_attrs(const spec_op_ctx *c, diag_list *d, uint32_t sp) {
+    const ctosa_attr *a = &c->op->attr;
+    need_one(c, d, 3, "input_zp");
+    need_one(c, d, 4, "weight_zp");
+    bool attrs = need_vec(c, d, a->pad, "pad", 2 * sp);
+    attrs = need_vec(c, d, a->stride, "stride", sp) && attrs;
+    attrs = need_vec(c, d, a->dilation, "dilation", sp) && attrs;
+    if (!attrs) return false;
+    attrs = vec_min(c, d, a->pad, "pad", 0);
+    attrs = vec_min(c, d, a->stride, "stride", 1) && attrs;
+    return vec_min(c, d, a->dilation, "dilation", 1) && attrs;
+}
+
 /* CONV2D and DEPTHWISE_CONV2D (depthwise: weight [KH,KW,C,M]). */
 static void rule_conv2d(const spec_op_ctx *c, diag_list *d, bool depthwise) {
     const ctosa_tensor *in = IN(c, 0), *w = IN(c, 1), *out = OUT(c, 0);
     const ctosa_attr *a = &c->op->attr;
-    need_one(c, d, 3, "input_zp");
-    need_one(c, d, 4, "weight_zp");
-    bool attrs = need_vec(c, d, a->pad, "pad", 4);
-    attrs = need_vec(c, d, a->stride, "stride", 2) && attrs;
-    attrs = need_vec(c, d, a->dilation, "dilation", 2) && attrs;
-    if (attrs) {
-        attrs = vec_min(c, d, a->pad, "pad", 0);
-        attrs = vec_min(c, d, a->stride, "stride", 1) && attrs;
-        attrs = vec_min(c, d, a->dilation, "dilation", 1) && attrs;
-    }
+    bool attrs = conv_attrs(c, d, 2);
     bool ri = need_rank(c, d, in, "input", 4);
     bool rw = need_rank(c, d, w, "weight", 4);
     bool ro = need_rank(c, d, out, "output", 4);
@@ -343,16 +349,7 @@ static void rule_conv2d(const spec_op_ctx *c, diag_list *d, bool depthwise) {
 static void rule_conv3d(const spec_op_ctx *c, diag_list *d) {
     const ctosa_tensor *in = IN(c, 0), *w = IN(c, 1), *out = OUT(c, 0);
     const ctosa_attr *a = &c->op->attr;
-    need_one(c, d, 3, "input_zp");
-    need_one(c, d, 4, "weight_zp");
-    bool attrs = need_vec(c, d, a->pad, "pad", 6);
-    attrs = need_vec(c, d, a->stride, "stride", 3) && attrs;
-    attrs = need_vec(c, d, a->dilation, "dilation", 3) && attrs;
-    if (attrs) {
-        attrs = vec_min(c, d, a->pad, "pad", 0);
-        attrs = vec_min(c, d, a->stride, "stride", 1) && attrs;
-        attrs = vec_min(c, d, a->dilation, "dilation", 1) && attrs;
-    }
+    bool attrs = conv_attrs(c, d, 3);
     bool ri = need_rank(c, d, in, "input", 5);
     bool rw = need_rank(c, d, w, "weight", 5);
     bool ro = need_rank(c, d, out, "output", 5);
