@@ -14,6 +14,7 @@
 #include "ctosa/spec.h"
 #include "ctosa/onnx.h"
 #include "ctosa/interp.h"
+#include "ctosa/tensor_file.h"
 #include "ctosa/lower.h"
 #include "ctosa/custom.h"
 

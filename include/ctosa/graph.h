@@ -128,8 +128,16 @@ const char *ctosa_enum_value_name(const char *enum_type, uint32_t value);
 typedef enum ctosa_data_kind {
     CTOSA_DATA_NONE = 0, /* not a constant (placeholder or intermediate) */
     CTOSA_DATA_MEMORY,   /* ptr/size: borrowed, arena-owned or inside a mapped file */
-    CTOSA_DATA_FILE      /* size bytes at offset of path (or of fd when path is NULL) */
+    CTOSA_DATA_FILE,     /* size bytes at offset of path (or of fd when path is NULL) */
+    CTOSA_DATA_GENERATED /* computed on demand by fill(user, ...) (see below) */
 } ctosa_data_kind;
+
+/* Produces bytes [offset, offset + n) of a generated constant's file
+ * encoding into buf. Called with any offset; the writer calls it front to
+ * back in chunks of at most CTOSA_DATA_CHUNK bytes. Must be deterministic
+ * and, when the graph is read from several threads, reentrant. */
+typedef ctosa_error *(*ctosa_data_fill_fn)(void *user, uint64_t offset, void *buf, size_t n);
+#define CTOSA_DATA_CHUNK ((size_t)4 << 20)
 
 typedef struct ctosa_data {
     ctosa_data_kind kind;
@@ -138,6 +146,8 @@ typedef struct ctosa_data {
     const char *path; /* FILE */
     int fd;           /* FILE when path == NULL; the writer does not close it */
     uint64_t offset;  /* FILE */
+    ctosa_data_fill_fn fill; /* GENERATED */
+    void *user;              /* GENERATED: fill's argument (borrowed) */
 } ctosa_data;
 
 typedef struct ctosa_tensor {
@@ -228,6 +238,36 @@ ctosa_error *ctosa_tensor_set_data(ctosa_graph *g, ctosa_tensor *t, const void *
  * is written (path), or used as is (fd >= 0 with path NULL). */
 ctosa_error *ctosa_tensor_set_data_file(ctosa_graph *g, ctosa_tensor *t, const char *path,
                                         int fd, uint64_t offset, uint64_t size);
+/*
+ * Deferred (generated) constant data, for weights that must change bytes on
+ * the way to the file (a transpose, a narrowing, a repacking) without ever
+ * existing whole in memory: the writer asks fill() for the bytes chunk by
+ * chunk (at most CTOSA_DATA_CHUNK at a time) while it streams the file, so
+ * memory stays bounded whatever the weight's size. `user` is borrowed: it
+ * must stay valid while the graph may be written or read.
+ * Who reads generated data: ctosa_write_file / ctosa_write_memory and
+ * ctosa_tensor_read_data(). (Graph consumers that only know MEMORY and
+ * FILE data, e.g. the interpreter and the validator's constant-value
+ * rules, read such a tensor through ctosa_tensor_read_data or treat it as
+ * an opaque constant.)
+ */
+ctosa_error *ctosa_tensor_set_data_generated(ctosa_graph *g, ctosa_tensor *t, uint64_t size,
+                                             ctosa_data_fill_fn fill, void *user);
+/* A ready-made generated source: the bytes of src (MEMORY or FILE data,
+ * copied by value; a file stays borrowed as for set_data_file) viewed as
+ * [batch, rows, cols] elements of elem_bytes each, with the last two axes
+ * swapped: t receives [batch, cols, rows]. This is OIHW -> OHWI (batch O,
+ * rows I, cols H*W) and the [N,K] -> [K,N] transpose of Gemm transB.
+ * Computed in tiles of at most CTOSA_DATA_CHUNK source bytes (plus one
+ * output chunk) when written; needs rows x elem_bytes <= CTOSA_DATA_CHUNK
+ * (one output row fits a tile). State lives in the graph's arena. */
+ctosa_error *ctosa_tensor_set_data_transposed(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src,
+                                              uint64_t batch, uint64_t rows, uint64_t cols,
+                                              uint32_t elem_bytes);
+/* Reads bytes [offset, offset + n) of a constant's data, whatever its
+ * kind (memory, file range or generated) into buf. */
+ctosa_error *ctosa_tensor_read_data(const ctosa_tensor *t, uint64_t offset, void *buf, size_t n);
+
 /* Adds an operator. attr may be NULL (all fields zero). Names, vectors and
  * strings of attr are copied. out may be NULL. */
 ctosa_error *ctosa_block_add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind kind,

@@ -60,12 +60,30 @@ typedef struct ctosa_interp_options {
                              variables); 0 = the machine's physical memory */
     uint32_t max_depth;   /* COND_IF / WHILE_LOOP nesting limit; 0 = 32 */
     uint64_t max_iterations; /* WHILE_LOOP iteration limit per loop; 0 = unlimited */
+    /* Running a slice of the graph: when n_outputs > 0, these tensors of the
+     * main block (block outputs, intermediates, inputs or constants) are the
+     * outputs instead of the block's, and only the operators they depend on
+     * are planned and run. Constants that no such operator reads are never
+     * read (a mapped file's pages of them are never loaded), and graph
+     * inputs they do not need need not be set (see ctosa_interp_input_used).
+     * The names are read during ctosa_interp_create only. */
+    const char *const *outputs;
+    uint32_t n_outputs;
+    /* Do not keep packed copies of constant weights between runs (the
+     * per-operator cache): for a graph that runs once (`ctosa run`), this
+     * saves memory the size of the weights of the operators that run, at
+     * no cost in time. Results are identical. */
+    bool no_weight_cache;
 } ctosa_interp_options;
 
 void ctosa_interp_options_init(ctosa_interp_options *opt);
 
 /* Prepares the main region (regions[0]) of g: checks declared shapes and
- * sizes, materialises constants, plans the activation memory. Other regions
+ * sizes, prepares the constants the operators read, plans the activation
+ * memory. Constants whose stored bytes are already the host encoding
+ * (INT8, INT16, INT32, INT64, FP32, SHAPE, suitably aligned, in memory such
+ * as the reader's mapping) are used in place, not copied, and are not
+ * counted against max_memory; others are decoded once. Other regions
  * (COND_IF / WHILE_LOOP bodies) are prepared on first use. opt may be NULL. */
 ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_options *opt,
                                  ctosa_interp **out);
@@ -86,11 +104,16 @@ typedef struct ctosa_interp_tensor {
  * does not handle. */
 size_t ctosa_host_elem_size(ctosa_dtype t);
 
-/* Graph inputs and outputs of the main region, in block order. The info's
- * data is NULL (count and size say how much is expected). */
+/* Graph inputs and outputs of the main region, in block order (the outputs
+ * are the ones options.outputs selected, in that order, when it is set). The
+ * info's data is NULL (count and size say how much is expected). */
 uint32_t ctosa_interp_input_count(const ctosa_interp *it);
 uint32_t ctosa_interp_output_count(const ctosa_interp *it);
 ctosa_error *ctosa_interp_input_info(const ctosa_interp *it, uint32_t i, ctosa_interp_tensor *info);
+/* Whether input i is read by the operators that run: false only for inputs
+ * a slice (ctosa_interp_options.outputs) does not depend on, which need not
+ * be set. */
+bool ctosa_interp_input_used(const ctosa_interp *it, uint32_t i);
 ctosa_error *ctosa_interp_output_info(const ctosa_interp *it, uint32_t i, ctosa_interp_tensor *info);
 
 /* Copies data (size bytes, host encoding) into graph input name. dtype,

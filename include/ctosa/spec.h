@@ -84,6 +84,24 @@ ctosa_error *ctosa_spec_from_target(const char *target, ctosa_spec *out);
 size_t ctosa_spec_format(const ctosa_spec *spec, char *buf, size_t size);
 const char *ctosa_ext_token(ctosa_ext e);     /* "int16" */
 const char *ctosa_ext_spec_name(ctosa_ext e); /* "EXT-INT16" */
+/* Named targets: the i-th target's name (NULL past the end) and, in
+ * *spec_string (may be NULL), its spec string:
+ *     for (uint32_t i = 0; (name = ctosa_spec_target_at(i, &sp)); i++) ... */
+const char *ctosa_spec_target_at(uint32_t i, const char **spec_string);
+
+/* What a spec allows, as the text `ctosa spec` prints (docs/spec.md):
+ * canonical form, version, profiles, extensions, level limits, then every
+ * operator and type signature the spec allows with the profile/extension
+ * each needs (and, under u55, why an operator is restricted). Flags:
+ *   CTOSA_SPEC_DESCRIBE_JSON  the same as JSON (`ctosa spec --json`)
+ *   CTOSA_SPEC_DESCRIBE_ONNX  instead, which ONNX operators are delegated
+ *                             with int64 operands under the spec, derived by
+ *                             lowering a one-node probe per registered ONNX
+ *                             operator and validating it (`--onnx`)
+ * *out_text is malloc'd (NUL-terminated, ends in a newline); free() it. */
+#define CTOSA_SPEC_DESCRIBE_JSON (1u << 0)
+#define CTOSA_SPEC_DESCRIBE_ONNX (1u << 1)
+ctosa_error *ctosa_spec_describe(const ctosa_spec *spec, unsigned flags, char **out_text);
 
 typedef struct ctosa_validate_options {
     uint32_t max_problems; /* 0 = 100 */

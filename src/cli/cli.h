@@ -16,6 +16,13 @@ int cmd_check(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_spec(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Writes the report JSON json[0..len) (name = its file, for messages) as a
+ * self-contained HTML page to out_path (atomically). A malformed report is
+ * CTOSA_ERR_FORMAT naming name:line:column; nothing is written then.
+ * cmd_report.c; also used by `ctosa lower --html`. */
+ctosa_error *cli_report_html(const char *json, size_t len, const char *name, const char *out_path);
 
 /* Prints "ctosa <cmd>: <message>" to stderr and returns the exit code for
  * err (frees it). */

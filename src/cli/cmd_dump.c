@@ -1,10 +1,12 @@
-/* cmd_dump.c - `ctosa dump MODEL.tosa [--format json|text]`: prints a graph.
+/* cmd_dump.c - `ctosa dump MODEL.tosa [--format json|text|dot]`: prints a graph.
  *
  * The JSON form is the stable, machine-readable one (documented in
  * docs/cli.md): every region, block, operator (with all attributes of its
  * table), tensor and shape, in file order. Constant data is summarised: byte
  * count, element count and the first DUMP_VALUES values decoded per dtype
- * ("truncated" says whether there are more).
+ * ("truncated" says whether there are more). The dot form is a Graphviz
+ * digraph: one cluster per region and block, operators as nodes, tensors as
+ * edges, constant operands counted in the operator's label.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -393,14 +395,266 @@ static void dump_text(strbuf *b, const ctosa_graph *g, const char *path) {
     }
 }
 
+/* ------------------------------------------------------------------- dot */
+
+/* A DOT double-quoted string: \ and " escaped, line breaks as \n (a label
+ * line break), other control bytes and invalid UTF-8 as '?'. */
+static void dot_str(strbuf *b, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    sb_putc(b, '"');
+    while (*p) {
+        unsigned char c = *p;
+        uint32_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                     : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4 : 0;
+        for (uint32_t k = 1; k < len; k++)
+            if ((p[k] & 0xc0) != 0x80) len = 0;
+        if (len > 1) {
+            sb_putn(b, (const char *)p, len);
+            p += len;
+            continue;
+        }
+        if (c == '"' || c == '\\') sb_putc(b, '\\'), sb_putc(b, (char)c);
+        else if (c == '\n') sb_puts(b, "\\n");
+        else if (c < 0x20 || c >= 0x7f) sb_putc(b, '?');
+        else sb_putc(b, (char)c);
+        p++;
+    }
+    sb_putc(b, '"');
+}
+
+/* "fp32[1,16,112,112]" (or "shape[3]"), for labels. */
+static void dot_type(strbuf *b, const ctosa_tensor *t) {
+    if (!t) {
+        sb_puts(b, "?");
+        return;
+    }
+    if (t->is_shape) {
+        sb_printf(b, "shape[%d]", t->shape[0]);
+        return;
+    }
+    const char *dn = ctosa_dtype_short(t->dtype);
+    sb_printf(b, "%s[", dn ? dn : "?");
+    for (uint32_t i = 0; i < t->rank; i++) sb_printf(b, i ? ",%d" : "%d", t->shape[i]);
+    sb_putc(b, ']');
+}
+
+#define DOT_LABEL_OUTPUTS 2 /* output types shown in an operator's label */
+
+/* CONST / CONST_SHAPE operators are not drawn: their outputs are counted
+ * in the consumers' labels like any other constant operand. */
+static bool is_const_op(const ctosa_op *op) {
+    return op->kind == CTOSA_OP_CONST || op->kind == CTOSA_OP_CONST_SHAPE;
+}
+
+static bool is_block_input(const ctosa_block *blk, const char *name) {
+    for (uint32_t i = 0; i < blk->n_inputs; i++)
+        if (strcmp(blk->inputs[i], name) == 0) return true;
+    return false;
+}
+
+/* One block: operators as nodes, tensors between them as edges, inputs and
+ * outputs as ellipses, constant operands counted in the operator label. */
+static void dot_block(strbuf *b, const ctosa_graph *g, uint32_t ri, uint32_t bi, const ctosa_block *blk,
+                      strmap *producer, strmap *extern_seen) {
+    const char *ind = "    ";
+    sb_printf(b, "  subgraph \"cluster_r%u_b%u\" {\n%slabel=", ri, bi, ind);
+    strbuf l;
+    sb_init(&l);
+    sb_printf(&l, "block %s", blk->name ? blk->name : "");
+    dot_str(b, l.s);
+    sb_printf(b, ";\n%sstyle=\"rounded\"; color=\"#8899aa\";\n", ind);
+    sb_printf(b, "%s\"r%u_b%u_anchor\" [shape=point, style=invis, width=0, height=0];\n", ind, ri, bi);
+    strmap_init(producer);
+    strmap_init(extern_seen);
+    for (uint32_t i = 0; i < blk->n_inputs; i++) {
+        l.len = 0;
+        sb_printf(&l, "%s\n", blk->inputs[i]);
+        dot_type(&l, ctosa_block_find_tensor(g, blk, blk->inputs[i]));
+        sb_printf(b, "%s\"r%u_b%u_in%u\" [shape=ellipse, fillcolor=\"#ffffff\", label=", ind, ri, bi, i);
+        dot_str(b, l.s);
+        sb_puts(b, "];\n");
+    }
+    for (uint32_t i = 0; i < blk->n_ops; i++)
+        for (uint32_t k = 0; !is_const_op(blk->ops[i]) && k < blk->ops[i]->n_outputs; k++)
+            if (!strmap_put(producer, blk->ops[i]->outputs[k], (void *)(uintptr_t)(i + 1))) b->failed = true;
+    for (uint32_t i = 0; i < blk->n_ops; i++) {
+        const ctosa_op *op = blk->ops[i];
+        if (is_const_op(op)) continue;
+        uint32_t n_const = 0; /* the operands dot_source elides */
+        for (uint32_t k = 0; k < op->n_inputs; k++) {
+            const ctosa_tensor *t = ctosa_block_find_tensor(g, blk, op->inputs[k]);
+            n_const += t && t->data.kind != CTOSA_DATA_NONE && !strmap_has(producer, op->inputs[k]) &&
+                       !is_block_input(blk, op->inputs[k]);
+        }
+        l.len = 0;
+        sb_printf(&l, "#%u %s", i, ctosa_op_name(op->kind));
+        for (uint32_t k = 0; k < op->n_outputs && k < DOT_LABEL_OUTPUTS; k++) {
+            sb_putc(&l, '\n');
+            dot_type(&l, ctosa_block_find_tensor(g, blk, op->outputs[k]));
+        }
+        if (op->n_outputs > DOT_LABEL_OUTPUTS) sb_printf(&l, "\n+%u outputs", op->n_outputs - DOT_LABEL_OUTPUTS);
+        if (n_const) sb_printf(&l, "\n(%u constant%s)", n_const, n_const == 1 ? "" : "s");
+        bool cf = op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP;
+        sb_printf(b, "%s\"r%u_b%u_op%u\" [%slabel=", ind, ri, bi, i, cf ? "fillcolor=\"#fff2cc\", " : "");
+        dot_str(b, l.s);
+        sb_puts(b, "];\n");
+    }
+    for (uint32_t i = 0; i < blk->n_outputs; i++) {
+        l.len = 0;
+        sb_printf(&l, "%s\n", blk->outputs[i]);
+        dot_type(&l, ctosa_block_find_tensor(g, blk, blk->outputs[i]));
+        sb_printf(b, "%s\"r%u_b%u_out%u\" [shape=ellipse, fillcolor=\"#ffffff\", label=", ind, ri, bi, i);
+        dot_str(b, l.s);
+        sb_puts(b, "];\n");
+    }
+    sb_puts(b, "  }\n");
+    sb_free(&l);
+}
+
+/* The source node of tensor name in block (ri, bi) into b, or false when
+ * it is a constant (elided). Tensors with no producer that are not block
+ * inputs (values from an enclosing block, variables) get a small node of
+ * their own, declared once. */
+static bool dot_source(strbuf *b, strbuf *decl, const ctosa_graph *g, uint32_t ri, uint32_t bi,
+                       const ctosa_block *blk, strmap *producer, strmap *extern_seen, const char *name) {
+    uintptr_t p = (uintptr_t)strmap_get(producer, name);
+    if (p) {
+        sb_printf(b, "\"r%u_b%u_op%u\"", ri, bi, (unsigned)(p - 1));
+        return true;
+    }
+    for (uint32_t i = 0; i < blk->n_inputs; i++)
+        if (strcmp(blk->inputs[i], name) == 0) {
+            sb_printf(b, "\"r%u_b%u_in%u\"", ri, bi, i);
+            return true;
+        }
+    const ctosa_tensor *t = ctosa_block_find_tensor(g, blk, name);
+    if (t && t->data.kind != CTOSA_DATA_NONE) return false;
+    uintptr_t id = (uintptr_t)strmap_get(extern_seen, name);
+    if (!id) {
+        id = extern_seen->count + 1;
+        if (!strmap_put(extern_seen, name, (void *)id)) b->failed = true;
+        sb_printf(decl, "  \"r%u_b%u_x%u\" [shape=plaintext, style=\"\", label=", ri, bi, (unsigned)id);
+        strbuf l;
+        sb_init(&l);
+        sb_puts(&l, name);
+        if (t && t->variable) sb_puts(&l, "\n(variable)");
+        dot_str(decl, l.s ? l.s : "");
+        sb_free(&l);
+        sb_puts(decl, "];\n");
+    }
+    sb_printf(b, "\"r%u_b%u_x%u\"", ri, bi, (unsigned)id);
+    return true;
+}
+
+static void dot_edge_label(strbuf *b, const char *tensor) {
+    sb_puts(b, " [label=");
+    dot_str(b, tensor);
+    sb_puts(b, "];\n");
+}
+
+static void dot_edges(strbuf *b, const ctosa_graph *g, uint32_t ri, uint32_t bi, const ctosa_block *blk,
+                      strmap *producer, strmap *extern_seen) {
+    strbuf decl, e;
+    sb_init(&decl);
+    sb_init(&e);
+    for (uint32_t i = 0; i < blk->n_ops; i++) {
+        const ctosa_op *op = blk->ops[i];
+        if (is_const_op(op)) continue;
+        for (uint32_t k = 0; k < op->n_inputs; k++) {
+            size_t mark = e.len;
+            sb_puts(&e, "  ");
+            if (!dot_source(&e, &decl, g, ri, bi, blk, producer, extern_seen, op->inputs[k])) {
+                e.len = mark;
+                continue;
+            }
+            sb_printf(&e, " -> \"r%u_b%u_op%u\"", ri, bi, i);
+            dot_edge_label(&e, op->inputs[k]);
+        }
+        /* Control flow: a dashed edge to each region (or block) it runs. */
+        uint32_t nf = 0;
+        const ctosa_attr_field *f = ctosa_op_attr_fields(op->kind, &nf);
+        for (uint32_t k = 0; f && k < nf; k++) {
+            if (f[k].kind != CTOSA_FIELD_STRING) continue;
+            const char *target = *(const char *const *)((const char *)&op->attr + f[k].offset);
+            if (!target) continue;
+            for (uint32_t rj = 0; rj < ctosa_graph_region_count(g); rj++) {
+                const ctosa_region *r = ctosa_graph_region(g, rj);
+                bool hit = r->name && strcmp(r->name, target) == 0 && r->n_blocks;
+                uint32_t bj = 0;
+                for (uint32_t q = 0; !hit && q < r->n_blocks; q++)
+                    if (r->blocks[q]->name && strcmp(r->blocks[q]->name, target) == 0) hit = true, bj = q;
+                if (!hit) continue;
+                bool region = r->name && strcmp(r->name, target) == 0;
+                sb_printf(&e, "  \"r%u_b%u_op%u\" -> \"r%u_b%u_anchor\" [style=dashed, color=\"#b08000\", lhead=\"cluster_r%u",
+                          ri, bi, i, rj, bj, rj);
+                if (!region) sb_printf(&e, "_b%u", bj);
+                sb_puts(&e, "\", label=");
+                dot_str(&e, f[k].name);
+                sb_puts(&e, "];\n");
+                break;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < blk->n_outputs; i++) {
+        size_t mark = e.len;
+        sb_puts(&e, "  ");
+        if (!dot_source(&e, &decl, g, ri, bi, blk, producer, extern_seen, blk->outputs[i])) {
+            e.len = mark;
+            continue;
+        }
+        sb_printf(&e, " -> \"r%u_b%u_out%u\"", ri, bi, i);
+        dot_edge_label(&e, blk->outputs[i]);
+    }
+    if (decl.failed || e.failed) b->failed = true;
+    if (decl.s) sb_putn(b, decl.s, decl.len);
+    if (e.s) sb_putn(b, e.s, e.len);
+    sb_free(&decl);
+    sb_free(&e);
+}
+
+static void dump_dot(strbuf *b, const ctosa_graph *g, const char *path) {
+    ctosa_version v = ctosa_graph_version(g);
+    sb_puts(b, "digraph ");
+    dot_str(b, path);
+    sb_printf(b, " {\n  graph [label=");
+    strbuf l;
+    sb_init(&l);
+    sb_printf(&l, "%s (TOSA %d.%d.%d%s)", path, v.major, v.minor, v.patch, v.draft ? " draft" : "");
+    dot_str(b, l.s ? l.s : "");
+    sb_free(&l);
+    sb_puts(b, ", labelloc=t, rankdir=TB, compound=true, fontname=\"Helvetica\"];\n"
+               "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#e8eefc\", fontname=\"Helvetica\", fontsize=10];\n"
+               "  edge [color=\"#666666\", fontname=\"Helvetica\", fontsize=8];\n");
+    strmap producer, extern_seen;
+    for (uint32_t ri = 0; ri < ctosa_graph_region_count(g); ri++) {
+        const ctosa_region *r = ctosa_graph_region(g, ri);
+        sb_printf(b, "  subgraph \"cluster_r%u\" {\n  label=", ri);
+        sb_init(&l);
+        sb_printf(&l, "region %s", r->name ? r->name : "");
+        dot_str(b, l.s ? l.s : "");
+        sb_free(&l);
+        sb_puts(b, ";\n  style=\"dashed\"; color=\"#aaaaaa\";\n");
+        for (uint32_t bi = 0; bi < r->n_blocks; bi++) {
+            const ctosa_block *blk = r->blocks[bi];
+            dot_block(b, g, ri, bi, blk, &producer, &extern_seen);
+            dot_edges(b, g, ri, bi, blk, &producer, &extern_seen);
+            strmap_free(&producer);
+            strmap_free(&extern_seen);
+        }
+        sb_puts(b, "  }\n");
+    }
+    sb_puts(b, "}\n");
+}
+
 static void help(void) {
-    printf("usage: ctosa dump MODEL.tosa [--format json|text] [--require-identifier]\n\n"
+    printf("usage: ctosa dump MODEL.tosa [--format json|text|dot] [--require-identifier]\n\n"
            "Prints a TOSA flatbuffer: version, regions, blocks, operators with attributes,\n"
            "tensors with shapes and types, constant data summarised (first %d values).\n"
            "The file is verified completely first; a malformed file is an error (exit 2)\n"
            "naming the byte offset.\n\n"
            "options:\n"
-           "  --format FMT            text (default) or json (stable, machine-readable)\n"
+           "  --format FMT            text (default), json (stable, machine-readable) or dot\n"
+           "                          (Graphviz: 'ctosa dump m.tosa --format dot | dot -Tsvg -o m.svg')\n"
            "  --json                  same as --format json\n"
            "  --require-identifier    reject files without the \"TOSA\" file identifier\n"
            "  -h, --help              this help\n",
@@ -420,7 +674,7 @@ int cmd_dump(int argc, char **argv) {
         } else if ((val = cli_flag_value(argc, argv, &i, "--format", NULL, &missing))) {
             format = val;
         } else if (missing) {
-            return cli_usage("dump", "--format needs a value (json or text)");
+            return cli_usage("dump", "--format needs a value (json, text or dot)");
         } else if (strcmp(argv[i], "--json") == 0) {
             format = "json";
         } else if (strcmp(argv[i], "--require-identifier") == 0) {
@@ -434,15 +688,16 @@ int cmd_dump(int argc, char **argv) {
         }
     }
     if (!path) return cli_usage("dump", "no model given");
-    bool json = strcmp(format, "json") == 0;
-    if (!json && strcmp(format, "text") != 0)
-        return cli_usage("dump", "unknown format '%s' (expected json or text)", format);
+    bool json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0;
+    if (!json && !dot && strcmp(format, "text") != 0)
+        return cli_usage("dump", "unknown format '%s' (expected json, text or dot)", format);
     ctosa_graph *g;
     ctosa_error *e = ctosa_read_file(path, &opt, &g);
     if (e) return cli_fail("dump", e);
     strbuf b;
     sb_init(&b);
     if (json) dump_json(&b, g, path);
+    else if (dot) dump_dot(&b, g, path);
     else dump_text(&b, g, path);
     ctosa_graph_free(g);
     if (b.failed) {

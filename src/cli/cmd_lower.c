@@ -1,6 +1,6 @@
 /* cmd_lower.c - `ctosa lower MODEL.onnx --spec SPEC|--target NAME [-o DIR]
  * [--bind NAME=FILE]... [--shape NAME=D0xD1x...]... [--strict]
- * [--report-json FILE] [--max-memory SIZE] [--plugin LIB.so]... [--custom-ops FILE.json]... [-q]`: partitions an ONNX model against a TOSA spec,
+ * [--report-json FILE] [--html[=FILE]] [--max-memory SIZE] [--plugin LIB.so]... [--custom-ops FILE.json]... [-q]`: partitions an ONNX model against a TOSA spec,
  * writes one .tosa per partition, <stem>.partitioned.onnx and
  * <stem>.report.json, and prints a summary. Exit 0 (fallbacks are fine),
  * 1 with --strict when anything fell back, 2 for bad usage or input. */
@@ -33,6 +33,8 @@ static void help(void) {
            "  --stem NAME               output file name stem (default: the model's name)\n"
            "  --strict                  exit 1 if any node falls back to the CPU\n"
            "  --report-json FILE        also write the report to FILE\n"
+           "  --html[=FILE]             also write the report as a self-contained HTML page,\n"
+           "                            by default <stem>.report.html (docs/report.md)\n"
            "  --plugin LIB.so           load a custom-operator plugin (repeatable)\n"
            "  --custom-ops FILE.json    declare pass-through custom operators (docs/custom-ops.md)\n"
            "  --max-memory SIZE         cap on what lowering allocates, bytes or with a K, M or\n"
@@ -114,9 +116,36 @@ static void print_summary(const ctosa_lower_summary *s, const char *dir) {
     free(done);
 }
 
+/* --html: the report as a page, at FILE or <dir>/<stem>.report.html (the
+ * stem as ctosa_lower_file chooses it: --stem, else the model's name). */
+static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, const char *dir, const char *stem,
+                               const char *model, bool quiet) {
+    char *path = NULL;
+    if (!file) {
+        const char *base = strrchr(model, '/');
+        base = base ? base + 1 : model;
+        int n = (int)strlen(base);
+        if (stem && stem[0]) base = stem, n = (int)strlen(stem);
+        else if (n > 5 && strcmp(base + n - 5, ".onnx") == 0) n -= 5;
+        if (n == 0) base = "model", n = 5;
+        if (asprintf(&path, "%s/%.*s.report.html", dir, n, base) < 0) return ctosa_error_nomem();
+    }
+    const char *o = file ? file : path;
+    char m_real[PATH_MAX], o_real[PATH_MAX];
+    ctosa_error *e = NULL;
+    if (realpath(model, m_real) && realpath(o, o_real) && strcmp(m_real, o_real) == 0)
+        e = ctosa_error_new(CTOSA_ERR_USAGE, "%s would overwrite the input model", o);
+    else
+        e = cli_report_html(s->report_json, strlen(s->report_json), "report", o);
+    if (!e && !quiet) printf("HTML report: %s\n", o);
+    free(path);
+    return e;
+}
+
 int cmd_lower(int argc, char **argv) {
     const char *model = NULL, *spec_s = NULL, *target = NULL, *dir = "output", *report = NULL, *stem = NULL;
-    bool strict = false, quiet = false;
+    bool strict = false, quiet = false, want_html = false;
+    const char *html = NULL; /* --html=FILE */
     uint64_t max_memory = 0; /* 0 = CTOSA_LOWER_DEFAULT_MAX_MEMORY */
     int rc = 2;
     ctosa_lower_bind *binds = calloc((size_t)argc + 1, sizeof *binds);
@@ -138,6 +167,16 @@ int cmd_lower(int argc, char **argv) {
             goto out;
         }
         if (strcmp(a, "--strict") == 0) { strict = true; continue; }
+        if (strcmp(a, "--html") == 0) { want_html = true; continue; }
+        if (strncmp(a, "--html=", 7) == 0) {
+            if (!a[7]) {
+                rc = cli_usage(CMD, "--html= needs a file name");
+                goto out;
+            }
+            want_html = true;
+            html = a + 7;
+            continue;
+        }
         if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) { quiet = true; continue; }
         if ((v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) { spec_s = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) { target = v; continue; }
@@ -231,10 +270,13 @@ int cmd_lower(int argc, char **argv) {
     opt.n_shapes = n_shapes;
     opt.custom_ops = reg;
     opt.max_memory = max_memory;
-    if (report) {
+    for (int k = 0; k < 2; k++) {
+        const char *o = k ? html : report;
         char a_real[PATH_MAX], b_real[PATH_MAX];
-        if (realpath(model, a_real) && realpath(report, b_real) && strcmp(a_real, b_real) == 0) {
-            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "--report-json %s would overwrite the input model", report));
+        if (!o) continue;
+        if (realpath(model, a_real) && realpath(o, b_real) && strcmp(a_real, b_real) == 0) {
+            rc = cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "%s %s would overwrite the input model",
+                                               k ? "--html" : "--report-json", o));
             goto out;
         }
     }
@@ -248,6 +290,10 @@ int cmd_lower(int argc, char **argv) {
         goto out;
     }
     if (!quiet) print_summary(s, dir);
+    if (want_html && (e = write_html(s, html, dir, stem, model, quiet))) {
+        rc = cli_fail(CMD, e);
+        goto out;
+    }
     rc = strict && s->n_fallback ? 1 : 0;
     if (rc == 1 && !quiet) printf("--strict: %u node%s fell back to the CPU\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
 out:

@@ -1,7 +1,11 @@
 /* cmd_run.c - `ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...
- * [-o DIR] [--threads N] [--max-memory BYTES] [-q]` (also [--plugin LIB.so]...): runs a graph on the
- * reference interpreter. Inputs are .npy or ONNX TensorProto .pb files
- * matched by name; outputs are written as .npy (atomically). */
+ * [--outputs NAME[,NAME...]] [-o DIR] [--threads N] [--max-memory BYTES] [-q]` (also
+ * [--plugin LIB.so]...): runs a graph on the reference interpreter. Inputs
+ * are .npy or ONNX TensorProto .pb files matched by name; outputs are
+ * written as .npy (atomically). --outputs (or an --output naming a tensor
+ * that is not a graph output) runs a slice: only the operators the named
+ * tensors depend on run, only their constants are paged in, and only the
+ * inputs they read must be given. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +15,27 @@
 #include "cli.h"
 #include "ctosa/custom.h"
 #include "ctosa/interp.h"
-#include "interp/npy.h"
-#include "onnx/tensor_file.h"
+#include "ctosa/tensor_file.h"
+#include "util/util.h"
 
 static const char *CMD = "run";
 
 static void help(void) {
-    printf("usage: ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]... [-o DIR]\n"
+    printf("usage: ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...\n"
+           "                 [--outputs NAME[,NAME...]] [-o DIR]\n"
            "\n"
            "Runs a TOSA graph on the reference interpreter.\n"
            "\n"
            "  --input NAME=FILE    value of graph input NAME: a .npy file or an ONNX\n"
-           "                       TensorProto .pb file (every input must be given)\n"
-           "  --output NAME=FILE   write graph output NAME to FILE (.npy)\n"
+           "                       TensorProto .pb file (every input the run reads\n"
+           "                       must be given)\n"
+           "  --output NAME=FILE   write tensor NAME to FILE (.npy); NAME is a graph\n"
+           "                       output or any other tensor of the main block, which\n"
+           "                       is then computed as well\n"
+           "  --outputs LIST       compute and write only these tensors (comma-separated\n"
+           "                       names, repeatable; graph outputs or intermediates):\n"
+           "                       only the operators they depend on run, and inputs\n"
+           "                       they do not need may be left out\n"
            "  -o, --output-dir DIR write other outputs to DIR/<name>.npy (default: .),\n"
            "                       characters outside [A-Za-z0-9._-] replaced by _\n"
            "  --threads N          worker threads (default: number of CPUs)\n"
@@ -76,8 +88,8 @@ static const char *shape_str(uint32_t rank, const int64_t *shape, char *buf, siz
 }
 
 static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info, const char *file) {
-    npy_array a;
-    ctosa_error *e = npy_read_tensor_file(file, &a);
+    ctosa_tensor_file a;
+    ctosa_error *e = ctosa_tensor_file_read(file, &a);
     if (e) return ctosa_error_prefix(e, "input '%s'", info->name);
     char want[256], got[256];
     bool same = a.rank == info->rank;
@@ -87,17 +99,16 @@ static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info
                             "shape %s (%s)", info->name,
                             shape_str(info->rank, info->shape, want, sizeof want),
                             ctosa_dtype_short(info->dtype), file,
-                            shape_str(a.rank, a.shape, got, sizeof got),
-                            npy_kind_name(a.kind, a.itemsize));
-        npy_free(&a);
+                            shape_str(a.rank, a.shape, got, sizeof got), a.type_name);
+        ctosa_tensor_file_free(&a);
         return e;
     }
     char what[512];
     snprintf(what, sizeof what, "input '%s' (%s)", info->name, file);
     void *host = NULL;
     uint64_t size = 0;
-    e = npy_to_host(&a, info->dtype, what, &host, &size);
-    npy_free(&a);
+    e = ctosa_tensor_file_to_host(&a, info->dtype, what, &host, &size);
+    ctosa_tensor_file_free(&a);
     if (e) return ctosa_error_prefix(e, "expected dtype %s shape %s", ctosa_dtype_short(info->dtype),
                                      shape_str(info->rank, info->shape, want, sizeof want));
     e = ctosa_interp_set_input(it, info->name, info->dtype, info->rank, info->shape, host, size);
@@ -163,6 +174,61 @@ static int run_fail(ctosa_error *e) {
     return cli_fail(CMD, e);
 }
 
+/* Appends name to the list unless it is there already. */
+static bool add_name(char ***list, uint32_t *n, uint32_t *cap, const char *name, size_t len) {
+    for (uint32_t k = 0; k < *n; k++)
+        if (strlen((*list)[k]) == len && memcmp((*list)[k], name, len) == 0) return true;
+    if (*n == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 8;
+        char **nl = realloc(*list, nc * sizeof *nl);
+        if (!nl) return false;
+        *list = nl;
+        *cap = nc;
+    }
+    if (!((*list)[*n] = strndup(name, len))) return false;
+    (*n)++;
+    return true;
+}
+
+/* Adds the comma-separated names of v; false on an empty name (or no
+ * memory). */
+static bool add_names(char ***list, uint32_t *n, uint32_t *cap, const char *v) {
+    for (const char *p = v;;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (!len || !add_name(list, n, cap, p, len)) return false;
+        if (!c) return true;
+        p = c + 1;
+    }
+}
+
+/* The tensors to compute: the --outputs list (sliced already true) or the
+ * main block's outputs, plus every --output NAME. *sliced becomes true when
+ * that is not exactly the block's outputs. */
+static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, const binding *outs,
+                                   int n_outs, char ***sel, uint32_t *n_sel, uint32_t *cap_sel,
+                                   bool *sliced) {
+    const ctosa_region *r = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
+    const ctosa_block *b = r && r->n_blocks ? r->blocks[0] : NULL;
+    if (!b) return NULL; /* the interpreter reports it */
+    if (!*sliced)
+        for (uint32_t i = 0; i < b->n_outputs; i++)
+            if (!add_name(sel, n_sel, cap_sel, b->outputs[i], strlen(b->outputs[i])))
+                return ctosa_error_nomem();
+    for (int k = 0; k < n_outs; k++) {
+        bool is_out = false;
+        for (uint32_t i = 0; i < b->n_outputs && !is_out; i++)
+            is_out = strcmp(b->outputs[i], outs[k].name) == 0;
+        if (!is_out && !ctosa_block_find_tensor(g, b, outs[k].name))
+            return ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output or a tensor "
+                                   "of the main block", model, outs[k].name);
+        if (!is_out) *sliced = true;
+        if (!add_name(sel, n_sel, cap_sel, outs[k].name, strlen(outs[k].name)))
+            return ctosa_error_nomem();
+    }
+    return NULL;
+}
+
 #define CLI_RUN_DEFAULT_MAX_MEMORY ((uint64_t)16 << 30)
 
 int cmd_run(int argc, char **argv) {
@@ -175,6 +241,9 @@ int cmd_run(int argc, char **argv) {
     ctosa_interp_options_init(&opt);
     /* Untrusted graphs: a WHILE_LOOP that never ends is stopped (exit 2). */
     opt.max_iterations = 10000000;
+    /* The graph runs once: packed weights kept for a second run would only
+     * add memory (the size of all weights for a whole LLM). */
+    opt.no_weight_cache = true;
     /* ...and one cannot take more than 16 GiB unless --max-memory allows it
      * (below that, the interpreter's own default: physical memory). */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -185,6 +254,9 @@ int cmd_run(int argc, char **argv) {
     ctosa_custom_registry *reg = NULL;
     char **written = NULL;
     uint32_t nout = 0;
+    char **sel = NULL; /* the tensors to compute (a slice), when sliced */
+    uint32_t n_sel = 0, cap_sel = 0;
+    bool sliced = false;
     if (!ins || !outs) {
         rc = run_fail(ctosa_error_nomem());
         goto done;
@@ -207,6 +279,12 @@ int cmd_run(int argc, char **argv) {
                 goto done;
             }
             n_outs++;
+        } else if ((v = flag(argc, argv, &i, "--outputs", NULL, &missing))) {
+            if (!add_names(&sel, &n_sel, &cap_sel, v)) {
+                rc = cli_usage(CMD, "--outputs expects NAME[,NAME...], got '%s'", v);
+                goto done;
+            }
+            sliced = true;
         } else if ((v = flag(argc, argv, &i, "-o", "--output-dir", &missing))) {
             dir = v;
         } else if ((v = flag(argc, argv, &i, "--plugin", NULL, &missing))) {
@@ -269,6 +347,17 @@ int cmd_run(int argc, char **argv) {
         rc = run_fail(e);
         goto done;
     }
+    /* What to compute: the --outputs list, or else the graph's outputs; and
+     * every --output NAME too. Anything but exactly the graph's outputs
+     * makes a slice. */
+    if ((e = choose_outputs(g, model, outs, n_outs, &sel, &n_sel, &cap_sel, &sliced))) {
+        rc = run_fail(e);
+        goto done;
+    }
+    if (sliced) {
+        opt.outputs = (const char *const *)sel;
+        opt.n_outputs = n_sel;
+    }
     if ((e = ctosa_interp_create(g, &opt, &it))) {
         rc = run_fail(ctosa_error_prefix(e, "%s", model));
         goto done;
@@ -309,7 +398,7 @@ int cmd_run(int argc, char **argv) {
             ctosa_error_free(ctosa_interp_output_info(it, i, &info));
             found = strcmp(info.name, outs[k].name) == 0;
         }
-        if (!found) {
+        if (!found) { /* cannot happen: choose_outputs selected it */
             rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output",
                                                model, outs[k].name));
             goto done;
@@ -322,6 +411,7 @@ int cmd_run(int argc, char **argv) {
         for (int k = 0; k < n_ins; k++)
             if (strcmp(ins[k].name, info.name) == 0) file = ins[k].file;
         char sbuf[256];
+        if (!file && !ctosa_interp_input_used(it, i)) continue; /* a slice that does not read it */
         if (!file) {
             rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) "
                                                "is not given; use --input %s=FILE", info.name,
@@ -393,8 +483,7 @@ int cmd_run(int argc, char **argv) {
             free(owned);
             goto done;
         }
-        const char *descr = npy_descr_for(val.dtype);
-        e = descr ? npy_write_file(path, descr, val.rank, val.shape, val.data, val.size)
+        e = ctosa_npy_descr(val.dtype) ? ctosa_tensor_file_write_npy(path, &val)
                   : ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': dtype %s cannot be "
                                     "written as .npy", info.name, ctosa_dtype_short(val.dtype));
         if (e) {
@@ -421,6 +510,8 @@ done:
     free(written);
     for (int k = 0; k < n_ins; k++) free((char *)ins[k].name);
     for (int k = 0; k < n_outs; k++) free((char *)outs[k].name);
+    for (uint32_t k = 0; k < n_sel; k++) free(sel[k]);
+    free(sel);
     free(ins);
     free(outs);
     ctosa_interp_free(it);

@@ -14,9 +14,10 @@ static const struct {
     {"lower", cmd_lower, "partition an ONNX model against a TOSA spec and lower it"},
     {"run", cmd_run, "run a .tosa graph on the reference interpreter"},
     {"check", cmd_check, "verify a .tosa file and validate it against a spec"},
-    {"dump", cmd_dump, "print a .tosa graph (json or text)"},
+    {"dump", cmd_dump, "print a .tosa graph (text, json or Graphviz dot)"},
     {"info", cmd_info, "summarise a .tosa file: version, sizes, operator counts, layout"},
     {"spec", cmd_spec, "parse a spec string and print what it allows"},
+    {"report", cmd_report, "write a lowering report as a self-contained HTML page"},
 };
 
 static void usage(FILE *f) {

@@ -55,6 +55,18 @@ static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint
     if (need > SIZE_MAX) return ctosa_error_nomem();
     uint8_t *buf = malloc(need ? (size_t)need : 1);
     if (!buf) return ctosa_error_nomem();
+    if (t->data.kind == CTOSA_DATA_GENERATED) {
+        /* a streamed transform (a permuted weight...): produced now, for
+         * the operator that reads it */
+        ctosa_error *e = ctosa_tensor_read_data(t, 0, buf, (size_t)need);
+        if (e) {
+            free(buf);
+            return e;
+        }
+        *p = buf;
+        *owned = buf;
+        return NULL;
+    }
     int fd = t->data.fd;
     if (t->data.path) {
         fd = open(t->data.path, O_RDONLY | O_CLOEXEC);
@@ -230,11 +242,41 @@ static ctosa_error *bind_var(ctosa_interp *it, slot *s) {
     return NULL;
 }
 
+/* Whether the file encoding of dt is its canonical form on this host
+ * (so a constant can be used where it lies). */
+static bool same_encoding(ctosa_dtype dt) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    switch (dt) {
+    case CTOSA_DTYPE_INT8: case CTOSA_DTYPE_INT16: case CTOSA_DTYPE_INT32:
+    case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE: case CTOSA_DTYPE_FP32:
+        return true;
+    default: return false;
+    }
+#else
+    (void)dt;
+    return false;
+#endif
+}
+
+/* Makes a used constant available in canonical form. Constants in memory
+ * (the reader's mapping of the file, or memory a builder lent) whose bytes
+ * already are the canonical form are used in place: a multi-GB weight file
+ * is then only paged in where operators read it, nothing is copied, and
+ * the pages do not count against max_memory (they are the file's). The
+ * runtime never writes a constant (planning refuses operators that would),
+ * so pointing at read-only pages is safe. */
 static ctosa_error *load_const(ctosa_interp *it, slot *s) {
     const ctosa_tensor *t = s->src;
     uint64_t need;
     if (!ctosa_dtype_storage_size(t->dtype, s->t.count, &need))
         return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': size overflows", t->name);
+    size_t esz = interp_elem_size(t->dtype);
+    if (t->data.kind == CTOSA_DATA_MEMORY && t->data.size >= need && need == s->bytes &&
+        same_encoding(t->dtype) && t->data.ptr && esz && (uintptr_t)t->data.ptr % esz == 0) {
+        s->t.data = (void *)(uintptr_t)t->data.ptr;
+        s->t.is_const = true;
+        return NULL;
+    }
     ctosa_error *e = interp_reserve(it, s->bytes, t->name);
     if (e) return e;
     const uint8_t *p;
@@ -442,6 +484,7 @@ void *interp_cache_get(const interp_op *o) {
 void *interp_cache_put(const interp_op *o, size_t bytes) {
     if (!o->cache || !o->ctx || !o->ctx->it) return NULL;
     ctosa_interp *it = o->ctx->it;
+    if (it->opt.no_weight_cache) return NULL; /* kernels then use their scratch */
     op_cache *c = (op_cache *)(void *)o->cache;
     size_t sz = (bytes + 63) & ~(size_t)63;
     if (sz < bytes) return NULL;
@@ -466,6 +509,102 @@ void *interp_cache_put(const interp_op *o, size_t bytes) {
     return c->p;
 }
 
+/* ------------------------------------------------------------ slices */
+
+/* Adds every name the operators of region `name` read (and the regions it
+ * calls, each once) to need: a called region may read tensors of the
+ * calling block without naming them as operator inputs. */
+static bool add_region_reads(const ctosa_graph *g, const char *name, strmap *need,
+                             strmap *seen) {
+    const ctosa_region *r = name ? ctosa_graph_find_region(g, name) : NULL;
+    if (!r || strmap_has(seen, r->name ? r->name : "")) return true;
+    if (!strmap_put(seen, r->name ? r->name : "", (void *)r)) return false;
+    for (uint32_t bi = 0; bi < r->n_blocks; bi++) {
+        const ctosa_block *b = r->blocks[bi];
+        for (uint32_t i = 0; i < b->n_outputs; i++)
+            if (b->outputs[i] && !strmap_put(need, b->outputs[i], (void *)1)) return false;
+        for (uint32_t i = 0; i < b->n_ops; i++) {
+            const ctosa_op *op = b->ops[i];
+            for (uint32_t k = 0; k < op->n_inputs; k++)
+                if (op->inputs[k] && !strmap_put(need, op->inputs[k], (void *)1)) return false;
+            const ctosa_attr *a = &op->attr;
+            if (op->kind == CTOSA_OP_COND_IF &&
+                (!add_region_reads(g, a->then_graph, need, seen) ||
+                 !add_region_reads(g, a->else_graph, need, seen)))
+                return false;
+            if (op->kind == CTOSA_OP_WHILE_LOOP &&
+                (!add_region_reads(g, a->cond_graph, need, seen) ||
+                 !add_region_reads(g, a->body_graph, need, seen)))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool is_var_name(const rplan *p, const char *name) {
+    const slot *s = name ? strmap_get(&p->by_name, name) : NULL;
+    return s && s->src->variable;
+}
+
+/* The operators of the main block that the requested outputs depend on
+ * (keep[i]), and every tensor name they read (need). A backward sweep: an
+ * operator is kept when it produces a needed name, and then its inputs are
+ * needed. Variables carry state between operators without a data edge, so
+ * once any variable is needed every operator that writes a variable is
+ * kept too (another sweep). */
+static ctosa_error *select_ops(ctosa_interp *it, rplan *p, strmap *need, bool **keep_out) {
+    const ctosa_block *b = p->block;
+    bool *keep = arena_zalloc(&it->arena, (size_t)b->n_ops + 1);
+    if (!keep) return ctosa_error_nomem();
+    for (uint32_t i = 0; i < it->opt.n_outputs; i++) {
+        const char *n = it->opt.outputs[i];
+        if (!n || !strmap_get(&p->by_name, n))
+            return ctosa_error_new(CTOSA_ERR_USAGE, "requested output '%s' is not a tensor of "
+                                   "the main block", n ? n : "(null)");
+        if (!strmap_put(need, n, (void *)1)) return ctosa_error_nomem();
+    }
+    strmap seen;
+    strmap_init(&seen);
+    bool vars = false, changed = true, ok = true;
+    for (uint32_t i = 0; i < it->opt.n_outputs; i++) vars |= is_var_name(p, it->opt.outputs[i]);
+    /* Valid graphs settle in two sweeps (three with variables); the cap
+     * keeps a hostile ordering from making this quadratic. */
+    for (int pass = 0; pass < 4 && changed && ok; pass++) {
+        changed = false;
+        for (uint32_t i = b->n_ops; i-- > 0 && ok;) {
+            const ctosa_op *op = b->ops[i];
+            if (keep[i]) continue;
+            bool hit = false, writes_var = op->kind == CTOSA_OP_VARIABLE_WRITE;
+            for (uint32_t k = 0; k < op->n_outputs; k++) {
+                hit |= op->outputs[k] && strmap_has(need, op->outputs[k]);
+                writes_var |= is_var_name(p, op->outputs[k]);
+            }
+            if (!hit && !(vars && writes_var)) continue;
+            keep[i] = changed = true;
+            for (uint32_t k = 0; k < op->n_inputs && ok; k++) {
+                ok = !op->inputs[k] || strmap_put(need, op->inputs[k], (void *)1);
+                vars |= is_var_name(p, op->inputs[k]);
+            }
+            const ctosa_attr *a = &op->attr;
+            if (ok && op->kind == CTOSA_OP_COND_IF)
+                ok = add_region_reads(it->g, a->then_graph, need, &seen) &&
+                     add_region_reads(it->g, a->else_graph, need, &seen);
+            if (ok && op->kind == CTOSA_OP_WHILE_LOOP)
+                ok = add_region_reads(it->g, a->cond_graph, need, &seen) &&
+                     add_region_reads(it->g, a->body_graph, need, &seen);
+            if (ok && (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP)) {
+                /* names the regions read may be variables of this block */
+                for (uint32_t j = 0; j < p->n_slots && !vars; j++)
+                    vars = p->slots[j].src->variable && strmap_has(need, p->slots[j].t.name);
+            }
+        }
+    }
+    strmap_free(&seen);
+    if (!ok) return ctosa_error_nomem();
+    *keep_out = keep;
+    return NULL;
+}
+
 static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p) {
     arena *A = &it->arena;
     p->region = r;
@@ -486,9 +625,12 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
         s->def = s->last = -1;
         if (!strmap_put(&p->by_name, t->name, s)) return ctosa_error_nomem();
     }
+    /* A slice of the main region: which operators run. */
+    bool slice = !p->parent && it->opt.n_outputs > 0;
+    if (slice && (e = select_ops(it, p, &p->need, &p->keep))) return e;
     /* Which slots are needed, and how. */
     p->n_in = b->n_inputs;
-    p->n_out = b->n_outputs;
+    p->n_out = slice ? it->opt.n_outputs : b->n_outputs;
     p->inputs = arena_zalloc(A, (p->n_in + 1) * sizeof(slot *));
     p->outputs = arena_zalloc(A, (p->n_out + 1) * sizeof(slot *));
     p->out_t = arena_zalloc(A, (p->n_out + 1) * sizeof(itensor *));
@@ -503,6 +645,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
             if ((e = slot_init(it, s, s->src))) return e;
             s->kind = SLOT_INPUT;
         }
+        s->used = !slice || strmap_has(&p->need, s->t.name);
         p->inputs[i] = s;
     }
     for (uint32_t i = 0; i < ns && i < p->n_slots; i++) {
@@ -512,7 +655,9 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
             if ((e = slot_init(it, s, s->src)) || (e = bind_var(it, s))) return e;
             s->kind = SLOT_VAR;
         } else if (s->src->data.kind != CTOSA_DATA_NONE) {
-            if ((e = slot_init(it, s, s->src))) return e;
+            /* a constant outside the slice is not even looked at */
+            if ((!slice || strmap_has(&p->need, s->t.name)) && (e = slot_init(it, s, s->src)))
+                return e;
             s->kind = SLOT_CONST; /* loaded below, only if used */
         }
     }
@@ -525,6 +670,11 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
         po->where = arena_printf(A, "op #%u %s '%s'", i, oname ? oname : "UNKNOWN",
                                  op->n_outputs ? op->outputs[0] : "");
         if (!po->where) return ctosa_error_nomem();
+        if (slice && !p->keep[i]) {
+            /* outside the slice: never planned, never run */
+            po->skip = true;
+            continue;
+        }
         po->n_in = op->n_inputs;
         po->n_out = op->n_outputs;
         po->in = arena_zalloc(A, (po->n_in + 1) * sizeof(itensor *));
@@ -588,11 +738,13 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
                 return e;
         }
     }
-    for (uint32_t i = 0; i < b->n_outputs; i++) {
-        slot *s = resolve(p, b->outputs[i]);
-        if (!s) return plan_err(p, "output '%s' is not a tensor of the block", b->outputs[i]);
+    for (uint32_t i = 0; i < p->n_out; i++) {
+        const char *name = slice ? it->opt.outputs[i] : b->outputs[i];
+        slot *s = resolve(p, name);
+        if (!s) return plan_err(p, "output '%s' is not a tensor of the block", name);
         if (s->kind == SLOT_UNUSED)
-            return plan_err(p, "output '%s' is never produced", b->outputs[i]);
+            return plan_err(p, "output '%s' is never produced", name);
+        if (s->kind == SLOT_INPUT) s->used = true;
         if (s >= p->slots && s < p->slots + p->n_slots) {
             s->is_output = true;
             s->last = INT64_MAX;
@@ -606,7 +758,8 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
         slot *s = &p->slots[i];
         if (s->kind == SLOT_CONST && (s->last >= 0 || s->is_output)) {
             if ((e = load_const(it, s))) return e;
-        } else if (s->kind == SLOT_INPUT) {
+        } else if (s->kind == SLOT_INPUT && s->used) {
+            /* (an input a slice does not read gets memory only if set) */
             if ((e = interp_reserve(it, s->bytes, s->t.name))) return e;
             if (s->bytes > SIZE_MAX || !(s->t.data = arena_zalloc(A, s->bytes ? (size_t)s->bytes : 1)))
                 return ctosa_error_nomem();
@@ -641,7 +794,7 @@ ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, rplan *par
 
 ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
     for (uint32_t i = 0; i < p->n_in; i++)
-        if (!p->inputs[i]->set)
+        if (!p->inputs[i]->set && p->inputs[i]->used)
             return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (%s%s) has not been set",
                                    p->inputs[i]->t.name, ctosa_dtype_short(p->inputs[i]->t.dtype),
                                    interp_shape_str(&p->inputs[i]->t));
@@ -747,6 +900,7 @@ void ctosa_interp_free(ctosa_interp *it) {
     tpool_free(it->ctx.pool);
     for (rplan *p = it->plans; p; p = p->next) {
         strmap_free(&p->by_name);
+        strmap_free(&p->need);
         for (uint32_t i = 0; p->ops && i < p->n_ops; i++) free(p->ops[i].cache.p);
     }
     if (it->out_host && it->main)
@@ -773,6 +927,10 @@ static void fill_info(const slot *s, ctosa_interp_tensor *info) {
 }
 
 uint32_t ctosa_interp_input_count(const ctosa_interp *it) { return it->main->n_in; }
+
+bool ctosa_interp_input_used(const ctosa_interp *it, uint32_t i) {
+    return i < it->main->n_in && it->main->inputs[i]->used;
+}
 uint32_t ctosa_interp_output_count(const ctosa_interp *it) { return it->main->n_out; }
 
 ctosa_error *ctosa_interp_input_info(const ctosa_interp *it, uint32_t i, ctosa_interp_tensor *info) {
@@ -818,7 +976,14 @@ ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dt
                                interp_shape_str(&s->t), (unsigned long long)need);
     char what[300];
     snprintf(what, sizeof what, "input '%s'", name);
-    ctosa_error *e = interp_from_host(&s->t, data, what);
+    ctosa_error *e;
+    if (!s->t.data) { /* an input the slice does not read: memory on demand */
+        if ((e = interp_reserve(it, s->bytes, s->t.name))) return e;
+        if (s->bytes > SIZE_MAX ||
+            !(s->t.data = arena_zalloc(&it->arena, s->bytes ? (size_t)s->bytes : 1)))
+            return ctosa_error_nomem();
+    }
+    e = interp_from_host(&s->t, data, what);
     s->set = e == NULL;
     return e;
 }

@@ -33,6 +33,8 @@ typedef struct slot {
     uint64_t off;       /* offset in the activation buffer (SLOT_ACT) */
     bool is_output;     /* a block output: lives to the end */
     bool set;           /* SLOT_INPUT: has a value */
+    bool used;          /* SLOT_INPUT: read by an operator that runs, or an output
+                           (false only for inputs a slice does not need) */
 } slot;
 
 /* An operator's cache block (interp_cache_put); p first, so &cache.p is
@@ -62,6 +64,10 @@ typedef struct rplan {
     uint32_t n_slots;
     slot *slots;
     strmap by_name;
+    /* A slice (ctosa_interp_options.outputs, main region only): keep[i] when
+     * operator i runs; need holds every name those operators read. */
+    bool *keep;
+    strmap need;
     uint32_t n_ops;
     pop *ops;
     uint32_t n_in, n_out;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
+#include "lower/opt_transpose_int.h"
 
 /* ================================================================ helpers */
 
@@ -297,6 +298,54 @@ const char *cv_wconst(lower_ctx *c, const cv_wsrc *w, uint32_t rank, const int64
     return w->raw ? lw_const(c, w->t, rank, shape, buf) : lw_const_from_f64(c, w->t, rank, shape, buf);
 }
 
+const char *cv_wconst_stream(lower_ctx *c, const cv_wsrc *w, uint32_t rank, const int64_t *out_shape,
+                             int64_t first, uint32_t src_rank, const int64_t *src_shape, const int32_t *perm) {
+    if (!w->raw || rank > LOWER_MAX_RANK || c->rejected) return NULL;
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < src_rank; i++) n *= (uint64_t)(src_shape[i] > 0 ? src_shape[i] : 0);
+    if (n * w->esz < ot_stream_min()) return NULL;
+    int32_t s32[LOWER_MAX_RANK];
+    uint64_t on = 1;
+    for (uint32_t i = 0; i < rank; i++) {
+        if (out_shape[i] < 0 || out_shape[i] > INT32_MAX) return NULL;
+        s32[i] = (int32_t)out_shape[i];
+        on *= (uint64_t)out_shape[i];
+    }
+    if (on != n) return NULL;
+    ctosa_data src;
+    memset(&src, 0, sizeof src);
+    src.kind = CTOSA_DATA_MEMORY;
+    src.ptr = w->raw + (uint64_t)first * w->esz;
+    src.size = n * w->esz;
+    src.fd = -1;
+    /* decide on a detached tensor first: nothing is added when the
+     * permutation has no streamed form */
+    ctosa_tensor probe;
+    memset(&probe, 0, sizeof probe);
+    probe.name = "weight";
+    bool done = false;
+    bool ident = true;
+    for (uint32_t i = 0; i < src_rank; i++) ident = ident && perm[i] == (int32_t)i;
+    ctosa_error *e = NULL;
+    if (ident) /* same bytes: borrow them (written as a file range) */
+        done = !(e = ctosa_tensor_set_data(c->g, &probe, src.ptr, src.size, false));
+    else
+        e = ot_set_permuted(c->g, &probe, &src, src_rank, src_shape, perm, (uint32_t)w->esz, &done);
+    if (!e && !done) return NULL;
+    const char *name = e ? NULL : lw_unique_name(c, NULL);
+    ctosa_tensor *tt = NULL;
+    if (!e) e = name ? ctosa_block_add_tensor(c->g, c->b, name, w->t, rank, s32, &tt) : ctosa_error_nomem();
+    if (!e) tt->data = probe.data;
+    const char *nm = tt ? tt->name : NULL;
+    if (!e) e = ctosa_block_add_op(c->g, c->b, CTOSA_OP_CONST, 0, NULL, 1, &nm, NULL, NULL);
+    if (e) {
+        cv_fail(c);
+        ctosa_error_free(e);
+        return NULL;
+    }
+    return nm;
+}
+
 /* ============================================================= Conv */
 
 /* Reads kernel_shape / strides / dilations / pads / auto_pad for nsp
@@ -481,16 +530,25 @@ static lower_status lower_conv(lower_ctx *c) {
     os[tr - 1] = M;
     int64_t kvol = 1;
     for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
-    void *buf = cv_wbuf(c, &ws, ws.n);
-    if (!buf) return cv_fail(c);
+    /* Large raw weights are streamed (cv_wconst_stream: a permuted view of
+     * the model's bytes written in bounded chunks), others relaid here. */
+    bool stream = ws.raw && (uint64_t)ws.n * ws.esz >= ot_stream_min();
+    void *buf = stream ? NULL : cv_wbuf(c, &ws, ws.n);
+    if (!stream && !buf) return cv_fail(c);
     const char *y;
     if (group > 1 && group == C && tsp == 2) {
         /* depthwise: weight [KH, KW, C, mult], output channel c*mult + m */
         int64_t mult = M / C;
-        for (int64_t o = 0; o < M; o++)
-            for (int64_t k = 0; k < kvol; k++) cv_wcopy(&ws, buf, k * M + o, o * kvol + k);
         int64_t wshape[4] = {ks[0], ks[1], C, mult};
-        const char *w = cv_wconst(c, &ws, 4, wshape, buf);
+        int64_t src2[2] = {M, kvol};
+        int32_t p10[2] = {1, 0};
+        const char *w = stream ? cv_wconst_stream(c, &ws, 4, wshape, 0, 2, src2, p10) : NULL;
+        if (!w && !c->rejected && !buf && !(buf = cv_wbuf(c, &ws, ws.n))) return cv_fail(c);
+        if (!w && buf) {
+            for (int64_t o = 0; o < M; o++)
+                for (int64_t k = 0; k < kvol; k++) cv_wcopy(&ws, buf, k * M + o, o * kvol + k);
+            w = cv_wconst(c, &ws, 4, wshape, buf);
+        }
         y = conv_emit(c, CTOSA_OP_DEPTHWISE_CONV2D, x, t, w, wt, conv_bias(c, 2, t, M, 0, M), tsp,
                       td, os);
     } else {
@@ -499,15 +557,21 @@ static lower_status lower_conv(lower_ctx *c) {
         const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts);
         if (!parts) return cv_fail(c);
         for (int64_t g = 0; g < group; g++) {
-            for (int64_t o = 0; o < Mg; o++)
-                for (int64_t i = 0; i < Cg; i++)
-                    for (int64_t k = 0; k < kvol; k++)
-                        cv_wcopy(&ws, buf, (o * kvol + k) * Cg + i, ((g * Mg + o) * Cg + i) * kvol + k);
             int64_t wshape[5];
             wshape[0] = Mg;
             for (uint32_t i = 0; i < tsp; i++) wshape[1 + i] = ks[i];
             wshape[tr - 1] = Cg;
-            const char *w = cv_wconst(c, &ws, tr, wshape, buf);
+            int64_t src3[3] = {Mg, Cg, kvol};
+            int32_t p021[3] = {0, 2, 1};
+            const char *w = stream ? cv_wconst_stream(c, &ws, tr, wshape, g * Mg * Cg * kvol, 3, src3, p021) : NULL;
+            if (!w && !c->rejected && !buf && !(buf = cv_wbuf(c, &ws, ws.n))) return cv_fail(c);
+            if (!w && buf) {
+                for (int64_t o = 0; o < Mg; o++)
+                    for (int64_t i = 0; i < Cg; i++)
+                        for (int64_t k = 0; k < kvol; k++)
+                            cv_wcopy(&ws, buf, (o * kvol + k) * Cg + i, ((g * Mg + o) * Cg + i) * kvol + k);
+                w = cv_wconst(c, &ws, tr, wshape, buf);
+            }
             const char *xg = x;
             if (group > 1) {
                 int64_t s0[6] = {0}, sz[6];
@@ -703,22 +767,30 @@ static lower_status lower_conv_transpose(lower_ctx *c) {
     int64_t full[4] = {N, 0, 0, M}, os[4] = {N, td[0].out, td[1].out, M};
     for (int i = 0; i < 2; i++) full[1 + i] = (td[i].in - 1) * td[i].s + topb[i] + tope[i] + tkd[i];
     int64_t kvol = tkd[0] * tkd[1];
-    void *buf = cv_wbuf(c, &ws, Mg * kvol * Cg);
-    const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts);
-    if (!buf || !parts) return cv_fail(c);
     int64_t KH = nsp == 1 ? 1 : W->shape[2], KW = W->shape[r - 1];
     int64_t dy = td[0].d, dx = td[1].d;
+    /* undilated large raw weights: streamed ([Cg, Mg, KH*KW] -> [Mg, KH*KW, Cg] per group) */
+    bool stream = ws.raw && dy == 1 && dx == 1 && (uint64_t)Mg * kvol * Cg * ws.esz >= ot_stream_min();
+    void *buf = stream ? NULL : cv_wbuf(c, &ws, Mg * kvol * Cg);
+    const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts);
+    if ((!stream && !buf) || !parts) return cv_fail(c);
     for (int64_t g = 0; g < group; g++) {
-        memset(buf, 0, (size_t)(Mg * kvol * Cg) * ws.esz);
-        /* W[ic][oc][ky][kx] (IOHW) -> [oc][ky*dy][kx*dx][ic] (OHWI, dilated) */
-        for (int64_t i = 0; i < Cg; i++)
-            for (int64_t o = 0; o < Mg; o++)
-                for (int64_t ky = 0; ky < KH; ky++)
-                    for (int64_t kx = 0; kx < KW; kx++)
-                        cv_wcopy(&ws, buf, ((o * tkd[0] + ky * dy) * tkd[1] + kx * dx) * Cg + i,
-                                 (((g * Cg + i) * Mg + o) * KH + ky) * KW + kx);
         int64_t wshape[4] = {Mg, tkd[0], tkd[1], Cg};
-        const char *w = cv_wconst(c, &ws, 4, wshape, buf);
+        int64_t src3[3] = {Cg, Mg, KH * KW};
+        int32_t p120[3] = {1, 2, 0};
+        const char *w = stream ? cv_wconst_stream(c, &ws, 4, wshape, g * Cg * Mg * KH * KW, 3, src3, p120) : NULL;
+        if (!w && !c->rejected && !buf && !(buf = cv_wbuf(c, &ws, Mg * kvol * Cg))) return cv_fail(c);
+        if (!w && buf) {
+            memset(buf, 0, (size_t)(Mg * kvol * Cg) * ws.esz);
+            /* W[ic][oc][ky][kx] (IOHW) -> [oc][ky*dy][kx*dx][ic] (OHWI, dilated) */
+            for (int64_t i = 0; i < Cg; i++)
+                for (int64_t o = 0; o < Mg; o++)
+                    for (int64_t ky = 0; ky < KH; ky++)
+                        for (int64_t kx = 0; kx < KW; kx++)
+                            cv_wcopy(&ws, buf, ((o * tkd[0] + ky * dy) * tkd[1] + kx * dx) * Cg + i,
+                                     (((g * Cg + i) * Mg + o) * KH + ky) * KW + kx);
+            w = cv_wconst(c, &ws, 4, wshape, buf);
+        }
         const char *xg = x;
         if (group > 1) {
             int64_t s0[4] = {0, 0, 0, g * Cg}, sz[4] = {ls[0], ls[1], ls[2], Cg};

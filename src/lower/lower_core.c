@@ -15,7 +15,10 @@
 
 #include "interp/npy.h"
 #include "lower/lower_internal.h"
+#include "lower/lower_qdq.h"
+#include "onnx/onnx_inline.h"
 #include "onnx/onnx_internal.h"
+#include "partition/shape_infer.h"
 #include "tosa/graph_internal.h"
 
 /* Folded outputs larger than this stay runtime operators (a partition
@@ -652,6 +655,41 @@ static bool try_fold(lower_session *s, uint32_t ni, const lower_entry *ent) {
     return try_fold_spec(s, ni, ent, &narrow);
 }
 
+/* Folding keeps a node's outputs in memory for the whole session and puts
+ * them into the TOSA file. For weight-sized values both grow with the
+ * model: an expanding fold (DequantizeLinear of int8 weights, a Cast up,
+ * Expand) makes the file bigger than computing the value at run time, and
+ * folding a large weight (a Transpose of it) pulls it through memory. So a
+ * node is left to run time when an output passes FOLD_MAX_BYTES, or when
+ * its outputs pass FOLD_SMALL_BYTES and either grow past its constant
+ * inputs or its constant inputs pass FOLD_LARGE_INPUT. Checked on the
+ * lowered scratch graph, before anything runs. */
+#define FOLD_SMALL_BYTES ((uint64_t)256 << 10)
+#define FOLD_LARGE_INPUT ((uint64_t)16 << 20)
+static bool fold_too_big(lower_session *s, const ctosa_onnx_node *n, const lower_ctx *c) {
+    uint64_t in = 0, out = 0;
+    /* Weights of a quantized group (DequantizeLinear -> head) are folded:
+     * the group's integer lowering reads them as constants. */
+    if (s->qdq && strcmp(n->op_type, "DequantizeLinear") == 0 && n->n_outputs) {
+        lw_val *o = lw_lookup(s, n->outputs[0]);
+        for (uint32_t k = 0; o && k < o->n_consumers; k++)
+            if (o->consumers[k] < s->qdq->count && s->qdq->n[o->consumers[k]].role == QR_HEAD) return false;
+    }
+    for (uint32_t i = 0; i < n->n_inputs; i++) {
+        lw_val *v = n->inputs[i][0] ? lw_lookup(s, n->inputs[i]) : NULL;
+        if (v && v->v.data) in += v->v.nbytes;
+    }
+    for (uint32_t i = 0; i < n->n_outputs; i++) {
+        if (!c->out_names[i]) continue;
+        const ctosa_tensor *t = ctosa_block_find_tensor(c->g, c->b, c->out_names[i]);
+        uint64_t cnt, bytes;
+        if (!t || !ctosa_tensor_elements(t, &cnt) || !ctosa_dtype_storage_size(t->dtype, cnt, &bytes)) return true;
+        if (bytes > FOLD_MAX_BYTES) return true;
+        out += bytes;
+    }
+    return out > FOLD_SMALL_BYTES && (out > in || in > FOLD_LARGE_INPUT);
+}
+
 static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent, const ctosa_spec *spec) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     arena scratch;
@@ -664,6 +702,11 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
     bool ok = lower_scratch(s, ni, spec, &scratch, &tmap, &c, &g, ent);
     bool any_tensor = false;
     for (uint32_t i = 0; ok && i < n->n_outputs; i++) any_tensor |= c.out_names[i] != NULL;
+    if (ok && any_tensor && fold_too_big(s, n, &c)) {
+        if (getenv("CTOSA_LOWER_DEBUG"))
+            fprintf(stderr, "ctosa lower: not folding '%s': its values are weight-sized\n", s->nodes[ni].label);
+        ok = false;
+    }
     if (ok && any_tensor) {
         ctosa_error *e = ctosa_validate(g, spec, NULL);
         ctosa_interp_options io;
@@ -862,8 +905,15 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     ctosa_error *e = ctosa_onnx_load(model_path, NULL, &s->m);
     if (e) return e;
     const ctosa_onnx_model_info *info = ctosa_onnx_info(s->m);
-    s->g = info->graph;
-    if (!s->g) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: the model has no graph", model_path);
+    if (!info->graph) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: the model has no graph", model_path);
+    /* Calls of model-local functions are expanded: the partitioner sees
+     * their bodies' nodes (docs/lowering.md, "Model-local functions"). */
+    onnx_inline_main im;
+    if ((e = onnx_inline_main_graph(s->m, &im))) return e;
+    s->g = im.g;
+    s->inl_orig = im.orig;
+    s->n_inl_calls = im.n_calls;
+    s->inl_calls = im.calls;
     s->opset = ctosa_onnx_opset_version(s->m, "");
     if (s->opset < 0) s->opset = 1;
     s->n_nodes = s->g->n_nodes;
@@ -939,7 +989,10 @@ void lw_session_decide(lower_session *s) {
         snprintf(what, sizeof what, "before node #%u '%.100s'", i, s->nodes[i].label);
         if (s->limit_err || !lw_budget_ok(s, 0, what)) return;
         decide_node(s, i);
-        if (s->nodes[i].kind == LW_NODE_FALLBACK) record_declared(s, i);
+        if (s->nodes[i].kind == LW_NODE_FALLBACK) {
+            lw_infer_fallback(s, i); /* undeclared outputs: ONNX shape rules (shape_infer.c) */
+            record_declared(s, i);
+        }
         qdq_note_outputs(s, i);
     }
     qdq_post_decide(s);

@@ -126,5 +126,11 @@ static inline void cv_wcopy(const cv_wsrc *w, void *dst, int64_t di, int64_t si)
 }
 const char *cv_wconst(lower_ctx *c, const cv_wsrc *w, uint32_t rank, const int64_t *shape,
                       const void *buf);
+/* The raw weight elements [first, first + prod(src_shape)) permuted by perm
+ * as a streamed constant of shape out_shape (no copy is made; see
+ * ot_set_permuted) when they are large and raw; NULL otherwise (nothing
+ * emitted, nothing rejected: the caller materialises it). */
+const char *cv_wconst_stream(lower_ctx *c, const cv_wsrc *w, uint32_t rank, const int64_t *out_shape,
+                             int64_t first, uint32_t src_rank, const int64_t *src_shape, const int32_t *perm);
 
 #endif /* CTOSA_LOWER_CV_H */

@@ -87,6 +87,12 @@ struct lower_session {
     uint64_t max_memory;
     const arena *extra;
     ctosa_error *limit_err;
+    /* Model-local functions (onnx_inline.h): g is the main graph with
+     * every call expanded; inl_orig[i] is node i's index in the model's
+     * main graph (-1: from a function body); NULL when nothing was inlined. */
+    const int32_t *inl_orig;
+    uint32_t n_inl_calls;
+    const struct onnx_inline_call *inl_calls;
 };
 
 /* Session arena + extra + `more` bytes against the cap; false (and

@@ -165,13 +165,20 @@ static lower_status lower_gemm(lower_ctx *c) {
             ws.esz = sizeof(double);
             if (lw_const_f64(c, 1, &ws.f64) != ws.n) return cv_fail(c);
         }
-        void *buf = cv_wbuf(c, &ws, K * N);
-        if (!buf) return cv_fail(c);
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t n = 0; n < N; n++) cv_wcopy(&ws, buf, k * N + n, tb ? n * K + k : k * N + n);
-        if (!ws.raw)
-            for (int64_t i = 0; i < K * N; i++) ((double *)buf)[i] *= alpha;
-        b = cv_wconst(c, &ws, 3, b3, buf);
+        /* large raw weights: a streamed (transposed) view of the model's
+         * bytes instead of a copy */
+        int64_t bsrc[2] = {tb ? N : K, tb ? K : N};
+        int32_t perm[2] = {tb ? 1 : 0, tb ? 0 : 1};
+        b = cv_wconst_stream(c, &ws, 3, b3, 0, 2, bsrc, perm);
+        if (!b) {
+            void *buf = cv_wbuf(c, &ws, K * N);
+            if (!buf) return cv_fail(c);
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t n = 0; n < N; n++) cv_wcopy(&ws, buf, k * N + n, tb ? n * K + k : k * N + n);
+            if (!ws.raw)
+                for (int64_t i = 0; i < K * N; i++) ((double *)buf)[i] *= alpha;
+            b = cv_wconst(c, &ws, 3, b3, buf);
+        }
         alpha_done = true;
     } else {
         int64_t bs3[3] = {1, B->shape[0], B->shape[1]};

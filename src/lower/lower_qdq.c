@@ -13,6 +13,7 @@
 
 #include "lower/lower_cv.h"
 #include "lower/lower_qdq.h"
+#include "lower/qdq_ext.h"
 
 #define QTRY(x)                                                                     \
     do {                                                                            \
@@ -103,6 +104,21 @@ static const char *q_rescale_n(lower_ctx *c, const char *x, ctosa_dtype ti, ctos
 static const char *q_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                              const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou) {
     return q_rescale_n(c, x, ti, to, rank, shape, 1, &ratio, izp, ozp, iu, ou);
+}
+
+/* Requantisation ratio s_x * s_w / s_y of an integer accumulator, computed
+ * the way ONNX Runtime's QLinearConv / QGemm kernels do: float32 product,
+ * then float32 quotient (docs/quantization.md, "Where ctosa sits"). The
+ * float32 value has 24 significant bits, so the 31-bit multiplier holds it
+ * exactly and ctosa and ORT scale the accumulator by the same number; the
+ * exact double ratio differs from it by up to 2^-24 relative, which moved
+ * outputs lying that close to a .5 boundary by one step. Scales whose
+ * float32 ratio is not a normal number keep the double ratio. */
+static double q_acc_ratio(double sx, double sw, double sy) {
+    float p = (float)sx * (float)sw;
+    float r = p / (float)sy;
+    if (isnormal(p) && isnormal(r)) return (double)r;
+    return sx * sw / sy;
 }
 
 static const char *q_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
@@ -286,7 +302,9 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     int64_t cs[LOWER_MAX_RANK];
     axis_shape(r, p.axis, p.n, cs);
     const int64_t *shape = xv->v.shape;
-    if (xv->v.data) {
+    /* (issue 9) weight-sized constants outside a QDQ group are dequantized
+     * at run time instead: the int8 bytes pass through to the TOSA file */
+    if (xv->v.data && (qdq_info(c)->role == QR_DQ || qdq_val_count(xv) <= ((uint64_t)64 << 10))) {
         /* constant input: the result is a constant */
         uint64_t cnt = qdq_val_count(xv);
         double *v = arena_alloc(lw_arena(c), (size_t)cnt * sizeof(double) + 8);
@@ -628,7 +646,7 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
         double lim = (a16 ? 140737488355327.0 : 2147483647.0) -
                      (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)wsh[2] * (double)wsh[3];
         if (!(fabs(bq[m]) <= lim)) bq[m] = bq[m] > 0 ? lim : -lim;
-        ratio[m] = o ? acc_s / o->s : 1.0;
+        ratio[m] = o ? q_acc_ratio(a->s, sw, o->s) : 1.0;
     }
     int64_t ls[4];
     cv_shape_last(4, a->shape, ls);
@@ -771,7 +789,7 @@ static lower_status matmul_core(lower_ctx *c, const qa *a, int64_t bb, int64_t r
     if (!ratio || !bq) return cv_fail(c);
     for (int64_t n = 0; n < Nn; n++) {
         double acc_s = alpha * a->s * wscale[wn > 1 ? n : 0];
-        ratio[n] = acc_s / o->s;
+        ratio[n] = alpha * q_acc_ratio(a->s, wscale[wn > 1 ? n : 0], o->s);
         bq[n] = bias ? nearbyint(bias[n] / acc_s) : 0;
     }
     if (bias) {
@@ -923,7 +941,7 @@ static lower_status head_maxpool(lower_ctx *c) {
     qo o;
     if (!head_in(c, 0, &a)) return LOWER_REJECT;
     if (a.rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: 2-D only", n->op_type);
-    if (avg && a.t != CTOSA_DTYPE_INT8) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized AveragePool: int8 only");
+    if (avg && a.t != CTOSA_DTYPE_INT8 && a.t != CTOSA_DTYPE_INT16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized AveragePool: int8 / int16 only");
     if (!head_out(c, 4, &o)) return LOWER_REJECT;
     cv_dim dm[2];
     lower_status st;
@@ -1136,13 +1154,13 @@ static lower_status head_generic_move(lower_ctx *c) {
     bool in_u8 = xv->v.onnx_dtype == ONNX_UINT8;
     int64_t izp = pi.zp[0] - (in_u8 ? 128 : 0);
     if (pi.n == 1 && pi.scale[0] == o.s && izp == o.zp && in_u8 == o.u8 && yt->dtype == o.t &&
-        o.lo == -128 && o.hi == 127)
+        o.lo == (o.t == CTOSA_DTYPE_INT8 ? -128 : -32768) && o.hi == (o.t == CTOSA_DTYPE_INT8 ? 127 : 32767))
         return LOWER_OK; /* same parameters: the moved bits are the output */
-    if (pi.n != 1 || yt->dtype != CTOSA_DTYPE_INT8)
+    if (pi.n != 1 || (yt->dtype != CTOSA_DTYPE_INT8 && yt->dtype != CTOSA_DTYPE_INT16))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s with per-axis or int16 input", n->op_type);
     int64_t sh[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < yt->rank; i++) sh[i] = yt->shape[i];
-    qa a = {y, CTOSA_DTYPE_INT8, pi.scale[0], izp, yt->rank, {0}};
+    qa a = {y, yt->dtype, pi.scale[0], izp, yt->rank, {0}};
     memcpy(a.shape, sh, sizeof sh);
     if (in_u8) a.x = q_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true, false);
     QTRY(a.x);
@@ -1161,6 +1179,8 @@ static bool is_generic_move(const char *op) {
 
 lower_status qdq_lower_head(lower_ctx *c) {
     const char *op = lw_node(c)->op_type;
+    lower_status ext_st;
+    if (qdq_ext_head(c, &ext_st)) return ext_st; /* int16 tables/elementwise, Resize, Pad, ... (qdq_ext.h) */
     if (strcmp(op, "Conv") == 0) return head_conv(c);
     if (strcmp(op, "Gemm") == 0) return head_gemm(c);
     if (strcmp(op, "MatMul") == 0) return head_matmul(c);
@@ -1359,3 +1379,69 @@ lower_status qdq_lower_qlinearconv(lower_ctx *c) { return explicit_conv(c, true)
 lower_status qdq_lower_convinteger(lower_ctx *c) { return explicit_conv(c, false); }
 lower_status qdq_lower_qlinearmatmul(lower_ctx *c) { return explicit_matmul(c, true); }
 lower_status qdq_lower_matmulinteger(lower_ctx *c) { return explicit_matmul(c, false); }
+
+/* ------------------------------------------ exported for qdq_ext.h users */
+/* Thin wrappers so the second-layer heads (qdq_table.c, qdq_ops16.c,
+ * qdq_ops8.c, qdq_softmax.c) share this file's operand, output and
+ * requantisation logic; qx_in / qx_out mirror qa / qo field by field. */
+
+bool qdq_x_in(lower_ctx *c, uint32_t i, qx_in *o) {
+    qa a;
+    if (!head_in(c, i, &a)) return false;
+    o->x = a.x; o->t = a.t; o->s = a.s; o->zp = a.zp; o->rank = a.rank;
+    memcpy(o->shape, a.shape, sizeof o->shape);
+    return true;
+}
+
+bool qdq_x_out(lower_ctx *c, uint32_t rank, qx_out *o) {
+    qo q;
+    if (!head_out(c, rank, &q)) return false;
+    o->s = q.s; o->zp = q.zp; o->t = q.t; o->u8 = q.u8; o->lo = q.lo; o->hi = q.hi;
+    return true;
+}
+
+static qo qo_of(const qx_out *o) {
+    qo q = {o->s, o->zp, o->t, o->u8, o->lo, o->hi};
+    return q;
+}
+
+bool qdq_x_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
+    qw q;
+    if (!head_weight(c, i, rank, &q)) return false;
+    w->data = (const int8_t *)q.xv->v.data;
+    w->rank = q.xv->v.rank;
+    memcpy(w->shape, q.xv->v.shape, sizeof w->shape);
+    w->n = q.p.n; w->scale = q.p.scale; w->axis = q.p.axis; w->zp = q.zp;
+    return true;
+}
+
+const double *qdq_x_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad) { return head_bias(c, i, n, bad); }
+
+lower_status qdq_x_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t rank, const int64_t *shape) {
+    qo q = qo_of(o);
+    return head_finish(c, y, &q, rank, shape);
+}
+
+const char *qdq_x_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                          const int64_t *shape, int64_t nc, const double *ratio, int64_t izp, int64_t ozp) {
+    return q_rescale_n(c, x, ti, to, rank, shape, nc, ratio, izp, ozp, false, false);
+}
+
+const char *qdq_x_rescale_u(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                            const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou) {
+    return q_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, iu, ou);
+}
+
+const char *qdq_x_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape) {
+    qa q = {a->x, a->t, a->s, a->zp, a->rank, {0}};
+    memcpy(q.shape, a->shape, sizeof q.shape);
+    qo p = qo_of(o);
+    return requant(c, &q, &p, rank, shape);
+}
+
+bool qdq_x_act_fn(lower_ctx *c, const char *op, double x, double *y) { return act_fn(c, op, x, y); }
+
+const char *qdq_x_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape, int64_t lo,
+                        int64_t hi) {
+    return q_clamp(c, x, t, rank, shape, lo, hi);
+}

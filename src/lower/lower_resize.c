@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
+#include "lower/qdq_ext.h" /* qdq_x_rescale: integer bilinear RESIZE */
 
 static int64_t rs_gcd(int64_t a, int64_t b) {
     if (a < 0) a = -a;
@@ -194,13 +195,22 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
     int64_t offset[2] = {ax[0].off, ax[1].off}, border[2] = {ax[0].border, ax[1].border};
     const char *s = lw_shape(c, 4, scale), *o = lw_shape(c, 2, offset), *b = lw_shape(c, 2, border);
     int64_t os[4] = {out[0], out[2], out[3], out[1]};
-    const char *y = lw_tensor(c, t, 4, os);
+    /* integer bilinear: RESIZE gives int32 (int16: int48) scaled by
+     * n_y * n_x; one RESCALE (half up) brings it back to t (quantized
+     * groups only: qdq_ops8.c requantises the result) */
+    bool ilin = linear && (t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16) && qdq_info(c)->role == QR_HEAD;
+    ctosa_dtype rt = ilin ? (t == CTOSA_DTYPE_INT8 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT48) : t;
+    const char *y = lw_tensor(c, rt, 4, os);
     CV_TRY(x && s && o && b && y);
     ctosa_attr a;
     memset(&a, 0, sizeof a);
     a.mode = linear ? CTOSA_RESIZE_BILINEAR : CTOSA_RESIZE_NEAREST;
     const char *in[4] = {x, s, o, b};
     CV_TRY(lw_op(c, CTOSA_OP_RESIZE, 4, in, 1, &y, &a));
+    if (ilin) {
+        y = qdq_x_rescale(c, y, rt, t, 4, os, 1, &(double){1.0 / ((double)ax[0].n * (double)ax[1].n)}, 0, 0);
+        if (!y) return c->rejected ? LOWER_REJECT : cv_fail(c);
+    }
     y = cv_to_first(c, y, t, 4, os);
     CV_TRY(y);
     lw_set_output(c, 0, y);

@@ -262,6 +262,7 @@ static ctosa_error *add_final_tensor(ctosa_graph *g, ctosa_block *b, const ot_te
         return ctosa_tensor_set_data(g, nt, t->data.ptr, t->data.size, t->data_copy);
     if (t->data.kind == CTOSA_DATA_FILE)
         return ctosa_tensor_set_data_file(g, nt, t->data.path, t->data.fd, t->data.offset, t->data.size);
+    if (t->data.kind == CTOSA_DATA_GENERATED) return ot_copy_data(g, nt, &t->data); /* streamed permutes */
     return NULL;
 }
 

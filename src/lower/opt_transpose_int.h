@@ -56,4 +56,29 @@ uint32_t ot_const_permute(ot *s, uint32_t c, const int32_t *perm);
 /* One round of layout propagation; returns how many components switched. */
 uint32_t ot_layout_round(ot *s);
 
+/* Streamed permuted constants (opt_transpose_layout.c): generated data
+ * (graph.h) = the source bytes (memory or a file range; borrowed, must
+ * outlive every graph holding the tensor) of shape src_shape permuted by
+ * perm, produced in bounded chunks when written or read. */
+typedef struct ot_gen {
+    ctosa_data src; /* lower_api.c may turn a mapped memory source into its file range */
+    uint32_t rank, es;
+    int64_t shape[LOWER_MAX_RANK];
+    int32_t perm[LOWER_MAX_RANK];
+    uint64_t B, R, C, U; /* reduced form: [B, R, C] units of U bytes -> [B, C, R] */
+} ot_gen;
+/* Smallest source (bytes) streamed: 64 KiB, or CTOSA_STREAM_TRANSFORM_MIN. */
+uint64_t ot_stream_min(void);
+/* Sets t's data to src permuted when src is at least ot_stream_min() bytes
+ * and the permutation has the supported form; *done tells whether it did
+ * (else t is unchanged and the caller materialises the permute). */
+ctosa_error *ot_set_permuted(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src, uint32_t rank,
+                             const int64_t *src_shape, const int32_t *perm, uint32_t es, bool *done);
+ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n);
+/* The descriptor of data made by ot_set_permuted, else NULL. */
+ot_gen *ot_gen_of(const ctosa_data *d);
+/* Copies generated data d to tensor t of graph g (a permuted descriptor is
+ * duplicated into g's arena; other generated data stays borrowed). */
+ctosa_error *ot_copy_data(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *d);
+
 #endif

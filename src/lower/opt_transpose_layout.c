@@ -192,8 +192,50 @@ bool ot_const_permutable(const ot *s, uint32_t c, const int32_t *perm) {
     int bits = ctosa_dtype_bits(t->dtype);
     uint64_t count = 1;
     for (uint32_t i = 0; i < t->rank; i++) count *= (uint64_t)(t->shape[i] > 0 ? t->shape[i] : 0);
-    return t->data.kind == CTOSA_DATA_MEMORY && t->data.ptr && bits >= 8 && bits % 8 == 0 &&
-           t->data.size == count * (uint64_t)(bits / 8);
+    return (t->data.kind == CTOSA_DATA_MEMORY || ot_gen_of(&t->data)) && (t->data.ptr || t->data.user) &&
+           bits >= 8 && bits % 8 == 0 && t->data.size == count * (uint64_t)(bits / 8);
+}
+
+static bool gen_reduce(ot_gen *d);
+
+/* Streams T_perm(src) when it is large: a permute of the borrowed source
+ * bytes, or of the source of an already permuted constant (perms
+ * compose). False: materialise it. */
+static bool const_permute_streamed(ot *s, const ot_tensor *src, const int32_t *perm, ctosa_data *d) {
+    const ot_gen *g0 = ot_gen_of(&src->data);
+    if (src->data_copy || src->data.size < ot_stream_min() || (!g0 && src->data.kind != CTOSA_DATA_MEMORY))
+        return false;
+    ot_gen tmp;
+    memset(&tmp, 0, sizeof tmp);
+    uint32_t r = src->rank;
+    if (g0) {
+        /* out[i] = mid[perm[i]] = orig[g0->perm[perm[i]]] */
+        if (g0->rank != r) return false;
+        tmp = *g0;
+        for (uint32_t i = 0; i < r; i++) tmp.perm[i] = g0->perm[perm[i]];
+    } else {
+        tmp.src = src->data;
+        tmp.rank = r;
+        tmp.es = (uint32_t)(ctosa_dtype_bits(src->dtype) / 8);
+        for (uint32_t i = 0; i < r; i++) {
+            tmp.shape[i] = src->shape[i];
+            tmp.perm[i] = perm[i];
+        }
+    }
+    if (!gen_reduce(&tmp)) return false;
+    ot_gen *g = arena_alloc(&s->a, sizeof *g);
+    if (!g) {
+        s->oom = true;
+        return false;
+    }
+    *g = tmp;
+    memset(d, 0, sizeof *d);
+    d->kind = CTOSA_DATA_GENERATED;
+    d->size = src->data.size;
+    d->fd = -1;
+    d->fill = ot_gen_fill;
+    d->user = g;
+    return true;
 }
 
 /* New constant T_perm(c) (a CONST operator after c's). */
@@ -206,7 +248,12 @@ uint32_t ot_const_permute(ot *s, uint32_t c, const int32_t *perm) {
     if (s->oom) return 0;
     ctosa_data d = src.data;
     s->t[id].data_copy = src.data_copy; /* shared bytes: same owner */
-    if (!ot_perm_trivial(src.shape, perm, r)) {
+    if (!ot_perm_trivial(src.shape, perm, r) && const_permute_streamed(s, &src, perm, &d)) {
+        /* d: generated, its descriptor in the pass's arena (add_final_tensor
+         * copies it out) */
+        s->t[id].data_copy = false;
+    } else if (!ot_perm_trivial(src.shape, perm, r)) {
+        if (s->oom) return 0;
         size_t esz = (size_t)(ctosa_dtype_bits(src.dtype) / 8);
         uint8_t *buf = arena_alloc(&s->a, src.data.size ? (size_t)src.data.size : 1);
         if (!buf) {
@@ -225,6 +272,22 @@ uint32_t ot_const_permute(ot *s, uint32_t c, const int32_t *perm) {
         uint64_t idx[LOWER_MAX_RANK] = {0};
         uint64_t count = acc, off = 0;
         const uint8_t *ip = src.data.ptr;
+        if (src.data.kind == CTOSA_DATA_GENERATED) {
+            /* a streamed permute that does not compose into a streamable
+             * one: read it whole (rare) */
+            uint8_t *whole = arena_alloc(&s->a, src.data.size ? (size_t)src.data.size : 1);
+            ctosa_tensor tt;
+            memset(&tt, 0, sizeof tt);
+            tt.name = src.name;
+            tt.data = src.data;
+            ctosa_error *er = whole ? ctosa_tensor_read_data(&tt, 0, whole, (size_t)src.data.size) : NULL;
+            if (!whole || er) {
+                ctosa_error_free(er);
+                s->oom = true;
+                return 0;
+            }
+            ip = whole;
+        }
         for (uint64_t e = 0; e < count; e++) {
             memcpy(buf + e * esz, ip + off * esz, esz);
             for (uint32_t i = r; i-- > 0;) {
@@ -700,4 +763,252 @@ uint32_t ot_layout_round(ot *s) {
 done:
     round_free(&rd);
     return switched;
+}
+
+/* --------------------------------------------- streamed (generated) permutes
+ *
+ * A large constant whose bytes are a permutation of borrowed source bytes
+ * (a convolution weight OIHW -> OHWI, a Gemm transB weight, a constant
+ * permuted by this pass) is not materialised: it becomes generated data
+ * (graph.h) that the writer produces chunk by chunk. Supported are the
+ * permutations that, after dropping unit axes and merging axes adjacent
+ * both in the source and the output, swap two neighbouring axis groups:
+ * source [B, R, C] units of U bytes -> output [B, C, R]. That covers the
+ * usual weight transforms; others stay in memory. */
+
+uint64_t ot_stream_min(void) {
+    /* CTOSA_STREAM_TRANSFORM_MIN (bytes) moves the threshold; a huge value
+     * turns streaming off (tests compare both paths byte for byte). Read
+     * on every call (a few per weight) so a test can switch it. */
+    const char *v = getenv("CTOSA_STREAM_TRANSFORM_MIN");
+    char *end = NULL;
+    unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
+    return end && !*end && x ? (uint64_t)x : (uint64_t)64 << 10;
+}
+
+/* Reduces (shape, perm) to [B, R, C] units of U bytes; false when the
+ * permutation is not one swap of neighbouring groups (or is trivial). */
+static bool gen_reduce(ot_gen *d) {
+    uint32_t q[LOWER_MAX_RANK], m = 0; /* output order of the source axes of size > 1 */
+    for (uint32_t i = 0; i < d->rank; i++)
+        if (d->shape[d->perm[i]] > 1) q[m++] = (uint32_t)d->perm[i];
+    /* groups: maximal runs of q with consecutive source axes */
+    uint32_t gstart[LOWER_MAX_RANK], glen[LOWER_MAX_RANK], ng = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        if (j && q[j] == q[j - 1] + 1) {
+            glen[ng - 1]++;
+            continue;
+        }
+        gstart[ng] = q[j];
+        glen[ng++] = 1;
+    }
+    /* rank of each group in source order */
+    uint32_t srank[LOWER_MAX_RANK];
+    for (uint32_t g = 0; g < ng; g++) {
+        srank[g] = 0;
+        for (uint32_t h = 0; h < ng; h++) srank[g] += gstart[h] < gstart[g];
+    }
+    uint32_t a = 0;
+    while (a < ng && srank[a] == a) a++;
+    if (a + 1 >= ng || srank[a] != a + 1 || srank[a + 1] != a) return false;
+    for (uint32_t g = a + 2; g < ng; g++)
+        if (srank[g] != g) return false;
+    uint64_t size[LOWER_MAX_RANK];
+    for (uint32_t g = 0; g < ng; g++) {
+        size[g] = 1;
+        for (uint32_t k = 0; k < glen[g]; k++) size[g] *= (uint64_t)d->shape[gstart[g] + k];
+    }
+    /* output order: groups 0..a-1, then source group a+1 (output slot a)
+     * and source group a (output slot a+1), then the rest */
+    d->B = 1;
+    for (uint32_t g = 0; g < a; g++) d->B *= size[g];
+    d->R = size[a + 1]; /* the group that comes first in the source */
+    d->C = size[a];
+    d->U = d->es;
+    for (uint32_t g = a + 2; g < ng; g++) d->U *= size[g];
+    return true;
+}
+
+static ctosa_error *gen_read(const ot_gen *d, uint64_t off, void *buf, size_t n) {
+    ctosa_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name = "permuted constant source";
+    t.data = d->src;
+    return ctosa_tensor_read_data(&t, off, buf, n);
+}
+
+#define GEN_TILE ((uint64_t)4 << 20)
+
+/* cnt units of U bytes from src (stride bytes apart) to contiguous dst. */
+static void gather(uint8_t *dst, const uint8_t *src, uint64_t stride, uint64_t cnt, uint64_t U) {
+    if (U == 4) {
+        for (uint64_t i = 0; i < cnt; i++) memcpy(dst + 4 * i, src + i * stride, 4);
+    } else if (U == 2) {
+        for (uint64_t i = 0; i < cnt; i++) memcpy(dst + 2 * i, src + i * stride, 2);
+    } else {
+        for (uint64_t i = 0; i < cnt; i++) memcpy(dst + U * i, src + i * stride, (size_t)U);
+    }
+}
+
+/* nrows whole output rows (each R units, consecutive c) from a tile whose
+ * rows (r) are `stride` bytes apart and whose columns are U bytes apart:
+ * blocks of 8 output rows, so the tile is read along its rows. */
+static void transpose_rows(uint8_t *dst, const uint8_t *src, uint64_t stride, uint64_t R, uint64_t nrows,
+                           uint64_t U) {
+    uint64_t c = 0;
+    /* constant-size copies (one load / store each, no library call) */
+    if (U == 4)
+        for (; c + 8 <= nrows; c += 8)
+            for (uint64_t r = 0; r < R; r++) {
+                const uint8_t *sp = src + r * stride + c * 4;
+                uint8_t *dp = dst + (c * R + r) * 4;
+                for (uint64_t j = 0; j < 8; j++) memcpy(dp + j * R * 4, sp + j * 4, 4);
+            }
+    else if (U == 2)
+        for (; c + 8 <= nrows; c += 8)
+            for (uint64_t r = 0; r < R; r++) {
+                const uint8_t *sp = src + r * stride + c * 2;
+                uint8_t *dp = dst + (c * R + r) * 2;
+                for (uint64_t j = 0; j < 8; j++) memcpy(dp + j * R * 2, sp + j * 2, 2);
+            }
+    for (; c < nrows; c++) gather(dst + c * R * U, src + c * U, stride, R, U);
+}
+
+/* Output bytes [offset, offset + n): output unit k = (b, c, r) is source
+ * unit (b, r, c). A memory source is read in place as one tile; a file
+ * source is read in tiles of at most GEN_TILE bytes (whole [R, C] slabs
+ * when they fit, else R runs of w columns), never one unit per read. */
+ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n) {
+    const ot_gen *d = user;
+    const uint64_t B = d->B, R = d->R, C = d->C, U = d->U, slab = R * C;
+    uint8_t *out = buf, *tile = NULL;
+    ctosa_error *e = NULL;
+    if (offset > B * slab * U || n > B * slab * U - offset)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "permuted constant: read past its end");
+    bool mem = d->src.kind == CTOSA_DATA_MEMORY;
+    while (!e && n) {
+        uint64_t k = offset / U, within = offset % U;
+        uint64_t b = k / slab, c = (k / R) % C, r = k % R;
+        uint64_t need = (within + n + U - 1) / U; /* units touched from k on */
+        uint64_t kend = k + need;
+        const uint8_t *tp;
+        uint64_t b0 = b, nb = 1, c0 = c, w;
+        if (mem) {
+            tp = d->src.ptr; /* the whole source is the tile */
+            b0 = 0;
+            nb = B;
+            c0 = 0;
+            w = C;
+        } else if (R * U > GEN_TILE) {
+            /* one unit (or its part): a contiguous source run */
+            uint64_t len = U - within < n ? U - within : n;
+            e = gen_read(d, ((b * R + r) * C + c) * U + within, out, (size_t)len);
+            out += len;
+            offset += len;
+            n -= (size_t)len;
+            continue;
+        } else {
+            if (!tile && !(tile = malloc((size_t)GEN_TILE))) return ctosa_error_nomem();
+            tp = tile;
+            if (slab * U <= GEN_TILE) {
+                /* whole slabs b0 .. b0 + nb - 1: one contiguous read */
+                nb = GEN_TILE / (slab * U);
+                uint64_t bend = (kend - 1) / slab + 1;
+                if (nb > bend - b0) nb = bend - b0;
+                c0 = 0;
+                w = C;
+                e = gen_read(d, b0 * slab * U, tile, (size_t)(nb * slab * U));
+            } else {
+                /* columns c0 .. c0 + w - 1 of every row of slab b */
+                w = GEN_TILE / (R * U);
+                uint64_t klast = kend < (b + 1) * slab ? kend : (b + 1) * slab;
+                uint64_t cend = (klast - 1) / R % C + 1;
+                if (w > cend - c0) w = cend - c0;
+                for (uint64_t rr = 0; !e && rr < R; rr++)
+                    e = gen_read(d, ((b * R + rr) * C + c0) * U, tile + rr * w * U, (size_t)(w * U));
+            }
+        }
+        /* emit every requested unit the tile holds: a partial unit alone,
+         * whole output rows by blocks, row pieces by strided gathers */
+        uint64_t tend = w == C ? (b0 + nb) * slab : b * slab + (c0 + w) * R;
+        uint64_t rstride = (w == C ? C : w) * U; /* bytes between source rows in the tile */
+        while (!e && n && offset / U < tend) {
+            k = offset / U;
+            within = offset % U;
+            uint64_t kb = k / slab, kc = (k / R) % C, kr = k % R;
+            const uint8_t *base = tp + (w == C ? ((kb - b0) * R + kr) * C + kc : kr * w + (kc - c0)) * U;
+            if (within || n < U) {
+                uint64_t len = U - within < n ? U - within : n;
+                memcpy(out, base + within, (size_t)len);
+                out += len;
+                offset += len;
+                n -= (size_t)len;
+                continue;
+            }
+            uint64_t units = n / U, cnt;
+            if (units > tend - k) units = tend - k;
+            if (kr == 0 && units >= R) {
+                /* whole output rows kc .. kc + rows - 1 of slab kb */
+                uint64_t rows = units / R;
+                if (rows > C - kc) rows = C - kc;
+                transpose_rows(out, base, rstride, R, rows, U);
+                cnt = rows * R;
+            } else {
+                cnt = R - kr < units ? R - kr : units;
+                gather(out, base, rstride, cnt, U);
+            }
+            out += cnt * U;
+            offset += cnt * U;
+            n -= (size_t)(cnt * U);
+        }
+    }
+    free(tile);
+    return e;
+}
+
+ctosa_error *ot_set_permuted(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src, uint32_t rank,
+                             const int64_t *src_shape, const int32_t *perm, uint32_t es, bool *done) {
+    *done = false;
+    if (!src || (src->kind != CTOSA_DATA_MEMORY && src->kind != CTOSA_DATA_FILE) || rank > LOWER_MAX_RANK ||
+        !es || src->size < ot_stream_min())
+        return NULL;
+    ot_gen tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.src = *src;
+    tmp.rank = rank;
+    tmp.es = es;
+    uint64_t count = 1;
+    for (uint32_t i = 0; i < rank; i++) {
+        if (src_shape[i] < 0 || perm[i] < 0 || (uint32_t)perm[i] >= rank) return NULL;
+        tmp.shape[i] = src_shape[i];
+        tmp.perm[i] = perm[i];
+        count *= (uint64_t)src_shape[i];
+    }
+    if (count * es != src->size || !gen_reduce(&tmp)) return NULL;
+    ot_gen *d = ctosa_graph_alloc(g, sizeof *d);
+    if (!d) return ctosa_error_nomem();
+    *d = tmp;
+    if (src->kind == CTOSA_DATA_FILE && src->path && !(d->src.path = ctosa_graph_strdup(g, src->path)))
+        return ctosa_error_nomem();
+    ctosa_error *e = ctosa_tensor_set_data_generated(g, t, src->size, ot_gen_fill, d);
+    if (!e) *done = true;
+    return e;
+}
+
+ot_gen *ot_gen_of(const ctosa_data *d) {
+    return d->kind == CTOSA_DATA_GENERATED && d->fill == ot_gen_fill ? d->user : NULL;
+}
+
+ctosa_error *ot_copy_data(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *d) {
+    const ot_gen *src = ot_gen_of(d);
+    if (!src) {
+        if (d->kind != CTOSA_DATA_GENERATED) return NULL;
+        return ctosa_tensor_set_data_generated(g, t, d->size, d->fill, d->user);
+    }
+    ot_gen *nd = ctosa_graph_alloc(g, sizeof *nd);
+    if (!nd) return ctosa_error_nomem();
+    *nd = *src;
+    if (src->src.kind == CTOSA_DATA_FILE && src->src.path && !(nd->src.path = ctosa_graph_strdup(g, src->src.path)))
+        return ctosa_error_nomem();
+    return ctosa_tensor_set_data_generated(g, t, src->src.size, ot_gen_fill, nd);
 }

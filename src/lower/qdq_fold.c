@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lower/lower_qdq.h"
+#include "lower/qdq_ext.h"
 
 static bool is_op(const ctosa_onnx_node *n, const char *op) {
     bool def = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
@@ -26,6 +27,7 @@ static bool is_op(const ctosa_onnx_node *n, const char *op) {
 static bool head_inputs(const ctosa_onnx_node *n, uint32_t *first, uint32_t *count, int32_t *bias) {
     *first = 0;
     *bias = -1;
+    if (!qdq_ext_groupable(n)) return false; /* attributes the integer heads reject (qdq_ext.h) */
     static const char *const one[] = {"GlobalAveragePool", "Flatten", "Reshape", "Relu", "Clip",
                                       "MaxPool", "AveragePool", "Transpose",
                                       /* TABLE activations */
@@ -33,18 +35,20 @@ static bool head_inputs(const ctosa_onnx_node *n, uint32_t *first, uint32_t *cou
                                       "HardSwish", "LeakyRelu", "Elu", "Gelu",
                                       /* data movement through the op's own lowering */
                                       "Squeeze", "Unsqueeze", "Slice", "Gather", "Tile", "Expand",
-                                      "DepthToSpace", "SpaceToDepth"};
+                                      "DepthToSpace", "SpaceToDepth",
+                                      /* second layer (qdq_ext.h): scales / pads / sizes are constants */
+                                      "Resize", "Pad", "Softmax", "LayerNormalization"};
     for (size_t i = 0; i < sizeof one / sizeof *one; i++)
         if (is_op(n, one[i])) {
             *count = 1;
             return true;
         }
-    if (is_op(n, "Conv") || is_op(n, "Gemm")) {
+    if (is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "ConvTranspose")) {
         *count = 2;
         *bias = 2;
         return true;
     }
-    if (is_op(n, "MatMul") || is_op(n, "Add") || is_op(n, "Mul")) {
+    if (is_op(n, "MatMul") || is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Sub")) {
         *count = 2;
         return true;
     }
@@ -56,7 +60,8 @@ static bool head_inputs(const ctosa_onnx_node *n, uint32_t *first, uint32_t *cou
 }
 
 static bool can_fuse_act(const ctosa_onnx_node *h) {
-    return is_op(h, "Conv") || is_op(h, "Gemm") || is_op(h, "MatMul") || is_op(h, "Add");
+    return is_op(h, "Conv") || is_op(h, "Gemm") || is_op(h, "MatMul") || is_op(h, "Add") || is_op(h, "Sub") ||
+           is_op(h, "ConvTranspose");
 }
 
 static int32_t producer_of(lower_session *s, const char *name) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/onnx_inline.h"
 #include "onnx/onnx_internal.h"
 
 typedef struct node_vec {
@@ -30,9 +31,24 @@ typedef struct inl_ctx {
     uint32_t max_depth;
     uint32_t calls;
     const ctosa_onnx_node *top; /* the main-graph node being expanded (named in errors) */
+    /* Tracking (onnx_inline_main_graph, main graph only): origin of every
+     * output node and the expanded calls. */
+    bool track;
+    int32_t *orig;
+    uint32_t orig_cap;
+    onnx_inline_call *rec;
+    uint32_t n_rec, rec_cap;
 } inl_ctx;
 
-static ctosa_error *push(inl_ctx *c, const ctosa_onnx_node *n) {
+static ctosa_error *push(inl_ctx *c, const ctosa_onnx_node *n, int32_t orig) {
+    if (c->track && c->out.n == c->orig_cap) {
+        uint32_t cap = c->orig_cap ? c->orig_cap * 2 : 64;
+        int32_t *v = cap > (16u << 20) ? NULL : realloc(c->orig, cap * sizeof *v);
+        if (!v) return ctosa_error_nomem();
+        c->orig = v;
+        c->orig_cap = cap;
+    }
+    if (c->track) c->orig[c->out.n] = orig;
     if (c->out.n == c->out.cap) {
         uint32_t cap = c->out.cap ? c->out.cap * 2 : 64;
         if (cap < c->out.cap || cap > (16u << 20))
@@ -60,11 +76,25 @@ static const char *map_name(inl_ctx *c, const ctosa_onnx_function *f, const ctos
     for (uint32_t i = 0; i < f->n_inputs; i++)
         if (!strcmp(f->inputs[i], name)) return i < call->n_inputs ? call->inputs[i] : "";
     for (uint32_t i = 0; i < f->n_outputs; i++)
-        if (!strcmp(f->outputs[i], name)) return i < call->n_outputs ? call->outputs[i] : "";
+        if (!strcmp(f->outputs[i], name) && i < call->n_outputs && call->outputs[i][0])
+            return call->outputs[i]; /* an output the caller omits stays internal (below) */
     return arena_printf(&c->m->a, "%s/%s", prefix, name);
 }
 
-static ctosa_error *expand(inl_ctx *c, const ctosa_onnx_node *n, uint32_t depth);
+static ctosa_error *expand(inl_ctx *c, const ctosa_onnx_node *n, uint32_t depth, int32_t orig);
+
+/* Would the unnamed body node i, named by its op type, clash with another
+ * body node (one so named, or another unnamed node of that type)? Then it
+ * is named "<op_type>#<i>" so that inlined names stay unique. */
+static bool body_name_taken(const ctosa_onnx_function *f, uint32_t i) {
+    const char *op = f->nodes[i].op_type;
+    for (uint32_t k = 0; k < f->n_nodes; k++) {
+        if (k == i) continue;
+        const ctosa_onnx_node *o = &f->nodes[k];
+        if (!strcmp(o->name, op) || (!o->name[0] && !strcmp(o->op_type, op))) return true;
+    }
+    return false;
+}
 
 static ctosa_error *expand_call(inl_ctx *c, const ctosa_onnx_function *f, const ctosa_onnx_node *call,
                                 uint32_t depth) {
@@ -76,12 +106,30 @@ static ctosa_error *expand_call(inl_ctx *c, const ctosa_onnx_function *f, const 
                                onnx_node_label(c->top, label, sizeof label), c->max_depth);
     arena *a = &c->m->a;
     uint32_t id = c->calls++;
-    const char *prefix = call->name[0] ? call->name : arena_printf(a, "%s#%u", call->op_type, id);
+    /* An unnamed top-level call is named as the report labels unnamed
+     * nodes ("<op_type>#<index>"); nested calls always have a name here. */
+    const char *prefix = call->name[0] ? call->name
+                         : depth == 0 ? arena_printf(a, "%s#%u", call->op_type, call->index)
+                                      : arena_printf(a, "%s#%u", call->op_type, id);
     if (!prefix) return ctosa_error_nomem();
+    uint32_t rec = UINT32_MAX;
+    if (c->track) {
+        if (c->n_rec == c->rec_cap) {
+            uint32_t cap = c->rec_cap ? c->rec_cap * 2 : 16;
+            onnx_inline_call *v = cap > (16u << 20) ? NULL : realloc(c->rec, cap * sizeof *v);
+            if (!v) return ctosa_error_nomem();
+            c->rec = v;
+            c->rec_cap = cap;
+        }
+        rec = c->n_rec++;
+        c->rec[rec] = (onnx_inline_call){prefix, call->op_type, call->domain, c->out.n, c->out.n, depth};
+    }
     for (uint32_t i = 0; i < f->n_nodes; i++) {
         const ctosa_onnx_node *b = &f->nodes[i];
         ctosa_onnx_node nn = *b;
-        nn.name = arena_printf(a, "%s/%s", prefix, b->name[0] ? b->name : b->op_type);
+        nn.name = b->name[0] ? arena_printf(a, "%s/%s", prefix, b->name)
+                  : body_name_taken(f, i) ? arena_printf(a, "%s/%s#%u", prefix, b->op_type, i)
+                                          : arena_printf(a, "%s/%s", prefix, b->op_type);
         const char **ins = b->n_inputs ? arena_alloc(a, b->n_inputs * sizeof *ins) : NULL;
         const char **outs = b->n_outputs ? arena_alloc(a, b->n_outputs * sizeof *outs) : NULL;
         ctosa_onnx_attr *attrs = b->n_attrs ? arena_alloc(a, b->n_attrs * sizeof *attrs) : NULL;
@@ -118,15 +166,16 @@ static ctosa_error *expand_call(inl_ctx *c, const ctosa_onnx_function *f, const 
         nn.outputs = outs;
         nn.attrs = attrs;
         nn.n_attrs = na;
-        ctosa_error *e = expand(c, &nn, depth + 1);
+        ctosa_error *e = expand(c, &nn, depth + 1, -1);
         if (e) return e;
     }
+    if (rec != UINT32_MAX) c->rec[rec].end = c->out.n;
     return NULL;
 }
 
-static ctosa_error *expand(inl_ctx *c, const ctosa_onnx_node *n, uint32_t depth) {
+static ctosa_error *expand(inl_ctx *c, const ctosa_onnx_node *n, uint32_t depth, int32_t orig) {
     const ctosa_onnx_function *f = find_fn(c->m, n);
-    return f ? expand_call(c, f, n, depth) : push(c, n);
+    return f ? expand_call(c, f, n, depth) : push(c, n, orig);
 }
 
 /* Rebuilds the subgraph attributes of one (already expanded) node. */
@@ -167,12 +216,14 @@ static ctosa_error *inline_graph(inl_ctx *c, const ctosa_onnx_graph *g, const ct
     ng->parent = parent;
     node_vec saved = c->out;
     const ctosa_onnx_node *saved_top = c->top;
+    bool saved_track = c->track;
     c->out = (node_vec){0};
     ctosa_error *e = NULL;
     for (uint32_t i = 0; i < g->n_nodes && !e; i++) {
         c->top = &g->nodes[i];
-        e = expand(c, &g->nodes[i], 0);
+        e = expand(c, &g->nodes[i], 0, (int32_t)i);
     }
+    c->track = false; /* subgraphs are not tracked */
     node_vec mine = c->out;
     for (uint32_t i = 0; i < mine.n && !e; i++) e = inline_subgraphs(c, &mine.v[i], ng);
     if (!e && mine.n) {
@@ -184,6 +235,7 @@ static ctosa_error *inline_graph(inl_ctx *c, const ctosa_onnx_graph *g, const ct
     free(mine.v);
     c->out = saved;
     c->top = saved_top;
+    c->track = saved_track;
     *out = ng;
     return e;
 }
@@ -200,6 +252,35 @@ ctosa_error *ctosa_onnx_inline_functions(ctosa_onnx_model *m, const ctosa_onnx_g
         if (!e) m->inlined = ng;
     }
     if (!e) *out = m->inlined;
+    pthread_mutex_unlock(&m->lock);
+    return e;
+}
+
+ctosa_error *onnx_inline_main_graph(ctosa_onnx_model *m, onnx_inline_main *out) {
+    memset(out, 0, sizeof *out);
+    out->g = m->info.graph;
+    if (m->info.n_functions == 0 || !m->info.graph) return NULL;
+    pthread_mutex_lock(&m->lock);
+    inl_ctx c = {.m = m, .max_depth = m->max_depth, .track = true};
+    const ctosa_onnx_graph *ng = NULL;
+    ctosa_error *e = inline_graph(&c, m->info.graph, NULL, &ng);
+    if (!e) {
+        uint32_t n = ng->n_nodes;
+        int32_t *orig = arena_alloc(&m->a, (n + 1) * sizeof *orig);
+        onnx_inline_call *calls = arena_alloc(&m->a, (c.n_rec + 1) * sizeof *calls);
+        if (orig && n) memcpy(orig, c.orig, n * sizeof *orig);
+        if (calls && c.n_rec) memcpy(calls, c.rec, c.n_rec * sizeof *calls);
+        if (!orig || !calls) {
+            e = ctosa_error_nomem();
+        } else {
+            out->g = ng;
+            out->orig = orig;
+            out->calls = calls;
+            out->n_calls = c.n_rec;
+        }
+    }
+    free(c.orig);
+    free(c.rec);
     pthread_mutex_unlock(&m->lock);
     return e;
 }

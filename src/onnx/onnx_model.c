@@ -9,6 +9,8 @@
  * payloads are never read here (see onnx_tensor.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "onnx/onnx_internal.h"
 
@@ -50,6 +52,30 @@ const char *onnx_node_label(const ctosa_onnx_node *n, char *buf, size_t size) {
 
 /* Counts fields by number (numbers >= nmax are not counted) and checks that
  * the listed LEN fields are length-delimited. */
+/* Inline weights: the walk never reads a payload it skips, but each tag it
+ * reads faults in the whole page-cache folio around it (large folios can
+ * span megabytes), so without this the process's RSS would grow by most
+ * of an inline-weights model.onnx. Large payloads already walked past
+ * (or parsed: their bytes stay valid and fault back in when used) are
+ * unmapped from the process; the page cache keeps them. */
+#define DROP_MIN ((uint64_t)1 << 20)
+/* The read-only file mapping being parsed by this thread (ctosa_onnx_load),
+ * NULL otherwise: only its pages may be dropped. */
+static _Thread_local const uint8_t *drop_base;
+static _Thread_local uint64_t drop_size;
+static void drop_pages(const onnx_ctx *ctx, const uint8_t *p, uint64_t n) {
+    if (!drop_base || ctx->doc.base != drop_base || n < DROP_MIN || p < drop_base ||
+        (uint64_t)(p - drop_base) > drop_size || n > drop_size - (uint64_t)(p - drop_base))
+        return;
+    static uintptr_t page;
+    if (!page) {
+        long ps = sysconf(_SC_PAGESIZE);
+        page = ps > 0 ? (uintptr_t)ps : 4096;
+    }
+    uintptr_t a = ((uintptr_t)p + page - 1) / page * page, b = ((uintptr_t)p + n) / page * page;
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static ctosa_error *count_fields(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint64_t *cnt,
                                  uint32_t nmax, const uint32_t *len_fields, size_t n_len) {
     pb_cursor c;
@@ -59,6 +85,7 @@ static ctosa_error *count_fields(onnx_ctx *ctx, const uint8_t *p, uint64_t n, ui
     memset(cnt, 0, nmax * sizeof *cnt);
     pb_cursor_init(&c, &ctx->doc, p, n);
     while (!(e = pb_next(&c, &f, &more)) && more) {
+        if (f.wire == PB_LEN) drop_pages(ctx, f.data, f.len);
         if (f.num >= nmax) continue;
         cnt[f.num]++;
         for (size_t i = 0; i < n_len; i++)
@@ -615,6 +642,7 @@ static ctosa_error *parse_graph_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n
         case GP_INITIALIZER:
             if ((e = onnx_parse_tensor(ctx, f.data, f.len, &inits[g->n_initializers])))
                 return ctosa_error_prefix(e, "initializer #%u", g->n_initializers);
+            drop_pages(ctx, f.data, f.len);
             g->n_initializers++;
             break;
         case GP_SPARSE_INITIALIZER:
@@ -826,7 +854,10 @@ static ctosa_error *load_common(ctosa_onnx_model *m, const uint8_t *data, uint64
     m->ext.skip = opt->skip_external_data;
     if (ctx.max_depth > 256) ctx.max_depth = 256; /* recursion: keep the C stack bounded */
     m->max_depth = ctx.max_depth;
+    drop_base = m->map.mapped && data == m->map.data ? data : NULL;
+    drop_size = size;
     ctosa_error *e = parse_model(&ctx, data, size, &m->info);
+    drop_base = NULL;
     if (e) return pb_finish_error(&ctx.doc, e);
     m->info.total_nodes = ctx.total_nodes;
     m->info.n_external_files = m->ext.n_maps;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lower/opt_transpose_int.h"
 #include "onnx/onnx_writer.h"
 #include "partition/lower_result.h"
 
@@ -332,6 +333,46 @@ static ctosa_error *not_the_model(const char *model_real, const char *path) {
     return NULL;
 }
 
+/* Weights the graph borrows from the mapped model (pass-through constants:
+ * initializers reshaped, not changed) become byte ranges of the model's
+ * files, so the writer streams them with copy_file_range and the process
+ * never maps their pages in (peak RSS independent of the model size).
+ * Only for the files written; small constants stay in memory. */
+#define FILE_BACKED_MIN ((uint64_t)64 << 10)
+static ctosa_error *file_backed_weights(const lower_session *s, ctosa_graph *g) {
+    for (uint32_t ri = 0; ri < ctosa_graph_region_count(g); ri++) {
+        const ctosa_region *r = ctosa_graph_region(g, ri);
+        for (uint32_t bi = 0; bi < r->n_blocks; bi++) {
+            const ctosa_block *b = r->blocks[bi];
+            for (uint32_t ti = 0; ti < b->n_tensors; ti++) {
+                ctosa_tensor *t = b->tensors[ti];
+                int fd;
+                uint64_t off;
+                ot_gen *gen = ot_gen_of(&t->data);
+                if (gen) {
+                    /* a streamed permute (conv / Gemm weight): read its
+                     * source with pread, not through the mapping */
+                    if (gen->src.kind == CTOSA_DATA_MEMORY && gen->src.size >= FILE_BACKED_MIN &&
+                        onnx_model_locate(s->m, gen->src.ptr, gen->src.size, &fd, &off)) {
+                        gen->src.kind = CTOSA_DATA_FILE;
+                        gen->src.ptr = NULL;
+                        gen->src.path = NULL;
+                        gen->src.fd = fd;
+                        gen->src.offset = off;
+                    }
+                    continue;
+                }
+                if (t->data.kind != CTOSA_DATA_MEMORY || t->data.size < FILE_BACKED_MIN ||
+                    !onnx_model_locate(s->m, t->data.ptr, t->data.size, &fd, &off))
+                    continue;
+                ctosa_error *e = ctosa_tensor_set_data_file(g, t, NULL, fd, off, t->data.size);
+                if (e) return e;
+            }
+        }
+    }
+    return NULL;
+}
+
 static ctosa_error *write_outputs(ctosa_lower_result *r, const ctosa_lower_options *opt) {
     lower_session *s = &r->s;
     ctosa_error *e = mkdir_p(opt->output_dir);
@@ -341,6 +382,7 @@ static ctosa_error *write_outputs(ctosa_lower_result *r, const ctosa_lower_optio
     for (uint32_t i = 0; i < r->sum.n_partitions; i++) {
         const char *path = path_join(&r->a, opt->output_dir, r->pub_parts[i].file);
         if ((e = not_the_model(mr, path))) return e;
+        if ((e = file_backed_weights(s, (ctosa_graph *)r->pub_parts[i].graph))) return e;
         if ((e = ctosa_write_file(r->pub_parts[i].graph, path, NULL))) return e;
     }
     if (!opt->no_partitioned_onnx) {

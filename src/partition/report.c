@@ -1,7 +1,9 @@
 /* report.c - the lowering report (contract schema, deterministic key
  * order) and the partitioned ONNX model. */
+#include <stdint.h>
 #include <string.h>
 
+#include "onnx/onnx_inline.h"
 #include "onnx/onnx_writer.h"
 #include "partition/lower_result.h"
 
@@ -19,6 +21,224 @@ static void json_io(strbuf *b, const ctosa_lower_io *io) {
         sb_printf(b, ", \"zero_point\": %lld", (long long)io->zero_point);
     }
     sb_puts(b, "}");
+}
+
+/* ---- "graph": the model's nodes, edges (by tensor name), attributes
+ * (summarised) and the tensor types known after lowering, for the HTML
+ * report (docs/report.md). Additive to the contract schema. */
+
+#define REPORT_LIST_MAX 16   /* list attributes: first values shown */
+#define REPORT_ATTRS_MAX 32  /* attributes per node */
+#define REPORT_STR_MAX 256   /* bytes of a string attribute */
+
+static void json_dims(strbuf *b, uint32_t rank, const int64_t *d) {
+    sb_putc(b, '[');
+    for (uint32_t i = 0; i < rank; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)d[i]);
+    sb_putc(b, ']');
+}
+
+/* A list attribute: an array when short, else {"count": N, "first": [...]}. */
+static void json_attr_list(strbuf *b, const ctosa_onnx_attr *at) {
+    uint32_t n = at->count < REPORT_LIST_MAX ? at->count : REPORT_LIST_MAX;
+    if (n < at->count) sb_printf(b, "{\"count\": %u, \"first\": ", at->count);
+    sb_putc(b, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) sb_puts(b, ", ");
+        if (at->type == CTOSA_ONNX_ATTR_INTS) sb_printf(b, "%lld", (long long)at->ints[i]);
+        else if (at->type == CTOSA_ONNX_ATTR_FLOATS) sb_json_double(b, at->floats[i]);
+        else sb_json_strn(b, (const char *)at->strings[i].p,
+                          at->strings[i].n < REPORT_STR_MAX ? (size_t)at->strings[i].n : REPORT_STR_MAX);
+    }
+    sb_putc(b, ']');
+    if (n < at->count) sb_putc(b, '}');
+}
+
+static void json_attr(strbuf *b, const ctosa_onnx_attr *at) {
+    switch (at->type) {
+    case CTOSA_ONNX_ATTR_INT: sb_printf(b, "%lld", (long long)at->i); break;
+    case CTOSA_ONNX_ATTR_FLOAT: sb_json_double(b, at->f); break;
+    case CTOSA_ONNX_ATTR_STRING:
+        sb_json_strn(b, (const char *)at->s.p, at->s.n < REPORT_STR_MAX ? (size_t)at->s.n : REPORT_STR_MAX);
+        break;
+    case CTOSA_ONNX_ATTR_INTS:
+    case CTOSA_ONNX_ATTR_FLOATS:
+    case CTOSA_ONNX_ATTR_STRINGS: json_attr_list(b, at); break;
+    case CTOSA_ONNX_ATTR_TENSOR: {
+        /* Never the data: a dtype and a shape are what a reader needs. */
+        const char *dn = at->t ? onnx_dtype_numpy_name(at->t->dtype) : NULL;
+        sb_puts(b, "{\"tensor\": {\"dtype\": ");
+        sb_json_str(b, dn ? dn : "unknown");
+        sb_puts(b, ", \"shape\": ");
+        json_dims(b, at->t ? at->t->rank : 0, at->t ? at->t->dims : NULL);
+        sb_puts(b, "}}");
+        break;
+    }
+    case CTOSA_ONNX_ATTR_GRAPH:
+        sb_puts(b, "{\"graph\": ");
+        sb_json_str(b, at->g && at->g->name ? at->g->name : "");
+        sb_printf(b, ", \"nodes\": %u}", at->g ? at->g->n_nodes : 0);
+        break;
+    default: {
+        const char *tn = ctosa_onnx_attr_type_name(at->type);
+        sb_puts(b, "{\"type\": ");
+        sb_json_str(b, tn ? tn : "UNDEFINED");
+        sb_printf(b, ", \"count\": %u}", at->count);
+    }
+    }
+}
+
+static void json_value_type(strbuf *b, const lw_val *v) {
+    const char *dn = onnx_dtype_numpy_name(v->v.onnx_dtype);
+    sb_puts(b, "\"dtype\": ");
+    sb_json_str(b, dn ? dn : "unknown");
+    sb_puts(b, ", \"shape\": ");
+    json_dims(b, v->v.rank, v->v.shape);
+    if (v->v.quantized) {
+        sb_puts(b, ", \"scale\": ");
+        sb_json_double(b, v->v.scale);
+        sb_printf(b, ", \"zero_point\": %lld", (long long)v->v.zero_point);
+    }
+}
+
+/* One tensor entry, the first time name is seen. */
+static void json_graph_tensor(strbuf *b, lower_session *s, strmap *seen, const char *name, bool *first) {
+    if (!name[0] || strmap_has(seen, name)) return;
+    if (!strmap_put(seen, name, (void *)1)) b->failed = true;
+    lw_val *v = lw_lookup(s, name);
+    if (!v || !v->known) return;
+    sb_puts(b, *first ? "\n      {\"name\": " : ",\n      {\"name\": ");
+    *first = false;
+    sb_json_str(b, name);
+    sb_puts(b, ", ");
+    json_value_type(b, v);
+    if (v->initializer) sb_puts(b, ", \"initializer\": true");
+    else if (v->v.data) sb_puts(b, ", \"constant\": true");
+    sb_putc(b, '}');
+}
+
+static void json_graph_io(strbuf *b, const ctosa_onnx_value_info *vi, uint32_t n) {
+    sb_putc(b, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        sb_puts(b, i ? ", " : "");
+        sb_json_str(b, vi[i].name);
+    }
+    sb_putc(b, ']');
+}
+
+static void json_names(strbuf *b, const char *const *s, uint32_t n) {
+    sb_putc(b, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        sb_puts(b, i ? ", " : "");
+        sb_json_str(b, s[i]);
+    }
+    sb_putc(b, ']');
+}
+
+static void json_graph(strbuf *b, lower_session *s) {
+    const ctosa_onnx_graph *g = s->g;
+    sb_puts(b, ",\n  \"graph\": {\n    \"name\": ");
+    sb_json_str(b, g->name ? g->name : "");
+    sb_puts(b, ",\n    \"inputs\": ");
+    json_graph_io(b, g->inputs, g->n_inputs);
+    sb_puts(b, ",\n    \"outputs\": ");
+    json_graph_io(b, g->outputs, g->n_outputs);
+    sb_puts(b, ",\n    \"nodes\": [");
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        const ctosa_onnx_node *on = &g->nodes[i];
+        const lw_nodeinfo *nd = &s->nodes[i];
+        sb_puts(b, i ? ",\n      {\"name\": " : "\n      {\"name\": ");
+        sb_json_str(b, nd->label);
+        sb_puts(b, ", \"op_type\": ");
+        sb_json_str(b, on->op_type);
+        if (on->domain && on->domain[0]) {
+            sb_puts(b, ", \"domain\": ");
+            sb_json_str(b, on->domain);
+        }
+        sb_puts(b, ", \"inputs\": ");
+        json_names(b, on->inputs, on->n_inputs);
+        sb_puts(b, ", \"outputs\": ");
+        json_names(b, on->outputs, on->n_outputs);
+        if (on->n_attrs) {
+            sb_puts(b, ", \"attributes\": {");
+            uint32_t na = on->n_attrs < REPORT_ATTRS_MAX ? on->n_attrs : REPORT_ATTRS_MAX;
+            for (uint32_t k = 0; k < na; k++) {
+                /* A malformed model may repeat a name: keep JSON keys unique. */
+                bool dup = false;
+                for (uint32_t j = 0; j < k && !dup; j++) dup = strcmp(on->attrs[j].name, on->attrs[k].name) == 0;
+                if (dup) continue;
+                sb_puts(b, k ? ", " : "");
+                sb_json_str(b, on->attrs[k].name);
+                sb_puts(b, ": ");
+                json_attr(b, &on->attrs[k]);
+            }
+            sb_putc(b, '}');
+            if (na < on->n_attrs) sb_printf(b, ", \"attributes_omitted\": %u", on->n_attrs - na);
+        }
+        if (nd->part >= 0) sb_printf(b, ", \"partition\": %d}", nd->part);
+        else {
+            sb_puts(b, ", \"fallback\": ");
+            sb_json_str(b, lower_code_name(nd->code));
+            sb_putc(b, '}');
+        }
+    }
+    sb_puts(b, s->n_nodes ? "\n    ],\n    \"tensors\": [" : "],\n    \"tensors\": [");
+    strmap seen;
+    strmap_init(&seen);
+    bool first = true;
+    for (uint32_t i = 0; i < g->n_inputs; i++) json_graph_tensor(b, s, &seen, g->inputs[i].name, &first);
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        const ctosa_onnx_node *on = &g->nodes[i];
+        for (uint32_t k = 0; k < on->n_inputs; k++) json_graph_tensor(b, s, &seen, on->inputs[k], &first);
+        for (uint32_t k = 0; k < on->n_outputs; k++) json_graph_tensor(b, s, &seen, on->outputs[k], &first);
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++) json_graph_tensor(b, s, &seen, g->outputs[i].name, &first);
+    strmap_free(&seen);
+    sb_puts(b, first ? "]\n  }" : "\n    ]\n  }");
+}
+
+/* "inlined_functions": every expanded call of a model-local function (the
+ * partitioner sees the bodies' nodes, named "<call>/<node>"): the nodes of
+ * its body (nested calls' included), the partitions they went to and those
+ * that fell back. Callers come before their callees. */
+static void json_inlined(strbuf *b, lower_session *s) {
+    if (!s->n_inl_calls) return;
+    sb_puts(b, ",\n  \"inlined_functions\": [");
+    for (uint32_t c = 0; c < s->n_inl_calls; c++) {
+        const onnx_inline_call *ic = &s->inl_calls[c];
+        sb_puts(b, c ? ",\n    {\"node\": " : "\n    {\"node\": ");
+        sb_json_str(b, ic->node);
+        sb_puts(b, ", \"op_type\": ");
+        sb_json_str(b, ic->op_type);
+        sb_puts(b, ", \"domain\": ");
+        sb_json_str(b, ic->domain);
+        sb_printf(b, ", \"depth\": %u, \"nodes\": [", ic->depth);
+        for (uint32_t i = ic->first; i < ic->end; i++) {
+            sb_puts(b, i > ic->first ? ", " : "");
+            sb_json_str(b, s->nodes[i].label);
+        }
+        sb_puts(b, "], \"partitions\": [");
+        int32_t last = -1;
+        bool first = true;
+        for (;;) { /* ascending distinct ids, without allocating */
+            int32_t next = INT32_MAX;
+            for (uint32_t i = ic->first; i < ic->end; i++)
+                if (s->nodes[i].part > last && s->nodes[i].part < next) next = s->nodes[i].part;
+            if (next == INT32_MAX) break;
+            sb_printf(b, "%s%d", first ? "" : ", ", next);
+            first = false;
+            last = next;
+        }
+        sb_puts(b, "], \"fallback\": [");
+        first = true;
+        for (uint32_t i = ic->first; i < ic->end; i++) {
+            if (s->nodes[i].part >= 0) continue;
+            sb_puts(b, first ? "" : ", ");
+            sb_json_str(b, s->nodes[i].label);
+            first = false;
+        }
+        sb_puts(b, "]}");
+    }
+    sb_puts(b, "\n  ]");
 }
 
 ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
@@ -150,6 +370,8 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
         }
         sb_puts(&b, "\n  ]");
     }
+    json_inlined(&b, s);
+    json_graph(&b, s);
     sb_puts(&b, "\n}\n");
     if (b.failed) {
         sb_free(&b);
@@ -157,6 +379,84 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
     }
     r->report = sb_take(&b);
     sum->report_json = r->report;
+    return NULL;
+}
+
+/* What the partitioned ONNX needs beyond the node list:
+ * - compile-time values (folded outputs of delegated nodes, e.g. a
+ *   Dropout mask) that a CPU node reads or that are graph outputs: no kept
+ *   node produces them, so they become initializers;
+ * - with inlined functions: the inlined nodes (encoded), the functions'
+ *   opset imports, and ModelProto.functions dropped when no kept node can
+ *   still call one (only subgraph attributes copied as they are can). */
+static ctosa_error *lw_partitioned_extras(ctosa_lower_result *r, onnx_rewrite *rw) {
+    lower_session *s = &r->s;
+    arena *a = &r->a;
+    uint32_t cap = 0, n = 0;
+    onnx_const_init *ci = NULL;
+    strmap seen;
+    strmap_init(&seen);
+    ctosa_error *e = NULL;
+    for (uint32_t i = 0; i <= s->n_nodes && !e; i++) {
+        const char *const *names;
+        uint32_t cnt;
+        if (i < s->n_nodes) {
+            if (!s->nodes[i].on_cpu) continue;
+            names = s->g->nodes[i].inputs;
+            cnt = s->g->nodes[i].n_inputs;
+        } else {
+            names = NULL;
+            cnt = s->g->n_outputs;
+        }
+        for (uint32_t k = 0; k < cnt; k++) {
+            const char *nm = names ? names[k] : s->g->outputs[k].name;
+            lw_val *v = nm[0] ? lw_lookup(s, nm) : NULL;
+            if (!v || !v->v.data || v->producer < 0 || s->nodes[v->producer].on_cpu || strmap_has(&seen, nm))
+                continue;
+            uint64_t count = 1, need = 0;
+            for (uint32_t d = 0; d < v->v.rank; d++) count *= (uint64_t)v->v.shape[d];
+            /* Only dense fixed-width values can be raw_data (not strings). */
+            if (!ctosa_onnx_dtype_storage(v->v.onnx_dtype, count, &need) || need != v->v.nbytes) continue;
+            if (n == cap) {
+                uint32_t nc = cap ? cap * 2 : 8;
+                onnx_const_init *nv = arena_alloc(a, nc * sizeof *nv);
+                if (!nv) {
+                    e = ctosa_error_nomem();
+                    break;
+                }
+                if (n) memcpy(nv, ci, n * sizeof *nv);
+                ci = nv;
+                cap = nc;
+            }
+            ci[n++] = (onnx_const_init){nm, v->v.onnx_dtype, v->v.rank, v->v.shape, v->v.data, v->v.nbytes};
+            if (!strmap_put(&seen, nm, (void *)1)) e = ctosa_error_nomem();
+        }
+    }
+    strmap_free(&seen);
+    if (e) return e;
+    rw->n_consts = n;
+    rw->consts = ci;
+    if (!s->inl_orig) return NULL;
+    rw->nodes = s->g->nodes;
+    rw->orig = s->inl_orig;
+    bool graphs = false;
+    for (uint32_t i = 0; i < s->n_nodes && !graphs; i++) {
+        if (!s->nodes[i].on_cpu) continue;
+        const ctosa_onnx_node *nd = &s->g->nodes[i];
+        for (uint32_t k = 0; k < nd->n_attrs; k++)
+            graphs |= nd->attrs[k].type == CTOSA_ONNX_ATTR_GRAPH || nd->attrs[k].type == CTOSA_ONNX_ATTR_GRAPHS;
+    }
+    rw->drop_functions = !graphs;
+    const ctosa_onnx_model_info *info = ctosa_onnx_info(s->m);
+    uint32_t no = 0;
+    for (uint32_t f = 0; f < info->n_functions; f++) no += info->functions[f].n_opsets;
+    ctosa_onnx_opset *ops = arena_alloc(a, (no + 1) * sizeof *ops);
+    if (!ops) return ctosa_error_nomem();
+    no = 0;
+    for (uint32_t f = 0; f < info->n_functions; f++)
+        for (uint32_t k = 0; k < info->functions[f].n_opsets; k++) ops[no++] = info->functions[f].opsets[k];
+    rw->n_opsets = no;
+    rw->opsets = ops;
     return NULL;
 }
 
@@ -225,8 +525,10 @@ ctosa_error *lw_write_partitioned(ctosa_lower_result *r, const char *path) {
     }
     for (uint32_t i = 0; i < s->g->n_value_infos; i++)
         if (!strmap_has(&used, s->g->value_infos[i].name)) strmap_put(&drop_vi, s->g->value_infos[i].name, (void *)1);
-    onnx_rewrite rw = {(uint32_t)n, order, ep, &drop_init, &drop_vi};
-    ctosa_error *e = onnx_write_rewritten(s->model_path, &rw, path);
+    onnx_rewrite rw = {.n_items = (uint32_t)n, .items = order, .ep = ep, .drop_init = &drop_init,
+                       .drop_vi = &drop_vi};
+    ctosa_error *e = lw_partitioned_extras(r, &rw);
+    if (!e) e = onnx_write_rewritten(s->model_path, &rw, path);
     strmap_free(&used);
     strmap_free(&drop_init);
     strmap_free(&drop_vi);

@@ -149,10 +149,12 @@ static void check_tensor(diag_list *d, src_stat *c, ctosa_version v, const char 
     }
     const ctosa_data *dt = &t->data;
     if (dt->kind == CTOSA_DATA_NONE) return;
-    if (dt->kind != CTOSA_DATA_MEMORY && dt->kind != CTOSA_DATA_FILE) {
+    if (dt->kind != CTOSA_DATA_MEMORY && dt->kind != CTOSA_DATA_FILE && dt->kind != CTOSA_DATA_GENERATED) {
         diag_add(d, CTOSA_ERR_USAGE, "%s: invalid data kind %d", where, (int)dt->kind);
         return;
     }
+    if (dt->kind == CTOSA_DATA_GENERATED && !dt->fill)
+        diag_add(d, CTOSA_ERR_USAGE, "%s: generated data without a fill function", where);
     if (dt->kind == CTOSA_DATA_MEMORY && dt->size && !dt->ptr)
         diag_add(d, CTOSA_ERR_USAGE, "%s: data pointer is NULL", where);
     uint64_t n, need;
@@ -620,10 +622,35 @@ static ctosa_error *sink_copy_fd(sink *s, int fd, uint64_t off, uint64_t n, cons
     return NULL;
 }
 
+/* Generated data: filled chunk by chunk, straight into the output buffer
+ * for memory output, through one bounded buffer for files. */
+static ctosa_error *sink_generated(sink *s, const ctosa_tensor *t) {
+    const ctosa_data *d = &t->data;
+    if (!s->f && d->size > s->mem_size - s->pos) return overrun();
+    uint8_t *buf = NULL;
+    if (s->f && !(buf = malloc(d->size < CTOSA_DATA_CHUNK ? (size_t)d->size + 1 : CTOSA_DATA_CHUNK)))
+        return ctosa_error_nomem();
+    ctosa_error *e = NULL;
+    for (uint64_t off = 0; !e && off < d->size;) {
+        size_t n = d->size - off < CTOSA_DATA_CHUNK ? (size_t)(d->size - off) : CTOSA_DATA_CHUNK;
+        if (s->f) {
+            e = d->fill(d->user, off, buf, n);
+            if (!e) e = sink_write(s, buf, n);
+        } else {
+            e = d->fill(d->user, off, s->mem + s->pos, n);
+            if (!e) s->pos += n;
+        }
+        off += n;
+    }
+    free(buf);
+    return e ? ctosa_error_prefix(e, "tensor '%s'", t->name) : NULL;
+}
+
 static ctosa_error *sink_data(sink *s, const ctosa_tensor *t) {
     const ctosa_data *d = &t->data;
     if (d->kind == CTOSA_DATA_MEMORY) return sink_write(s, d->ptr, (size_t)d->size);
     if (!d->size) return NULL;
+    if (d->kind == CTOSA_DATA_GENERATED) return sink_generated(s, t);
     int fd = d->fd;
     char fdname[32];
     const char *name = d->path;

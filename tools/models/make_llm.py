@@ -34,6 +34,9 @@ Presets (any field can be overridden by its option):
          (Llama-3.2-1B-like body with a 32k vocabulary and an untied lm_head:
           1.10 G parameters, 4.4 GB fp32, 1.1 GB int8)
 
+--inline puts every weight into model.onnx itself (raw_data, no model.bin;
+the model is then built in memory, so only below protobuf's 2 GB).
+
 Outputs in --out DIR: model.onnx, model.bin, input_0.npy (random token ids,
 int64 [B, S]) and, with --check: output_0.npy (numpy reference logits, see
 llm_reference.py) and ort_output_0.npy (ONNX Runtime, when tools/ort is
@@ -43,7 +46,7 @@ The model's metadata_props["ctosa.llm.config"] holds the configuration JSON.
 Usage: /usr/bin/python3 tools/models/make_llm.py --preset tiny --out DIR
          [--int8] [--check] [--hidden N --layers N --heads N --kv-heads N
           --ffn N --vocab N --seq N --batch N --opset 13|17|18
-          --mask where|add --align BYTES --seed N]
+          --mask where|add --align BYTES --seed N --inline]
 """
 import argparse
 import json
@@ -327,7 +330,22 @@ def param_count(cfg):
     return 2 * V * H + L * per + H
 
 
-def generate(cfg, out, int8, opset, mask_kind, align, seed):
+def inline_weights(model, bin_path):
+    """Moves every external tensor into the protobuf (raw_data). The whole
+    model is then built in memory: only for models well under 2 GB."""
+    from onnx import TensorProto
+    with open(bin_path, "rb") as f:
+        for t in model.graph.initializer:
+            if t.data_location != TensorProto.EXTERNAL:
+                continue
+            kv = {e.key: e.value for e in t.external_data}
+            f.seek(int(kv["offset"]))
+            t.raw_data = f.read(int(kv["length"]))
+            del t.external_data[:]
+            t.data_location = TensorProto.DEFAULT
+
+
+def generate(cfg, out, int8, opset, mask_kind, align, seed, inline=False):
     os.makedirs(out, exist_ok=True)
     onnx_path = os.path.join(out, "model.onnx")
     bin_path = os.path.join(out, "model.bin")
@@ -339,6 +357,9 @@ def generate(cfg, out, int8, opset, mask_kind, align, seed):
     finally:
         w.close()
     os.replace(bin_path + ".tmp", bin_path)
+    if inline:
+        inline_weights(model, bin_path)
+        os.remove(bin_path)
     # Serialized by hand: onnx.save would try to handle external data itself.
     with open(onnx_path + ".tmp", "wb") as f:
         f.write(model.SerializeToString())
@@ -360,6 +381,8 @@ def main():
     ap.add_argument("--opset", type=int, default=13, choices=(13, 17, 18))
     ap.add_argument("--mask", choices=("where", "add"), default="where")
     ap.add_argument("--align", type=int, default=4096)
+    ap.add_argument("--inline", action="store_true",
+                    help="weights inside model.onnx (raw_data), no model.bin (< 2 GB only)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--check", action="store_true",
                     help="onnx checker + numpy reference + ORT, compare")
@@ -382,8 +405,11 @@ def main():
                          "even head size")
     if a.align < 1 or a.align & (a.align - 1):
         raise SystemExit("make_llm: --align must be a power of two")
-    secs, nnodes = generate(cfg, a.out, a.int8, a.opset, a.mask, a.align, a.seed)
-    size_bin = os.path.getsize(os.path.join(a.out, "model.bin"))
+    if a.inline and param_count(cfg) * (1 if a.int8 else 4) > 1_800_000_000:
+        raise SystemExit("make_llm: --inline needs a model under 2 GB (protobuf limit)")
+    secs, nnodes = generate(cfg, a.out, a.int8, a.opset, a.mask, a.align, a.seed, a.inline)
+    bin_file = os.path.join(a.out, "model.bin")
+    size_bin = os.path.getsize(bin_file) if os.path.exists(bin_file) else 0
     size_onnx = os.path.getsize(os.path.join(a.out, "model.onnx"))
     meta = {"config": cfg, "preset": a.preset, "seed": a.seed, "align": a.align,
             "parameters": param_count(cfg), "nodes": nnodes, "model_onnx_bytes": size_onnx,
