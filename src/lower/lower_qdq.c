@@ -106,6 +106,81 @@ static const char *q_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_
     return q_rescale_n(c, x, ti, to, rank, shape, 1, &ratio, izp, ozp, iu, ou);
 }
 
+/* EXPERIMENT (qacc2, env QACC_ORT): requantisation emulating ORT's
+ * rint_even(float32(acc * r32)) - snapped ties go to the even neighbour. */
+#define QE_F 20
+static const char *q_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                           int64_t lo, int64_t hi);
+static const char *qe_s(lower_ctx *c, uint32_t rank, double v) { return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v); }
+static const char *qe_b(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
+    if (!a || !b) return NULL;
+    return lw_binary(c, k, a, b, CTOSA_DTYPE_INT32, rank, sh);
+}
+static const char *qe_cmp(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
+    if (!a || !b) return NULL;
+    return lw_binary(c, k, a, b, CTOSA_DTYPE_BOOL, rank, sh);
+}
+static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
+    if (!p || !a || !b) return NULL;
+    const char *out = lw_tensor(c, CTOSA_DTYPE_INT32, rank, sh);
+    const char *in[3] = {p, a, b};
+    return out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
+}
+static const char *q_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
+                                 int64_t nc, const double *ratio, int64_t ozp, int64_t pre) {
+    double *r2 = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    if (!r2) return NULL;
+    double *lo = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    double *hi = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    if (!lo || !hi) return NULL;
+    for (int64_t k = 0; k < nc; k++) {
+        r2[k] = ldexp(ratio[k], QE_F);
+        /* accumulators beyond |v| = 300 saturate anyway; keeps acc * r * 2^F inside int32 */
+        double b = ratio[k] > 0 ? floor(300.0 / ratio[k]) : 2147483647.0;
+        hi[k] = b > 536870911.0 ? 536870911.0 : b;
+        lo[k] = -hi[k];
+    }
+    int64_t bs[LOWER_MAX_RANK];
+    for (uint32_t i = 0; i < rank; i++) bs[i] = 1;
+    bs[rank - 1] = nc;
+    acc = qe_b(c, CTOSA_OP_MAXIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, lo), rank, sh);
+    acc = qe_b(c, CTOSA_OP_MINIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, hi), rank, sh);
+    const char *w = q_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, rank, sh, nc, r2, 0, 0, false, false);
+    w = qe_b(c, CTOSA_OP_MAXIMUM, w, qe_s(c, rank, -1073741824.0), rank, sh);
+    w = qe_b(c, CTOSA_OP_MINIMUM, w, qe_s(c, rank, 1073741824.0), rank, sh);
+    const char *t = qe_b(c, CTOSA_OP_ADD, w, qe_s(c, rank, ldexp((double)pre, QE_F) + (double)(1 << (QE_F - 1))), rank, sh);
+    const char *y0 = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, t, qe_s(c, rank, QE_F), rank, sh);
+    const char *fr = qe_b(c, CTOSA_OP_BITWISE_AND, t, qe_s(c, rank, (double)((1 << QE_F) - 1)), rank, sh);
+    const char *y2 = qe_b(c, CTOSA_OP_ADD, y0, y0, rank, sh);
+    const char *odd = qe_b(c, CTOSA_OP_BITWISE_AND, y0, qe_s(c, rank, 1), rank, sh);
+    const char *H[2];
+    for (int j = 0; j < 2; j++) {
+        /* tie y0 - 1/2 (j = 0) or y0 + 1/2 (j = 1); T = 2|tie| */
+        const char *T = qe_b(c, j ? CTOSA_OP_ADD : CTOSA_OP_SUB, y2, qe_s(c, rank, 1), rank, sh);
+        T = T ? lw_unary(c, CTOSA_OP_ABS, T, CTOSA_DTYPE_INT32, rank, sh, NULL) : NULL;
+        const char *z = T ? lw_unary(c, CTOSA_OP_CLZ, T, CTOSA_DTYPE_INT32, rank, sh, NULL) : NULL;
+        /* half ulp of the tie in units of 2^-F: 2^(q - 24 + F), q = 30 - clz(T) */
+        const char *e = qe_b(c, CTOSA_OP_SUB, qe_s(c, rank, 30 - 24 + QE_F + 1), z, rank, sh);
+        e = qe_b(c, CTOSA_OP_MAXIMUM, e, qe_s(c, rank, 0), rank, sh);
+        e = qe_b(c, CTOSA_OP_MINIMUM, e, qe_s(c, rank, 30), rank, sh);
+        const char *h = qe_b(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, qe_s(c, rank, 1), e, rank, sh);
+        H[j] = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, h, qe_s(c, rank, 1), rank, sh);
+    }
+    const char *above = qe_cmp(c, CTOSA_OP_GREATER, H[0], fr, rank, sh);
+    const char *nz = qe_cmp(c, CTOSA_OP_GREATER, fr, qe_s(c, rank, 0), rank, sh);
+    if (!above || !nz) return NULL;
+    above = lw_binary(c, CTOSA_OP_LOGICAL_AND, above, nz, CTOSA_DTYPE_BOOL, rank, sh);
+    const char *lim = qe_b(c, CTOSA_OP_SUB, qe_s(c, rank, (double)(1 << QE_F)), H[1], rank, sh);
+    const char *below = qe_cmp(c, CTOSA_OP_GREATER, fr, lim, rank, sh);
+    const char *y = qe_sel(c, above, qe_b(c, CTOSA_OP_SUB, y0, odd, rank, sh), y0, rank, sh);
+    y = qe_sel(c, below, qe_b(c, CTOSA_OP_ADD, y, odd, rank, sh), y, rank, sh);
+    y = qe_b(c, CTOSA_OP_ADD, y, qe_s(c, rank, (double)(ozp - pre)), rank, sh);
+    int64_t ylo = to == CTOSA_DTYPE_INT8 ? -128 : -32768, yhi = to == CTOSA_DTYPE_INT8 ? 127 : 32767;
+    y = qe_b(c, CTOSA_OP_MAXIMUM, y, qe_s(c, rank, (double)ylo), rank, sh);
+    y = qe_b(c, CTOSA_OP_MINIMUM, y, qe_s(c, rank, (double)yhi), rank, sh);
+    return y ? lw_cast(c, y, CTOSA_DTYPE_INT32, to, rank, sh) : NULL;
+}
+
 /* Requantisation ratio s_x * s_w / s_y of an integer accumulator, computed
  * the way ONNX Runtime's QLinearConv / QGemm kernels do: float32 product,
  * then float32 quotient (docs/quantization.md, "Where ctosa sits"). The
@@ -699,7 +774,9 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const char *y = q_rescale_n(c, acc, acc_t, o->t, 4, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
+    const char *y = !getenv("QACC_HALFUP") && !lw_spec(c)->u55 && acc_t == CTOSA_DTYPE_INT32
+                        ? q_rescale_ort(c, acc, o->t, 4, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
+                        : q_rescale_n(c, acc, acc_t, o->t, 4, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
     y = cv_to_first(c, y, o->t, 4, os);
     QTRY(y);
     return head_finish(c, y, o, 4, fs);
@@ -903,7 +980,11 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         x = lw_reshape(c, x, CTOSA_DTYPE_INT32, r, as);
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
         z = cv_add(c, x, y, CTOSA_DTYPE_INT32, r, os);
-        z = q_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, sm / o.s, 0, o.zp, false, false);
+        double rz = sm / o.s;
+        if (!getenv("QACC_HALFUP") && !lw_spec(c)->u55)
+            z = q_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
+        else
+            z = q_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
     }
     QTRY(z);
     return head_finish(c, z, &o, r, os);

@@ -22,6 +22,7 @@
  * layouts. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "lower/opt_transpose_int.h"
 
@@ -886,6 +887,8 @@ ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n) {
     if (offset > B * slab * U || n > B * slab * U - offset)
         return ctosa_error_new(CTOSA_ERR_USAGE, "permuted constant: read past its end");
     bool mem = d->src.kind == CTOSA_DATA_MEMORY;
+    void *map = NULL;
+    size_t map_len = 0;
     while (!e && n) {
         uint64_t k = offset / U, within = offset % U;
         uint64_t b = k / slab, c = (k / R) % C, r = k % R;
@@ -911,13 +914,26 @@ ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n) {
             if (!tile && !(tile = malloc((size_t)GEN_TILE))) return ctosa_error_nomem();
             tp = tile;
             if (slab * U <= GEN_TILE) {
-                /* whole slabs b0 .. b0 + nb - 1: one contiguous read */
+                /* whole slabs b0 .. b0 + nb - 1: one contiguous range,
+                 * mapped for the time of this tile (no copy; unmapping
+                 * returns the pages) or read */
                 nb = GEN_TILE / (slab * U);
                 uint64_t bend = (kend - 1) / slab + 1;
                 if (nb > bend - b0) nb = bend - b0;
                 c0 = 0;
                 w = C;
-                e = gen_read(d, b0 * slab * U, tile, (size_t)(nb * slab * U));
+                uint64_t at = d->src.offset + b0 * slab * U, len = nb * slab * U;
+                uint64_t pg = 4096, a0 = at / pg * pg;
+                void *mp = !d->src.path && d->src.fd >= 0 && b0 * slab * U + len <= d->src.size
+                               ? mmap(NULL, (size_t)(len + at - a0), PROT_READ, MAP_PRIVATE, d->src.fd, (off_t)a0)
+                               : MAP_FAILED;
+                if (mp != MAP_FAILED) {
+                    map = mp;
+                    map_len = (size_t)(len + at - a0);
+                    tp = (const uint8_t *)mp + (at - a0);
+                } else {
+                    e = gen_read(d, b0 * slab * U, tile, (size_t)len);
+                }
             } else {
                 /* columns c0 .. c0 + w - 1 of every row of slab b */
                 w = GEN_TILE / (R * U);
@@ -960,6 +976,10 @@ ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n) {
             out += cnt * U;
             offset += cnt * U;
             n -= (size_t)(cnt * U);
+        }
+        if (map) {
+            munmap(map, map_len);
+            map = NULL;
         }
     }
     free(tile);

@@ -984,8 +984,8 @@ static PyObject *tensor_nbytes(ViewObject *v, void *c) {
     return PyLong_FromUnsignedLongLong(TENSOR(v)->data.kind == CTOSA_DATA_NONE ? 0 : TENSOR(v)->data.size);
 }
 static PyObject *tensor_data_kind(ViewObject *v, void *c) {
-    static const char *k[] = {"none", "memory", "file"};
-    return PyUnicode_FromString(k[TENSOR(v)->data.kind <= CTOSA_DATA_FILE ? TENSOR(v)->data.kind : 0]);
+    static const char *k[] = {"none", "memory", "file", "generated"};
+    return PyUnicode_FromString(k[TENSOR(v)->data.kind <= CTOSA_DATA_GENERATED ? TENSOR(v)->data.kind : 0]);
 }
 static PyObject *tensor_data_file(ViewObject *v, void *c) {
     ctosa_data *d = &TENSOR(v)->data;
@@ -997,6 +997,23 @@ static PyObject *tensor_data_file(ViewObject *v, void *c) {
 /* raw: the constant bytes in place (file encoding) as a DataView. */
 static PyObject *tensor_raw(ViewObject *v, void *c) {
     ctosa_data *d = &TENSOR(v)->data;
+    if (d->kind == CTOSA_DATA_FILE || d->kind == CTOSA_DATA_GENERATED) {
+        /* Large weights of a lowering result stay in the model's files or
+         * are produced on demand (streamed transposes): there are no bytes
+         * in memory to view, so this reads a copy. */
+        if (d->size > (uint64_t)PY_SSIZE_T_MAX) return cx_raise_code(CTOSA_ERR_LIMIT, "tensor too large");
+        PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)d->size);
+        if (!bytes) return NULL;
+        ctosa_error *e;
+        Py_BEGIN_ALLOW_THREADS
+        e = ctosa_tensor_read_data(TENSOR(v), 0, PyBytes_AS_STRING(bytes), (size_t)d->size);
+        Py_END_ALLOW_THREADS
+        if (e) {
+            Py_DECREF(bytes);
+            return cx_raise(e, NULL);
+        }
+        return bytes;
+    }
     if (d->kind != CTOSA_DATA_MEMORY) Py_RETURN_NONE;
     DataViewObject *dv = PyObject_New(DataViewObject, &cx_DataView_Type);
     if (!dv) return NULL;
@@ -1032,7 +1049,7 @@ static const char *file_np_dtype(ctosa_dtype t) {
  * as a 1-D uint8 array. None when the tensor has no in-memory data. */
 static PyObject *tensor_data(ViewObject *v, void *c) {
     ctosa_tensor *t = TENSOR(v);
-    if (t->data.kind != CTOSA_DATA_MEMORY) Py_RETURN_NONE;
+    if (t->data.kind == CTOSA_DATA_NONE) Py_RETURN_NONE;
     PyObject *np = cx_numpy();
     if (!np) return NULL;
     PyObject *raw = tensor_raw(v, NULL);
@@ -1165,9 +1182,9 @@ static PyGetSetDef tensor_getset[] = {
     {"is_unranked", (getter)tensor_is_unranked, NULL, NULL, NULL},
     {"variable_name", (getter)tensor_variable_name, NULL, NULL, NULL},
     {"nbytes", (getter)tensor_nbytes, NULL, "bytes of constant data (file encoding)", NULL},
-    {"data_kind", (getter)tensor_data_kind, NULL, "'none', 'memory' or 'file'", NULL},
+    {"data_kind", (getter)tensor_data_kind, NULL, "'none', 'memory', 'file' or 'generated'", NULL},
     {"data_file", (getter)tensor_data_file, NULL, "(path, fd, offset, size) for file-backed data", NULL},
-    {"raw", (getter)tensor_raw, NULL, "constant bytes in place (DataView) or None", NULL},
+    {"raw", (getter)tensor_raw, NULL, "constant bytes in place (DataView); a bytes copy for file/generated data; None when not constant", NULL},
     {"data", (getter)tensor_data, NULL, "read-only numpy view of the constant data, or None", NULL},
     {"graph", (getter)view_graph, NULL, "the owning TosaGraph", NULL},
     {NULL, NULL, NULL, NULL, NULL},
