@@ -15,7 +15,8 @@
 
 typedef int (*fuzz_fn)(const uint8_t *data, size_t size);
 #define FUZZ_TARGETS(X) \
-    X(onnx) X(tosa_reader) X(tosa_exec) X(spec) X(npy) X(tensor_pb) X(roundtrip) X(lower) X(json)
+    X(onnx) X(tosa_reader) X(tosa_exec) X(spec) X(npy) X(tensor_pb) X(roundtrip) X(lower) X(json) \
+    X(report)
 #define DECL(n) int ctosa_fuzz_##n(const uint8_t *data, size_t size);
 FUZZ_TARGETS(DECL)
 #undef DECL

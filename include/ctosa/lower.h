@@ -61,7 +61,18 @@ typedef struct ctosa_lower_options {
      * Weights left in the mapped model file do not count. Over the cap,
      * ctosa_lower_file fails with CTOSA_ERR_LIMIT and writes nothing. */
     uint64_t max_memory;
+    /* How quantized int8 Conv/Add outputs are requantized (outside the
+     * Ethos-U55 subset). CTOSA_REQUANT_RESCALE (default): one RESCALE per
+     * output, what an NPU runs. CTOSA_REQUANT_MATCH_ORT: a verification
+     * aid that reproduces ONNX Runtime's float32 rounding (ties snapped by
+     * float32 go to even) with ~35 extra int32 operators per output, so
+     * the interpreter agrees with ORT step for step; not for deployment
+     * (docs/quantization.md, "Where ctosa sits"). */
+    int requant;
 } ctosa_lower_options;
+
+#define CTOSA_REQUANT_RESCALE 0
+#define CTOSA_REQUANT_MATCH_ORT 1
 
 #define CTOSA_LOWER_DEFAULT_MAX_MEMORY ((uint64_t)8 << 30) /* 8 GiB */
 

@@ -515,7 +515,8 @@ class LowerResult:
 
 
 def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, output_dir=None,
-          stem=None, partitioned_onnx=True, report=True, max_problems=0, max_memory=0):
+          stem=None, partitioned_onnx=True, report=True, max_problems=0, max_memory=0,
+          requant="rescale"):
     """Partitions an ONNX model (path, or the model's bytes) against spec
     and lowers the delegated partitions to TOSA.
 
@@ -524,10 +525,14 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
     plugins: custom-operator plugin paths; custom_ops: a CustomOps, a
     --custom-ops JSON path, JSON text or dict. With output_dir the files of
     `ctosa lower -o` are written too (<stem>.part<N>.tosa,
-    <stem>.partitioned.onnx, <stem>.report.json). The GIL is released while
-    lowering."""
+    <stem>.partitioned.onnx, <stem>.report.json). requant: "rescale"
+    (default, one RESCALE per quantized output) or "ort" (emulate ONNX
+    Runtime's float32 requantization rounding, for verification; see
+    `ctosa lower --requant`). The GIL is released while lowering."""
     import numpy as np
     spec = _spec(spec)
+    if requant not in ("rescale", "ort"):
+        raise UsageError("requant must be 'rescale' or 'ort', got %r" % (requant,))
     tmp = tempfile.TemporaryDirectory(prefix="ctosa-py-")
     if isinstance(model, (bytes, bytearray, memoryview)):
         path = os.path.join(tmp.name, (stem or "model") + ".onnx")
@@ -548,7 +553,8 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
     c = _ctosa.lower(path, str(spec), binds=bind_list, shapes=shape_list, custom_ops=reg,
                      output_dir=None if output_dir is None else os.fspath(output_dir), stem=stem,
                      partitioned_onnx=partitioned_onnx, report=report,
-                     max_problems=max_problems, max_memory=max_memory)
+                     max_problems=max_problems, max_memory=max_memory,
+                     requant_ort=requant == "ort")
     r = LowerResult(c, (reg, tmp))
     r.output_dir = output_dir
     return r

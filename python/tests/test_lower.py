@@ -212,3 +212,16 @@ def test_streamed_weights_read_like_the_written_file():
                 np.testing.assert_array_equal(t.data, written[t.name].data, err_msg=t.name)
     assert kinds.get("memory", 0) > 0
     assert kinds.get("file", 0) + kinds.get("generated", 0) > 0, kinds
+
+
+def test_requant_modes():
+    model = model_path("tests", "models", "mobilenet_v2_x0_25_onednn", "model.onnx")
+    plain = ctosa.lower(model, "TOSA-1.0+INT")
+    ort = ctosa.lower(model, "TOSA-1.0+INT", requant="ort")
+    assert plain.nodes_delegated == ort.nodes_delegated
+    n_plain = sum(plain.partitions[0].op_counts.values())
+    n_ort = sum(ort.partitions[0].op_counts.values())
+    assert n_ort > 2 * n_plain and "SELECT" in ort.partitions[0].op_counts
+    assert "SELECT" not in plain.partitions[0].op_counts
+    with pytest.raises(ctosa.UsageError):
+        ctosa.lower(model, "TOSA-1.0+INT", requant="fast")

@@ -39,6 +39,10 @@ static void help(void) {
            "  --custom-ops FILE.json    declare pass-through custom operators (docs/custom-ops.md)\n"
            "  --max-memory SIZE         cap on what lowering allocates, bytes or with a K, M or\n"
            "                            G suffix (default 8G; weights stay mapped and do not count)\n"
+           "  --requant rescale|ort     int8 Conv/Add requantization: one RESCALE per output\n"
+           "                            (default, what an NPU runs) or ONNX Runtime's float32\n"
+           "                            rounding emulated with extra int32 ops (verification\n"
+           "                            against ORT; not for deployment; ignored under u55)\n"
            "  -q, --quiet               print no summary\n"
            "\n"
            "Reason codes in the report and summary: see docs/errors.md.\n");
@@ -147,6 +151,7 @@ int cmd_lower(int argc, char **argv) {
     bool strict = false, quiet = false, want_html = false;
     const char *html = NULL; /* --html=FILE */
     uint64_t max_memory = 0; /* 0 = CTOSA_LOWER_DEFAULT_MAX_MEMORY */
+    int requant = CTOSA_REQUANT_RESCALE;
     int rc = 2;
     ctosa_lower_bind *binds = calloc((size_t)argc + 1, sizeof *binds);
     ctosa_lower_shape *shapes = calloc((size_t)argc + 1, sizeof *shapes);
@@ -183,6 +188,15 @@ int cmd_lower(int argc, char **argv) {
         if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) { dir = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--report-json", NULL, &missing))) { report = v; continue; }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { stem = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--requant", NULL, &missing))) {
+            if (strcmp(v, "rescale") == 0) requant = CTOSA_REQUANT_RESCALE;
+            else if (strcmp(v, "ort") == 0) requant = CTOSA_REQUANT_MATCH_ORT;
+            else {
+                rc = cli_usage(CMD, "--requant expects 'rescale' or 'ort', got '%s'", v);
+                goto out;
+            }
+            continue;
+        }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--max-memory", NULL, &missing))) {
             if (!cli_parse_size(v, &max_memory) || max_memory == 0) {
                 rc = cli_usage(CMD, "--max-memory expects a byte count such as 512M, got '%s'", v);
@@ -270,6 +284,7 @@ int cmd_lower(int argc, char **argv) {
     opt.n_shapes = n_shapes;
     opt.custom_ops = reg;
     opt.max_memory = max_memory;
+    opt.requant = requant;
     for (int k = 0; k < 2; k++) {
         const char *o = k ? html : report;
         char a_real[PATH_MAX], b_real[PATH_MAX];

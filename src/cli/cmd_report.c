@@ -175,8 +175,9 @@ int cmd_report(int argc, char **argv) {
     const char *path = out ? out : def;
     char a_real[PATH_MAX], b_real[PATH_MAX];
     if (realpath(in, a_real) && realpath(path, b_real) && strcmp(a_real, b_real) == 0) {
+        ctosa_error *oe = ctosa_error_new(CTOSA_ERR_USAGE, "output %s would overwrite the input report", path);
         free(def);
-        return cli_fail(CMD, ctosa_error_new(CTOSA_ERR_USAGE, "output %s would overwrite the input report", path));
+        return cli_fail(CMD, oe);
     }
     file_map m;
     ctosa_error *e = file_map_open(in, &m);

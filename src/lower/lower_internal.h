@@ -85,6 +85,7 @@ struct lower_session {
      * ctosa_lower_file returns it. `extra` counts allocations outside the
      * session arena that live as long as it (the result's arena). */
     uint64_t max_memory;
+    bool requant_ort; /* ctosa_lower_options.requant == CTOSA_REQUANT_MATCH_ORT */
     const arena *extra;
     ctosa_error *limit_err;
     /* Model-local functions (onnx_inline.h): g is the main graph with

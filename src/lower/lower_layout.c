@@ -64,9 +64,15 @@ bool dm_axis(lower_ctx *c, int64_t axis, uint32_t rank, const char *what, int32_
 }
 
 int64_t dm_count(uint32_t rank, const int64_t *shape) {
+    /* Saturates at INT64_MAX (hostile shapes; every caller then rejects
+     * the count as too large) but stays 0 when any dimension is 0. */
     int64_t n = 1;
-    for (uint32_t i = 0; i < rank; i++) n *= shape[i];
-    return n;
+    bool over = false;
+    for (uint32_t i = 0; i < rank; i++) {
+        if (shape[i] == 0) return 0;
+        if (!over && __builtin_mul_overflow(n, shape[i], &n)) over = true;
+    }
+    return over ? INT64_MAX : n;
 }
 
 uint32_t dm_shape_of(lower_ctx *c, const char *name, int64_t *shape) {
@@ -643,7 +649,8 @@ static lower_status lower_tile(lower_ctx *c) {
     for (uint32_t i = 0; i < v->rank; i++) {
         if (rep[i] < 0)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: negative repeat");
-        out_shape[i] = v->shape[i] * rep[i];
+        if (__builtin_mul_overflow(v->shape[i], rep[i], &out_shape[i]))
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: the output shape overflows");
     }
     if (dm_count(v->rank, out_shape) == 0) {
         set_empty_output(c, 0, v->onnx_dtype, v->rank, out_shape);

@@ -6,7 +6,10 @@
  * from the exact (double) scale ratio: ratio = m * 2^-shift with m in
  * [2^30, 2^31). Integer heads accumulate in int32 (CONV2D / MATMUL with
  * zero points, int32 bias) and RESCALE once to the output's scale, so each
- * output has a single rounding (half up, the spec's SINGLE_ROUND). */
+ * output has a single rounding (half up, the spec's SINGLE_ROUND). On
+ * request (ctosa_lower_options.requant, `--requant ort`) int8 Conv / Add
+ * outputs outside the U55 subset emulate ONNX Runtime's float32 rounding
+ * instead (q_rescale_ort). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,28 +109,56 @@ static const char *q_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_
     return q_rescale_n(c, x, ti, to, rank, shape, 1, &ratio, izp, ozp, iu, ou);
 }
 
-/* EXPERIMENT (qacc2, env QACC_ORT): requantisation emulating ORT's
- * rint_even(float32(acc * r32)) - snapped ties go to the even neighbour. */
-#define QE_F 20
-static const char *q_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
-                           int64_t lo, int64_t hi);
+/* int32 elementwise emitters of q_rescale_ort (NULL operands propagate) */
 static const char *qe_s(lower_ctx *c, uint32_t rank, double v) { return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v); }
+
 static const char *qe_b(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
     if (!a || !b) return NULL;
     return lw_binary(c, k, a, b, CTOSA_DTYPE_INT32, rank, sh);
 }
+
 static const char *qe_cmp(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
     if (!a || !b) return NULL;
     return lw_binary(c, k, a, b, CTOSA_DTYPE_BOOL, rank, sh);
 }
+
 static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
     if (!p || !a || !b) return NULL;
     const char *out = lw_tensor(c, CTOSA_DTYPE_INT32, rank, sh);
     const char *in[3] = {p, a, b};
     return out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
 }
+
+/* Requantisation of an int32 accumulator to int8 the way ONNX Runtime's
+ * fused kernels round: rint_even(float32(acc * r)) (docs/quantization.md,
+ * "Where ctosa sits"). A plain RESCALE rounds the exact product half up;
+ * the two differ where float32's rounding (24 significant bits) snaps the
+ * product onto a tie k + 1/2 that ORT then sends to the even neighbour.
+ * Those few outputs per layer grow through deep networks (mobilenet_v2
+ * onednn: 97.2% of outputs within 3 steps of ORT with a plain RESCALE,
+ * 99.0% with this), so on request and outside the U55 subset (no
+ * comparisons, SELECT or bitwise operators there) the snap is emulated in
+ * int32:
+ *   w  = RESCALE(acc, r * 2^F)           v with F fraction bits (F = 20)
+ *   y0 = (w + pre * 2^F + 2^(F-1)) >> F  half up; fr = its fraction bits
+ *   H  = half a float32 ulp of the tie y0 -/+ 1/2, in units of 2^-F
+ *        (2^(q - 24 + F), q from CLZ of 2|tie|)
+ *   fr in (0, H): just above the tie y0 - 1/2 -> an odd y0 becomes y0 - 1;
+ *   fr in (2^F - H, 2^F): just below the tie y0 + 1/2 -> odd y0 -> y0 + 1;
+ *   fr = 0 (an exact tie as far as F bits see) stays half up, as RESCALE.
+ * pre is added before rounding (QLinearAdd rounds the value including the
+ * output zero point). Accumulators are first clamped to |v| <= 300 (the
+ * int8 output saturates long before) so that acc * r * 2^F stays inside
+ * RESCALE's input bound. About 35 elementwise int32 operators per output;
+ * int8 outputs only. */
+#define QE_F 20
+/* Only on request (ctosa_lower_options.requant) and never for U55. */
+static bool q_match_ort(const lower_ctx *c) { return c->s && c->s->requant_ort && !lw_spec(c)->u55; }
 static const char *q_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
                                  int64_t nc, const double *ratio, int64_t ozp, int64_t pre) {
+    for (int64_t k = 0; k < nc; k++) /* r * 2^F must stay a RESCALE ratio (below 2^29) */
+        if (!(ratio[k] < 256.0))
+            return q_rescale_n(c, acc, CTOSA_DTYPE_INT32, to, rank, sh, nc, ratio, 0, ozp, false, false);
     double *r2 = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     if (!r2) return NULL;
     double *lo = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
@@ -146,8 +177,6 @@ static const char *q_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, 
     acc = qe_b(c, CTOSA_OP_MAXIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, lo), rank, sh);
     acc = qe_b(c, CTOSA_OP_MINIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, hi), rank, sh);
     const char *w = q_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, rank, sh, nc, r2, 0, 0, false, false);
-    w = qe_b(c, CTOSA_OP_MAXIMUM, w, qe_s(c, rank, -1073741824.0), rank, sh);
-    w = qe_b(c, CTOSA_OP_MINIMUM, w, qe_s(c, rank, 1073741824.0), rank, sh);
     const char *t = qe_b(c, CTOSA_OP_ADD, w, qe_s(c, rank, ldexp((double)pre, QE_F) + (double)(1 << (QE_F - 1))), rank, sh);
     const char *y0 = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, t, qe_s(c, rank, QE_F), rank, sh);
     const char *fr = qe_b(c, CTOSA_OP_BITWISE_AND, t, qe_s(c, rank, (double)((1 << QE_F) - 1)), rank, sh);
@@ -174,11 +203,7 @@ static const char *q_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, 
     const char *below = qe_cmp(c, CTOSA_OP_GREATER, fr, lim, rank, sh);
     const char *y = qe_sel(c, above, qe_b(c, CTOSA_OP_SUB, y0, odd, rank, sh), y0, rank, sh);
     y = qe_sel(c, below, qe_b(c, CTOSA_OP_ADD, y, odd, rank, sh), y, rank, sh);
-    y = qe_b(c, CTOSA_OP_ADD, y, qe_s(c, rank, (double)(ozp - pre)), rank, sh);
-    int64_t ylo = to == CTOSA_DTYPE_INT8 ? -128 : -32768, yhi = to == CTOSA_DTYPE_INT8 ? 127 : 32767;
-    y = qe_b(c, CTOSA_OP_MAXIMUM, y, qe_s(c, rank, (double)ylo), rank, sh);
-    y = qe_b(c, CTOSA_OP_MINIMUM, y, qe_s(c, rank, (double)yhi), rank, sh);
-    return y ? lw_cast(c, y, CTOSA_DTYPE_INT32, to, rank, sh) : NULL;
+    return q_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp - pre, false, false);
 }
 
 /* Requantisation ratio s_x * s_w / s_y of an integer accumulator, computed
@@ -774,7 +799,7 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const char *y = !getenv("QACC_HALFUP") && !lw_spec(c)->u55 && acc_t == CTOSA_DTYPE_INT32
+    const char *y = q_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
                         ? q_rescale_ort(c, acc, o->t, 4, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
                         : q_rescale_n(c, acc, acc_t, o->t, 4, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
     y = cv_to_first(c, y, o->t, 4, os);
@@ -981,7 +1006,7 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
         z = cv_add(c, x, y, CTOSA_DTYPE_INT32, r, os);
         double rz = sm / o.s;
-        if (!getenv("QACC_HALFUP") && !lw_spec(c)->u55)
+        if (q_match_ort(c) && o.t == CTOSA_DTYPE_INT8)
             z = q_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
         else
             z = q_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);

@@ -138,7 +138,9 @@ static lower_status lower_reshape(lower_ctx *c) {
     bool allowzero = lw_attr_int(c, "allowzero", 0) != 0;
     int64_t out[LOWER_MAX_RANK], known = 1, total = 1;
     int infer = -1;
-    for (uint32_t i = 0; i < x->rank; i++) total *= x->shape[i];
+    for (uint32_t i = 0; i < x->rank; i++)
+        if (__builtin_mul_overflow(total, x->shape[i], &total))
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: the input's element count overflows");
     for (int64_t i = 0; i < n; i++) {
         int64_t d = sh[i];
         if (d == 0 && !allowzero) {
@@ -154,7 +156,8 @@ static lower_status lower_reshape(lower_ctx *c) {
         }
         if (d < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: dimension %lld", (long long)d);
         out[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known)) /* hostile shape constants */
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: the target shape's element count overflows");
     }
     if (infer >= 0) {
         if (known == 0 || total % known)

@@ -130,7 +130,7 @@ void sb_json_str(strbuf *b, const char *s) {
 void sb_json_double(strbuf *b, double v) {
     if (isnan(v)) { sb_puts(b, "\"nan\""); return; }
     if (isinf(v)) { sb_puts(b, v > 0 ? "\"inf\"" : "\"-inf\""); return; }
-    if (v == (double)(int64_t)v && fabs(v) < 1e15) {
+    if (fabs(v) < 1e15 && v == (double)(int64_t)v) { /* range first: the cast of a larger value is UB */
         sb_printf(b, "%lld", (long long)v);
         return;
     }

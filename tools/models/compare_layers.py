@@ -9,6 +9,8 @@ ctosa sits").
 Usage: /usr/bin/python3 tools/models/compare_layers.py CTOSA MODEL_DIR [INPUT.npy]
        /usr/bin/python3 tools/models/compare_layers.py --isolate N CTOSA MODEL_DIR [OP,...]
   MODEL_DIR holds model.onnx (and input_0.npy, the default input).
+  CTOSA_REQUANT=ort in the environment lowers with --requant ort
+  (default rescale).
 Needs tools/ort installed (npm install --ignore-scripts) and node.
 Prints one line per layer: index, name, shape, max difference in steps,
 number of differing elements.
@@ -94,7 +96,8 @@ def isolate(nsets, ctosa, mdir, only):
         ref = full[q.output[0]].astype(np.int64)
         alone = np.load(os.path.join(od, "output_0.npy")).astype(np.int64).reshape(ref.shape)
         low = os.path.join(gd, "low")
-        subprocess.run([ctosa, "lower", sub, "--spec", "TOSA-1.0+INT", "-o", low, "-q"], check=True)
+        subprocess.run([ctosa, "lower", sub, "--spec", "TOSA-1.0+INT", "-o", low, "-q",
+                    "--requant", os.environ.get("CTOSA_REQUANT", "rescale")], check=True)
         p = json.load(open(os.path.join(low, "g.report.json")))["partitions"][0]
         got = []
         for k in range(nsets):
@@ -154,7 +157,8 @@ subprocess.run(["node", ORT_JS, model, "--out", ortd, inp, "--quiet"],
                check=True)
 
 low = os.path.join(tmp, "low")
-subprocess.run([ctosa, "lower", model, "--spec", "TOSA-1.0+INT", "-o", low, "-q"], check=True)
+subprocess.run([ctosa, "lower", model, "--spec", "TOSA-1.0+INT", "-o", low, "-q",
+                    "--requant", os.environ.get("CTOSA_REQUANT", "rescale")], check=True)
 rep = json.load(open(os.path.join(low, "dbg.report.json")))
 assert len(rep["partitions"]) == 1, "expected one partition"
 p = rep["partitions"][0]

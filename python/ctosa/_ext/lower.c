@@ -444,19 +444,22 @@ static PyTypeObject LowerResult_Type = {
 
 /* lower(path, spec, binds=[(name, file)], shapes=[(name, dims)],
  *       custom_ops=None, output_dir=None, stem=None,
- *       partitioned_onnx=True, report=True, max_problems=0, max_memory=0) */
+ *       partitioned_onnx=True, report=True, max_problems=0, max_memory=0,
+ *       requant_ort=False) */
 PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path",   "spec",   "binds",  "shapes",           "custom_ops", "output_dir",
-                             "stem",   "partitioned_onnx", "report", "max_problems", "max_memory", NULL};
+                             "stem",   "partitioned_onnx", "report", "max_problems", "max_memory",
+                             "requant_ort", NULL};
     PyObject *pathb = NULL, *sobj, *binds = Py_None, *shapes = Py_None, *reg_obj = Py_None, *outb = NULL,
              *outobj = Py_None;
     const char *stem = NULL;
     int part_onnx = 1, report = 1;
     unsigned int maxp = 0;
     unsigned long long maxmem = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOzppIK", kwlist, PyUnicode_FSConverter, &pathb, &sobj,
+    int requant_ort = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOzppIKp", kwlist, PyUnicode_FSConverter, &pathb, &sobj,
                                      &binds, &shapes, &reg_obj, &outobj, &stem, &part_onnx,
-                                     &report, &maxp, &maxmem))
+                                     &report, &maxp, &maxmem, &requant_ort))
         return NULL;
     PyObject *res = NULL, *bseq = NULL, *sseq = NULL;
     ctosa_lower_bind *bv = NULL;
@@ -524,6 +527,7 @@ PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
     opt.no_report = !report;
     opt.max_problems = maxp;
     opt.max_memory = maxmem;
+    opt.requant = requant_ort ? CTOSA_REQUANT_MATCH_ORT : CTOSA_REQUANT_RESCALE;
     const char *path = PyBytes_AS_STRING(pathb);
     ctosa_lower_result *r = NULL;
     ctosa_error *e;
