@@ -352,10 +352,17 @@ ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, vo
             if (!ok || v < lo || v > hi) {
                 free(d);
                 *host = NULL;
+                /* A uint8 boundary tensor of a quantized partition is an
+                 * INT8 tensor holding the uint8 bits (TOSA has no uint8):
+                 * say how to pass it rather than reinterpreting silently. */
+                bool u8_carrier = a->kind == 'u' && a->itemsize == 1 && t == CTOSA_DTYPE_INT8;
                 return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: element %llu (%s %lld) does not fit "
-                                       "%s", what, (unsigned long long)i,
+                                       "%s%s", what, (unsigned long long)i,
                                        npy_kind_name(a->kind, a->itemsize), (long long)v,
-                                       ctosa_dtype_short(t));
+                                       ctosa_dtype_short(t),
+                                       u8_carrier ? " (a uint8 tensor of a quantized partition is carried "
+                                                    "as the INT8 bit pattern: pass the array viewed as int8, "
+                                                    "numpy x.view(np.int8))" : "");
             }
             switch (hs) {
             case 1: d[i] = (uint8_t)v; break;

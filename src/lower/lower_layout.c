@@ -563,6 +563,11 @@ static lower_status lower_pad(lower_ctx *c) {
     {
         int64_t start[LOWER_MAX_RANK], size[LOWER_MAX_RANK];
         for (uint32_t i = 0; i < r; i++) {
+            int64_t sum; /* hostile pads: no negation of INT64_MIN, no overflowing sums */
+            if (lo[i] < -shape[i] || hi[i] < -shape[i] || __builtin_add_overflow(shape[i], lo[i], &sum) ||
+                __builtin_add_overflow(sum, hi[i], &sum))
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: pads %lld/%lld for axis %u of size %lld",
+                                 (long long)lo[i], (long long)hi[i], i, (long long)shape[i]);
             start[i] = lo[i] < 0 ? -lo[i] : 0;
             size[i] = shape[i] - start[i] - (hi[i] < 0 ? -hi[i] : 0);
             if (size[i] <= 0)

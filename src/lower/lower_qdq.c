@@ -281,7 +281,16 @@ static bool qp_of(lower_ctx *c, uint32_t ni, uint32_t rank, qparam *p) {
     }
     for (int64_t k = 0; k < p->n; k++) {
         p->scale[k] = qdq_val_f64(sv, (uint64_t)k);
-        if (zv) p->zp[k] = (int64_t)qdq_val_f64(zv, (uint64_t)k);
+        if (zv) {
+            /* zero points are 8/16/32-bit integers; anything else (a float
+             * or int64 tensor with a wild value) must not reach a cast */
+            double z = qdq_val_f64(zv, (uint64_t)k);
+            if (!(z >= -2147483648.0 && z <= 4294967295.0)) {
+                lw_fail(c, LOWER_UNSUPPORTED_ATTR, zv->v.name, "%s: zero point %g is out of range", n->op_type, z);
+                return false;
+            }
+            p->zp[k] = (int64_t)z;
+        }
         if (!(p->scale[k] > 0) || isinf(p->scale[k])) {
             lw_fail(c, LOWER_UNSUPPORTED_ATTR, sv->v.name, "%s: scale %g is not a positive finite number", n->op_type,
                     p->scale[k]);
@@ -389,6 +398,8 @@ lower_status qdq_lower_quantize(lower_ctx *c) {
 lower_status qdq_lower_dequantize(lower_ctx *c) {
     lower_session *s = c->s;
     const ctosa_onnx_node *n = lw_node(c);
+    if (n->n_inputs < 2 || !n->inputs[0][0])
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "DequantizeLinear: needs an input and a scale");
     lw_val *xv = lw_lookup(s, n->inputs[0]);
     if (!xv || !xv->known) return lw_reject(c, LOWER_INPUT_FALLBACK, n->inputs[0], "DequantizeLinear: input unknown");
     if (qdq_info(c)->role == QR_DQ && !xv->v.data) return qdq_lower_alias(c);
@@ -1120,23 +1131,38 @@ static lower_status head_move(lower_ctx *c) {
     } else if (strcmp(n->op_type, "Reshape") == 0) {
         const int64_t *sv = NULL;
         int64_t k = lw_const_i64(c, 1, &sv);
-        if (k < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, n->inputs[1], "Reshape: shape must be a constant");
+        if (k < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL, "Reshape: shape must be a constant");
         if (k > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: rank too large");
         int64_t total = cv_count(a.rank, a.shape), known = 1;
         int neg = -1;
         for (int64_t i = 0; i < k; i++) {
             os[i] = sv[i] == 0 && !lw_attr_int(c, "allowzero", 0) && i < (int64_t)a.rank ? a.shape[i] : sv[i];
-            if (os[i] == -1) neg = (int)i;
-            else known *= os[i];
+            if (os[i] == -1 && neg < 0) neg = (int)i;
+            else if (os[i] < 0 || __builtin_mul_overflow(known, os[i], &known))
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: invalid target shape");
         }
         if (neg >= 0) os[neg] = known ? total / known : 0;
+        if (neg >= 0 ? (known == 0 || os[neg] * known != total) : known != total)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "Reshape: target shape does not match the %lld input elements", (long long)total);
         r = (uint32_t)k;
         x = lw_reshape(c, x, a.t, r, os);
     } else if (strcmp(n->op_type, "Transpose") == 0) {
         const int64_t *pv = NULL;
         int64_t k = lw_attr_ints(c, "perm", &pv);
         int32_t perm[LOWER_MAX_RANK];
-        for (uint32_t i = 0; i < r; i++) perm[i] = k == (int64_t)r ? (int32_t)pv[i] : (int32_t)(r - 1 - i);
+        if (k >= 0 && k != (int64_t)r)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm has %lld entries for rank %u",
+                             (long long)k, r);
+        bool seen[LOWER_MAX_RANK] = {false};
+        for (uint32_t i = 0; i < r; i++) {
+            int64_t pi = k == (int64_t)r ? pv[i] : (int64_t)(r - 1 - i);
+            if (pi < 0 || pi >= (int64_t)r || seen[pi])
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm is not a permutation of 0..%u",
+                                 r - 1);
+            seen[pi] = true;
+            perm[i] = (int32_t)pi;
+        }
         for (uint32_t i = 0; i < r; i++) os[i] = a.shape[perm[i]];
         x = lw_transpose(c, x, a.t, r, a.shape, perm);
     }

@@ -67,7 +67,9 @@ lower_status qdq_pad(lower_ctx *c) {
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: negative pads (cropping)");
         pads[2 * axes[i]] = pv[i];
         pads[2 * axes[i] + 1] = pv[na + i];
-        os[axes[i]] += pv[i] + pv[na + i];
+        if (__builtin_add_overflow(os[axes[i]], pv[i], &os[axes[i]]) ||
+            __builtin_add_overflow(os[axes[i]], pv[na + i], &os[axes[i]])) /* hostile pads */
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: the padded shape overflows");
     }
     double cval = 0;
     if (lw_opset(c) < 11) {
