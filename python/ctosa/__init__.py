@@ -534,7 +534,8 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
     if requant not in ("rescale", "ort"):
         raise UsageError("requant must be 'rescale' or 'ort', got %r" % (requant,))
     tmp = tempfile.TemporaryDirectory(prefix="ctosa-py-")
-    if isinstance(model, (bytes, bytearray, memoryview)):
+    from_bytes = isinstance(model, (bytes, bytearray, memoryview))
+    if from_bytes:
         path = os.path.join(tmp.name, (stem or "model") + ".onnx")
         with open(path, "wb") as f:
             f.write(model)
@@ -550,11 +551,20 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
             bind_list.append((name, p))
     shape_list = [(name, tuple(int(d) for d in dims)) for name, dims in (shapes or {}).items()]
     reg = _registry(plugins, custom_ops)
-    c = _ctosa.lower(path, str(spec), binds=bind_list, shapes=shape_list, custom_ops=reg,
-                     output_dir=None if output_dir is None else os.fspath(output_dir), stem=stem,
-                     partitioned_onnx=partitioned_onnx, report=report,
-                     max_problems=max_problems, max_memory=max_memory,
-                     requant_ort=requant == "ort")
+    try:
+        c = _ctosa.lower(path, str(spec), binds=bind_list, shapes=shape_list, custom_ops=reg,
+                         output_dir=None if output_dir is None else os.fspath(output_dir), stem=stem,
+                         partitioned_onnx=partitioned_onnx, report=report,
+                         max_problems=max_problems, max_memory=max_memory,
+                         requant_ort=requant == "ort")
+    except Error as e:
+        if from_bytes:
+            # the bytes went through a temporary file: name what the caller gave
+            e.message = e.message.replace(path, "<model bytes>")
+            e.args = (e.message,)
+            if e.file == path:
+                e.file = "<model bytes>"
+        raise
     r = LowerResult(c, (reg, tmp))
     r.output_dir = output_dir
     return r

@@ -225,3 +225,11 @@ def test_requant_modes():
     assert "SELECT" not in plain.partitions[0].op_counts
     with pytest.raises(ctosa.UsageError):
         ctosa.lower(model, "TOSA-1.0+INT", requant="fast")
+
+
+def test_errors_for_model_bytes_name_the_bytes():
+    with open(model_path(*SMALL_CNN), "rb") as f:
+        data = f.read()
+    with pytest.raises(ctosa.Error) as ei:
+        ctosa.lower(data[: len(data) // 2], "TOSA-1.0+FP")
+    assert "<model bytes>" in ei.value.message and "ctosa-py-" not in ei.value.message
