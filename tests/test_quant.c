@@ -416,7 +416,7 @@ static void test_mobilenet(void) {
      * within 3 steps (max 3), top-1 20/20; onednn 95.4%, 19/20 (one-step
      * differences on ties that ORT's float32 arithmetic snaps and rounds to
      * even, growing through the narrow network). With --requant ort
-     * (ORT's rounding emulated, lower_qdq.c q_rescale_ort): onednn 100%
+     * (ORT's rounding emulated, qdq_rescale.c qdq_rescale_ort): onednn 100%
      * (max 2), 20/20. */
     mobilenet("mobilenet_v2_x0_25_qnnpack", CTOSA_REQUANT_RESCALE, 0.99, 20);
     mobilenet("mobilenet_v2_x0_25_onednn", CTOSA_REQUANT_RESCALE, 0.93, 19);

@@ -2,14 +2,14 @@
  * arithmetic, the aliases of folded groups, and the integer heads of
  * DequantizeLinear -> op -> QuantizeLinear groups (qdq_fold.c marks them).
  *
- * Requantisation uses RESCALE with a 32-bit multiplier and a shift computed
- * from the exact (double) scale ratio: ratio = m * 2^-shift with m in
+ * Requantisation (qdq_rescale.c) uses RESCALE with a 32-bit multiplier and
+ * a shift from the scale ratio: ratio = m * 2^-shift with m in
  * [2^30, 2^31). Integer heads accumulate in int32 (CONV2D / MATMUL with
  * zero points, int32 bias) and RESCALE once to the output's scale, so each
  * output has a single rounding (half up, the spec's SINGLE_ROUND). On
  * request (ctosa_lower_options.requant, `--requant ort`) int8 Conv / Add
  * outputs outside the U55 subset emulate ONNX Runtime's float32 rounding
- * instead (q_rescale_ort). */
+ * instead (qdq_rescale_ort). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,216 +27,6 @@ const qdq_node *qdq_info(const lower_ctx *c) {
     static const qdq_node none = {QR_NONE, false, -1, -1, -1};
     if (!c->s->qdq || c->node_index >= c->s->qdq->count) return &none;
     return &c->s->qdq->n[c->node_index];
-}
-
-/* ----------------------------------------------------------- scale math */
-
-/* ratio = multiplier * 2^-shift, multiplier < 2^bits (31 for scale32, 15
- * for the 16-bit multipliers that int48 inputs need), shift in [2, 62]. */
-static bool q_ratio_bits(double r, int bits, int32_t *mult, int8_t *shift) {
-    if (!(r >= 0) || isinf(r)) return false;
-    if (r == 0) {
-        *mult = 0;
-        *shift = 31;
-        return true;
-    }
-    int e;
-    double f = frexp(r, &e); /* r = f * 2^e, f in [0.5, 1) */
-    int64_t m = llround(ldexp(f, bits));
-    if (m == (INT64_C(1) << bits)) {
-        m >>= 1;
-        e++;
-    }
-    int s = bits - e;
-    if (s > 62) {
-        int d = s - 62;
-        m = d >= 63 ? 0 : (m + (INT64_C(1) << (d - 1))) >> d;
-        s = 62;
-    }
-    if (s < 2) return false;
-    *mult = (int32_t)m;
-    *shift = (int8_t)s;
-    return true;
-}
-
-static int64_t zp_bits(ctosa_dtype t, int64_t zp) {
-    /* unsigned zero points are given as the signed value with the same bits */
-    if (t == CTOSA_DTYPE_INT8 && zp > 127) return zp - 256;
-    if (t == CTOSA_DTYPE_INT16 && zp > 32767) return zp - 65536;
-    return zp;
-}
-
-/* RESCALE with per-channel (nc > 1, over the last axis) or single ratios. */
-static const char *q_rescale_n(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                               const int64_t *shape, int64_t nc, const double *ratio, int64_t izp,
-                               int64_t ozp, bool iu, bool ou) {
-    if (!x) return NULL;
-    int32_t *m = arena_alloc(lw_arena(c), (size_t)nc * 4 + 4);
-    int8_t *sh = arena_alloc(lw_arena(c), (size_t)nc + 1);
-    if (!m || !sh) return NULL;
-    bool s32 = ti != CTOSA_DTYPE_INT48;
-    for (int64_t k = 0; k < nc; k++)
-        if (!q_ratio_bits(ratio[k], s32 ? 31 : 15, &m[k], &sh[k])) {
-            lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "scale ratio %g is outside what RESCALE can express",
-                    ratio[k]);
-            return NULL;
-        }
-    uint8_t *mb = arena_alloc(lw_arena(c), (size_t)nc * 4 + 4);
-    if (!mb) return NULL;
-    for (int64_t k = 0; k < nc; k++) {
-        if (s32) wr_u32(mb + 4 * k, (uint32_t)m[k]);
-        else wr_u16(mb + 2 * k, (uint16_t)m[k]);
-    }
-    const char *mc = lw_const(c, s32 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT16, 1, &nc, mb);
-    const char *sc = lw_const(c, CTOSA_DTYPE_INT8, 1, &nc, sh);
-    const char *iz = lw_zero_point(c, ti, zp_bits(ti, izp));
-    const char *oz = lw_zero_point(c, to, zp_bits(to, ozp));
-    const char *out = lw_tensor(c, to, rank, shape);
-    if (!mc || !sc || !iz || !oz || !out) return NULL;
-    ctosa_attr a;
-    memset(&a, 0, sizeof a);
-    a.scale32 = s32;
-    a.rounding_mode = CTOSA_ROUND_SINGLE;
-    a.per_channel = nc > 1;
-    a.input_unsigned = iu;
-    a.output_unsigned = ou;
-    const char *in[5] = {x, mc, sc, iz, oz};
-    return lw_op(c, CTOSA_OP_RESCALE, 5, in, 1, &out, &a) ? out : NULL;
-}
-
-static const char *q_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                             const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou) {
-    return q_rescale_n(c, x, ti, to, rank, shape, 1, &ratio, izp, ozp, iu, ou);
-}
-
-/* int32 elementwise emitters of q_rescale_ort (NULL operands propagate) */
-static const char *qe_s(lower_ctx *c, uint32_t rank, double v) { return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v); }
-
-static const char *qe_b(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
-    if (!a || !b) return NULL;
-    return lw_binary(c, k, a, b, CTOSA_DTYPE_INT32, rank, sh);
-}
-
-static const char *qe_cmp(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
-    if (!a || !b) return NULL;
-    return lw_binary(c, k, a, b, CTOSA_DTYPE_BOOL, rank, sh);
-}
-
-static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
-    if (!p || !a || !b) return NULL;
-    const char *out = lw_tensor(c, CTOSA_DTYPE_INT32, rank, sh);
-    const char *in[3] = {p, a, b};
-    return out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
-}
-
-/* Requantisation of an int32 accumulator to int8 the way ONNX Runtime's
- * fused kernels round: rint_even(float32(acc * r)) (docs/quantization.md,
- * "Where ctosa sits"). A plain RESCALE rounds the exact product half up;
- * the two differ where float32's rounding (24 significant bits) snaps the
- * product onto a tie k + 1/2 that ORT then sends to the even neighbour.
- * Those few outputs per layer grow through deep networks (mobilenet_v2
- * onednn: 97.2% of outputs within 3 steps of ORT with a plain RESCALE,
- * 99.0% with this), so on request and outside the U55 subset (no
- * comparisons, SELECT or bitwise operators there) the snap is emulated in
- * int32:
- *   w  = RESCALE(acc, r * 2^F)           v with F fraction bits (F = 20)
- *   y0 = (w + pre * 2^F + 2^(F-1)) >> F  half up; fr = its fraction bits
- *   H  = half a float32 ulp of the tie y0 -/+ 1/2, in units of 2^-F
- *        (2^(q - 24 + F), q from CLZ of 2|tie|)
- *   fr in (0, H): just above the tie y0 - 1/2 -> an odd y0 becomes y0 - 1;
- *   fr in (2^F - H, 2^F): just below the tie y0 + 1/2 -> odd y0 -> y0 + 1;
- *   fr = 0 (an exact tie as far as F bits see) stays half up, as RESCALE.
- * pre is added before rounding (QLinearAdd rounds the value including the
- * output zero point). Accumulators are first clamped to |v| <= 300 (the
- * int8 output saturates long before) so that acc * r * 2^F stays inside
- * RESCALE's input bound. About 35 elementwise int32 operators per output;
- * int8 outputs only. */
-#define QE_F 20
-/* Only on request (ctosa_lower_options.requant) and never for U55. */
-static bool q_match_ort(const lower_ctx *c) { return c->s && c->s->requant_ort && !lw_spec(c)->u55; }
-static const char *q_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
-                                 int64_t nc, const double *ratio, int64_t ozp, int64_t pre) {
-    for (int64_t k = 0; k < nc; k++) /* r * 2^F must stay a RESCALE ratio (below 2^29) */
-        if (!(ratio[k] < 256.0))
-            return q_rescale_n(c, acc, CTOSA_DTYPE_INT32, to, rank, sh, nc, ratio, 0, ozp, false, false);
-    double *r2 = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
-    if (!r2) return NULL;
-    double *lo = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
-    double *hi = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
-    if (!lo || !hi) return NULL;
-    for (int64_t k = 0; k < nc; k++) {
-        r2[k] = ldexp(ratio[k], QE_F);
-        /* accumulators beyond |v| = 300 saturate anyway; keeps acc * r * 2^F inside int32 */
-        double b = ratio[k] > 0 ? floor(300.0 / ratio[k]) : 2147483647.0;
-        hi[k] = b > 536870911.0 ? 536870911.0 : b;
-        lo[k] = -hi[k];
-    }
-    int64_t bs[LOWER_MAX_RANK];
-    for (uint32_t i = 0; i < rank; i++) bs[i] = 1;
-    bs[rank - 1] = nc;
-    acc = qe_b(c, CTOSA_OP_MAXIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, lo), rank, sh);
-    acc = qe_b(c, CTOSA_OP_MINIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, hi), rank, sh);
-    const char *w = q_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, rank, sh, nc, r2, 0, 0, false, false);
-    const char *t = qe_b(c, CTOSA_OP_ADD, w, qe_s(c, rank, ldexp((double)pre, QE_F) + (double)(1 << (QE_F - 1))), rank, sh);
-    const char *y0 = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, t, qe_s(c, rank, QE_F), rank, sh);
-    const char *fr = qe_b(c, CTOSA_OP_BITWISE_AND, t, qe_s(c, rank, (double)((1 << QE_F) - 1)), rank, sh);
-    const char *y2 = qe_b(c, CTOSA_OP_ADD, y0, y0, rank, sh);
-    const char *odd = qe_b(c, CTOSA_OP_BITWISE_AND, y0, qe_s(c, rank, 1), rank, sh);
-    const char *H[2];
-    for (int j = 0; j < 2; j++) {
-        /* tie y0 - 1/2 (j = 0) or y0 + 1/2 (j = 1); T = 2|tie| */
-        const char *T = qe_b(c, j ? CTOSA_OP_ADD : CTOSA_OP_SUB, y2, qe_s(c, rank, 1), rank, sh);
-        T = T ? lw_unary(c, CTOSA_OP_ABS, T, CTOSA_DTYPE_INT32, rank, sh, NULL) : NULL;
-        const char *z = T ? lw_unary(c, CTOSA_OP_CLZ, T, CTOSA_DTYPE_INT32, rank, sh, NULL) : NULL;
-        /* half ulp of the tie in units of 2^-F: 2^(q - 24 + F), q = 30 - clz(T) */
-        const char *e = qe_b(c, CTOSA_OP_SUB, qe_s(c, rank, 30 - 24 + QE_F + 1), z, rank, sh);
-        e = qe_b(c, CTOSA_OP_MAXIMUM, e, qe_s(c, rank, 0), rank, sh);
-        e = qe_b(c, CTOSA_OP_MINIMUM, e, qe_s(c, rank, 30), rank, sh);
-        const char *h = qe_b(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, qe_s(c, rank, 1), e, rank, sh);
-        H[j] = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, h, qe_s(c, rank, 1), rank, sh);
-    }
-    const char *above = qe_cmp(c, CTOSA_OP_GREATER, H[0], fr, rank, sh);
-    const char *nz = qe_cmp(c, CTOSA_OP_GREATER, fr, qe_s(c, rank, 0), rank, sh);
-    if (!above || !nz) return NULL;
-    above = lw_binary(c, CTOSA_OP_LOGICAL_AND, above, nz, CTOSA_DTYPE_BOOL, rank, sh);
-    const char *lim = qe_b(c, CTOSA_OP_SUB, qe_s(c, rank, (double)(1 << QE_F)), H[1], rank, sh);
-    const char *below = qe_cmp(c, CTOSA_OP_GREATER, fr, lim, rank, sh);
-    const char *y = qe_sel(c, above, qe_b(c, CTOSA_OP_SUB, y0, odd, rank, sh), y0, rank, sh);
-    y = qe_sel(c, below, qe_b(c, CTOSA_OP_ADD, y, odd, rank, sh), y, rank, sh);
-    return q_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp - pre, false, false);
-}
-
-/* Requantisation ratio s_x * s_w / s_y of an integer accumulator, computed
- * the way ONNX Runtime's QLinearConv / QGemm kernels do: float32 product,
- * then float32 quotient (docs/quantization.md, "Where ctosa sits"). The
- * float32 value has 24 significant bits, so the 31-bit multiplier holds it
- * exactly and ctosa and ORT scale the accumulator by the same number; the
- * exact double ratio differs from it by up to 2^-24 relative, which moved
- * outputs lying that close to a .5 boundary by one step. Scales whose
- * float32 ratio is not a normal number keep the double ratio. */
-static double q_acc_ratio(double sx, double sw, double sy) {
-    float p = (float)sx * (float)sw;
-    float r = p / (float)sy;
-    if (isnormal(p) && isnormal(r)) return (double)r;
-    return sx * sw / sy;
-}
-
-static const char *q_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
-                           int64_t lo, int64_t hi) {
-    if (!x) return NULL;
-    uint8_t *b = arena_alloc(lw_arena(c), 16);
-    if (!b) return NULL;
-    uint32_t w = t == CTOSA_DTYPE_INT8 ? 1 : t == CTOSA_DTYPE_INT16 ? 2 : 4;
-    for (uint32_t k = 0; k < w; k++) {
-        b[k] = (uint8_t)((uint64_t)lo >> (8 * k));
-        b[8 + k] = (uint8_t)((uint64_t)hi >> (8 * k));
-    }
-    ctosa_attr a;
-    memset(&a, 0, sizeof a);
-    a.min_val = (ctosa_bytes){b, w};
-    a.max_val = (ctosa_bytes){b + 8, w};
-    a.nan_mode = CTOSA_NAN_PROPAGATE;
-    return lw_unary(c, CTOSA_OP_CLAMP, x, t, rank, shape, &a);
 }
 
 /* -------------------------------------------------------- quant params */
@@ -387,7 +177,7 @@ lower_status qdq_lower_quantize(lower_ctx *c) {
     y = lw_cast(c, t2, ft, CTOSA_DTYPE_INT32, r, X->shape); /* ties to even */
     y = cv_add(c, y, lw_const_from_f64(c, CTOSA_DTYPE_INT32, r, cs, zpd), CTOSA_DTYPE_INT32, r, X->shape);
     y = lw_cast(c, y, CTOSA_DTYPE_INT32, ot, r, X->shape);
-    if (u8) y = q_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, r, X->shape, 1.0, 0, 128, false, true);
+    if (u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, r, X->shape, 1.0, 0, 128, false, true);
     QTRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
@@ -443,7 +233,7 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     if (od == ONNX_UINT8) {
         /* bits -> 0..255 (or x - zp when per tensor) in int16 */
         int64_t izp = p.n == 1 ? p.zp[0] : 0;
-        const char *w = q_rescale(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, r, shape, 1.0, izp, 0, true, false);
+        const char *w = qdq_rescale(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, r, shape, 1.0, izp, 0, true, false);
         f = lw_cast(c, w, CTOSA_DTYPE_INT16, CTOSA_DTYPE_FP32, r, shape);
         if (p.n == 1) allzero = true;
     } else {
@@ -545,7 +335,7 @@ static bool head_in(lower_ctx *c, uint32_t i, qa *o) {
         o->x = lw_const_from_f64(c, o->t, V->rank, V->shape, v);
     } else {
         o->x = lw_input(c, i);
-        if (u8) o->x = q_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, V->rank, V->shape, 1.0, p.zp[0],
+        if (u8) o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, V->rank, V->shape, 1.0, p.zp[0],
                                  o->zp, true, false);
     }
     if (o->t == CTOSA_DTYPE_INT16 && o->zp != 0) {
@@ -625,8 +415,8 @@ static bool head_out(lower_ctx *c, uint32_t rank, qo *o) {
  * uint8 bits when the output is uint8, bind output 0. */
 static lower_status head_finish(lower_ctx *c, const char *y, const qo *o, uint32_t rank, const int64_t *shape) {
     int64_t tlo = o->t == CTOSA_DTYPE_INT8 ? -128 : -32768, thi = o->t == CTOSA_DTYPE_INT8 ? 127 : 32767;
-    if (o->lo > tlo || o->hi < thi) y = q_clamp(c, y, o->t, rank, shape, o->lo, o->hi);
-    if (o->u8) y = q_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, 128, false, true);
+    if (o->lo > tlo || o->hi < thi) y = qdq_clamp(c, y, o->t, rank, shape, o->lo, o->hi);
+    if (o->u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, 128, false, true);
     QTRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
@@ -635,7 +425,7 @@ static lower_status head_finish(lower_ctx *c, const char *y, const qo *o, uint32
 /* Requantises a signed operand to the output's scale / zero point. */
 static const char *requant(lower_ctx *c, const qa *a, const qo *o, uint32_t rank, const int64_t *shape) {
     if (a->s == o->s && a->zp == o->zp && a->t == o->t) return a->x;
-    return q_rescale(c, a->x, a->t, o->t, rank, shape, a->s / o->s, a->zp, o->zp, false, false);
+    return qdq_rescale(c, a->x, a->t, o->t, rank, shape, a->s / o->s, a->zp, o->zp, false, false);
 }
 
 /* Constant weight of input i behind its DequantizeLinear: int8 values,
@@ -757,7 +547,7 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
         double lim = (a16 ? 140737488355327.0 : 2147483647.0) -
                      (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)wsh[2] * (double)wsh[3];
         if (!(fabs(bq[m]) <= lim)) bq[m] = bq[m] > 0 ? lim : -lim;
-        ratio[m] = o ? q_acc_ratio(a->s, sw, o->s) : 1.0;
+        ratio[m] = o ? qdq_acc_ratio(a->s, sw, o->s) : 1.0;
     }
     int64_t ls[4];
     cv_shape_last(4, a->shape, ls);
@@ -810,9 +600,9 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const char *y = q_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
-                        ? q_rescale_ort(c, acc, o->t, 4, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
-                        : q_rescale_n(c, acc, acc_t, o->t, 4, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
+    const char *y = qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
+                        ? qdq_rescale_ort(c, acc, o->t, 4, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
+                        : qdq_rescale_n(c, acc, acc_t, o->t, 4, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
     y = cv_to_first(c, y, o->t, 4, os);
     QTRY(y);
     return head_finish(c, y, o, 4, fs);
@@ -902,14 +692,14 @@ static lower_status matmul_core(lower_ctx *c, const qa *a, int64_t bb, int64_t r
     if (!ratio || !bq) return cv_fail(c);
     for (int64_t n = 0; n < Nn; n++) {
         double acc_s = alpha * a->s * wscale[wn > 1 ? n : 0];
-        ratio[n] = alpha * q_acc_ratio(a->s, wscale[wn > 1 ? n : 0], o->s);
+        ratio[n] = alpha * qdq_acc_ratio(a->s, wscale[wn > 1 ? n : 0], o->s);
         bq[n] = bias ? nearbyint(bias[n] / acc_s) : 0;
     }
     if (bias) {
         int64_t b3[3] = {1, 1, Nn};
         acc = cv_add(c, acc, int32_const(c, 3, b3, bq), CTOSA_DTYPE_INT32, 3, o3);
     }
-    const char *y = q_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio, 0,
+    const char *y = qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio, 0,
                                 o->zp, false, false);
     y = lw_reshape(c, y, CTOSA_DTYPE_INT8, out_rank, out_shape);
     QTRY(y);
@@ -1002,25 +792,25 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int8/uint8 only", lw_node(c)->op_type);
     const char *x, *y, *z;
     if (is_mul) {
-        x = q_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1.0, a.zp, 0, false, false);
-        y = q_rescale(c, b.x, b.t, CTOSA_DTYPE_INT32, b.rank, b.shape, 1.0, b.zp, 0, false, false);
+        x = qdq_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1.0, a.zp, 0, false, false);
+        y = qdq_rescale(c, b.x, b.t, CTOSA_DTYPE_INT32, b.rank, b.shape, 1.0, b.zp, 0, false, false);
         x = lw_reshape(c, x, CTOSA_DTYPE_INT32, r, as);
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
         z = cv_mul(c, x, y, CTOSA_DTYPE_INT32, r, os);
-        z = q_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, a.s * b.s / o.s, 0, o.zp, false, false);
+        z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, a.s * b.s / o.s, 0, o.zp, false, false);
     } else {
         /* both operands to a common scale 2*max(sa,sb)/2^20 in int32 */
         double sm = 2.0 * (a.s > b.s ? a.s : b.s) / 1048576.0;
-        x = q_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, a.s / sm, a.zp, 0, false, false);
-        y = q_rescale(c, b.x, b.t, CTOSA_DTYPE_INT32, b.rank, b.shape, b.s / sm, b.zp, 0, false, false);
+        x = qdq_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, a.s / sm, a.zp, 0, false, false);
+        y = qdq_rescale(c, b.x, b.t, CTOSA_DTYPE_INT32, b.rank, b.shape, b.s / sm, b.zp, 0, false, false);
         x = lw_reshape(c, x, CTOSA_DTYPE_INT32, r, as);
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
         z = cv_add(c, x, y, CTOSA_DTYPE_INT32, r, os);
         double rz = sm / o.s;
-        if (q_match_ort(c) && o.t == CTOSA_DTYPE_INT8)
-            z = q_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
+        if (qdq_match_ort(c) && o.t == CTOSA_DTYPE_INT8)
+            z = qdq_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
         else
-            z = q_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
+            z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
     }
     QTRY(z);
     return head_finish(c, z, &o, r, os);
@@ -1032,7 +822,7 @@ static lower_status head_gap(lower_ctx *c) {
     if (!head_in(c, 0, &a)) return LOWER_REJECT;
     if (a.rank < 3) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GlobalAveragePool: rank below 3");
     if (!head_out(c, a.rank, &o)) return LOWER_REJECT;
-    const char *x = q_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1.0, a.zp, 0, false, false);
+    const char *x = qdq_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1.0, a.zp, 0, false, false);
     int64_t sh[LOWER_MAX_RANK];
     memcpy(sh, a.shape, sizeof sh);
     int64_t cnt = 1;
@@ -1042,7 +832,7 @@ static lower_status head_gap(lower_ctx *c) {
         x = cv_reduce(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, sh, (int32_t)i, ns);
         memcpy(sh, ns, sizeof sh);
     }
-    x = q_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
+    x = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
     QTRY(x);
     return head_finish(c, x, &o, a.rank, sh);
 }
@@ -1294,7 +1084,7 @@ static lower_status head_generic_move(lower_ctx *c) {
     for (uint32_t i = 0; i < yt->rank; i++) sh[i] = yt->shape[i];
     qa a = {y, yt->dtype, pi.scale[0], izp, yt->rank, {0}};
     memcpy(a.shape, sh, sizeof sh);
-    if (in_u8) a.x = q_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true, false);
+    if (in_u8) a.x = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true, false);
     QTRY(a.x);
     const char *z = requant(c, &a, &o, yt->rank, sh);
     QTRY(z);
@@ -1378,7 +1168,7 @@ static bool qa_explicit(lower_ctx *c, uint32_t ix, uint32_t is, uint32_t iz, qa 
         o->x = lw_const(c, CTOSA_DTYPE_INT8, X->rank, X->shape, b);
     } else {
         o->x = lw_input(c, ix);
-        if (u8) o->x = q_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, X->rank, X->shape, 1.0, zp, o->zp,
+        if (u8) o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, X->rank, X->shape, 1.0, zp, o->zp,
                                  true, false);
     }
     return o->x != NULL;
@@ -1556,12 +1346,12 @@ lower_status qdq_x_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t
 
 const char *qdq_x_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                           const int64_t *shape, int64_t nc, const double *ratio, int64_t izp, int64_t ozp) {
-    return q_rescale_n(c, x, ti, to, rank, shape, nc, ratio, izp, ozp, false, false);
+    return qdq_rescale_n(c, x, ti, to, rank, shape, nc, ratio, izp, ozp, false, false);
 }
 
 const char *qdq_x_rescale_u(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                             const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou) {
-    return q_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, iu, ou);
+    return qdq_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, iu, ou);
 }
 
 const char *qdq_x_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape) {
@@ -1575,5 +1365,5 @@ bool qdq_x_act_fn(lower_ctx *c, const char *op, double x, double *y) { return ac
 
 const char *qdq_x_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape, int64_t lo,
                         int64_t hi) {
-    return q_clamp(c, x, t, rank, shape, lo, hi);
+    return qdq_clamp(c, x, t, rank, shape, lo, hi);
 }

@@ -54,4 +54,26 @@ double qdq_val_f64(const lw_val *v, uint64_t k);
 uint64_t qdq_val_count(const lw_val *v);
 const lw_val *qdq_const(lower_session *s, arena *a, const char *name);
 
+/* Requantisation arithmetic (qdq_rescale.c). RESCALE of x (dtype ti, zero
+ * point izp, input_unsigned iu) to dtype to (ozp, ou) by ratio, or by nc
+ * per-channel ratios over the last axis; NULL (with the reason set) when a
+ * ratio is outside what RESCALE can express. NULL operands propagate. */
+const char *qdq_rescale_n(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                          const int64_t *shape, int64_t nc, const double *ratio, int64_t izp, int64_t ozp,
+                          bool iu, bool ou);
+const char *qdq_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                        const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou);
+/* Whether int8 requantisation emulates ONNX Runtime's rounding
+ * (ctosa_lower_options.requant, never under U55), and that emulation: int32
+ * accumulator acc to int8 with nc ratios, output zero point ozp, pre added
+ * before rounding. */
+bool qdq_match_ort(const lower_ctx *c);
+const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
+                            int64_t nc, const double *ratio, int64_t ozp, int64_t pre);
+/* s_x * s_w / s_y as ONNX Runtime's fused kernels compute it (float32). */
+double qdq_acc_ratio(double sx, double sw, double sy);
+/* CLAMP of x (int8/int16/int32) to [lo, hi]. */
+const char *qdq_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                      int64_t lo, int64_t hi);
+
 #endif
