@@ -409,4 +409,29 @@ static inline bool lt_validate_all(const ctosa_lower_summary *s, const ctosa_spe
     return true;
 }
 
+/* Lowers model under spec with opt (NULL: defaults, nothing written) and
+ * validates every partition (lt_validate_all). *res is the result, NULL
+ * when lowering itself failed; false with the lowering error or the first
+ * validation problem in why. */
+static inline bool lt_lower(const char *model, const ctosa_spec *spec, const ctosa_lower_options *opt,
+                            ctosa_lower_result **res, char *why, size_t cap) {
+    ctosa_lower_options dflt;
+    if (!opt) {
+        ctosa_lower_options_init(&dflt);
+        dflt.no_report = true;
+        dflt.no_partitioned_onnx = true;
+        opt = &dflt;
+    }
+    *res = NULL;
+    ctosa_error *e = ctosa_lower_file(model, spec, opt, res);
+    if (e) {
+        snprintf(why, cap, "%s", ctosa_error_message(e));
+        ctosa_error_free(e);
+        ctosa_lower_result_free(*res);
+        *res = NULL;
+        return false;
+    }
+    return lt_validate_all(ctosa_lower_result_summary(*res), spec, why, cap);
+}
+
 #endif

@@ -38,17 +38,9 @@ static ctosa_lower_result *lower(const char *model, const char *spec_str, uint32
     opt.n_binds = n_binds;
     opt.binds = binds;
     opt.requant = g_requant;
-    ctosa_lower_result *res = NULL;
-    ctosa_error *e = ctosa_lower_file(model, &spec, &opt, &res);
-    if (e) {
-        CHECK_MSG(false, "%s: %s", model, ctosa_error_message(e));
-        ctosa_error_free(e);
-        ctosa_lower_result_free(res);
-        return NULL;
-    }
-    const ctosa_lower_summary *s = ctosa_lower_result_summary(res);
+    ctosa_lower_result *res;
     char why[1024];
-    CHECK_MSG(lt_validate_all(s, &spec, why, sizeof why), "%s: %s", model, why);
+    CHECK_MSG(lt_lower(model, &spec, &opt, &res, why, sizeof why), "%s: %s", model, why);
     return res;
 }
 

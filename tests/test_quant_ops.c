@@ -25,20 +25,9 @@
 static ctosa_lower_result *lower(const char *model, const char *spec_str) {
     ctosa_spec spec;
     CHECK_OK(ctosa_spec_parse(spec_str, &spec));
-    ctosa_lower_options opt;
-    ctosa_lower_options_init(&opt);
-    opt.no_report = true;
-    opt.no_partitioned_onnx = true;
-    ctosa_lower_result *res = NULL;
-    ctosa_error *e = ctosa_lower_file(model, &spec, &opt, &res);
-    if (e) {
-        CHECK_MSG(false, "%s: %s", model, ctosa_error_message(e));
-        ctosa_error_free(e);
-        ctosa_lower_result_free(res);
-        return NULL;
-    }
+    ctosa_lower_result *res;
     char why[1024];
-    CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(res), &spec, why, sizeof why), "%s: %s", model, why);
+    CHECK_MSG(lt_lower(model, &spec, NULL, &res, why, sizeof why), "%s: %s", model, why);
     return res;
 }
 
