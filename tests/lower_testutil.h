@@ -434,4 +434,34 @@ static inline bool lt_lower(const char *model, const ctosa_spec *spec, const cto
     return lt_validate_all(ctosa_lower_result_summary(*res), spec, why, cap);
 }
 
+/* Runs the single partition of s on dir/cpu_<input>.npy (the value the CPU
+ * side hands it) and compares its first output with dir/ref_output_0.npy
+ * exactly; false with the problem in why. */
+static inline bool lt_run_single_vs_ref(const ctosa_lower_summary *s, const char *dir, char *why, size_t cap) {
+    char f[4200];
+    const ctosa_lower_io *in = &s->partitions[0].inputs[0];
+    lt_values vals = {0};
+    npy_array a, want = {0};
+    bool ok = false;
+    ctosa_error *e;
+    snprintf(f, sizeof f, "%s/cpu_%s.npy", dir, in->name);
+    if (!(e = lt_load_array(f, &a)) && !(e = lt_values_put(&vals, in->name, &a))) {
+        snprintf(f, sizeof f, "%s/ref_output_0.npy", dir);
+        if (lt_run_partitions(s, &vals, 1, why, cap) != LT_RUN_OK) {
+            /* why is set */
+        } else if (!(e = lt_load_array(f, &want))) {
+            const npy_array *got = lt_values_get(&vals, s->partitions[0].outputs[0].name);
+            if (!got) snprintf(why, cap, "no output");
+            else ok = lt_compare(got, &want, 0, 0, NULL, why, cap);
+        }
+    }
+    if (e) {
+        snprintf(why, cap, "%s", ctosa_error_message(e));
+        ctosa_error_free(e);
+    }
+    npy_free(&want);
+    lt_values_free(&vals);
+    return ok;
+}
+
 #endif

@@ -125,25 +125,14 @@ static void test_qdq_cascade(void) {
     CHECK_MSG(s->n_partitions == 1 && s->n_fallback == 4 && s->nodes_delegated == 3,
               "%u partitions, %u fallback, %u delegated", s->n_partitions, s->n_fallback, s->nodes_delegated);
     if (s->n_partitions == 1 && s->partitions[0].n_inputs == 1) {
-        char f[700], why[512];
+        char why[512];
         const ctosa_lower_io *in = &s->partitions[0].inputs[0];
         CHECK_MSG(in->quantized && fabs(in->scale - 0.2) < 1e-6 && in->zero_point == 3, "partition input %s",
                   in->name);
-        lt_values vals = {0};
-        npy_array a, want;
-        snprintf(f, sizeof f, "%s/tests/data/lower/quant/cascade_grouped_conv/cpu_%s.npy", CTOSA_SOURCE_DIR,
-                 in->name);
-        CHECK_OK(lt_load_array(f, &a));
-        CHECK_OK(lt_values_put(&vals, in->name, &a));
-        lt_run_status rs = lt_run_partitions(s, &vals, 1, why, sizeof why);
-        CHECK_MSG(rs == LT_RUN_OK, "%s", why);
-        snprintf(f, sizeof f, "%s/tests/data/lower/quant/cascade_grouped_conv/ref_output_0.npy", CTOSA_SOURCE_DIR);
-        CHECK_OK(lt_load_array(f, &want));
-        const npy_array *got = lt_values_get(&vals, s->partitions[0].outputs[0].name);
-        CHECK_MSG(got && lt_compare(got, &want, 0, 0, NULL, why, sizeof why), "cascade: %s", got ? why : "no output");
+        CHECK_MSG(lt_run_single_vs_ref(s, CTOSA_SOURCE_DIR "/tests/data/lower/quant/cascade_grouped_conv", why,
+                                       sizeof why),
+                  "cascade: %s", why);
         printf("  qdq_cascade (no value_info): grouped Conv group on the CPU, Relu group delegated, exact\n");
-        npy_free(&want);
-        lt_values_free(&vals);
     }
     ctosa_lower_result_free(r);
 }
