@@ -8,6 +8,13 @@
 
 #include "lower/lower.h"
 
+/* Constants of at least this many bytes are "weights" for the large-model
+ * paths (docs/lowering.md, "Large models"): they stay file ranges of the
+ * model (partition/lower_api.c), transforms of them are streamed
+ * (opt_transpose_layout.c), and a DequantizeLinear of one is left to run
+ * time instead of being folded (lower_qdq.c). */
+#define LW_LARGE_CONST_BYTES ((uint64_t)64 << 10)
+
 /* One ONNX value. `v` comes first so a lw_val* is a lower_value*. */
 typedef struct lw_val {
     lower_value v;

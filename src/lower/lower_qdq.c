@@ -204,8 +204,9 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     axis_shape(r, p.axis, p.n, cs);
     const int64_t *shape = xv->v.shape;
     /* (issue 9) weight-sized constants outside a QDQ group are dequantized
-     * at run time instead: the int8 bytes pass through to the TOSA file */
-    if (xv->v.data && (qdq_info(c)->role == QR_DQ || qdq_val_count(xv) <= ((uint64_t)64 << 10))) {
+     * at run time instead: the int8 bytes pass through to the TOSA file
+     * (the size test counts elements, which are bytes for int8/uint8) */
+    if (xv->v.data && (qdq_info(c)->role == QR_DQ || qdq_val_count(xv) <= LW_LARGE_CONST_BYTES)) {
         /* constant input: the result is a constant */
         uint64_t cnt = qdq_val_count(xv);
         double *v = arena_alloc(lw_arena(c), (size_t)cnt * sizeof(double) + 8);

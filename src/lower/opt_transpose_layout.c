@@ -784,7 +784,7 @@ uint64_t ot_stream_min(void) {
     const char *v = getenv("CTOSA_STREAM_TRANSFORM_MIN");
     char *end = NULL;
     unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
-    return end && !*end && x ? (uint64_t)x : (uint64_t)64 << 10;
+    return end && !*end && x ? (uint64_t)x : LW_LARGE_CONST_BYTES;
 }
 
 /* Reduces (shape, perm) to [B, R, C] units of U bytes; false when the

@@ -338,7 +338,6 @@ static ctosa_error *not_the_model(const char *model_real, const char *path) {
  * files, so the writer streams them with copy_file_range and the process
  * never maps their pages in (peak RSS independent of the model size).
  * Only for the files written; small constants stay in memory. */
-#define FILE_BACKED_MIN ((uint64_t)64 << 10)
 static ctosa_error *file_backed_weights(const lower_session *s, ctosa_graph *g) {
     for (uint32_t ri = 0; ri < ctosa_graph_region_count(g); ri++) {
         const ctosa_region *r = ctosa_graph_region(g, ri);
@@ -352,7 +351,7 @@ static ctosa_error *file_backed_weights(const lower_session *s, ctosa_graph *g) 
                 if (gen) {
                     /* a streamed permute (conv / Gemm weight): read its
                      * source with pread, not through the mapping */
-                    if (gen->src.kind == CTOSA_DATA_MEMORY && gen->src.size >= FILE_BACKED_MIN &&
+                    if (gen->src.kind == CTOSA_DATA_MEMORY && gen->src.size >= LW_LARGE_CONST_BYTES &&
                         onnx_model_locate(s->m, gen->src.ptr, gen->src.size, &fd, &off)) {
                         gen->src.kind = CTOSA_DATA_FILE;
                         gen->src.ptr = NULL;
@@ -362,7 +361,7 @@ static ctosa_error *file_backed_weights(const lower_session *s, ctosa_graph *g) 
                     }
                     continue;
                 }
-                if (t->data.kind != CTOSA_DATA_MEMORY || t->data.size < FILE_BACKED_MIN ||
+                if (t->data.kind != CTOSA_DATA_MEMORY || t->data.size < LW_LARGE_CONST_BYTES ||
                     !onnx_model_locate(s->m, t->data.ptr, t->data.size, &fd, &off))
                     continue;
                 ctosa_error *e = ctosa_tensor_set_data_file(g, t, NULL, fd, off, t->data.size);

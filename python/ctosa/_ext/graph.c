@@ -1185,7 +1185,7 @@ static PyGetSetDef tensor_getset[] = {
     {"data_kind", (getter)tensor_data_kind, NULL, "'none', 'memory', 'file' or 'generated'", NULL},
     {"data_file", (getter)tensor_data_file, NULL, "(path, fd, offset, size) for file-backed data", NULL},
     {"raw", (getter)tensor_raw, NULL, "constant bytes in place (DataView); a bytes copy for file/generated data; None when not constant", NULL},
-    {"data", (getter)tensor_data, NULL, "read-only numpy view of the constant data, or None", NULL},
+    {"data", (getter)tensor_data, NULL, "read-only numpy array of the constant data: a view of the mapping, a copy for file/generated data; None when not constant", NULL},
     {"graph", (getter)view_graph, NULL, "the owning TosaGraph", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
