@@ -290,15 +290,8 @@ lower_status qdq_lower_u8_reject(lower_ctx *c) {
 
 /* --------------------------------------------------------------- heads */
 
-/* A head operand in the signed domain. */
-typedef struct qa {
-    const char *x;
-    ctosa_dtype t;
-    double s;
-    int64_t zp;
-    uint32_t rank;
-    int64_t shape[LOWER_MAX_RANK];
-} qa;
+/* A head operand in the signed domain (qx_in, shared with qdq_ext.h). */
+typedef qx_in qa;
 
 /* Input i of the head (a folded DequantizeLinear output) as a signed
  * int8/int16 tensor with its scale and zero point. */
@@ -347,15 +340,9 @@ static bool head_in(lower_ctx *c, uint32_t i, qa *o) {
     return o->x != NULL;
 }
 
-/* The group output: scale, signed zero point, clamp range (with the fused
- * activation), and whether it is uint8. */
-typedef struct qo {
-    double s;
-    int64_t zp;
-    ctosa_dtype t;
-    bool u8;
-    int64_t lo, hi;
-} qo;
+/* The group output (qx_out, shared with qdq_ext.h): scale, signed zero
+ * point, clamp range (with the fused activation), whether it is uint8. */
+typedef qx_out qo;
 
 static bool head_out(lower_ctx *c, uint32_t rank, qo *o) {
     const qdq_node *qn = qdq_info(c);
@@ -766,8 +753,8 @@ static lower_status head_matmul(lower_ctx *c) {
     return matmul_core(c, &a, 1, rows, K, Nn, w.xv->v.data, 0, w.zp, w.p.n, w.p.scale, NULL, 1.0, &o, A->rank, os);
 }
 
-/* Broadcast shape of two operands with leading-1 rank matching. */
-static bool bcast(const qa *a, const qa *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs) {
+/* Broadcast shape of two operands (numpy rules, leading ones). */
+bool qdq_bcast(const qa *a, const qa *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs) {
     uint32_t r = a->rank > b->rank ? a->rank : b->rank;
     for (uint32_t i = 0; i < r; i++) {
         int64_t da = i + a->rank >= r ? a->shape[i + a->rank - r] : 1;
@@ -787,7 +774,7 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
     if (!head_in(c, 0, &a) || !head_in(c, 1, &b)) return LOWER_REJECT;
     uint32_t r;
     int64_t os[LOWER_MAX_RANK], as[LOWER_MAX_RANK], bs[LOWER_MAX_RANK];
-    if (!bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "shapes do not broadcast");
+    if (!qdq_bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "shapes do not broadcast");
     if (!head_out(c, r, &o)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8 || b.t != CTOSA_DTYPE_INT8)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int8/uint8 only", lw_node(c)->op_type);
@@ -1304,29 +1291,13 @@ lower_status qdq_lower_qlinearmatmul(lower_ctx *c) { return explicit_matmul(c, t
 lower_status qdq_lower_matmulinteger(lower_ctx *c) { return explicit_matmul(c, false); }
 
 /* ------------------------------------------ exported for qdq_ext.h users */
-/* Thin wrappers so the second-layer heads (qdq_table.c, qdq_ops16.c,
- * qdq_ops8.c, qdq_softmax.c) share this file's operand, output and
- * requantisation logic; qx_in / qx_out mirror qa / qo field by field. */
+/* The second-layer heads (qdq_table.c, qdq_ops16.c, qdq_ops8.c,
+ * qdq_softmax.c) share this file's operand, output and requantisation
+ * logic through these (qa / qo are qx_in / qx_out). */
 
-bool qdq_x_in(lower_ctx *c, uint32_t i, qx_in *o) {
-    qa a;
-    if (!head_in(c, i, &a)) return false;
-    o->x = a.x; o->t = a.t; o->s = a.s; o->zp = a.zp; o->rank = a.rank;
-    memcpy(o->shape, a.shape, sizeof o->shape);
-    return true;
-}
+bool qdq_x_in(lower_ctx *c, uint32_t i, qx_in *o) { return head_in(c, i, o); }
 
-bool qdq_x_out(lower_ctx *c, uint32_t rank, qx_out *o) {
-    qo q;
-    if (!head_out(c, rank, &q)) return false;
-    o->s = q.s; o->zp = q.zp; o->t = q.t; o->u8 = q.u8; o->lo = q.lo; o->hi = q.hi;
-    return true;
-}
-
-static qo qo_of(const qx_out *o) {
-    qo q = {o->s, o->zp, o->t, o->u8, o->lo, o->hi};
-    return q;
-}
+bool qdq_x_out(lower_ctx *c, uint32_t rank, qx_out *o) { return head_out(c, rank, o); }
 
 bool qdq_x_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
     qw q;
@@ -1341,8 +1312,7 @@ bool qdq_x_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
 const double *qdq_x_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad) { return head_bias(c, i, n, bad); }
 
 lower_status qdq_x_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t rank, const int64_t *shape) {
-    qo q = qo_of(o);
-    return head_finish(c, y, &q, rank, shape);
+    return head_finish(c, y, o, rank, shape);
 }
 
 const char *qdq_x_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
@@ -1350,21 +1320,10 @@ const char *qdq_x_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dty
     return qdq_rescale_n(c, x, ti, to, rank, shape, nc, ratio, izp, ozp, false, false);
 }
 
-const char *qdq_x_rescale_u(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                            const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou) {
-    return qdq_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, iu, ou);
-}
 
 const char *qdq_x_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape) {
-    qa q = {a->x, a->t, a->s, a->zp, a->rank, {0}};
-    memcpy(q.shape, a->shape, sizeof q.shape);
-    qo p = qo_of(o);
-    return requant(c, &q, &p, rank, shape);
+    return requant(c, a, o, rank, shape);
 }
 
 bool qdq_x_act_fn(lower_ctx *c, const char *op, double x, double *y) { return act_fn(c, op, x, y); }
 
-const char *qdq_x_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape, int64_t lo,
-                        int64_t hi) {
-    return qdq_clamp(c, x, t, rank, shape, lo, hi);
-}

@@ -3,9 +3,10 @@
  * Pad, ConvTranspose, Softmax, LayerNormalization and two-operand MatMul
  * heads (qdq_ops16.c, qdq_table.c, qdq_softmax.c, qdq_ops8.c).
  *
- * They reuse the group machinery of lower_qdq.c through the small exported
- * wrappers declared here (the operand / output views qx_in / qx_out mirror
- * lower_qdq.c's own), and are reached from qdq_lower_head() through
+ * They reuse the group machinery of lower_qdq.c through the functions
+ * declared here (qx_in / qx_out are lower_qdq.c's own operand and output
+ * views; RESCALE with flags and CLAMP are qdq_rescale / qdq_clamp of
+ * lower_qdq.h), and are reached from qdq_lower_head() through
  * qdq_ext_head(), which claims a node or leaves it to the built-in heads. */
 #ifndef CTOSA_QDQ_EXT_H
 #define CTOSA_QDQ_EXT_H
@@ -56,16 +57,13 @@ lower_status qdq_x_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t
 /* RESCALE with nc ratios (per channel over the last axis when nc > 1). */
 const char *qdq_x_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                           const int64_t *shape, int64_t nc, const double *ratio, int64_t izp, int64_t ozp);
-/* One ratio, with RESCALE's input_unsigned / output_unsigned flags. */
-const char *qdq_x_rescale_u(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                            const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou);
 /* Operand requantised to the output's scale / zero point / carrier. */
 const char *qdq_x_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape);
+/* Broadcast shape of two operands (numpy rules, leading ones); false when
+ * they do not broadcast. as / bs: the operands' shapes padded to *rank. */
+bool qdq_bcast(const qx_in *a, const qx_in *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs);
 /* Float function of a table activation (false: not one). */
 bool qdq_x_act_fn(lower_ctx *c, const char *op, double x, double *y);
-/* CLAMP of an int8/int16/int32 tensor to [lo, hi]. */
-const char *qdq_x_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape, int64_t lo,
-                        int64_t hi);
 
 /* The ext dispatcher (qdq_ops16.c): true when it handled the head (*st is
  * the result), false to leave it to lower_qdq.c. */

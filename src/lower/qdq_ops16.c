@@ -101,21 +101,6 @@ bool qdq_ext_head(lower_ctx *c, lower_status *st) {
     return false;
 }
 
-/* Broadcast shapes (numpy rules, leading ones). */
-static bool bcast(const qx_in *a, const qx_in *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs) {
-    uint32_t r = a->rank > b->rank ? a->rank : b->rank;
-    for (uint32_t i = 0; i < r; i++) {
-        int64_t da = i + a->rank >= r ? a->shape[i + a->rank - r] : 1;
-        int64_t db = i + b->rank >= r ? b->shape[i + b->rank - r] : 1;
-        as[i] = da;
-        bs[i] = db;
-        if (da != db && da != 1 && db != 1) return false;
-        os[i] = da > db ? da : db;
-    }
-    *rank = r;
-    return true;
-}
-
 lower_status qdq_addsubmul(lower_ctx *c, int kind) {
     const char *op = lw_node(c)->op_type;
     qx_in a, b;
@@ -123,7 +108,7 @@ lower_status qdq_addsubmul(lower_ctx *c, int kind) {
     if (!qdq_x_in(c, 0, &a) || !qdq_x_in(c, 1, &b)) return LOWER_REJECT;
     uint32_t r;
     int64_t os[LOWER_MAX_RANK], as[LOWER_MAX_RANK], bs[LOWER_MAX_RANK];
-    if (!bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: shapes do not broadcast", op);
+    if (!qdq_bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: shapes do not broadcast", op);
     if (!qdq_x_out(c, r, &o)) return LOWER_REJECT;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: int16 output zero point %lld (TOSA needs 0)",
