@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "ctosa/ctosa.h"
+#include "bench_clock.h"
 
 /* The pool of weight bytes: 4x the largest weight, at least 1 MiB, at
  * most 512 MiB (so small models for tests write little). */
@@ -72,16 +73,7 @@ typedef struct cfg {
 
 static char pool_path[1200];
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what, ctosa_error *e) {
-    fprintf(stderr, "bench_bigfile: %s: %s\n", what, e ? ctosa_error_message(e) : strerror(errno));
-    exit(1);
-}
+static void die(const char *what, ctosa_error *e) { bench_die("bench_bigfile", what, e); }
 
 /* ----------------------------------------------------------- the graph */
 
@@ -380,7 +372,7 @@ static cfg C;
 static result in_child(void (*fn)(result *)) {
     int pfd[2];
     if (pipe(pfd) != 0) die("pipe", NULL);
-    double t0 = now();
+    double t0 = bench_now();
     pid_t pid = fork();
     if (pid < 0) die("fork", NULL);
     if (pid == 0) {
@@ -398,14 +390,14 @@ static result in_child(void (*fn)(result *)) {
     struct rusage ru;
     if (wait4(pid, &st, 0, &ru) < 0) die("wait4", NULL);
     if (n != (ssize_t)sizeof r || !WIFEXITED(st) || WEXITSTATUS(st) != 0) r.status = -1;
-    if (r.seconds == 0) r.seconds = now() - t0;
+    if (r.seconds == 0) r.seconds = bench_now() - t0;
     r.rss_kib = ru.ru_maxrss;
     return r;
 }
 
 /* Runs a command (stdout to out_file or /dev/null): wall time, RSS, exit. */
 static result spawn(char *const argv[], const char *out_file) {
-    double t0 = now();
+    double t0 = bench_now();
     pid_t pid = fork();
     if (pid < 0) die("fork", NULL);
     if (pid == 0) {
@@ -421,7 +413,7 @@ static result spawn(char *const argv[], const char *out_file) {
     struct rusage ru;
     if (wait4(pid, &st, 0, &ru) < 0) die("wait4", NULL);
     result r = {0};
-    r.seconds = now() - t0;
+    r.seconds = bench_now() - t0;
     r.rss_kib = ru.ru_maxrss;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     if (out_file) {
@@ -432,22 +424,22 @@ static result spawn(char *const argv[], const char *out_file) {
 }
 
 static void step_write(result *r) {
-    double t0 = now();
+    double t0 = bench_now();
     uint64_t params;
     ctosa_graph *g = build_graph(&C, &params);
     ctosa_error *e = ctosa_write_file(g, tosa_path, NULL);
     if (e) die("write", e);
-    r->seconds = now() - t0;
+    r->seconds = bench_now() - t0;
     r->bytes = params;
     ctosa_graph_free(g);
 }
 
 static void step_open(result *r) {
-    double t0 = now();
+    double t0 = bench_now();
     ctosa_graph *g;
     ctosa_error *e = ctosa_read_file(tosa_path, NULL, &g);
     if (e) die("read", e);
-    r->seconds = now() - t0;
+    r->seconds = bench_now() - t0;
     r->bytes = ctosa_graph_file_info(g).flatbuffer_size;
     ctosa_graph_free(g);
 }
@@ -579,9 +571,9 @@ int main(int argc, char **argv) {
     printf("bench_bigfile: layers %d hidden %d ffn %d vocab %d tokens %d; files in %s\n", C.layers,
            C.hidden, C.ffn, C.vocab, C.tokens, dir);
     printf("load average at the start: %s", loadavg());
-    double t0 = now();
+    double t0 = bench_now();
     make_pool(pool_path);
-    printf("pool       %9.3f s   (%.1f MiB of pseudo-random fp32, untimed below)\n", now() - t0,
+    printf("pool       %9.3f s   (%.1f MiB of pseudo-random fp32, untimed below)\n", bench_now() - t0,
            POOL_BYTES / 1048576.0);
     write_inputs(&C, tok_path, mask_path);
     sync();

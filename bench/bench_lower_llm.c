@@ -43,15 +43,10 @@
 #include <unistd.h>
 
 #include "ctosa/ctosa.h"
+#include "bench_clock.h"
 
 #define MAX_SPECS 8
 #define MAX_ROUNDS 50
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *fmt, const char *arg) {
     fprintf(stderr, "bench_lower_llm: ");
@@ -71,7 +66,7 @@ typedef struct run {
 static run run_child(char *const argv[], bool show) {
     run r = {0};
     sync();
-    double t0 = now();
+    double t0 = bench_now();
     pid_t pid = fork();
     if (pid < 0) die("fork: %s", strerror(errno));
     if (pid == 0) {
@@ -88,7 +83,7 @@ static run run_child(char *const argv[], bool show) {
     int st = 0;
     struct rusage ru;
     if (wait4(pid, &st, 0, &ru) < 0) die("wait4: %s", strerror(errno));
-    r.wall = now() - t0;
+    r.wall = bench_now() - t0;
     r.rss_mib = (double)ru.ru_maxrss / 1024.0;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return r;
@@ -276,10 +271,10 @@ int main(int argc, char **argv) {
         printf("output  %.1f MB in total; %d .tosa file(s), %.1f MB\n", (double)total / 1e6, n_tosa,
                (double)tosa_total / 1e6);
         if (big[0]) {
-            double t0 = now();
+            double t0 = bench_now();
             ctosa_graph *g = NULL;
             ctosa_error *e = ctosa_read_file(big, NULL, &g);
-            double t_open = now() - t0;
+            double t_open = bench_now() - t0;
             printf("open    %s: ctosa_read_file (map + verify + decode) %.1f ms%s%s\n", big, t_open * 1e3,
                    e ? ": " : "", e ? ctosa_error_message(e) : "");
             ctosa_error_free(e);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "ctosa/ctosa.h"
+#include "bench_clock.h"
 
 #define N_CONST 200
 #define N_ADD 2000
@@ -40,16 +41,7 @@
 
 static char dir[1024], src[1100];
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what, ctosa_error *e) {
-    fprintf(stderr, "bench_serialize: %s: %s\n", what, e ? ctosa_error_message(e) : strerror(errno));
-    exit(1);
-}
+static void die(const char *what, ctosa_error *e) { bench_die("bench_serialize", what, e); }
 
 /* The graph; data from mem (borrowed) when mem != NULL, else from src. */
 static ctosa_graph *build(const uint8_t *mem) {
@@ -128,7 +120,7 @@ static step_result run_step(step_fn fn, const char *arg, long *maxrss_kib) {
 static void step_cp(step_result *r, const char *out) {
     char cmd[3000];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, out);
-    double t0 = now();
+    double t0 = bench_now();
     /* exec directly so the measured RSS is cp's own */
     pid_t pid = fork();
     if (pid == 0) {
@@ -138,14 +130,14 @@ static void step_cp(step_result *r, const char *out) {
     int st;
     struct rusage ru;
     wait4(pid, &st, 0, &ru);
-    r->seconds = now() - t0;
+    r->seconds = bench_now() - t0;
     r->bytes = (uint64_t)N_CONST * PER;
     r->check = (uint64_t)ru.ru_maxrss;
     r->ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 static void step_write_mem(step_result *r, const char *out) {
-    double t0 = now();
+    double t0 = bench_now();
     uint8_t *mem = malloc(TOTAL);
     int fd = open(src, O_RDONLY);
     if (!mem || fd < 0) die("load", NULL);
@@ -156,9 +148,9 @@ static void step_write_mem(step_result *r, const char *out) {
     }
     close(fd);
     ctosa_graph *g = build(mem);
-    double t1 = now();
+    double t1 = bench_now();
     ctosa_error *e = ctosa_write_file(g, out, NULL);
-    double t2 = now();
+    double t2 = bench_now();
     if (e) die("write", e);
     struct stat st;
     stat(out, &st);
@@ -171,11 +163,11 @@ static void step_write_mem(step_result *r, const char *out) {
 }
 
 static void step_write_file(step_result *r, const char *out) {
-    double t0 = now();
+    double t0 = bench_now();
     ctosa_graph *g = build(NULL);
-    double t1 = now();
+    double t1 = bench_now();
     ctosa_error *e = ctosa_write_file(g, out, NULL);
-    double t2 = now();
+    double t2 = bench_now();
     if (e) die("write", e);
     struct stat st;
     stat(out, &st);
@@ -187,7 +179,7 @@ static void step_write_file(step_result *r, const char *out) {
 }
 
 static void read_common(step_result *r, const char *in, bool touch) {
-    double t0 = now();
+    double t0 = bench_now();
     ctosa_graph *g;
     ctosa_error *e = ctosa_read_file(in, NULL, &g);
     if (e) die("read", e);
@@ -213,7 +205,7 @@ static void read_common(step_result *r, const char *in, bool touch) {
             n += b->n_ops;
         }
     }
-    double t1 = now();
+    double t1 = bench_now();
     r->seconds = t1 - t0;
     r->bytes = bytes;
     r->check = touch ? sum : n;
