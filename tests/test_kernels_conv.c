@@ -1,6 +1,7 @@
 /* test_kernels_conv.c - CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D
  * and MATMUL against naive loops written from the pseudocode (exact for
- * integers, tolerance for fp32), plus ERROR_IF and REQUIRE cases. */
+ * integers, tolerance for fp32), plus ERROR_IF and REQUIRE cases; all of
+ * it once on the fast paths and once on the reference loops. */
 #include <math.h>
 
 #include "harness.h"
@@ -190,44 +191,95 @@ static void test_transpose(void) {
     run_case(&(ccase){2, I8, I8, I32, I32, 1, 4, 4, 5, 6, 2, 3, 1, {1, 0, 0, 2}, {2, 1}, {1, 1}, -100, 33, false});
 }
 
-static void test_conv3d(void) {
-    /* naive check of a 3-D case with depth padding and stride */
-    int64_t N = 1, ID = 5, IH = 5, IW = 4, IC = 3, OC = 5, KD = 2, KH = 3, KW = 2;
-    int32_t pad[6] = {1, 0, 1, 1, 0, 1}, st[3] = {2, 1, 1}, dil[3] = {1, 1, 2};
-    int64_t OD = (ID - 1 + 1 - (KD - 1)) / 2 + 1, OH = (IH - 1 + 2 - 2) / 1 + 1, OW = (IW - 1 + 1 - 2) / 1 + 1;
-    itensor *in = KT_T(FP32, 5, N, ID, IH, IW, IC), *w = KT_T(FP32, 5, OC, KD, KH, KW, IC);
-    itensor *b = KT_T(FP32, 1, OC), *out = kt_new(CTOSA_DTYPE_FP32, 5, KT_DIMS(N, OD, OH, OW, OC));
+/* CONV3D against a plain loop written from the pseudocode (double sums);
+ * returns the largest |ctosa - plain| and sets *bound to a tolerance: the
+ * output type's rounding of the largest |sum| (fp16) or fp32 sum error. */
+static double conv3d_case(ctosa_dtype t, ctosa_dtype acc_t, int64_t N, int64_t ID, int64_t IH, int64_t IW,
+                          int64_t IC, int64_t OC, int64_t KD, int64_t KH, int64_t KW, const int32_t pad[6],
+                          const int32_t st[3], const int32_t dil[3], bool local_bound, double *bound) {
+    int64_t OD = (ID - 1 + pad[0] + pad[1] - (KD - 1) * dil[0]) / st[0] + 1;
+    int64_t OH = (IH - 1 + pad[2] + pad[3] - (KH - 1) * dil[1]) / st[1] + 1;
+    int64_t OW = (IW - 1 + pad[4] + pad[5] - (KW - 1) * dil[2]) / st[2] + 1;
+    itensor *in = kt_new(t, 5, KT_DIMS(N, ID, IH, IW, IC)), *w = kt_new(t, 5, KT_DIMS(OC, KD, KH, KW, IC));
+    itensor *b = kt_new(t, 1, KT_DIMS(OC)), *out = kt_new(t, 5, KT_DIMS(N, OD, OH, OW, OC));
     fill(in, 0, 1);
     fill(w, 0, 1);
     fill(b, 0, 1);
-    itensor *ins[5] = {in, w, b, KT_T(FP32, 1, 1), KT_T(FP32, 1, 1)};
+    itensor *ins[5] = {in, w, b, kt_new(t, 1, KT_DIMS(1)), kt_new(t, 1, KT_DIMS(1))};
     ctosa_attr a = {0};
-    a.acc_type = CTOSA_DTYPE_FP32;
+    a.acc_type = acc_t;
+    a.local_bound = local_bound;
     a.pad = (ctosa_i32s){pad, 6};
     a.stride = (ctosa_i32s){st, 3};
     a.dilation = (ctosa_i32s){dil, 3};
     CHECK_OK(kt_run(interp_k_CONV3D, CTOSA_OP_CONV3D, &a, 5, ins, 1, &out));
     const float *I = in->data, *W = w->data, *B = b->data, *O = out->data;
-    int bad = 0;
-    for (int64_t od = 0; od < OD; od++)
-        for (int64_t oy = 0; oy < OH; oy++)
-            for (int64_t ox = 0; ox < OW; ox++)
-                for (int64_t oc = 0; oc < OC; oc++) {
-                    double acc = B[oc];
-                    for (int64_t kd = 0; kd < KD; kd++)
-                        for (int64_t ky = 0; ky < KH; ky++)
-                            for (int64_t kx = 0; kx < KW; kx++) {
-                                int64_t z = od * st[0] - pad[0] + kd * dil[0], y = oy * st[1] - pad[2] + ky * dil[1],
-                                        x = ox * st[2] - pad[4] + kx * dil[2];
-                                if (z < 0 || z >= ID || y < 0 || y >= IH || x < 0 || x >= IW) continue;
-                                for (int64_t ic = 0; ic < IC; ic++)
-                                    acc += (double)I[((z * IH + y) * IW + x) * IC + ic] *
-                                           W[(((oc * KD + kd) * KH + ky) * KW + kx) * IC + ic];
-                            }
-                    if (fabs(O[((od * OH + oy) * OW + ox) * OC + oc] - acc) > 1e-4) bad++;
-                }
-    CHECK_MSG(bad == 0, "%d mismatches", bad);
+    double maxd = 0, maxabs = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t od = 0; od < OD; od++)
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++)
+                    for (int64_t oc = 0; oc < OC; oc++) {
+                        double acc = B[oc], mag = fabs(B[oc]);
+                        for (int64_t kd = 0; kd < KD; kd++)
+                            for (int64_t ky = 0; ky < KH; ky++)
+                                for (int64_t kx = 0; kx < KW; kx++) {
+                                    int64_t z = od * st[0] - pad[0] + kd * dil[0];
+                                    int64_t y = oy * st[1] - pad[2] + ky * dil[1];
+                                    int64_t x = ox * st[2] - pad[4] + kx * dil[2];
+                                    if (z < 0 || z >= ID || y < 0 || y >= IH || x < 0 || x >= IW) continue;
+                                    for (int64_t ic = 0; ic < IC; ic++) {
+                                        double p = (double)I[(((n * ID + z) * IH + y) * IW + x) * IC + ic] *
+                                                   W[(((oc * KD + kd) * KH + ky) * KW + kx) * IC + ic];
+                                        acc += p;
+                                        mag += fabs(p);
+                                    }
+                                }
+                        double d = fabs(O[(((n * OD + od) * OH + oy) * OW + ox) * OC + oc] - acc);
+                        if (!(d <= maxd)) maxd = d; /* NaN propagates */
+                        if (mag > maxabs) maxabs = mag;
+                    }
+    /* fp32: a few ulps of the magnitude; fp16: the accumulator and output
+     * round at every step (ulp 2^-10 relative, K + 2 roundings) */
+    int64_t K = KD * KH * KW * IC;
+    *bound = maxabs * (t == CTOSA_DTYPE_FP16 ? (double)(K + 2) * 0x1p-10 : 1e-6);
     kt_free_all();
+    return maxd;
+}
+
+static void test_conv3d(void) {
+    /* depth padding and stride */
+    double bound, d;
+    d = conv3d_case(CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, 1, 5, 5, 4, 3, 5, 2, 3, 2, (const int32_t[]){1, 0, 1, 1, 0, 1},
+                    (const int32_t[]){2, 1, 1}, (const int32_t[]){1, 1, 2}, false, &bound);
+    CHECK_MSG(d <= bound, "max diff %g (bound %g)", d, bound);
+    /* Conformance cases that read past the input in the small-channel patch
+     * path (it ignored the depth coordinate): kernels 1x2x1 and 1x1x2,
+     * large depth dilation, padding only at the front of the depth axis. */
+    static const int32_t pad1[6] = {1, 0, 0, 0, 0, 0}, st1[3] = {1, 1, 1}, dil1[3] = {7, 1, 1};
+    static const int32_t pad2[6] = {9, 0, 0, 0, 0, 0}, dil2[3] = {2, 2, 1};
+    static const ctosa_dtype types[3][2] = {{CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32},
+                                            {CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP32},
+                                            {CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16}};
+    for (int k = 0; k < 3; k++) {
+        ctosa_dtype t = types[k][0], acc = types[k][1];
+        for (int64_t oc = 1; oc <= 5; oc += 4) {
+            d = conv3d_case(t, acc, 1, 6, 12, 17, 3, oc, 1, 2, 1, pad1, st1, dil1, false, &bound);
+            CHECK_MSG(d <= bound, "1x2x1 %s acc %s: max diff %g (bound %g)", ctosa_dtype_short(t),
+                      ctosa_dtype_short(acc), d, bound);
+            printf("conv3d 1x6x12x17x3 k1x2x1 dil7x1x1 pad(1,0,0,0,0,0) %s/%s OC %lld: max |diff| %g\n",
+                   ctosa_dtype_short(t), ctosa_dtype_short(acc), (long long)oc, d);
+            d = conv3d_case(t, acc, 1, 6, 12, 17, 3, oc, 1, 1, 2, pad2, st1, dil2, true, &bound);
+            CHECK_MSG(d <= bound, "1x1x2 %s acc %s: max diff %g (bound %g)", ctosa_dtype_short(t),
+                      ctosa_dtype_short(acc), d, bound);
+            printf("conv3d 1x6x12x17x3 k1x1x2 dil2x2x1 pad(9,0,0,0,0,0) %s/%s OC %lld: max |diff| %g\n",
+                   ctosa_dtype_short(t), ctosa_dtype_short(acc), (long long)oc, d);
+        }
+    }
+    /* batch > 1 walks the pixel index across the depth and batch borders */
+    d = conv3d_case(CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, 2, 3, 4, 5, 2, 3, 2, 2, 2, (const int32_t[]){0, 3, 1, 0, 2, 1},
+                    (const int32_t[]){1, 3, 1}, (const int32_t[]){2, 1, 3}, false, &bound);
+    CHECK_MSG(d <= bound, "batch 2: max diff %g (bound %g)", d, bound);
 }
 
 static void test_fp16_accumulate(void) {
@@ -418,14 +470,18 @@ static void test_matmul(void) {
 }
 
 int main(void) {
-    RUN(test_conv2d);
-    RUN(test_depthwise);
-    RUN(test_transpose);
-    RUN(test_conv3d);
-    RUN(test_fp16_accumulate);
-    RUN(test_conv_errors);
-    RUN(test_int32_overflow);
-    RUN(test_matmul);
+    /* every case twice: the fast paths, then the plain reference loops */
+    for (int ref = 0; ref < 2; ref++) {
+        kt_reference = ref;
+        RUN(test_conv2d);
+        RUN(test_depthwise);
+        RUN(test_transpose);
+        RUN(test_conv3d);
+        RUN(test_fp16_accumulate);
+        RUN(test_conv_errors);
+        RUN(test_int32_overflow);
+        RUN(test_matmul);
+    }
     kt_free_all();
     return th_finish();
 }

@@ -9,7 +9,9 @@
  *    accumulators, or INT32 with a final range check);
  *  - fp16 accumulation: a direct loop rounding every product and sum to fp16
  *    as the pseudocode does (slow, exact).
- * Padding contributes nothing (the pseudocode skips out-of-range taps). */
+ * Padding contributes nothing (the pseudocode skips out-of-range taps).
+ * interp_op.reference runs the plain loops (c_ref_float, c_ref_int) for
+ * every type, so the differential tests can check each fast path. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,7 +275,7 @@ enum { CW_FLOAT = 1, CW_INT8 = 2, CW_INT16 = 3 }; /* op cache tags */
 
 /* Small input-channel convolutions (the RGB stem: 3 channels, 3x3): an
  * indirect tap of only IC floats starves the GEMM micro-kernel, so for each
- * row block the engine asks for, the KH*KW*IC patch of every output pixel is
+ * row block the engine asks for, the KD*KH*KW*IC patch of every output pixel is
  * copied into one contiguous row (zeros for padding) of a per-thread buffer
  * and the GEMM runs with a single tap of K values. The engine computes all
  * column panels of a row block right after asking for its rows, in the same
@@ -298,27 +300,35 @@ static void c_patch_ptrs(const void *rc, int64_t m0, int64_t nrows, const void *
         for (int64_t r = 0; r < nrows; r++) ptrs[r] = c_patch_zero;
         return;
     }
+    /* the pixel index covers depth too (CONV3D): decompose all four */
     int64_t ox = m0 % g->OW, t = m0 / g->OW;
-    int64_t oy = t % g->OH, n = t / g->OH;
+    int64_t oy = t % g->OH;
+    t /= g->OH;
+    int64_t od = t % g->OD, n = t / g->OD;
     float *dst = buf;
     for (int64_t r = 0; r < nrows; r++) {
         ptrs[r] = dst;
-        int64_t x0 = ox * g->sx - g->pl, y0 = oy * g->sy - g->pt;
-        for (int64_t ky = 0; ky < g->KH; ky++) {
-            int64_t y = y0 + ky * g->dy;
-            bool yin = y >= 0 && y < g->IH;
-            const float *irow = p->in + (size_t)((n * g->IH + (yin ? y : 0)) * g->IW) * (size_t)IC;
-            if (IC == 3 && g->dx == 1 && yin && x0 >= 0 && x0 + g->KW <= g->IW) {
-                memcpy(dst, irow + x0 * 3, (size_t)(g->KW * 3) * sizeof(float));
-                dst += g->KW * 3;
-                continue;
-            }
-            for (int64_t kx = 0; kx < g->KW; kx++, dst += IC) {
-                int64_t x = x0 + kx * g->dx;
-                if (yin && x >= 0 && x < g->IW) {
-                    for (int64_t i = 0; i < IC; i++) dst[i] = irow[x * IC + i];
-                } else {
-                    for (int64_t i = 0; i < IC; i++) dst[i] = 0.0f;
+        int64_t x0 = ox * g->sx - g->pl, y0 = oy * g->sy - g->pt, z0 = od * g->sd - g->pd;
+        for (int64_t kd = 0; kd < g->KD; kd++) {
+            int64_t z = z0 + kd * g->dd;
+            bool zin = z >= 0 && z < g->ID;
+            for (int64_t ky = 0; ky < g->KH; ky++) {
+                int64_t y = y0 + ky * g->dy;
+                bool yin = zin && y >= 0 && y < g->IH;
+                const float *irow =
+                    yin ? p->in + (size_t)(((n * g->ID + z) * g->IH + y) * g->IW) * (size_t)IC : NULL;
+                if (IC == 3 && g->dx == 1 && yin && x0 >= 0 && x0 + g->KW <= g->IW) {
+                    memcpy(dst, irow + x0 * 3, (size_t)(g->KW * 3) * sizeof(float));
+                    dst += g->KW * 3;
+                    continue;
+                }
+                for (int64_t kx = 0; kx < g->KW; kx++, dst += IC) {
+                    int64_t x = x0 + kx * g->dx;
+                    if (yin && x >= 0 && x < g->IW) {
+                        for (int64_t i = 0; i < IC; i++) dst[i] = irow[x * IC + i];
+                    } else {
+                        for (int64_t i = 0; i < IC; i++) dst[i] = 0.0f;
+                    }
                 }
             }
         }
@@ -326,7 +336,10 @@ static void c_patch_ptrs(const void *rc, int64_t m0, int64_t nrows, const void *
             ox = 0;
             if (++oy == g->OH) {
                 oy = 0;
-                n++;
+                if (++od == g->OD) {
+                    od = 0;
+                    n++;
+                }
             }
         }
     }
@@ -366,7 +379,7 @@ static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const c
                   .out = c->out->data, .ldo = g->OC, .post = fp32_out ? o->post : NULL};
     int patch_failed = 0;
     c_patch_ctx pc = {.g = g, .in = c->in->data, .K = K, .failed = &patch_failed};
-    if (g->kind == CK_CONV && g->KD == 1 && g->IC <= 4 && T > 1 && K <= 64) {
+    if (g->kind == CK_CONV && g->IC <= 4 && T > 1 && K <= 64) {
         job.Kt = K;
         job.T = 1;
         job.rows = c_patch_ptrs;
@@ -621,8 +634,42 @@ static ctosa_error *c_run_gemm_int(const interp_op *o, const cgeom *g, const car
     return e;
 }
 
+/* Integer reference: int64 sums of (x - izp) * (w - wzp), one output at a
+ * time in the pseudocode's order; the epilogue checks the ranges. */
+static ctosa_error *c_ref_int(const interp_op *o, const cgeom *g, const cargs *c) {
+    int64_t *acc = malloc((size_t)(c->out->count ? c->out->count : 1) * sizeof(int64_t));
+    if (!acc) return c_nomem(o);
+    int64_t nic = g->kind == CK_DEPTHWISE ? 1 : g->IC;
+    ctosa_dtype ti = c->in->dtype, tw = c->w->dtype;
+    size_t oi = 0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t od = 0; od < g->OD; od++)
+            for (int64_t oy = 0; oy < g->OH; oy++)
+                for (int64_t ox = 0; ox < g->OW; ox++)
+                    for (int64_t oc = 0; oc < g->OC; oc++) {
+                        int64_t s = 0, tap = 0;
+                        for (int64_t kd = 0; kd < g->KD; kd++)
+                            for (int64_t ky = 0; ky < g->KH; ky++)
+                                for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
+                                    int64_t z, y, x;
+                                    if (!cg_in(g, od, oy, ox, kd, ky, kx, &z, &y, &x)) continue;
+                                    for (int64_t i = 0; i < nic; i++) {
+                                        int64_t ic = g->kind == CK_DEPTHWISE ? oc / g->M : i;
+                                        size_t ii = (size_t)((((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC + ic);
+                                        s += (im_load_i(ti, c->in->data, ii) - c->izp) *
+                                             (im_load_i(tw, c->w->data, c_widx(g, oc, tap, i)) - c->wzp);
+                                    }
+                                }
+                        acc[oi++] = s;
+                    }
+    ctosa_error *e = c_int_epilogue(o, c, acc, ACC_I64, g->OC);
+    free(acc);
+    return e;
+}
+
 static ctosa_error *c_dispatch(const interp_op *o, const cgeom *g, const cargs *c) {
     if (c->out->count == 0) return NULL;
+    if (o->reference) return im_is_float(c->in->dtype) ? c_ref_float(o, g, c) : c_ref_int(o, g, c);
     if (im_is_float(c->in->dtype)) {
         if (c->acc == CTOSA_DTYPE_FP32) return c_run_gemm_float(o, g, c);
         return c_ref_float(o, g, c);
@@ -1182,6 +1229,7 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         (e = c_out_dim(o, "width", g.IW, a->pad.v[2], a->pad.v[3], g.KW, g.dx, g.sx, g.OW)))
         return e;
     if (c.out->count == 0) return NULL;
+    if (o->reference) return im_is_float(c.in->dtype) ? c_ref_float(o, &g, &c) : c_ref_int(o, &g, &c);
     size_t nrows = (size_t)(g.N * g.OH);
     dw_ctx d = {.g = &g, .c = &c};
     /* memory-bound: parallel only when there is enough to share */
