@@ -66,6 +66,9 @@ static KT_UNUSED void kt_free_all(void) {
     kt_n = 0;
 }
 
+/* Set to run the kernels' plain reference loops (interp_op.reference). */
+static KT_UNUSED bool kt_reference;
+
 /* Runs kernel fn with the given inputs/outputs and attributes. */
 static KT_UNUSED ctosa_error *kt_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *attr,
                            uint32_t n_in, itensor **in, uint32_t n_out, itensor **out) {
@@ -74,7 +77,7 @@ static KT_UNUSED ctosa_error *kt_run(interp_kernel_fn fn, ctosa_op_kind kind, co
     op.kind = kind;
     if (attr) op.attr = *attr;
     interp_op o = {.ctx = NULL, .op = &op, .index = 0, .where = "op #0 TEST", .in = in,
-                   .n_in = n_in, .out = out, .n_out = n_out};
+                   .n_in = n_in, .out = out, .n_out = n_out, .reference = kt_reference};
     return fn(&o);
 }
 

@@ -62,6 +62,10 @@ typedef struct interp_op {
      * must store clamp(value) wherever it would store value, exactly as
      * interp_k_CLAMP computes it (interp_post_f). */
     const struct interp_post *post;
+    /* Run the plain reference loops instead of the fast paths (kernels that
+     * have both: convolutions, MATMUL). Internal: the differential kernel
+     * tests set it to check every fast path against the loops. */
+    bool reference;
 } interp_op;
 
 /* The fused CLAMP of interp_op.post: out = v < lo ? lo : v > hi ? hi : v,

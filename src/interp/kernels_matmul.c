@@ -147,8 +147,26 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
         return interp_fail(o, "MATMUL of %s to %s is not supported", ctosa_dtype_short(ta), ctosa_dtype_short(to));
     if (out->count == 0) return NULL;
 
-    if (!is_int && to != CTOSA_DTYPE_FP32) {
-        /* fp16 (or other narrow) accumulation: round every step */
+    if (is_int && o->reference) {
+        /* plain loop (interp_op.reference): exact int64 sums, range check */
+        int64_t lo, hi;
+        im_range_s(to, &lo, &hi);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++) {
+                    int64_t acc = 0;
+                    for (int64_t c = 0; c < C; c++)
+                        acc += (im_load_i(ta, A->data, (size_t)((n * H + h) * C + c)) - azp) *
+                               (im_load_i(tb, B->data, (size_t)((n * C + c) * W + w)) - bzp);
+                    if (acc < lo || acc > hi)
+                        return interp_fail(o, "accumulator overflows %s (REQUIRE failed)", ctosa_dtype_short(to));
+                    im_store_i(to, out->data, (size_t)((n * H + h) * W + w), acc);
+                }
+        return NULL;
+    }
+    if (!is_int && (to != CTOSA_DTYPE_FP32 || o->reference)) {
+        /* fp16 (or other narrow) accumulation, and the plain loop of
+         * interp_op.reference: round every step to the accumulator type */
         const float *a = A->data, *b = B->data;
         float *d = out->data;
         for (int64_t n = 0; n < N; n++)
