@@ -67,6 +67,7 @@ static const struct {
 #define CV(o) {o, "conv/matmul/norm"}
 #define DM(o) {o, "layout/gather/reduce"}
 #define ST(o) {o, "structural"}
+#define RN(o) {o, "recurrent"}
     EW("Abs"), EW("Acos"), EW("Acosh"), EW("Add"), EW("And"), EW("Asin"), EW("Asinh"),
     EW("Atan"), EW("Atanh"), EW("BitShift"), EW("BitwiseAnd"), EW("BitwiseNot"),
     EW("BitwiseOr"), EW("BitwiseXor"), EW("Cast"), EW("CastLike"), EW("Ceil"), EW("Celu"),
@@ -92,10 +93,12 @@ static const struct {
     DM("Tile"), DM("Trilu"),
     ST("Constant"), ST("ConstantOfShape"), ST("Dropout"), ST("Flatten"), ST("Identity"),
     ST("Reshape"), ST("Shape"), ST("Size"), ST("Squeeze"), ST("Transpose"), ST("Unsqueeze"),
+    RN("GRU"), RN("LSTM"), RN("RNN"),
 #undef EW
 #undef CV
 #undef DM
 #undef ST
+#undef RN
 };
 #define N_LISTED (sizeof LISTED / sizeof LISTED[0])
 
@@ -888,15 +891,15 @@ int main(int argc, char **argv) {
     /* Per family of listed operators: tests, delegated+matching per spec,
      * and how many are exceptions. */
     static const char *const FAMILIES[] = {"elementwise", "conv/matmul/norm",
-                                           "layout/gather/reduce", "structural", NULL};
+                                           "layout/gather/reduce", "structural", "recurrent", NULL};
     printf("\n%-22s %6s %8s %8s %8s %10s %9s\n", "family (listed ops)", "tests", "pass_FP",
            "pass_IF", "pass_any", "exceptions", "failures");
-    for (int f = 0; f <= 4; f++) {
+    for (int f = 0; f <= 5; f++) {
         unsigned c = 0, p0 = 0, p1 = 0, pa = 0, ex = 0, fl = 0;
         for (size_t i = 0; i < n; i++) {
             const test_case *t = &tests[i];
             if (t->skipped) continue;
-            if (f < 4 ? !(t->family && !strcmp(t->family, FAMILIES[f])) : t->family != NULL)
+            if (f < 5 ? !(t->family && !strcmp(t->family, FAMILIES[f])) : t->family != NULL)
                 continue;
             c++;
             p0 += t->r[0].st == R_PASS;
@@ -905,7 +908,7 @@ int main(int argc, char **argv) {
             ex += t->failed && t->exception;
             fl += t->failed && !t->exception;
         }
-        printf("%-22s %6u %8u %8u %8u %10u %9u\n", f < 4 ? FAMILIES[f] : "(other, expanded)", c,
+        printf("%-22s %6u %8u %8u %8u %10u %9u\n", f < 5 ? FAMILIES[f] : "(other, expanded)", c,
                p0, p1, pa, ex, fl);
     }
     printf("\nlisted-operator tests: %u, delegated+matching %u, documented exceptions %u\n",

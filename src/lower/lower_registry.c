@@ -67,6 +67,10 @@ extern const lower_entry lower_table_gather[];
 extern const lower_entry lower_table_reduce[];
 #define HAVE_reduce 1
 #endif
+#if __has_include("lower_rnn.c")
+extern const lower_entry lower_table_rnn[];
+#define HAVE_rnn 1
+#endif
 #if __has_include("lower_misc.c")
 extern const lower_entry lower_table_misc[];
 #define HAVE_misc 1
@@ -114,6 +118,9 @@ static const lower_entry *const tables[] = {
 #endif
 #ifdef HAVE_reduce
     lower_table_reduce,
+#endif
+#ifdef HAVE_rnn
+    lower_table_rnn,
 #endif
 #ifdef HAVE_misc
     lower_table_misc,
