@@ -174,14 +174,14 @@ static ew_v rnn_pick(lower_ctx *c, const ew_v *src, const int32_t *idx, ctosa_dt
     return rv(rnn_concat(c, np, parts, plen, t, 3, each, 1), t, 1, B, n);
 }
 
-/* MATMUL [1, M, K] x [1, K, N] -> [1, M, N] in the float dtype t. */
-static ew_v rnn_matmul(lower_ctx *c, ew_v a, ew_v w) {
+/* MATMUL [1, M, K] x [1, K, N] -> [1, M, N] in the float dtype t; zp is
+ * the (shared) zero-point operand, made by the caller once. */
+static ew_v rnn_matmul(lower_ctx *c, ew_v a, ew_v w, const char *zp) {
     ctosa_dtype t = a.t, ot = t == CTOSA_DTYPE_BF16 ? CTOSA_DTYPE_FP32 : t;
     int64_t os[3] = {1, a.s[1], w.s[2]};
-    const char *azp = lw_zero_point(c, t, 0), *bzp = lw_zero_point(c, t, 0);
     const char *out = lw_tensor(c, ot, 3, os);
-    if (!a.n || !w.n || !azp || !bzp || !out) return rv(NULL, t, os[0], os[1], os[2]);
-    const char *in[4] = {a.n, w.n, azp, bzp};
+    if (!a.n || !w.n || !zp || !out) return rv(NULL, t, os[0], os[1], os[2]);
+    const char *in[4] = {a.n, w.n, zp, zp};
     if (!lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &out, NULL)) out = NULL;
     if (out && ot != t) out = lw_cast(c, out, ot, t, 3, os);
     return rv(out, t, os[0], os[1], os[2]);
@@ -429,7 +429,8 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
     /* input projection of every step, biases included */
     int64_t xs[3] = {1, S * B, k->I};
     ew_v x3 = rv(cv_reshape_if(c, x_sbi, t, 3, (int64_t[3]){S, B, k->I}, 3, xs), t, 1, S * B, k->I);
-    ew_v xw = rnn_matmul(c, x3, rnn_weight_t(c, k, 1, d, 0, GH));
+    const char *zp = lw_zero_point(c, t, 0);
+    ew_v xw = rnn_matmul(c, x3, rnn_weight_t(c, k, 1, d, 0, GH), zp);
     ew_v rb_h = {0};
     if (lw_has_input(c, 3)) {
         if (k->lbr) {
@@ -482,40 +483,53 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
         ew_v xin = rnn_pick(c, xw_t, idx, t, B, GH);
         ew_v hn, cn = {0};
         if (k->kind == RNN_PLAIN) {
-            hn = rnn_gate(c, k, &act[0], ew_add(c, xin, rnn_matmul(c, h, rt)));
+            hn = rnn_gate(c, k, &act[0], ew_add(c, xin, rnn_matmul(c, h, rt, zp)));
         } else if (k->kind == RNN_GRU) {
-            ew_v zr = ew_add(c, rnn_cols(c, xin, 0, 2 * H), rnn_matmul(c, h, rt));
-            ew_v z = rnn_gate(c, k, &act[0], rnn_cols(c, zr, 0, H));
-            ew_v r = rnn_gate(c, k, &act[0], rnn_cols(c, zr, H, H));
+            ew_v zr = ew_add(c, rnn_cols(c, xin, 0, 2 * H), rnn_matmul(c, h, rt, zp));
+            zr = rnn_gate(c, k, &act[0], zr); /* z and r share f: one activation */
+            ew_v z = rnn_cols(c, zr, 0, H), r = rnn_cols(c, zr, H, H);
             ew_v hx = rnn_cols(c, xin, 2 * H, H);
             ew_v hr;
             if (k->lbr) {
-                hr = rnn_matmul(c, h, rh);
+                hr = rnn_matmul(c, h, rh, zp);
                 if (rb_h.n) hr = ew_add(c, hr, rb_h);
                 hr = ew_mul(c, r, hr);
             } else {
-                hr = rnn_matmul(c, ew_mul(c, r, h), rh);
+                hr = rnn_matmul(c, ew_mul(c, r, h), rh, zp);
             }
             ew_v hh = rnn_gate(c, k, &act[1], ew_add(c, hx, hr));
             /* (1 - z) (.) hh + z (.) h = hh + z (.) (h - hh) */
             hn = ew_add(c, hh, ew_mul(c, z, ew_sub(c, h, hh)));
         } else {
-            ew_v g = ew_add(c, xin, rnn_matmul(c, h, rt));
-            ew_v gi = rnn_cols(c, g, 0, H), go = rnn_cols(c, g, H, H);
-            ew_v gf = rnn_cols(c, g, 2 * H, H), gc = rnn_cols(c, g, 3 * H, H);
-            if (peep) gi = ew_add(c, gi, ew_mul(c, pi, cs));
-            ew_v i_ = rnn_gate(c, k, &act[0], gi);
-            ew_v f_;
-            if (k->input_forget) {
-                f_ = ew_sub(c, ew_k(c, i_, 1.0), i_);
+            ew_v g = ew_add(c, xin, rnn_matmul(c, h, rt, zp));
+            ew_v gc = rnn_cols(c, g, 3 * H, H);
+            ew_v i_, o_ = {0}, f_;
+            bool fused = !peep && !k->input_forget;
+            if (fused) {
+                /* i, o, f are adjacent and share f: one activation */
+                ew_v iof = rnn_gate(c, k, &act[0], rnn_cols(c, g, 0, 3 * H));
+                i_ = rnn_cols(c, iof, 0, H);
+                o_ = rnn_cols(c, iof, H, H);
+                f_ = rnn_cols(c, iof, 2 * H, H);
             } else {
-                if (peep) gf = ew_add(c, gf, ew_mul(c, pf, cs));
-                f_ = rnn_gate(c, k, &act[0], gf);
+                ew_v gi = rnn_cols(c, g, 0, H);
+                if (peep) gi = ew_add(c, gi, ew_mul(c, pi, cs));
+                i_ = rnn_gate(c, k, &act[0], gi);
+                if (k->input_forget) {
+                    f_ = ew_sub(c, ew_k(c, i_, 1.0), i_);
+                } else {
+                    ew_v gf = rnn_cols(c, g, 2 * H, H);
+                    if (peep) gf = ew_add(c, gf, ew_mul(c, pf, cs));
+                    f_ = rnn_gate(c, k, &act[0], gf);
+                }
             }
             ew_v c_ = rnn_gate(c, k, &act[1], gc);
             cn = ew_add(c, ew_mul(c, f_, cs), ew_mul(c, i_, c_));
-            if (peep) go = ew_add(c, go, ew_mul(c, po, cn));
-            ew_v o_ = rnn_gate(c, k, &act[0], go);
+            if (!fused) {
+                ew_v go = rnn_cols(c, g, H, H);
+                if (peep) go = ew_add(c, go, ew_mul(c, po, cn));
+                o_ = rnn_gate(c, k, &act[0], go);
+            }
             hn = ew_mul(c, o_, rnn_act_apply(c, &act[2], cn));
         }
         hs[it] = hn;
@@ -574,21 +588,22 @@ static lower_status lower_rnn_common(lower_ctx *c, rnn_kind kind) {
             return st;
     }
     if (want_y) {
-        /* [S, nd, B, H] from S*nd pieces [1, 1, B, H] (time-major), then layout 1 -> [B, S, nd, H] */
+        /* [S * nd, B, H] from the S * nd pieces [1, B, H] (time-major),
+         * RESHAPE [S, nd, B, H]; layout 1 -> [B, S, nd, H] */
         const char **parts = arena_alloc(lw_arena(c), (size_t)(nd * S) * sizeof *parts);
         int64_t *plen = arena_alloc(lw_arena(c), (size_t)(nd * S) * sizeof *plen);
         if (!parts || !plen) return cv_fail(c);
-        int64_t p4[4] = {1, 1, B, H};
         for (int64_t s = 0; s < S; s++) {
             const char *dd[2];
             int64_t dl[2] = {1, 1};
-            for (uint32_t d = 0; d < nd; d++) dd[d] = cv_reshape_if(c, y[d * S + s].n, t, 3, y[d * S + s].s, 4, p4);
-            int64_t each[4] = {1, nd, B, H};
-            parts[s] = rnn_concat(c, nd, dd, dl, t, 4, each, 1);
-            plen[s] = 1;
+            for (uint32_t d = 0; d < nd; d++) dd[d] = y[d * S + s].n;
+            int64_t each[3] = {nd, B, H};
+            parts[s] = rnn_concat(c, nd, dd, dl, t, 3, each, 0);
+            plen[s] = nd;
         }
-        int64_t ys[4] = {S, nd, B, H};
-        const char *yy = rnn_concat(c, (uint32_t)S, parts, plen, t, 4, ys, 0);
+        int64_t y3[3] = {S * nd, B, H}, ys[4] = {S, nd, B, H};
+        const char *yy = rnn_concat(c, (uint32_t)S, parts, plen, t, 3, y3, 0);
+        yy = cv_reshape_if(c, yy, t, 3, y3, 4, ys);
         if (k.layout == 1) {
             int32_t perm[4] = {2, 0, 1, 3};
             yy = lw_transpose(c, yy, t, 4, ys, perm);
