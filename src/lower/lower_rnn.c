@@ -556,6 +556,16 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
         }
         y[tt] = rnn_pick(c, hs, idx, t, B, H);
     }
+    /* a row of length 0 ends with zero states (ONNX Runtime), not the initial ones */
+    bool empty = false;
+    for (int64_t b = 0; k->lens && b < B; b++) {
+        idx[b] = k->lens[b] == 0 ? -1 : 0;
+        if (k->lens[b] == 0) empty = true;
+    }
+    if (empty) {
+        h = rnn_pick(c, &h, idx, t, B, H);
+        if (k->kind == RNN_LSTM) cs = rnn_pick(c, &cs, idx, t, B, H);
+    }
     *h_last = h;
     if (c_last) *c_last = cs;
     return LOWER_OK;

@@ -53,8 +53,8 @@ N_SETS = 20
 # ------------------------------------------------------------ option cases
 
 def make_case(name, op, nd, S, B, I, H, attrs, opts, out_root):
-    """opts: set of 'B', 'lens', 'h0', 'c0', 'P', 'Wrt' (W a run-time
-    input), 'Y', 'Yh', 'Yc' (requested outputs)."""
+    """opts: set of 'B', 'lens' ('lens0': one row of length 0), 'h0', 'c0',
+    'P', 'Wrt' (W a run-time input), 'Y', 'Yh', 'Yc' (requested outputs)."""
     import onnx
     from onnx import helper, TensorProto, numpy_helper
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -81,8 +81,10 @@ def make_case(name, op, nd, S, B, I, H, attrs, opts, out_root):
         names.append("B")
     else:
         names.append("")
-    if "lens" in opts:
+    if "lens" in opts or "lens0" in opts:
         lens = np.array([S, max(1, S - 2), S - 1, 1][:B], np.int32)
+        if "lens0" in opts:  # a row of length 0
+            lens[1] = 0
         inits.append(numpy_helper.from_array(lens, "lens"))
         names.append("lens")
     else:
@@ -192,6 +194,8 @@ CASES = [
     ("rnn_reverse_layout1_thresh", "RNN", 1, 4, 2, 3, 4,
      {"reverse": 1, "layout": 1, "activations": ["ThresholdedRelu"], "activation_alpha": [0.1]},
      {"B", "h0", "Y", "Yh"}),
+    ("lstm_zero_length_row", "LSTM", 2, 4, 3, 3, 3, {}, {"B", "lens0", "h0", "c0", "Y", "Yh", "Yc"}),
+    ("gru_zero_length_row", "GRU", 1, 4, 3, 3, 3, {"reverse": 1}, {"B", "lens0", "h0", "Y", "Yh"}),
     ("rnn_sigmoid_clip", "RNN", 1, 4, 2, 3, 4, {"activations": ["Sigmoid"], "clip": 0.8}, {"Y", "Yh"}),
 ]
 
