@@ -76,6 +76,18 @@ static const struct {
     {"softplus", RA_SOFTPLUS, 0, 0, 0, 0},
 };
 
+/* CONST_SHAPE operands shared by the SLICEs of one node (the unrolled
+ * steps repeat the same starts and sizes; one constant each keeps the
+ * graph small). */
+typedef struct rnn_shape_ent {
+    int64_t v[3];
+    const char *name;
+} rnn_shape_ent;
+typedef struct rnn_shapes {
+    uint32_t n, cap;
+    rnn_shape_ent *e;
+} rnn_shapes;
+
 /* Everything fixed about one node. */
 typedef struct rnn_cfg {
     rnn_kind kind;
@@ -91,6 +103,7 @@ typedef struct rnn_cfg {
     bool input_forget, lbr;
     rnn_act act[RNN_MAX_ACT];
     const int64_t *lens; /* per batch row; NULL when every row has S steps */
+    rnn_shapes *shapes;  /* per lowering run */
 } rnn_cfg;
 
 /* ------------------------------------------------------------ helpers */
@@ -115,10 +128,40 @@ static const char *rnn_zeros(lower_ctx *c, ctosa_dtype t, uint32_t rank, const i
     return p ? lw_const(c, t, rank, shape, p) : NULL;
 }
 
+static const char *rnn_shape(lower_ctx *c, rnn_shapes *sc, const int64_t *v) {
+    for (uint32_t i = 0; i < sc->n; i++)
+        if (!memcmp(sc->e[i].v, v, sizeof sc->e[i].v)) return sc->e[i].name;
+    if (sc->n == sc->cap) {
+        uint32_t cap = sc->cap ? 2 * sc->cap : 64;
+        rnn_shape_ent *e = arena_alloc(lw_arena(c), cap * sizeof *e);
+        if (!e) return NULL;
+        if (sc->n) memcpy(e, sc->e, sc->n * sizeof *e);
+        sc->e = e;
+        sc->cap = cap;
+    }
+    const char *name = lw_shape(c, 3, v);
+    if (!name) return NULL;
+    memcpy(sc->e[sc->n].v, v, sizeof sc->e[sc->n].v);
+    sc->e[sc->n++].name = name;
+    return name;
+}
+
+/* SLICE of a rank-3 tensor with shared start / size operands. */
+static const char *rnn_slice(lower_ctx *c, const rnn_cfg *k, const char *x, const int64_t *in, const int64_t *st,
+                             const int64_t *sz) {
+    if (!x) return NULL;
+    if (!memcmp(in, sz, 3 * sizeof *sz) && !st[0] && !st[1] && !st[2]) return x;
+    const char *a = rnn_shape(c, k->shapes, st), *b = rnn_shape(c, k->shapes, sz);
+    const char *out = lw_tensor(c, k->t, 3, sz);
+    if (!a || !b || !out) return NULL;
+    const char *ins[3] = {x, a, b};
+    return lw_op(c, CTOSA_OP_SLICE, 3, ins, 1, &out, NULL) ? out : NULL;
+}
+
 /* x[:, :, off:off+len] of a [1, B, n] value. */
-static ew_v rnn_cols(lower_ctx *c, ew_v x, int64_t off, int64_t len) {
+static ew_v rnn_cols(lower_ctx *c, const rnn_cfg *k, ew_v x, int64_t off, int64_t len) {
     int64_t st[3] = {0, 0, off}, sz[3] = {x.s[0], x.s[1], len};
-    return rv(cv_slice(c, x.n, x.t, 3, x.s, st, sz), x.t, sz[0], sz[1], sz[2]);
+    return rv(rnn_slice(c, k, x.n, x.s, st, sz), x.t, sz[0], sz[1], sz[2]);
 }
 
 /* CONCAT of n values along axis, in groups no longer than the TOSA list
@@ -147,8 +190,9 @@ static const char *rnn_concat(lower_ctx *c, uint32_t n, const char **xs, int64_t
 /* Row b of the result is row b of src[idx[b]], or zeros when idx[b] < 0.
  * Every src has shape [1, B, n]. Runs of rows from one source are one
  * SLICE; a single source for every row is returned as it is. */
-static ew_v rnn_pick(lower_ctx *c, const ew_v *src, const int32_t *idx, ctosa_dtype t, int64_t B,
+static ew_v rnn_pick(lower_ctx *c, const rnn_cfg *k, const ew_v *src, const int32_t *idx, int64_t B,
                      int64_t n) {
+    ctosa_dtype t = k->t;
     bool same = true;
     for (int64_t b = 1; b < B; b++)
         if (idx[b] != idx[0]) same = false;
@@ -165,7 +209,7 @@ static ew_v rnn_pick(lower_ctx *c, const ew_v *src, const int32_t *idx, ctosa_dt
             parts[np] = rnn_zeros(c, t, 3, sh);
         } else {
             int64_t st[3] = {0, b, 0};
-            parts[np] = cv_slice(c, src[idx[b]].n, t, 3, src[idx[b]].s, st, sh);
+            parts[np] = rnn_slice(c, k, src[idx[b]].n, src[idx[b]].s, st, sh);
         }
         plen[np++] = e - b;
         b = e;
@@ -453,7 +497,7 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
     ew_v xw3 = rv(cv_reshape_if(c, xw.n, t, 3, xw.s, 3, (int64_t[3]){S, B, GH}), t, S, B, GH);
     for (int64_t s = 0; s < S; s++) {
         int64_t st[3] = {s, 0, 0}, sz[3] = {1, B, GH};
-        xw_t[s] = rv(cv_slice(c, xw3.n, t, 3, xw3.s, st, sz), t, 1, B, GH);
+        xw_t[s] = rv(rnn_slice(c, k, xw3.n, xw3.s, st, sz), t, 1, B, GH);
     }
     /* recurrent weights: GRU splits off Rh (it multiplies r (.) H) */
     bool gru_split = k->kind == RNN_GRU;
@@ -480,15 +524,15 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
         if (!any) break; /* every row has ended */
         for (int64_t b = 0; b < B; b++)
             if (idx[b] < 0) idx[b] = 0; /* ended rows: any input, the state is kept */
-        ew_v xin = rnn_pick(c, xw_t, idx, t, B, GH);
+        ew_v xin = rnn_pick(c, k, xw_t, idx, B, GH);
         ew_v hn, cn = {0};
         if (k->kind == RNN_PLAIN) {
             hn = rnn_gate(c, k, &act[0], ew_add(c, xin, rnn_matmul(c, h, rt, zp)));
         } else if (k->kind == RNN_GRU) {
-            ew_v zr = ew_add(c, rnn_cols(c, xin, 0, 2 * H), rnn_matmul(c, h, rt, zp));
+            ew_v zr = ew_add(c, rnn_cols(c, k, xin, 0, 2 * H), rnn_matmul(c, h, rt, zp));
             zr = rnn_gate(c, k, &act[0], zr); /* z and r share f: one activation */
-            ew_v z = rnn_cols(c, zr, 0, H), r = rnn_cols(c, zr, H, H);
-            ew_v hx = rnn_cols(c, xin, 2 * H, H);
+            ew_v z = rnn_cols(c, k, zr, 0, H), r = rnn_cols(c, k, zr, H, H);
+            ew_v hx = rnn_cols(c, k, xin, 2 * H, H);
             ew_v hr;
             if (k->lbr) {
                 hr = rnn_matmul(c, h, rh, zp);
@@ -502,23 +546,23 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
             hn = ew_add(c, hh, ew_mul(c, z, ew_sub(c, h, hh)));
         } else {
             ew_v g = ew_add(c, xin, rnn_matmul(c, h, rt, zp));
-            ew_v gc = rnn_cols(c, g, 3 * H, H);
+            ew_v gc = rnn_cols(c, k, g, 3 * H, H);
             ew_v i_, o_ = {0}, f_;
             bool fused = !peep && !k->input_forget;
             if (fused) {
                 /* i, o, f are adjacent and share f: one activation */
-                ew_v iof = rnn_gate(c, k, &act[0], rnn_cols(c, g, 0, 3 * H));
-                i_ = rnn_cols(c, iof, 0, H);
-                o_ = rnn_cols(c, iof, H, H);
-                f_ = rnn_cols(c, iof, 2 * H, H);
+                ew_v iof = rnn_gate(c, k, &act[0], rnn_cols(c, k, g, 0, 3 * H));
+                i_ = rnn_cols(c, k, iof, 0, H);
+                o_ = rnn_cols(c, k, iof, H, H);
+                f_ = rnn_cols(c, k, iof, 2 * H, H);
             } else {
-                ew_v gi = rnn_cols(c, g, 0, H);
+                ew_v gi = rnn_cols(c, k, g, 0, H);
                 if (peep) gi = ew_add(c, gi, ew_mul(c, pi, cs));
                 i_ = rnn_gate(c, k, &act[0], gi);
                 if (k->input_forget) {
                     f_ = ew_sub(c, ew_k(c, i_, 1.0), i_);
                 } else {
-                    ew_v gf = rnn_cols(c, g, 2 * H, H);
+                    ew_v gf = rnn_cols(c, k, g, 2 * H, H);
                     if (peep) gf = ew_add(c, gf, ew_mul(c, pf, cs));
                     f_ = rnn_gate(c, k, &act[0], gf);
                 }
@@ -526,7 +570,7 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
             ew_v c_ = rnn_gate(c, k, &act[1], gc);
             cn = ew_add(c, ew_mul(c, f_, cs), ew_mul(c, i_, c_));
             if (!fused) {
-                ew_v go = rnn_cols(c, g, H, H);
+                ew_v go = rnn_cols(c, k, g, H, H);
                 if (peep) go = ew_add(c, go, ew_mul(c, po, cn));
                 o_ = rnn_gate(c, k, &act[0], go);
             }
@@ -537,10 +581,10 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
             /* rows that have ended keep their state */
             ew_v two[2] = {hn, h};
             for (int64_t b = 0; b < B; b++) idx[b] = it < k->lens[b] ? 0 : 1;
-            h = rnn_pick(c, two, idx, t, B, H);
+            h = rnn_pick(c, k, two, idx, B, H);
             if (k->kind == RNN_LSTM) {
                 ew_v twoc[2] = {cn, cs};
-                cs = rnn_pick(c, twoc, idx, t, B, H);
+                cs = rnn_pick(c, k, twoc, idx, B, H);
             }
         } else {
             h = hn;
@@ -554,7 +598,7 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
             int64_t L = k->lens ? k->lens[b] : S;
             idx[b] = tt < L ? (int32_t)(rev ? L - 1 - tt : tt) : -1;
         }
-        y[tt] = rnn_pick(c, hs, idx, t, B, H);
+        y[tt] = rnn_pick(c, k, hs, idx, B, H);
     }
     /* a row of length 0 ends with zero states (ONNX Runtime), not the initial ones */
     bool empty = false;
@@ -563,8 +607,8 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
         if (k->lens[b] == 0) empty = true;
     }
     if (empty) {
-        h = rnn_pick(c, &h, idx, t, B, H);
-        if (k->kind == RNN_LSTM) cs = rnn_pick(c, &cs, idx, t, B, H);
+        h = rnn_pick(c, k, &h, idx, B, H);
+        if (k->kind == RNN_LSTM) cs = rnn_pick(c, k, &cs, idx, B, H);
     }
     *h_last = h;
     if (c_last) *c_last = cs;
@@ -578,6 +622,8 @@ static lower_status lower_rnn_common(lower_ctx *c, rnn_kind kind) {
     const lower_value *X = NULL;
     lower_status st = rnn_config(c, kind, &k, &X);
     if (st) return st;
+    rnn_shapes shapes = {0, 0, NULL};
+    k.shapes = &shapes;
     ctosa_dtype t = k.t;
     int64_t S = k.S, B = k.B, H = k.H;
     const char *x = lw_input(c, 0);
