@@ -196,6 +196,8 @@ CASES = [
      {"B", "h0", "Y", "Yh"}),
     ("lstm_zero_length_row", "LSTM", 2, 4, 3, 3, 3, {}, {"B", "lens0", "h0", "c0", "Y", "Yh", "Yc"}),
     ("gru_zero_length_row", "GRU", 1, 4, 3, 3, 3, {"reverse": 1}, {"B", "lens0", "h0", "Y", "Yh"}),
+    # more steps than one CONCAT may take (64): Y is concatenated in groups
+    ("rnn_long_sequence", "RNN", 2, 70, 2, 2, 3, {}, {"B", "lens", "Y", "Yh"}),
     ("rnn_sigmoid_clip", "RNN", 1, 4, 2, 3, 4, {"activations": ["Sigmoid"], "clip": 0.8}, {"Y", "Yh"}),
 ]
 
