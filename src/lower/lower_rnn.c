@@ -301,7 +301,7 @@ static lower_status rnn_read_acts(lower_ctx *c, rnn_cfg *k) {
         while (a < sizeof RNN_ACTS / sizeof RNN_ACTS[0] && strcmp(RNN_ACTS[a].name, name) != 0) a++;
         if (a == sizeof RNN_ACTS / sizeof RNN_ACTS[0] || s->n >= sizeof name)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: activation '%.*s' is not one ONNX defines",
-                             k->op, (int)n, name);
+                             k->op, (int)n, (const char *)s->p);
         k->act[i].fn = RNN_ACTS[a].fn;
         k->act[i].alpha = RNN_ACTS[a].alpha;
         k->act[i].beta = RNN_ACTS[a].beta;
@@ -325,9 +325,8 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
     *Xo = X;
     if (X->t != CTOSA_DTYPE_FP32 && X->t != CTOSA_DTYPE_FP16 && X->t != CTOSA_DTYPE_BF16)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
-                         "%s: input is %s; the float lowering needs a float input (quantized recurrent "
-                         "layers are lowered as DequantizeLinear -> %s -> QuantizeLinear groups)",
-                         k->op, ctosa_dtype_short(X->t), k->op);
+                         "%s: input is %s; recurrent layers are lowered in float only (fp32, fp16, bf16)",
+                         k->op, ctosa_dtype_short(X->t));
     k->t = X->t;
     if (X->rank != 3) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: X has rank %u, not 3", k->op, X->rank);
     k->layout = lw_opset(c) >= 14 ? lw_attr_int(c, "layout", 0) : 0;
