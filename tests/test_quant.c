@@ -237,6 +237,95 @@ static void test_group_cascade(void) {
     ctosa_lower_result_free(r);
 }
 
+/* Partition boundaries are described truthfully: a residual Add whose
+ * inputs come from two partitions (a float Floor on the CPU between them)
+ * takes its folded DequantizeLinear into its own partition, so every
+ * boundary is an int8 tensor with scale and zero point (never a float name
+ * holding integer bits); the partitioned ONNX declares each with its ONNX
+ * type; the two partitions with the CPU's value between give the QDQ
+ * reference exactly. */
+static void test_boundary_types(void) {
+    char dir[600], model[1400], out[700], why[512];
+    snprintf(dir, sizeof dir, "%s/tests/data/lower/quant/boundary_residual", CTOSA_SOURCE_DIR);
+    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    snprintf(out, sizeof out, "%s/boundary", th_tmpdir());
+    ctosa_spec spec;
+    CHECK_OK(ctosa_spec_parse("TOSA-1.0+INT", &spec));
+    ctosa_lower_options opt;
+    ctosa_lower_options_init(&opt);
+    opt.output_dir = out;
+    ctosa_lower_result *r = NULL;
+    CHECK_MSG(lt_lower(model, &spec, &opt, &r, why, sizeof why), "%s: %s", model, why);
+    if (!r) return;
+    const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
+    CHECK_MSG(s->n_partitions == 2 && s->n_fallback == 3, "%u partitions, %u fallback", s->n_partitions,
+              s->n_fallback);
+    uint32_t n_io = 0;
+    for (uint32_t p = 0; p < s->n_partitions; p++) {
+        const ctosa_lower_partition *pt = &s->partitions[p];
+        for (uint32_t k = 0; k < pt->n_inputs + pt->n_outputs; k++) {
+            const ctosa_lower_io *io = k < pt->n_inputs ? &pt->inputs[k] : &pt->outputs[k - pt->n_inputs];
+            n_io++;
+            if (!strcmp(io->name, "x")) continue; /* the graph input: int8, no parameters in the model */
+            CHECK_MSG(io->quantized && !strcmp(io->dtype, "int8"), "partition %u %s '%s': %s%s", p,
+                      k < pt->n_inputs ? "input" : "output", io->name, io->dtype,
+                      io->quantized ? "" : " without scale / zero point");
+        }
+    }
+    CHECK_MSG(n_io == 5, "%u partition inputs and outputs (want x -> t11; t18, t11 -> t28)", n_io);
+    /* the partitioned ONNX types every EPContext output (int8 = 3) */
+    snprintf(model, sizeof model, "%s/model.partitioned.onnx", out);
+    ctosa_onnx_model *m = NULL;
+    CHECK_OK(ctosa_onnx_load(model, NULL, &m));
+    if (m && s->n_partitions == 2) {
+        const ctosa_onnx_graph *g = ctosa_onnx_info(m)->graph;
+        for (uint32_t p = 0; p < s->n_partitions; p++)
+            for (uint32_t k = 0; k < s->partitions[p].n_outputs; k++) {
+                const char *nm = s->partitions[p].outputs[k].name;
+                const ctosa_onnx_type *t = NULL;
+                for (uint32_t i = 0; i < g->n_value_infos; i++)
+                    if (!strcmp(g->value_infos[i].name, nm)) t = g->value_infos[i].type;
+                for (uint32_t i = 0; i < g->n_outputs; i++)
+                    if (!strcmp(g->outputs[i].name, nm)) t = g->outputs[i].type;
+                CHECK_MSG(t && t->elem_type == 3 && t->rank == 4, "partitioned ONNX: '%s' typed %d", nm,
+                          t ? t->elem_type : -1);
+            }
+    }
+    ctosa_onnx_free(m);
+    if (s->n_partitions == 2) {
+        /* partition 0, the CPU's Floor value, partition 1 */
+        lt_values vals = {0};
+        npy_array a, want = {0};
+        char f[800];
+        ctosa_error *e;
+        snprintf(f, sizeof f, "%s/input_0.npy", dir);
+        if (!(e = lt_load_array(f, &a))) e = lt_values_put(&vals, "x", &a);
+        snprintf(f, sizeof f, "%s/cpu_t18.npy", dir);
+        if (!e && !(e = lt_load_array(f, &a))) e = lt_values_put(&vals, "t18", &a);
+        CHECK_OK(e);
+        CHECK_MSG(lt_run_partitions(s, &vals, 1, why, sizeof why) == LT_RUN_OK, "%s", why);
+        snprintf(f, sizeof f, "%s/ref_output_0.npy", dir);
+        CHECK_OK(lt_load_array(f, &want));
+        /* within one step: the Add's RESCALE rounds exact ties half up,
+         * the reference half to even */
+        const npy_array *got = lt_values_get(&vals, "t28");
+        double mx = 0;
+        uint64_t exact = 0;
+        CHECK_MSG(got && got->count == want.count, "boundary_residual: no output");
+        for (uint64_t i = 0; got && i < got->count && i < want.count; i++) {
+            double d = fabs(lt_npy_at(got, i) - lt_npy_at(&want, i));
+            mx = d > mx ? d : mx;
+            exact += d == 0;
+        }
+        CHECK_MSG(mx <= 1, "boundary_residual: %g steps from the reference", mx);
+        npy_free(&want);
+        lt_values_free(&vals);
+        printf("  boundary_residual: 2 partitions, every boundary int8 with scale / zero point; max %g step, %llu/%llu exact\n", mx,
+               (unsigned long long)exact, (unsigned long long)want.count);
+    }
+    ctosa_lower_result_free(r);
+}
+
 /* ------------------------------------------------------------ mobilenet */
 
 static bool max_set_intersects(const float *a, const float *b, int n) {
@@ -409,6 +498,7 @@ int main(void) {
     RUN(test_node_tests);
     RUN(test_edge_models);
     RUN(test_group_cascade);
+    RUN(test_boundary_types);
     RUN(test_mobilenet);
     return th_finish();
 }

@@ -175,7 +175,8 @@ static const char *msg_name(pb_doc *d, arena *a, const uint8_t *p, uint64_t n, u
 }
 
 enum { TP_DIMS_F = 1, TP_TYPE_F = 2 };
-enum { MP_GRAPH = 7, MP_OPSET = 8, MP_FUNCTIONS = 25, GP_NODE = 1, GP_INIT = 5, GP_INPUT = 11, GP_VALUE_INFO = 13 };
+enum { MP_GRAPH = 7, MP_OPSET = 8, MP_FUNCTIONS = 25, GP_NODE = 1, GP_INIT = 5, GP_INPUT = 11, GP_VALUE_INFO = 13,
+       GP_QUANT_ANNOTATION = 14 };
 
 /* A node of an inlined function body, encoded from the model view: names
  * as given (mangled by the inliner), each attribute's AttributeProto
@@ -254,6 +255,61 @@ static void seg_const_init(segs *s, const onnx_const_init *ci) {
         seg_add(s, ci->data, ci->nbytes);
     }
     sb_free(&t);
+}
+
+/* ValueInfoProto {name, TypeProto {tensor_type {elem_type, shape}}} and,
+ * for quantized values, TensorAnnotation {tensor_name,
+ * quant_parameter_tensor_names {SCALE_TENSOR, ZERO_POINT_TENSOR}}. */
+static void seg_value_decl(segs *s, const onnx_value_decl *v) {
+    strbuf vi, tp, tt, sh, dim, an, kv;
+    sb_init(&vi);
+    sb_init(&tp);
+    sb_init(&tt);
+    sb_init(&sh);
+    sb_init(&an);
+    for (uint32_t i = 0; i < v->rank; i++) {
+        sb_init(&dim);
+        if (v->dims[i] >= 0) sb_field_int(&dim, 1, (uint64_t)v->dims[i]);
+        sb_field_msg(&sh, 1, &dim);
+        sb_free(&dim);
+    }
+    sb_field_int(&tt, 1, (uint64_t)v->dtype);
+    sb_field_msg(&tt, 2, &sh);
+    sb_field_msg(&tp, 1, &tt);
+    sb_field_str(&vi, 1, v->name);
+    sb_field_msg(&vi, 2, &tp);
+    if (v->scale_init) {
+        sb_field_str(&an, 1, v->name);
+        const char *keys[2] = {"SCALE_TENSOR", "ZERO_POINT_TENSOR"}, *vals[2] = {v->scale_init, v->zp_init};
+        for (int k = 0; k < 2; k++) {
+            if (!vals[k]) continue;
+            sb_init(&kv);
+            sb_field_str(&kv, 1, keys[k]);
+            sb_field_str(&kv, 2, vals[k]);
+            sb_field_msg(&an, 2, &kv);
+            sb_free(&kv);
+        }
+    }
+    bool failed = vi.failed || tp.failed || tt.failed || sh.failed || an.failed;
+    uint8_t *c1 = failed ? NULL : arena_memdup(s->a, vi.s, vi.len);
+    uint8_t *c2 = failed || !an.len ? NULL : arena_memdup(s->a, an.s, an.len);
+    if (!c1 || (an.len && !c2)) {
+        s->failed = true;
+    } else {
+        if (v->declare) {
+            seg_len_header(s, GP_VALUE_INFO, vi.len);
+            seg_add(s, c1, vi.len);
+        }
+        if (an.len) {
+            seg_len_header(s, GP_QUANT_ANNOTATION, an.len);
+            seg_add(s, c2, an.len);
+        }
+    }
+    sb_free(&vi);
+    sb_free(&tp);
+    sb_free(&tt);
+    sb_free(&sh);
+    sb_free(&an);
 }
 
 bool onnx_model_locate(const struct ctosa_onnx_model *m, const void *p, uint64_t len, int *fd,
@@ -477,6 +533,7 @@ static ctosa_error *graph_segments(pb_doc *d, const pb_field *gf, const onnx_rew
         for (uint32_t i = 0; i < rw->n_items; i++)
             if (rw->items[i] < 0) seg_ep_node(s, &rw->ep[-rw->items[i] - 1]);
     for (uint32_t i = 0; i < rw->n_consts; i++) seg_const_init(s, &rw->consts[i]);
+    for (uint32_t i = 0; i < rw->n_decls; i++) seg_value_decl(s, &rw->decls[i]);
     return NULL;
 }
 

@@ -30,6 +30,19 @@ typedef struct onnx_const_init {
     uint64_t nbytes;
 } onnx_const_init;
 
+/* A value the rewritten graph declares (GraphProto.value_info): an
+ * EPContext output has no type otherwise. With scale_init / zp_init set
+ * (names of initializers in `consts`), its quantization parameters are
+ * written as a GraphProto.quantization_annotation too. */
+typedef struct onnx_value_decl {
+    const char *name;
+    int32_t dtype;              /* ONNX TensorProto.DataType */
+    uint32_t rank;
+    const int64_t *dims;        /* negative: unknown dimension */
+    bool declare;               /* write a value_info (not for graph inputs/outputs) */
+    const char *scale_init, *zp_init;
+} onnx_value_decl;
+
 typedef struct onnx_rewrite {
     uint32_t n_items;
     const int64_t *items;       /* >= 0: main-graph node index; < 0: -(k+1) = ep[k] */
@@ -47,6 +60,8 @@ typedef struct onnx_rewrite {
     const struct ctosa_onnx_opset *opsets;
     uint32_t n_consts;
     const onnx_const_init *consts;
+    uint32_t n_decls;
+    const onnx_value_decl *decls;
 } onnx_rewrite;
 
 /* Where len bytes at p lie in the files model m has mapped (the .onnx

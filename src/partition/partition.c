@@ -113,6 +113,17 @@ static bool creates_cycle(pstate *p, const int32_t *roots, uint32_t k, uint32_t 
 /* Node status helpers for the current iteration. */
 static bool is_const_node(lower_session *s, uint32_t i) { return s->nodes[i].kind == LW_NODE_CONST; }
 
+/* A DequantizeLinear folded into its quantized group emits nothing: its
+ * output is the integer input under the float name. Such a value must not
+ * cross a partition boundary (a CPU consumer or the partitioned ONNX would
+ * read integer bits under a float name), so the node joins the partition of
+ * its consumer, and the boundary is the integer tensor before it, which
+ * ONNX types truthfully (with its scale and zero point). */
+static bool joins_consumer(lower_session *s, uint32_t i) {
+    return s->nodes[i].kind == LW_NODE_DELEGATED && !s->nodes[i].compute &&
+           strcmp(s->g->nodes[i].op_type, "DequantizeLinear") == 0;
+}
+
 /* Builds edge lists: producer -> consumer for runtime values, plus the CPU
  * edges of constant nodes kept on the CPU. */
 static bool build_edges(pstate *p) {
@@ -218,6 +229,15 @@ static void place_const_nodes(pstate *p) {
     }
 }
 
+/* Candidate order: a folded DequantizeLinear still alone first (it must
+ * join a consumer), then by first node. */
+static bool cand_before(pstate *p, int32_t a, int32_t b) {
+    bool la = joins_consumer(p->s, (uint32_t)a) && p->next_mem[a] < 0;
+    bool lb = joins_consumer(p->s, (uint32_t)b) && p->next_mem[b] < 0;
+    if (la != lb) return la;
+    return a < b;
+}
+
 int32_t part_assign(lower_session *s) {
     pstate p;
     memset(&p, 0, sizeof p);
@@ -256,7 +276,7 @@ int32_t part_assign(lower_session *s) {
             goto done;
         }
         for (uint32_t i = 0; i < n; i++) {
-            if (!p.active[i]) continue;
+            if (!p.active[i] || joins_consumer(s, i)) continue;
             uint32_t k = 0;
             for (uint32_t e = p.pred_start[i]; e < p.pred_start[i + 1]; e++) {
                 uint32_t u = p.pred[e];
@@ -265,10 +285,21 @@ int32_t part_assign(lower_session *s) {
                 bool dup = false;
                 for (uint32_t j = 0; j < k; j++) dup |= roots[j] == r;
                 if (!dup) roots[k++] = r;
+                /* through a folded DequantizeLinear still on its own: its
+                 * producer's group is a candidate too */
+                if (r != (int32_t)u || p.next_mem[u] >= 0 || !joins_consumer(s, u)) continue;
+                for (uint32_t f = p.pred_start[u]; f < p.pred_start[u + 1]; f++) {
+                    if (!p.active[p.pred[f]]) continue;
+                    int32_t r2 = find(&p, (int32_t)p.pred[f]);
+                    dup = false;
+                    for (uint32_t j = 0; j < k; j++) dup |= roots[j] == r2;
+                    if (!dup) roots[k++] = r2;
+                }
             }
-            /* candidates in order of their first node */
+            /* candidates in order of their first node, the folded
+             * DequantizeLinear inputs still on their own first */
             for (uint32_t a = 1; a < k; a++)
-                for (uint32_t b = a; b > 0 && roots[b - 1] > roots[b]; b--) {
+                for (uint32_t b = a; b > 0 && cand_before(&p, roots[b], roots[b - 1]); b--) {
                     int32_t t = roots[b];
                     roots[b] = roots[b - 1];
                     roots[b - 1] = t;
@@ -286,6 +317,16 @@ int32_t part_assign(lower_session *s) {
                 if (fast || !creates_cycle(&p, roots, acc + 1, i)) acc++;
             }
             for (uint32_t j = 0; j < acc; j++) unite(&p, roots[j], (int32_t)i);
+        }
+        /* A folded DequantizeLinear no consumer could take (that would
+         * have closed a cycle) stays with its producer. Its one runtime
+         * input comes from that group, so this cannot close a cycle. */
+        for (uint32_t i = 0; i < n; i++) {
+            if (!p.active[i] || !joins_consumer(s, i) || find(&p, (int32_t)i) != (int32_t)i ||
+                p.next_mem[i] >= 0)
+                continue;
+            for (uint32_t e = p.pred_start[i]; e < p.pred_start[i + 1]; e++)
+                if (p.active[p.pred[e]]) unite(&p, find(&p, (int32_t)p.pred[e]), (int32_t)i);
         }
         /* Groups without compute are not delegated. */
         memset(has_compute, 0, (n + 1) * sizeof *has_compute);

@@ -382,6 +382,93 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
     return NULL;
 }
 
+/* A scalar initializer for a quantization parameter, named after value
+ * `of` and not clashing with any model value. */
+static const char *qparam_init(ctosa_lower_result *r, onnx_const_init *ci, const char *of, const char *what,
+                               int32_t dtype, double v) {
+    arena *a = &r->a;
+    const char *nm = arena_printf(a, "%s_%s", of, what);
+    for (uint32_t k = 1; nm && lw_lookup(&r->s, nm); k++) nm = arena_printf(a, "%s_%s_%u", of, what, k);
+    void *d = arena_alloc(a, 8);
+    if (!nm || !d) return NULL;
+    uint64_t nb = 1;
+    if (dtype == ONNX_FLOAT) {
+        float f = (float)v;
+        memcpy(d, &f, 4);
+        nb = 4;
+    } else if (dtype == ONNX_INT16) {
+        int16_t x = (int16_t)v;
+        memcpy(d, &x, 2);
+        nb = 2;
+    } else if (dtype == ONNX_INT8) {
+        int8_t x = (int8_t)v;
+        memcpy(d, &x, 1);
+    } else {
+        uint8_t x = (uint8_t)v;
+        memcpy(d, &x, 1);
+    }
+    *ci = (onnx_const_init){nm, dtype, 0, NULL, d, nb};
+    return nm;
+}
+
+/* Every partition input and output declared with its ONNX type and shape
+ * (an EPContext output has no type otherwise); quantized ones annotated
+ * with their scale and zero point (two scalar initializers each). */
+static ctosa_error *lw_boundary_decls(ctosa_lower_result *r, onnx_rewrite *rw, onnx_const_init **ci, uint32_t *n,
+                                      uint32_t *cap) {
+    lower_session *s = &r->s;
+    arena *a = &r->a;
+    uint32_t total = 0;
+    for (uint32_t p = 0; p < r->n_parts; p++) total += r->pub_parts[p].n_inputs + r->pub_parts[p].n_outputs;
+    onnx_value_decl *d = arena_zalloc(a, (total + 1) * sizeof *d);
+    if (!d) return ctosa_error_nomem();
+    strmap seen, declared;
+    strmap_init(&seen);
+    strmap_init(&declared);
+    for (uint32_t i = 0; i < s->g->n_inputs; i++) strmap_put(&declared, s->g->inputs[i].name, (void *)1);
+    for (uint32_t i = 0; i < s->g->n_outputs; i++) strmap_put(&declared, s->g->outputs[i].name, (void *)1);
+    uint32_t nd = 0;
+    ctosa_error *e = NULL;
+    for (uint32_t p = 0; p < r->n_parts && !e; p++) {
+        const ctosa_lower_partition *pp = &r->pub_parts[p];
+        for (uint32_t k = 0; k < pp->n_inputs + pp->n_outputs && !e; k++) {
+            const ctosa_lower_io *io = k < pp->n_inputs ? &pp->inputs[k] : &pp->outputs[k - pp->n_inputs];
+            lw_val *v = lw_lookup(s, io->name);
+            if (!v || !v->known || strmap_has(&seen, io->name)) continue;
+            if (!strmap_put(&seen, io->name, (void *)1)) {
+                e = ctosa_error_nomem();
+                break;
+            }
+            onnx_value_decl *o = &d[nd++];
+            *o = (onnx_value_decl){io->name, v->v.onnx_dtype, io->rank, io->shape,
+                                   !strmap_has(&declared, io->name), NULL, NULL};
+            if (!io->quantized) continue;
+            if (*n + 2 > *cap) {
+                uint32_t nc = *cap * 2 + 8;
+                onnx_const_init *nv = arena_alloc(a, nc * sizeof *nv);
+                if (!nv) {
+                    e = ctosa_error_nomem();
+                    break;
+                }
+                if (*n) memcpy(nv, *ci, *n * sizeof *nv);
+                *ci = nv;
+                *cap = nc;
+            }
+            o->scale_init = qparam_init(r, &(*ci)[*n], io->name, "scale", ONNX_FLOAT, io->scale);
+            o->zp_init = o->scale_init ? qparam_init(r, &(*ci)[*n + 1], io->name, "zero_point", v->v.onnx_dtype,
+                                                     (double)io->zero_point)
+                                       : NULL;
+            if (!o->zp_init) e = ctosa_error_nomem();
+            *n += 2;
+        }
+    }
+    strmap_free(&seen);
+    strmap_free(&declared);
+    rw->n_decls = nd;
+    rw->decls = d;
+    return e;
+}
+
 /* What the partitioned ONNX needs beyond the node list:
  * - compile-time values (folded outputs of delegated nodes, e.g. a
  *   Dropout mask) that a CPU node reads or that are graph outputs: no kept
@@ -434,6 +521,7 @@ static ctosa_error *lw_partitioned_extras(ctosa_lower_result *r, onnx_rewrite *r
     }
     strmap_free(&seen);
     if (e) return e;
+    if ((e = lw_boundary_decls(r, rw, &ci, &n, &cap))) return e;
     rw->n_consts = n;
     rw->consts = ci;
     if (!s->inl_orig) return NULL;
@@ -525,6 +613,12 @@ ctosa_error *lw_write_partitioned(ctosa_lower_result *r, const char *path) {
     }
     for (uint32_t i = 0; i < s->g->n_value_infos; i++)
         if (!strmap_has(&used, s->g->value_infos[i].name)) strmap_put(&drop_vi, s->g->value_infos[i].name, (void *)1);
+    /* partition inputs / outputs are declared anew (lw_boundary_decls) */
+    for (uint32_t p = 0; p < r->n_parts; p++) {
+        const ctosa_lower_partition *pp = &r->pub_parts[p];
+        for (uint32_t k = 0; k < pp->n_inputs; k++) strmap_put(&drop_vi, pp->inputs[k].name, (void *)1);
+        for (uint32_t k = 0; k < pp->n_outputs; k++) strmap_put(&drop_vi, pp->outputs[k].name, (void *)1);
+    }
     onnx_rewrite rw = {.n_items = (uint32_t)n, .items = order, .ep = ep, .drop_init = &drop_init,
                        .drop_vi = &drop_vi};
     ctosa_error *e = lw_partitioned_extras(r, &rw);

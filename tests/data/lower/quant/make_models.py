@@ -285,6 +285,31 @@ def cascade_model():
 cascade_model()
 
 
+# a residual Add whose two inputs come from different partitions (a float
+# Floor, which no group takes, stays on the CPU in between): the folded
+# DequantizeLinear of the skip branch must join the Add's partition, so
+# every partition boundary is an integer tensor with scale and zero point
+def boundary_model():
+    x = rng.integers(-128, 128, size=(1, 4, 5, 5)).astype(np.int8)
+    wq = rng.integers(-127, 128, size=(4, 4, 1, 1)).astype(np.int8)
+    g = G()
+    y = g.node("Conv", [g.dq("x", 0.1, np.array(0, np.int8)), g.dq(g.const(wq), 0.01, np.array(0, np.int8))],
+               kernel_shape=[1, 1])
+    yq = g.q(y, 0.2, np.array(3, np.int8))
+    fq = g.q(g.node("Floor", [g.dq(yq, 0.2, np.array(3, np.int8))]), 0.25, np.array(-2, np.int8))
+    out = g.q(g.node("Add", [g.dq(fq, 0.25, np.array(-2, np.int8)), g.dq(yq, 0.2, np.array(3, np.int8))]),
+              0.3, np.array(1, np.int8))
+    xr = dq(x, np.float64(np.float32(0.1)), 0)
+    wr = dq(wq, np.float64(np.float32(0.01)), 0)
+    yqr = q(np.einsum("nchw,oc->nohw", xr, wr[:, :, 0, 0]), np.float64(np.float32(0.2)), 3, np.int8)
+    yd = dq(yqr, np.float64(np.float32(0.2)), 3)
+    fqr = q(np.floor(yd), np.float64(np.float32(0.25)), -2, np.int8)
+    ref = q(dq(fqr, np.float64(np.float32(0.25)), -2) + yd, np.float64(np.float32(0.3)), 1, np.int8)
+    save("boundary_residual", g, x, "x", out, np.int8, ref, infer=True)
+    np.save(os.path.join(OUT, "boundary_residual", "cpu_" + fq + ".npy"), fqr)
+
+
+
 # AveragePool (padding excluded from the count) staying in the input's
 # parameters, then requantised by the Q
 def avgpool_model():
@@ -337,4 +362,5 @@ def a16w8_model():
 
 
 a16w8_model()
+boundary_model()
 print("wrote models to", OUT)
