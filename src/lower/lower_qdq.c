@@ -17,6 +17,7 @@
 #include "lower/lower_cv.h"
 #include "lower/lower_qdq.h"
 #include "lower/qdq_ext.h"
+#include "lower/qdq_island.h"
 
 #define QTRY(x)                                                                     \
     do {                                                                            \
@@ -24,7 +25,7 @@
     } while (0)
 
 const qdq_node *qdq_info(const lower_ctx *c) {
-    static const qdq_node none = {QR_NONE, false, -1, -1, -1};
+    static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL};
     if (!c->s->qdq || c->node_index >= c->s->qdq->count) return &none;
     return &c->s->qdq->n[c->node_index];
 }
@@ -270,6 +271,21 @@ lower_status qdq_lower_alias(lower_ctx *c) {
     return LOWER_OK;
 }
 
+/* An island operator before its head (qdq_island.h): emits nothing; its
+ * output stands for the island's integer input (the head reads that). */
+lower_status qdq_lower_island_member(lower_ctx *c) {
+    const ctosa_onnx_node *n = lw_node(c);
+    for (uint32_t k = 0; k < n->n_inputs; k++) {
+        const lower_value *V = lw_has_input(c, k) ? lw_in(c, k) : NULL;
+        if (!V || V->data) continue;
+        const char *x = lw_input(c, k);
+        QTRY(x);
+        lw_set_output(c, 0, x);
+        return LOWER_OK;
+    }
+    return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: no runtime input in its quantized island", n->op_type);
+}
+
 lower_status qdq_lower_cast(lower_ctx *c) {
     const lower_value *X = lw_in(c, 0);
     if (!X) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "Cast: input is not available");
@@ -295,49 +311,60 @@ typedef qx_in qa;
 
 /* Input i of the head (a folded DequantizeLinear output) as a signed
  * int8/int16 tensor with its scale and zero point. */
-static bool head_in(lower_ctx *c, uint32_t i, qa *o) {
+/* Operand behind DequantizeLinear node dq (its runtime integer input is
+ * the TOSA tensor x, or NULL to read input i of the head). */
+static bool dq_operand(lower_ctx *c, uint32_t dq, const char *x, int32_t i, uint32_t rank, const int64_t *shape,
+                       const char *name, qa *o) {
     lower_session *s = c->s;
-    const lower_value *V = lw_in(c, i);
-    lw_val *hv = lw_lookup(s, lw_node(c)->inputs[i]);
-    if (!V || !hv || hv->producer < 0) return false;
-    const ctosa_onnx_node *d = &s->g->nodes[hv->producer];
+    const ctosa_onnx_node *d = &s->g->nodes[dq];
     lw_val *xv = lw_lookup(s, d->inputs[0]);
     qparam p;
-    if (!xv || !qp_of(c, (uint32_t)hv->producer, V->rank, &p)) return false;
+    if (!xv || !qp_of(c, dq, rank, &p)) return false;
     if (p.n != 1) {
-        lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-axis quantized activation '%s'", lw_node(c)->op_type,
-                V->name);
+        lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-axis quantized activation '%s'", lw_node(c)->op_type, name);
         return false;
     }
     int32_t od = xv->v.onnx_dtype;
     bool u8 = od == ONNX_UINT8;
     if (od != ONNX_UINT8 && od != ONNX_INT8 && od != ONNX_INT16) {
         lw_fail(c, LOWER_UNSUPPORTED_DTYPE, NULL, "%s: quantized input '%s' of type %s", lw_node(c)->op_type,
-                V->name, onnx_dtype_numpy_name(od) ? onnx_dtype_numpy_name(od) : "?");
+                name, onnx_dtype_numpy_name(od) ? onnx_dtype_numpy_name(od) : "?");
         return false;
     }
     o->t = od == ONNX_INT16 ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT8;
     o->s = p.scale[0];
     o->zp = p.zp[0] - (u8 ? 128 : 0);
-    o->rank = V->rank;
-    memcpy(o->shape, V->shape, sizeof o->shape);
+    o->rank = rank;
+    memcpy(o->shape, shape, rank * sizeof *shape);
     if (xv->v.data) {
         uint64_t cnt = qdq_val_count(xv);
         double *v = arena_alloc(lw_arena(c), (size_t)cnt * sizeof(double) + 8);
         if (!v) return false;
         for (uint64_t k = 0; k < cnt; k++) v[k] = qdq_val_f64(xv, k) - (u8 ? 128 : 0);
-        o->x = lw_const_from_f64(c, o->t, V->rank, V->shape, v);
+        o->x = lw_const_from_f64(c, o->t, rank, shape, v);
     } else {
-        o->x = lw_input(c, i);
-        if (u8) o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, V->rank, V->shape, 1.0, p.zp[0],
+        o->x = x ? x : lw_input(c, (uint32_t)i);
+        if (u8) o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, p.zp[0],
                                  o->zp, true, false);
     }
     if (o->t == CTOSA_DTYPE_INT16 && o->zp != 0) {
         lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: int16 input '%s' with zero point %lld (TOSA needs 0)",
-                lw_node(c)->op_type, V->name, (long long)o->zp);
+                lw_node(c)->op_type, name, (long long)o->zp);
         return false;
     }
     return o->x != NULL;
+}
+
+static bool head_in(lower_ctx *c, uint32_t i, qa *o) {
+    lower_session *s = c->s;
+    const lower_value *V = lw_in(c, i);
+    lw_val *hv = lw_lookup(s, lw_node(c)->inputs[i]);
+    if (!V || !hv || hv->producer < 0) return false;
+    return dq_operand(c, (uint32_t)hv->producer, NULL, (int32_t)i, V->rank, V->shape, V->name, o);
+}
+
+bool qdq_dq_operand(lower_ctx *c, uint32_t dq, const char *x, uint32_t rank, const int64_t *shape, qx_in *o) {
+    return dq_operand(c, dq, x, -1, rank, shape, c->s->g->nodes[dq].outputs[0], o);
 }
 
 /* The group output (qx_out, shared with qdq_ext.h): scale, signed zero
@@ -496,13 +523,18 @@ typedef struct qwt {
     const double *scale; /* NULL: integer output (ConvInteger / MatMulInteger) */
 } qwt;
 
-/* Integer 2-D convolution (CONV2D / DEPTHWISE_CONV2D) of signed x with an
- * int8 view of the weight; bias either real values (bias_q false) or
+/* Integer convolution of signed x with an int8 view of the weight: 2-D
+ * (CONV2D, DEPTHWISE_CONV2D), 1-D (as 2-D with height 1) and 3-D (CONV3D);
+ * any group count: a group that is not depthwise gets one convolution per
+ * group on its channel slice, the int32 accumulators concatenated (TOSA
+ * has no grouped convolution). Bias either real values (bias_q false) or
  * already in accumulator units; with o, requantised to o, otherwise the
  * int32 accumulator is the output. */
 static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, const qwt *w, const double *bias,
                               bool bias_q, const qo *o) {
-    if (a->rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: only 2-D convolutions");
+    uint32_t rank = a->rank, nsp = rank >= 3 ? rank - 2 : 0;
+    if (nsp < 1 || nsp > 3)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: 1-D, 2-D or 3-D convolutions only");
     /* int8 activations accumulate in int32; int16 (a16w8, EXT-INT16) in
      * int48 with an int48 bias */
     bool a16 = a->t == CTOSA_DTYPE_INT16;
@@ -514,17 +546,35 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
     int64_t group = lw_attr_int(c, "group", 1);
     if (w->n > 1 && w->n != M)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: weight scales must be per output channel");
-    bool dw = group > 1 && group == C && M % C == 0 && Cg == 1;
-    if ((group != 1 && !dw) || Cg * group != C)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: group %lld (only 1 or depthwise)",
-                         (long long)group);
-    cv_dim dm[2];
+    if (group < 1 || Cg * group != C || M % group)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: group %lld does not match %lld input / "
+                         "%lld weight channels", (long long)group, (long long)C, (long long)Cg);
+    bool dw = nsp != 3 && group > 1 && group == C && Cg == 1;
+    cv_dim dm3[3];
     lower_status st;
-    if ((st = cv_read_window(c, 2, a->shape, wsh + 2, dm)) != LOWER_OK) return st;
-    if ((st = cv_window(c, 2, dm, false)) != LOWER_OK) return st;
+    if ((st = cv_read_window(c, nsp, a->shape, wsh + 2, dm3)) != LOWER_OK) return st;
+    if ((st = cv_window(c, nsp, dm3, false)) != LOWER_OK) return st;
+    /* 1-D: a 2-D convolution over height 1 */
+    uint32_t tsp = nsp == 3 ? 3 : 2, tr = tsp + 2;
+    cv_dim dm[3];
+    int64_t xs[5], ks[3];
+    if (nsp == 1) {
+        dm[0] = (cv_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
+        dm[1] = dm3[0];
+        int64_t s4[4] = {N, C, 1, a->shape[2]};
+        memcpy(xs, s4, sizeof s4);
+        ks[0] = 1;
+        ks[1] = wsh[2];
+    } else {
+        memcpy(dm, dm3, sizeof dm);
+        memcpy(xs, a->shape, tr * sizeof *xs);
+        for (uint32_t i = 0; i < tsp; i++) ks[i] = wsh[2 + i];
+    }
     double *bq = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
     double *ratio = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
     if (!bq || !ratio) return cv_fail(c);
+    int64_t kvol = 1;
+    for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
     for (int64_t m = 0; m < M; m++) {
         double sw = w->scale ? w->scale[w->n > 1 ? m : 0] : 1.0;
         double acc_s = a->s * sw;
@@ -533,67 +583,115 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
          * the int32 limit only occurs for channels of tiny weight scale,
          * where the trimmed part is far below one output step */
         double lim = (a16 ? 140737488355327.0 : 2147483647.0) -
-                     (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)wsh[2] * (double)wsh[3];
+                     (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)kvol;
         if (!(fabs(bq[m]) <= lim)) bq[m] = bq[m] > 0 ? lim : -lim;
         ratio[m] = o ? qdq_acc_ratio(a->s, sw, o->s) : 1.0;
     }
-    int64_t ls[4];
-    cv_shape_last(4, a->shape, ls);
-    const char *x = cv_to_last(c, a->x, a->t, 4, a->shape);
-    int64_t start[4] = {0}, size[4] = {ls[0], ls[1] - dm[0].crop, ls[2] - dm[1].crop, ls[3]};
-    x = cv_slice(c, x, a->t, 4, ls, start, size);
-    int64_t kh = wsh[2], kw = wsh[3], kvol = kh * kw;
+    const char *x = a->x;
+    if (nsp == 1) x = lw_reshape(c, x, a->t, 4, xs);
+    int64_t ls[5];
+    cv_shape_last(tr, xs, ls);
+    x = cv_to_last(c, x, a->t, tr, xs);
+    int64_t start[5] = {0}, size[5];
+    memcpy(size, ls, sizeof size);
+    for (uint32_t i = 0; i < tsp; i++) size[1 + i] -= dm[i].crop;
+    x = cv_slice(c, x, a->t, tr, ls, start, size);
+    memcpy(ls, size, sizeof ls);
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(M * Cg * kvol) + 8);
     if (!buf) return cv_fail(c);
     const uint8_t *src = w->data;
     uint8_t off = w->u8 ? 128 : 0; /* uint8 weights: w - 128 with zero point zp - 128 */
-    int64_t wshape[4];
-    ctosa_op_kind kind;
+    const char *izp = lw_zero_point(c, a->t, a->zp);
+    const char *wzp = lw_zero_point(c, CTOSA_DTYPE_INT8, w->zp - off);
+    int64_t os[5] = {N};
+    for (uint32_t i = 0; i < tsp; i++) os[1 + i] = dm[i].out;
+    os[tr - 1] = M;
+    int32_t pad[6], stride[3], dil[3];
+    for (uint32_t i = 0; i < tsp; i++) {
+        pad[2 * i] = (int32_t)dm[i].pb;
+        pad[2 * i + 1] = (int32_t)dm[i].pe;
+        stride[i] = (int32_t)dm[i].s;
+        dil[i] = (int32_t)dm[i].d;
+    }
+    ctosa_attr at;
+    memset(&at, 0, sizeof at);
+    at.pad = (ctosa_i32s){pad, 2 * tsp};
+    at.stride = (ctosa_i32s){stride, tsp};
+    at.dilation = (ctosa_i32s){dil, tsp};
+    at.acc_type = acc_t;
+    QTRY(x && izp && wzp);
+    const char *acc;
     if (dw) {
         for (int64_t m = 0; m < M; m++)
             for (int64_t k = 0; k < kvol; k++) buf[k * M + m] = (uint8_t)(src[m * kvol + k] - off);
-        wshape[0] = kh; wshape[1] = kw; wshape[2] = C; wshape[3] = M / C;
-        kind = CTOSA_OP_DEPTHWISE_CONV2D;
+        int64_t wshape[4] = {ks[0], ks[1], C, M / C};
+        const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 4, wshape, buf);
+        const char *bc = lw_const_from_f64(c, acc_t, 1, &M, bq);
+        acc = lw_tensor(c, acc_t, 4, os);
+        QTRY(wc && bc && acc);
+        const char *in[5] = {x, wc, bc, izp, wzp};
+        QTRY(lw_op(c, CTOSA_OP_DEPTHWISE_CONV2D, 5, in, 1, &acc, &at));
     } else {
+        /* OIHW -> OHWI; one convolution per group on its channel slice */
         for (int64_t m = 0; m < M; m++)
             for (int64_t i = 0; i < Cg; i++)
                 for (int64_t k = 0; k < kvol; k++)
                     buf[(m * kvol + k) * Cg + i] = (uint8_t)(src[(m * Cg + i) * kvol + k] - off);
-        wshape[0] = M; wshape[1] = kh; wshape[2] = kw; wshape[3] = Cg;
-        kind = CTOSA_OP_CONV2D;
+        int64_t Mg = M / group;
+        const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts + 8);
+        if (!parts) return cv_fail(c);
+        for (int64_t g = 0; g < group; g++) {
+            int64_t wshape[5] = {Mg};
+            for (uint32_t i = 0; i < tsp; i++) wshape[1 + i] = ks[i];
+            wshape[tr - 1] = Cg;
+            const char *wc = lw_const(c, CTOSA_DTYPE_INT8, tr, wshape, buf + g * Mg * kvol * Cg);
+            const char *bc = lw_const_from_f64(c, acc_t, 1, &Mg, bq + g * Mg);
+            const char *xg = x;
+            if (group > 1) {
+                int64_t s0[5] = {0}, sz[5];
+                memcpy(sz, ls, sizeof sz);
+                s0[tr - 1] = g * Cg;
+                sz[tr - 1] = Cg;
+                xg = cv_slice(c, x, a->t, tr, ls, s0, sz);
+            }
+            int64_t og[5];
+            memcpy(og, os, sizeof og);
+            og[tr - 1] = Mg;
+            parts[g] = lw_tensor(c, acc_t, tr, og);
+            QTRY(wc && bc && xg && parts[g]);
+            const char *in[5] = {xg, wc, bc, izp, wzp};
+            QTRY(lw_op(c, tsp == 3 ? CTOSA_OP_CONV3D : CTOSA_OP_CONV2D, 5, in, 1, &parts[g], &at));
+        }
+        acc = group > 1 ? cv_concat(c, (uint32_t)group, parts, acc_t, tr, os, (int32_t)tr - 1) : parts[0];
+        QTRY(acc);
     }
-    const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 4, wshape, buf);
-    const char *bc = lw_const_from_f64(c, acc_t, 1, &M, bq);
-    const char *izp = lw_zero_point(c, a->t, a->zp);
-    const char *wzp = lw_zero_point(c, CTOSA_DTYPE_INT8, w->zp - off);
-    int64_t os[4] = {N, dm[0].out, dm[1].out, M};
-    const char *acc = lw_tensor(c, acc_t, 4, os);
-    QTRY(x && wc && bc && izp && wzp && acc);
-    int32_t pad[4] = {(int32_t)dm[0].pb, (int32_t)dm[0].pe, (int32_t)dm[1].pb, (int32_t)dm[1].pe};
-    int32_t stride[2] = {(int32_t)dm[0].s, (int32_t)dm[1].s}, dil[2] = {(int32_t)dm[0].d, (int32_t)dm[1].d};
-    ctosa_attr at;
-    memset(&at, 0, sizeof at);
-    at.pad = (ctosa_i32s){pad, 4};
-    at.stride = (ctosa_i32s){stride, 2};
-    at.dilation = (ctosa_i32s){dil, 2};
-    at.acc_type = acc_t;
-    const char *in[5] = {x, wc, bc, izp, wzp};
-    QTRY(lw_op(c, kind, 5, in, 1, &acc, &at));
-    int64_t fs[4];
-    cv_shape_first(4, os, fs);
+    /* channels-first output shape ([N, M, L] for 1-D) */
+    int64_t fs[5];
+    cv_shape_first(tr, os, fs);
+    uint32_t orank = rank;
+    int64_t ofs[5];
+    if (nsp == 1) {
+        ofs[0] = N;
+        ofs[1] = M;
+        ofs[2] = os[2];
+    } else {
+        memcpy(ofs, fs, sizeof ofs);
+    }
     if (!o) {
         if (a16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "ConvInteger: int16 input");
-        const char *y = cv_to_first(c, acc, CTOSA_DTYPE_INT32, 4, os);
+        const char *y = cv_to_first(c, acc, CTOSA_DTYPE_INT32, tr, os);
+        if (nsp == 1) y = lw_reshape(c, y, CTOSA_DTYPE_INT32, 3, ofs);
         QTRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
     const char *y = qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
-                        ? qdq_rescale_ort(c, acc, o->t, 4, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
-                        : qdq_rescale_n(c, acc, acc_t, o->t, 4, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
-    y = cv_to_first(c, y, o->t, 4, os);
+                        ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
+                        : qdq_rescale_n(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
+    y = cv_to_first(c, y, o->t, tr, os);
+    if (nsp == 1) y = lw_reshape(c, y, o->t, 3, ofs);
     QTRY(y);
-    return head_finish(c, y, o, 4, fs);
+    return head_finish(c, y, o, orank, ofs);
 }
 
 static lower_status head_conv(lower_ctx *c) {
@@ -601,8 +699,9 @@ static lower_status head_conv(lower_ctx *c) {
     qa a;
     qw w;
     qo o;
-    if (!W || W->rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: only 2-D convolutions");
-    if (!head_in(c, 0, &a) || !head_weight(c, 1, 4, &w) || !head_out(c, 4, &o)) return LOWER_REJECT;
+    if (!W || W->rank < 3 || W->rank > 5)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: 1-D, 2-D or 3-D convolutions only");
+    if (!head_in(c, 0, &a) || !head_weight(c, 1, W->rank, &w) || !head_out(c, W->rank, &o)) return LOWER_REJECT;
     if (w.p.n > 1 && w.p.axis != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: weight scales must be per output channel");
     bool bbad;
@@ -820,9 +919,13 @@ static lower_status head_gap(lower_ctx *c) {
         x = cv_reduce(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, sh, (int32_t)i, ns);
         memcpy(sh, ns, sizeof sh);
     }
-    x = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
-    QTRY(x);
-    return head_finish(c, x, &o, a.rank, sh);
+    /* round half to even as QuantizeLinear does, where exact (qdq_mean.c) */
+    int64_t smax = cnt * (a.t == CTOSA_DTYPE_INT16 ? 65535 : 255);
+    const char *y = qdq_mean_exact(c, x, a.rank, sh, cnt, smax, a.s / o.s, o.t, o.zp);
+    if (!y && !c->rejected)
+        y = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
+    QTRY(y);
+    return head_finish(c, y, &o, a.rank, sh);
 }
 
 static lower_status head_maxpool(lower_ctx *c) {
@@ -1090,6 +1193,7 @@ static bool is_generic_move(const char *op) {
 lower_status qdq_lower_head(lower_ctx *c) {
     const char *op = lw_node(c)->op_type;
     lower_status ext_st;
+    if (qdq_info(c)->isl) return qdq_island_head(c); /* a float island of one input: one TABLE */
     if (qdq_ext_head(c, &ext_st)) return ext_st; /* int16 tables/elementwise, Resize, Pad, ... (qdq_ext.h) */
     if (strcmp(op, "Conv") == 0) return head_conv(c);
     if (strcmp(op, "Gemm") == 0) return head_gemm(c);
@@ -1097,6 +1201,7 @@ lower_status qdq_lower_head(lower_ctx *c) {
     if (strcmp(op, "Add") == 0) return head_addmul(c, false);
     if (strcmp(op, "Mul") == 0) return head_addmul(c, true);
     if (strcmp(op, "GlobalAveragePool") == 0) return head_gap(c);
+    if (strcmp(op, "ReduceMean") == 0) return qdq_reducemean(c);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0) return head_maxpool(c);
     if (strcmp(op, "Concat") == 0) return head_concat(c);
     double dummy;

@@ -18,7 +18,8 @@ enum qdq_role {
     QR_DQ,   /* DequantizeLinear whose runtime output only feeds group heads: alias */
     QR_HEAD, /* the op of a group: computes in integers, writes the Q's output */
     QR_ACT,  /* Relu / Clip between head and Q: fused into the head (alias) */
-    QR_Q     /* QuantizeLinear ending a group: alias */
+    QR_Q,    /* QuantizeLinear ending a group: alias */
+    QR_ISLAND /* float operator inside a one-input island (qdq_island.h) before the head: alias */
 };
 
 typedef struct qdq_node {
@@ -27,6 +28,7 @@ typedef struct qdq_node {
     int32_t head; /* QR_ACT / QR_Q: the group's head */
     int32_t act;  /* QR_HEAD: the fused activation node, -1 none */
     int32_t q;    /* QR_HEAD: the QuantizeLinear */
+    struct qdq_island *isl; /* QR_HEAD of a float island: its operators and DequantizeLinears */
 } qdq_node;
 
 struct qdq_state {
@@ -39,6 +41,7 @@ struct qdq_state {
 lower_status qdq_lower_quantize(lower_ctx *c);
 lower_status qdq_lower_dequantize(lower_ctx *c);
 lower_status qdq_lower_alias(lower_ctx *c);
+lower_status qdq_lower_island_member(lower_ctx *c);
 lower_status qdq_lower_cast(lower_ctx *c);
 lower_status qdq_lower_head(lower_ctx *c);
 lower_status qdq_lower_u8_reject(lower_ctx *c);
@@ -46,6 +49,12 @@ lower_status qdq_lower_qlinearconv(lower_ctx *c);
 lower_status qdq_lower_qlinearmatmul(lower_ctx *c);
 lower_status qdq_lower_convinteger(lower_ctx *c);
 lower_status qdq_lower_matmulinteger(lower_ctx *c);
+
+/* Head operand from DequantizeLinear node dq whose (aliased) integer input
+ * is the TOSA tensor x: signed carrier, scale, zero point (qx_in). */
+struct qx_in;
+bool qdq_dq_operand(lower_ctx *c, uint32_t dq, const char *x, uint32_t rank, const int64_t *shape,
+                    struct qx_in *o);
 
 /* The group role of the context's node. */
 const qdq_node *qdq_info(const lower_ctx *c);

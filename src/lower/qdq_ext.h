@@ -76,6 +76,8 @@ bool qdq_ext_groupable(const ctosa_onnx_node *n);
 
 /* The individual ext heads. */
 lower_status qdq_table16(lower_ctx *c);                 /* qdq_table.c */
+/* The int16 TABLE path for operand a, output o and float function fn. */
+lower_status qdq_table16_of(lower_ctx *c, const qx_in *a, const qx_out *o, double (*fn)(void *, double), void *arg);
 lower_status qdq_addsubmul(lower_ctx *c, int kind);     /* qdq_ops16.c: 0 add, 1 sub, 2 mul */
 lower_status qdq_matmul_rt(lower_ctx *c);               /* qdq_ops16.c: two runtime operands */
 lower_status qdq_pad(lower_ctx *c);                     /* qdq_ops8.c */

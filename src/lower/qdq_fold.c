@@ -16,6 +16,7 @@
 
 #include "lower/lower_qdq.h"
 #include "lower/qdq_ext.h"
+#include "lower/qdq_island.h"
 
 static bool is_op(const ctosa_onnx_node *n, const char *op) {
     bool def = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
@@ -28,7 +29,7 @@ static bool head_inputs(const ctosa_onnx_node *n, uint32_t *first, uint32_t *cou
     *first = 0;
     *bias = -1;
     if (!qdq_ext_groupable(n)) return false; /* attributes the integer heads reject (qdq_ext.h) */
-    static const char *const one[] = {"GlobalAveragePool", "Flatten", "Reshape", "Relu", "Clip",
+    static const char *const one[] = {"GlobalAveragePool", "ReduceMean", "Flatten", "Reshape", "Relu", "Clip",
                                       "MaxPool", "AveragePool", "Transpose",
                                       /* TABLE activations */
                                       "Sigmoid", "Tanh", "Exp", "Log", "Erf", "Softplus", "HardSigmoid",
@@ -120,7 +121,34 @@ ctosa_error *qdq_prepass(lower_session *s) {
         q->n[i].act = act;
         q->n[i].q = nx;
     }
+    /* Float islands of one quantized input (qdq_island.h): elementwise
+     * float operators between the DequantizeLinear(s) of one integer tensor
+     * and a QuantizeLinear, whose other operands are constants. */
+    for (uint32_t i = 0; i < nn; i++) {
+        if (q->n[i].cand || !qdq_island_op(&s->g->nodes[i])) continue;
+        int32_t nx = sole_consumer(s, i);
+        if (nx < 0 || !is_op(&s->g->nodes[nx], "QuantizeLinear")) continue;
+        qdq_island *isl = arena_alloc(&s->a, sizeof *isl);
+        if (!isl) return ctosa_error_nomem();
+        if (!qdq_island_collect(s, &s->a, i, true, isl, NULL)) continue;
+        /* a lone operator that is a head kind of its own forms its group above */
+        if (isl->n == 1 && head_inputs(&s->g->nodes[i], &(uint32_t){0}, &(uint32_t){0}, &(int32_t){0}) &&
+            isl->n_dq == s->g->nodes[i].n_inputs)
+            continue;
+        q->n[i].cand = true;
+        q->n[i].q = nx;
+        q->n[i].isl = isl;
+    }
     return NULL;
+}
+
+/* Whether node u is an operator of a candidate island other than its head. */
+static bool island_member(struct qdq_state *q, uint32_t u) {
+    for (uint32_t i = 0; i < q->count; i++)
+        if (q->n[i].cand && q->n[i].isl && q->n[i].isl->nodes[q->n[i].isl->n - 1].node != u &&
+            qdq_island_has(q->n[i].isl, u))
+            return true;
+    return false;
 }
 
 /* Resolves the candidates into groups (once, on the first qdq_entry():
@@ -138,9 +166,15 @@ static void resolve(lower_session *s) {
         const ctosa_onnx_node *n = &s->g->nodes[i];
         uint32_t first, count;
         int32_t bias;
-        head_inputs(n, &first, &count, &bias);
-        for (uint32_t k = first; !custom && k < first + count; k++)
-            custom = lw_custom_find(s, (uint32_t)producer_of(s, n->inputs[k])) != NULL;
+        if (q->n[i].isl) {
+            const qdq_island *isl = q->n[i].isl;
+            for (uint32_t k = 0; !custom && k < isl->n; k++) custom = lw_custom_find(s, isl->nodes[k].node) != NULL;
+            for (uint32_t k = 0; !custom && k < isl->n_dq; k++) custom = lw_custom_find(s, isl->dq[k]) != NULL;
+        } else {
+            head_inputs(n, &first, &count, &bias);
+            for (uint32_t k = first; !custom && k < first + count; k++)
+                custom = lw_custom_find(s, (uint32_t)producer_of(s, n->inputs[k])) != NULL;
+        }
         if (custom) q->n[i].cand = false;
     }
     /* A DequantizeLinear folds when every consumer is a head candidate; a
@@ -152,13 +186,25 @@ static void resolve(lower_session *s) {
             const ctosa_onnx_node *n = &s->g->nodes[i];
             uint32_t first, count;
             int32_t bias;
-            head_inputs(n, &first, &count, &bias);
             bool ok = true;
-            for (uint32_t k = first; ok && k < first + count; k++) {
-                int32_t p = producer_of(s, n->inputs[k]);
-                lw_val *dv = lw_lookup(s, s->g->nodes[p].outputs[0]);
-                if (!dv || dv->graph_output) ok = false;
-                for (uint32_t u = 0; ok && u < dv->n_consumers; u++) ok = q->n[dv->consumers[u]].cand;
+            if (q->n[i].isl) {
+                const qdq_island *isl = q->n[i].isl;
+                for (uint32_t k = 0; ok && k < isl->n_dq; k++) {
+                    lw_val *dv = lw_lookup(s, s->g->nodes[isl->dq[k]].outputs[0]);
+                    if (!dv || dv->graph_output) ok = false;
+                    for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
+                        ok = qdq_island_has(isl, dv->consumers[u]) || q->n[dv->consumers[u]].cand ||
+                             island_member(q, dv->consumers[u]);
+                }
+            } else {
+                head_inputs(n, &first, &count, &bias);
+                for (uint32_t k = first; ok && k < first + count; k++) {
+                    int32_t p = producer_of(s, n->inputs[k]);
+                    lw_val *dv = lw_lookup(s, s->g->nodes[p].outputs[0]);
+                    if (!dv || dv->graph_output) ok = false;
+                    for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
+                        ok = q->n[dv->consumers[u]].cand || island_member(q, dv->consumers[u]);
+                }
             }
             /* the head must not also be an act/Q of another group */
             if (!ok) {
@@ -173,9 +219,17 @@ static void resolve(lower_session *s) {
         q->n[i].role = QR_HEAD;
         uint32_t first, count;
         int32_t bias;
-        head_inputs(n, &first, &count, &bias);
-        for (uint32_t k = first; k < first + count; k++)
-            q->n[producer_of(s, n->inputs[k])].role = QR_DQ;
+        if (q->n[i].isl) {
+            const qdq_island *isl = q->n[i].isl;
+            for (uint32_t k = 0; k < isl->n_dq; k++) q->n[isl->dq[k]].role = QR_DQ;
+            for (uint32_t k = 0; k + 1 < isl->n; k++) {
+                q->n[isl->nodes[k].node].role = QR_ISLAND;
+                q->n[isl->nodes[k].node].head = (int32_t)i;
+            }
+        } else {
+            head_inputs(n, &first, &count, &bias);
+            for (uint32_t k = first; k < first + count; k++) q->n[producer_of(s, n->inputs[k])].role = QR_DQ;
+        }
         if (q->n[i].act >= 0) {
             q->n[q->n[i].act].role = QR_ACT;
             q->n[q->n[i].act].head = (int32_t)i;
@@ -188,6 +242,7 @@ static void resolve(lower_session *s) {
 static const lower_entry e_quantize = {"QuantizeLinear", 1, 0, qdq_lower_quantize};
 static const lower_entry e_dequantize = {"DequantizeLinear", 1, 0, qdq_lower_dequantize};
 static const lower_entry e_alias = {"(alias)", 1, 0, qdq_lower_alias};
+static const lower_entry e_island = {"(island operator)", 1, 0, qdq_lower_island_member};
 static const lower_entry e_cast = {"Cast", 1, 0, qdq_lower_cast};
 static const lower_entry e_head = {"(qdq head)", 1, 0, qdq_lower_head};
 static const lower_entry e_u8 = {"(uint8)", 1, 0, qdq_lower_u8_reject};
@@ -203,6 +258,7 @@ const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
     const qdq_node *qn = &s->qdq->n[ni];
     if (qn->role == QR_HEAD) return &e_head;
     if (qn->role == QR_ACT || qn->role == QR_Q) return &e_alias;
+    if (qn->role == QR_ISLAND) return &e_island;
     if (is_op(n, "QuantizeLinear")) return &e_quantize;
     if (is_op(n, "DequantizeLinear")) return &e_dequantize;
     if (is_op(n, "QLinearConv")) return &e_qlconv;
@@ -276,14 +332,19 @@ void qdq_note_outputs(lower_session *s, uint32_t ni) {
     }
 }
 
-static void to_cpu(lower_session *s, uint32_t ni, const char *why_label) {
+/* Node ni leaves with its group because member `bad` stays on the CPU: it
+ * takes bad's reason code (the group's real reason, e.g. an unsupported
+ * attribute of the head, not a missing input) and names it. */
+static void to_cpu(lower_session *s, uint32_t ni, uint32_t bad) {
     lw_nodeinfo *nd = &s->nodes[ni];
     if (nd->kind == LW_NODE_FALLBACK) return;
+    const lw_nodeinfo *b = &s->nodes[bad];
     nd->kind = LW_NODE_FALLBACK;
-    nd->code = LOWER_INPUT_FALLBACK;
+    nd->code = b->code;
     nd->input = NULL;
-    nd->reason = arena_printf(&s->a, "quantized group: '%s' stays on the CPU, so the whole "
-                              "DequantizeLinear -> op -> QuantizeLinear group does", why_label);
+    nd->reason = arena_printf(&s->a, "quantized group: '%s' stays on the CPU (%s), so the whole "
+                              "DequantizeLinear -> op -> QuantizeLinear group does", b->label,
+                              b->reason ? b->reason : "no reason given");
 }
 
 void qdq_post_decide(lower_session *s) {
@@ -293,29 +354,42 @@ void qdq_post_decide(lower_session *s) {
         changed = false;
         for (uint32_t i = 0; i < q->count; i++) {
             if (q->n[i].role != QR_HEAD) continue;
-            int32_t mem[3] = {(int32_t)i, q->n[i].act, q->n[i].q};
-            const char *bad = NULL;
-            for (int k = 0; k < 3; k++)
-                if (mem[k] >= 0 && s->nodes[mem[k]].kind == LW_NODE_FALLBACK && !bad) bad = s->nodes[mem[k]].label;
-            /* an aliased DequantizeLinear input on the CPU breaks it too */
+            /* members: head, fused activation, Q, island operators */
+            const qdq_island *isl = q->n[i].isl;
+            int32_t mem[3 + QDQ_ISLAND_MAX] = {(int32_t)i, q->n[i].act, q->n[i].q};
+            uint32_t nm = 3;
+            for (uint32_t k = 0; isl && k + 1 < isl->n; k++) mem[nm++] = (int32_t)isl->nodes[k].node;
+            /* its DequantizeLinear inputs */
+            int32_t dqs[QDQ_ISLAND_MAX + 8];
+            uint32_t nd = 0;
             const ctosa_onnx_node *n = &s->g->nodes[i];
-            for (uint32_t k = 0; k < n->n_inputs && !bad; k++) {
-                int32_t p = producer_of(s, n->inputs[k]);
-                if (p >= 0 && q->n[p].role == QR_DQ && s->nodes[p].kind == LW_NODE_FALLBACK) bad = s->nodes[p].label;
+            if (isl) {
+                for (uint32_t k = 0; k < isl->n_dq; k++) dqs[nd++] = (int32_t)isl->dq[k];
+            } else {
+                for (uint32_t k = 0; k < n->n_inputs && nd < QDQ_ISLAND_MAX + 8; k++) {
+                    int32_t p = producer_of(s, n->inputs[k]);
+                    if (p >= 0 && q->n[p].role == QR_DQ) dqs[nd++] = p;
+                }
             }
-            if (!bad) continue;
-            for (int k = 0; k < 3; k++)
+            int32_t bad = -1;
+            for (uint32_t k = 0; k < nm; k++)
+                if (mem[k] >= 0 && s->nodes[mem[k]].kind == LW_NODE_FALLBACK && bad < 0) bad = mem[k];
+            /* an aliased DequantizeLinear input on the CPU breaks it too */
+            for (uint32_t k = 0; k < nd && bad < 0; k++)
+                if (s->nodes[dqs[k]].kind == LW_NODE_FALLBACK) bad = dqs[k];
+            if (bad < 0) continue;
+            for (uint32_t k = 0; k < nm; k++)
                 if (mem[k] >= 0 && s->nodes[mem[k]].kind != LW_NODE_FALLBACK) {
-                    to_cpu(s, (uint32_t)mem[k], bad);
+                    to_cpu(s, (uint32_t)mem[k], (uint32_t)bad);
                     changed = true;
                 }
-            for (uint32_t k = 0; k < n->n_inputs; k++) {
-                int32_t p = producer_of(s, n->inputs[k]);
-                if (p >= 0 && q->n[p].role == QR_DQ && s->nodes[p].kind == LW_NODE_DELEGATED) {
+            for (uint32_t k = 0; k < nd; k++) {
+                int32_t p = dqs[k];
+                if (s->nodes[p].kind == LW_NODE_DELEGATED) {
                     /* a DequantizeLinear of a runtime value was an alias */
                     lw_val *xv = lw_lookup(s, s->g->nodes[p].inputs[0]);
                     if (xv && !xv->v.data) {
-                        to_cpu(s, (uint32_t)p, bad);
+                        to_cpu(s, (uint32_t)p, (uint32_t)bad);
                         changed = true;
                     }
                 }

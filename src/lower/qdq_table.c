@@ -85,6 +85,15 @@ lower_status qdq_table16(lower_ctx *c) {
     qx_in a;
     qx_out o;
     if (!qdq_x_in(c, 0, &a) || !qdq_x_out(c, a.rank, &o)) return LOWER_REJECT;
+    act_arg arg = {c, op};
+    return qdq_table16_of(c, &a, &o, act_call, &arg);
+}
+
+lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, double (*fn)(void *, double),
+                            void *fn_arg) {
+    const char *op = lw_node(c)->op_type;
+    qx_in a = *ap;
+    qx_out o = *op_;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: int16 output zero point %lld (TOSA needs 0)",
                          op, (long long)o.zp);
@@ -105,8 +114,7 @@ lower_status qdq_table16(lower_ctx *c) {
     double lo = (double)(o.lo - o.zp) * o.s, hi = (double)(o.hi - o.zp) * o.s;
     int16_t tab[513];
     double ts;
-    act_arg arg = {c, op};
-    if (!qdq_table16_build(act_call, &arg, sx, lo, hi, tab, &ts))
+    if (!qdq_table16_build(fn, fn_arg, sx, lo, hi, tab, &ts))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: the function is not finite on the input range",
                          op);
     int64_t n = 513;

@@ -261,25 +261,27 @@ def move_model():
 move_model()
 
 
-# a group whose head cannot lower (grouped, non-depthwise Conv) goes to the
-# CPU as a whole; the next group still delegates with integer I/O
+# a group whose head cannot lower (a Conv whose requantisation ratio
+# s_x s_w / s_y = 2^30 RESCALE cannot express) goes to the CPU as a whole;
+# the next group still delegates with integer I/O
 def cascade_model():
     x = rng.integers(-128, 128, size=(1, 4, 5, 5)).astype(np.int8)
     wq = rng.integers(-127, 128, size=(4, 2, 1, 1)).astype(np.int8)
     g = G()
     y = g.node("Conv", [g.dq("x", 0.1, np.array(0, np.int8)), g.dq(g.const(wq), 0.01, np.array(0, np.int8))],
                kernel_shape=[1, 1], group=2)
-    yq = g.q(y, 0.2, np.array(3, np.int8))
-    out = g.q(g.node("Relu", [g.dq(yq, 0.2, np.array(3, np.int8))]), 0.1, np.array(-128, np.int8))
+    ys = float(np.float32(0.1) * np.float32(0.01)) / 2.0 ** 30
+    yq = g.q(y, ys, np.array(3, np.int8))
+    out = g.q(g.node("Relu", [g.dq(yq, ys, np.array(3, np.int8))]), 0.1 * ys, np.array(-128, np.int8))
     xr = dq(x, np.float64(np.float32(0.1)), 0)
     wr = dq(wq, np.float64(np.float32(0.01)), 0)
     yr = np.concatenate([np.einsum("nchw,oc->nohw", xr[:, 0:2], wr[0:2, :, 0, 0]),
                          np.einsum("nchw,oc->nohw", xr[:, 2:4], wr[2:4, :, 0, 0])], axis=1)
-    yqr = q(yr, np.float64(np.float32(0.2)), 3, np.int8)
-    ref = q(np.maximum(dq(yqr, np.float64(np.float32(0.2)), 3), 0), np.float64(np.float32(0.1)), -128, np.int8)
-    save("cascade_grouped_conv", g, x, "x", out, np.int8, ref, infer=True)
+    yqr = q(yr, np.float64(np.float32(ys)), 3, np.int8)
+    ref = q(np.maximum(dq(yqr, np.float64(np.float32(ys)), 3), 0), np.float64(np.float32(0.1 * ys)), -128, np.int8)
+    save("cascade_conv", g, x, "x", out, np.int8, ref, infer=True)
     # the value the CPU part hands to the partition (output of the Conv's Q)
-    np.save(os.path.join(OUT, "cascade_grouped_conv", "cpu_" + yq + ".npy"), yqr)
+    np.save(os.path.join(OUT, "cascade_conv", "cpu_" + yq + ".npy"), yqr)
 
 
 cascade_model()
@@ -363,4 +365,160 @@ def a16w8_model():
 
 a16w8_model()
 boundary_model()
+
+
+def conv_nd_ref(x, w, b, group, pad):
+    """Convolution of any spatial rank (stride 1, symmetric pad) in float64."""
+    nsp = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pad, pad)] * nsp)
+    m, cg = w.shape[:2]
+    ks = w.shape[2:]
+    outs = [xp.shape[2 + i] - ks[i] + 1 for i in range(nsp)]
+    y = np.zeros((x.shape[0], m) + tuple(outs))
+    mg = m // group
+    for o in range(m):
+        g0 = (o // mg) * cg
+        for idx in np.ndindex(*outs):
+            sl = tuple(slice(idx[i], idx[i] + ks[i]) for i in range(nsp))
+            y[(slice(None), o) + idx] = (xp[(slice(None), slice(g0, g0 + cg)) + sl] * w[o]).sum(
+                axis=tuple(range(1, 2 + nsp)))
+    return y + b.reshape((1, -1) + (1,) * nsp)
+
+
+# quantized convolutions beyond 2-D group 1 / depthwise: grouped (group 2 of
+# 8 channels, group 4 with per-channel weights), 1-D and 3-D (grouped too)
+def conv_groups_model(name, spatial, C, M, group, per_channel, xdt=np.uint8, xzp=131):
+    info = np.iinfo(xdt)
+    x = rng.integers(info.min, info.max + 1, size=(1, C) + spatial).astype(xdt)
+    xs = 0.05
+    cg = C // group
+    ks = (3,) * len(spatial)
+    wq = rng.integers(-127, 128, size=(M, cg) + ks).astype(np.int8)
+    wsc = (rng.uniform(0.005, 0.03, size=M) if per_channel else np.full(M, 0.02)).astype(np.float32)
+    bs = (np.float32(xs) * wsc).astype(np.float32)
+    bq = np.rint(rng.normal(0, 0.5, size=M) / bs).astype(np.int32)
+    g = G()
+    xd = g.dq("x", xs, np.array(xzp, xdt))
+    if per_channel:
+        wd = g.dq(g.const(wq), wsc, np.zeros(M, np.int8), axis=0)
+        bd = g.dq(g.const(bq), bs, np.zeros(M, np.int32), axis=0)
+    else:
+        wd = g.dq(g.const(wq), float(wsc[0]), np.array(0, np.int8))
+        bd = g.dq(g.const(bq), float(bs[0]), np.array(0, np.int32))
+    y = g.node("Relu", [g.node("Conv", [xd, wd, bd], kernel_shape=list(ks), pads=[1] * (2 * len(spatial)),
+                                group=group)])
+    xr = dq(x, np.float64(np.float32(xs)), xzp)
+    wr = dq(wq, wsc.reshape((-1,) + (1,) * (1 + len(spatial))).astype(np.float64), 0)
+    yr = np.maximum(conv_nd_ref(xr, wr, dq(bq, bs.astype(np.float64), 0), group, 1), 0)
+    ys = float(np.abs(yr).max() / 200.0)
+    out = g.q(y, ys, np.array(0, np.uint8))
+    save(name, g, x, "x", out, np.uint8, q(yr, np.float64(np.float32(ys)), 0, np.uint8))
+
+
+conv_groups_model("conv_group2", (6, 6), 8, 6, 2, False)
+conv_groups_model("conv_group4_pc", (5, 5), 8, 8, 4, True, np.int8, -3)
+conv_groups_model("conv1d_group2", (9,), 4, 6, 2, True)
+conv_groups_model("conv3d", (4, 5, 5), 2, 3, 1, True)
+conv_groups_model("conv3d_group2", (3, 4, 4), 4, 4, 2, False, np.int8, 5)
+
+
+# float operators of one quantized input (torch's opset-13 HardSwish
+# HardSigmoid * x, SiLU Sigmoid * x, GELU Div / Erf / Add / Mul / Mul, and a
+# Mul by a float constant): each becomes one exact 256-entry TABLE
+def island_model():
+    from math import erf
+    x = np.arange(0, 256, dtype=np.uint8).reshape(1, 4, 8, 8)
+    xs, xz = 0.05, 120
+    xr = dq(x, np.float64(np.float32(xs)), xz)
+    verf = np.vectorize(erf)
+    g = G()
+    xd = lambda: g.dq("x", xs, np.array(xz, np.uint8))
+    outs, refs = [], []
+    d = xd()
+    hs = g.node("Mul", [d, g.node("HardSigmoid", [d], alpha=1.0 / 6, beta=0.5)])
+    outs.append(g.q(hs, 0.04, np.array(-10, np.int8)))
+    refs.append((q(xr * np.clip(xr / 6 + 0.5, 0, 1), np.float64(np.float32(0.04)), -10, np.int8), np.int8))
+    d = xd()
+    si = g.node("Mul", [d, g.node("Sigmoid", [d])])
+    outs.append(g.q(si, 0.035, np.array(20, np.uint8)))
+    refs.append((q(xr / (1 + np.exp(-xr)), np.float64(np.float32(0.035)), 20, np.uint8), np.uint8))
+    d = xd()
+    e = g.node("Erf", [g.node("Div", [d, g.const(np.array(1.4142135381698608, np.float32))])])
+    ge = g.node("Mul", [g.node("Mul", [d, g.node("Add", [e, g.const(np.array(1.0, np.float32))])]),
+                        g.const(np.array(0.5, np.float32))])
+    outs.append(g.q(ge, 0.03, np.array(-100, np.int8)))
+    refs.append((q(0.5 * xr * (1 + verf(xr / np.sqrt(2))), np.float64(np.float32(0.03)), -100, np.int8), np.int8))
+    d = xd()
+    mc = g.node("Mul", [d, g.const(np.array(-0.75, np.float32))])
+    outs.append(g.q(mc, 0.05, np.array(0, np.int8)))
+    refs.append((q(xr * -0.75, np.float64(np.float32(0.05)), 0, np.int8), np.int8))
+    graph = helper.make_graph(g.nodes, "islands",
+                              [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+                              [helper.make_tensor_value_info(o, NP2ONNX[dt], list(r.shape)) for o, (r, dt) in zip(outs, refs)],
+                              g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="ctosa-quant-gen")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    dd = os.path.join(OUT, "islands_u8")
+    os.makedirs(dd, exist_ok=True)
+    onnx.save(m, os.path.join(dd, "model.onnx"))
+    np.save(os.path.join(dd, "input_0.npy"), x)
+    for i, (r, _) in enumerate(refs):
+        np.save(os.path.join(dd, "ref_output_%d.npy" % i), r)
+
+
+island_model()
+
+
+# means with exact ties: GlobalAveragePool over 2x2 and 28x28 (torch gives
+# the mean its input's parameters), ReduceMean over the last axis (opset 13
+# attribute) with a doubled output scale; the QDQ reference rounds half to even
+def mean_model():
+    x = rng.integers(0, 256, size=(1, 6, 2, 2)).astype(np.uint8)
+    x2 = rng.integers(0, 256, size=(1, 3, 28, 28)).astype(np.uint8)
+    x3 = rng.integers(-128, 128, size=(1, 4, 10)).astype(np.int8)
+    # exact ties on purpose: 28x28 means 0.5, 3.5, -3.5 (x2 - 128), rows of
+    # x3 - 1 summing to 30, 50, -30 (means / 2 = 1.5, 2.5, -1.5)
+    for ch, (base, k) in enumerate(((128, 129), (131, 132), (125, 124))):
+        v = np.full(784, base, np.uint8)
+        v[:392] = k
+        x2[0, ch] = rng.permutation(v).reshape(28, 28)
+    for row, tot in enumerate((30, 50, -30)):
+        v = np.full(10, tot // 10 + 1, np.int64)
+        x3[0, row] = rng.permutation(v).astype(np.int8)
+    g = G()
+    outs, refs = [], []
+    gp = g.node("GlobalAveragePool", [g.dq("x", 0.1, np.array(7, np.uint8))])
+    outs.append(g.q(gp, 0.1, np.array(7, np.uint8)))
+    refs.append((q(dq(x, np.float64(np.float32(0.1)), 7).mean(axis=(2, 3), keepdims=True),
+                   np.float64(np.float32(0.1)), 7, np.uint8), np.uint8))
+    gp2 = g.node("GlobalAveragePool", [g.dq("x2", 0.02, np.array(128, np.uint8))])
+    outs.append(g.q(gp2, 0.02, np.array(128, np.uint8)))
+    refs.append((q(dq(x2, np.float64(np.float32(0.02)), 128).mean(axis=(2, 3), keepdims=True),
+                   np.float64(np.float32(0.02)), 128, np.uint8), np.uint8))
+    rm = g.node("ReduceMean", [g.dq("x3", 0.25, np.array(1, np.int8))], axes=[2], keepdims=0)
+    outs.append(g.q(rm, 0.5, np.array(-1, np.int8)))
+    refs.append((q(dq(x3, 0.25, 1).mean(axis=2), 0.5, -1, np.int8), np.int8))
+    graph = helper.make_graph(g.nodes, "means",
+                              [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape)),
+                               helper.make_tensor_value_info("x2", TensorProto.UINT8, list(x2.shape)),
+                               helper.make_tensor_value_info("x3", TensorProto.INT8, list(x3.shape))],
+                              [helper.make_tensor_value_info(o, NP2ONNX[dt], list(r.shape)) for o, (r, dt) in zip(outs, refs)],
+                              g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="ctosa-quant-gen")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    dd = os.path.join(OUT, "mean_ties")
+    os.makedirs(dd, exist_ok=True)
+    onnx.save(m, os.path.join(dd, "model.onnx"))
+    for i, a in enumerate((x, x2, x3)):
+        np.save(os.path.join(dd, "input_%d.npy" % i), a)
+    for i, (r, _) in enumerate(refs):
+        np.save(os.path.join(dd, "ref_output_%d.npy" % i), r)
+    ties = [int(np.sum(np.abs(np.modf(v)[0]) == 0.5)) for v in (
+        dq(x, 1.0, 7).mean(axis=(2, 3)), dq(x2, 1.0, 128).mean(axis=(2, 3)), dq(x3, 1.0, 1).mean(axis=2) / 2)]
+    print("mean_ties: exact ties per output", ties)
+
+
+mean_model()
 print("wrote models to", OUT)
