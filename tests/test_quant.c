@@ -349,6 +349,7 @@ static void test_boundary_types(void) {
 
 /* ------------------------------------------------------------ mobilenet */
 
+
 static bool max_set_intersects(const float *a, const float *b, int n) {
     float ma = a[0], mb = b[0];
     for (int i = 1; i < n; i++) {
@@ -360,9 +361,13 @@ static bool max_set_intersects(const float *a, const float *b, int n) {
     return false;
 }
 
-static void mobilenet(const char *folder, int requant, double min_within3, int min_top1) {
-    char model[600], f[700];
-    snprintf(model, sizeof model, "%s/tests/models/%s/model.onnx", CTOSA_SOURCE_DIR, folder);
+/* A QDQ network in folder dir (model.onnx, inputs_20.npy,
+ * ort_outputs_20.npy): under TOSA-1.0+INT one partition holding all but the
+ * boundary QuantizeLinear / DequantizeLinear; dequantized outputs on the
+ * stored inputs vs ONNX Runtime's (fused kernels) in output steps. */
+static void qnet(const char *dir, const char *folder, int requant, double min_within3, int min_top1) {
+    char model[1200], f[1200];
+    snprintf(model, sizeof model, "%s/model.onnx", dir);
     g_requant = requant;
     ctosa_lower_result *r = lower(model, "TOSA-1.0+INT", 0, NULL);
     g_requant = CTOSA_REQUANT_RESCALE;
@@ -396,9 +401,9 @@ static void mobilenet(const char *folder, int requant, double min_within3, int m
     printf("      partition input %s uint8 scale %.6g zero point %lld; output scale %.6g zero point %lld\n",
            pin->name, pin->scale, (long long)pin->zero_point, pout->scale, (long long)pout->zero_point);
     npy_array xs, ref;
-    snprintf(f, sizeof f, "%s/tests/models/%s/inputs_20.npy", CTOSA_SOURCE_DIR, folder);
+    snprintf(f, sizeof f, "%s/inputs_20.npy", dir);
     CHECK_OK(lt_load_array(f, &xs));
-    snprintf(f, sizeof f, "%s/tests/models/%s/ort_outputs_20.npy", CTOSA_SOURCE_DIR, folder);
+    snprintf(f, sizeof f, "%s/ort_outputs_20.npy", dir);
     CHECK_OK(lt_load_array(f, &ref));
     if (!xs.data || !ref.data || xs.kind != 'f' || ref.kind != 'f') {
         npy_free(&xs);
@@ -462,6 +467,12 @@ static void mobilenet(const char *folder, int requant, double min_within3, int m
 
 /* Under INT+FP the boundary QuantizeLinear / DequantizeLinear lower too:
  * one partition with float I/O. */
+static void mobilenet(const char *folder, int requant, double min_within3, int min_top1) {
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/tests/models/%s", CTOSA_SOURCE_DIR, folder);
+    qnet(dir, folder, requant, min_within3, min_top1);
+}
+
 static void mobilenet_int_fp(const char *folder) {
     char model[600], f[700], why[512];
     snprintf(model, sizeof model, "%s/tests/models/%s/model.onnx", CTOSA_SOURCE_DIR, folder);
@@ -515,11 +526,83 @@ static void test_mobilenet(void) {
     mobilenet_int_fp("mobilenet_v2_x0_25_onednn");
 }
 
+/* Networks made by tools/models/make_quantized.py (torchvision, random
+ * weights, FX post-training quantization, QDQ at opset 13) in the folders
+ * of CTOSA_QMODELS_DIR (CI generates them; skipped when unset): one
+ * partition under TOSA-1.0+INT with only the boundary QuantizeLinear /
+ * DequantizeLinear on the CPU, and dequantized outputs no further from
+ * ONNX Runtime's fused run than its own unfused run is (or within 3 steps
+ * on 99% of elements), same top-1 as often. */
+static double frac_within3(const npy_array *a, const npy_array *b, double step, int *top1, int sets) {
+    uint64_t n = a->count < b->count ? a->count : b->count, w = 0;
+    for (uint64_t i = 0; i < n; i++)
+        w += fabs((double)((const float *)a->data)[i] - (double)((const float *)b->data)[i]) / step <= 3.0001;
+    uint64_t per = n / (uint64_t)sets;
+    *top1 = 0;
+    for (int k = 0; k < sets; k++)
+        *top1 += max_set_intersects((const float *)a->data + per * (uint64_t)k,
+                                    (const float *)b->data + per * (uint64_t)k, (int)per);
+    return n ? (double)w / (double)n : 0;
+}
+
+static void test_generated_nets(void) {
+    const char *root = getenv("CTOSA_QMODELS_DIR");
+    if (!root || !root[0]) {
+        printf("  CTOSA_QMODELS_DIR not set: generated quantized networks skipped\n");
+        return;
+    }
+    static const char *const nets[] = {"mobilenet_v3_small_96_qnnpack", "regnet_y_400mf_64_qnnpack",
+                                       "regnet_y_400mf_qnnpack", "regnet_x_400mf_qnnpack",
+                                       "resnext50_32x4d_qnnpack", "mobilenet_v3_large_qnnpack",
+                                       "mobilenet_v3_small_qnnpack", "mnasnet0_5_qnnpack",
+                                       "efficientnet_b0_qnnpack", "shufflenet_v2_qnnpack",
+                                       "mobilenet_v3_small_96_onednn", "regnet_y_400mf_64_onednn",
+                                       "regnet_y_400mf_onednn", "regnet_x_400mf_onednn",
+                                       "resnext50_32x4d_onednn", "mobilenet_v3_large_onednn",
+                                       "mobilenet_v3_small_onednn", "mnasnet0_5_onednn",
+                                       "efficientnet_b0_onednn", "shufflenet_v2_onednn"};
+    int found = 0;
+    for (size_t i = 0; i < sizeof nets / sizeof *nets; i++) {
+        char dir[1000], f[1100];
+        snprintf(dir, sizeof dir, "%s/%s", root, nets[i]);
+        npy_array a = {0}, b = {0};
+        snprintf(f, sizeof f, "%s/ort_outputs_20.npy", dir);
+        if (access(f, R_OK) != 0) continue;
+        found++;
+        snprintf(f, sizeof f, "%s/ort_noopt_outputs_20.npy", dir);
+        ctosa_error *e = lt_load_array(f, &b);
+        if (!e) {
+            snprintf(f, sizeof f, "%s/ort_outputs_20.npy", dir);
+            e = lt_load_array(f, &a);
+        }
+        CHECK_OK(e);
+        /* the output step: from meta.json's "output_scale" */
+        double step = 0;
+        snprintf(f, sizeof f, "%s/meta.json", dir);
+        FILE *fp = fopen(f, "r");
+        char line[512];
+        while (fp && fgets(line, sizeof line, fp))
+            if (strstr(line, "\"output_scale\":")) step = atof(strchr(line, ':') + 1);
+        if (fp) fclose(fp);
+        CHECK_MSG(step > 0 && a.data && b.data && a.kind == 'f' && b.kind == 'f', "%s: ORT outputs / scale", nets[i]);
+        if (step > 0 && a.data && b.data && a.kind == 'f' && b.kind == 'f') {
+            int t1 = 0;
+            double fu = frac_within3(&a, &b, step, &t1, 20);
+            printf("  %-30s ORT unfused vs fused: %.2f%% within 3 steps, top-1 %d/20\n", nets[i], 100 * fu, t1);
+            qnet(dir, nets[i], CTOSA_REQUANT_RESCALE, fu < 0.99 ? fu : 0.99, t1);
+        }
+        npy_free(&a);
+        npy_free(&b);
+    }
+    printf("  %d generated networks in %s\n", found, root);
+}
+
 int main(void) {
     RUN(test_node_tests);
     RUN(test_edge_models);
     RUN(test_group_cascade);
     RUN(test_boundary_types);
     RUN(test_mobilenet);
+    RUN(test_generated_nets);
     return th_finish();
 }

@@ -46,10 +46,27 @@ import numpy as np  # noqa: E402
 
 SEED = 20261130
 MODELS = {
-    # name: (torchvision.models.quantization constructor, kwargs, input H=W)
-    "resnet18": ("resnet18", {}, 224),
-    "mobilenet_v2": ("mobilenet_v2", {}, 224),
-    "mobilenet_v2_x0_25": ("mobilenet_v2", {"width_mult": 0.25, "num_classes": 100}, 64),
+    # name: (constructor in torchvision.models.quantization ("q:") or in
+    # torchvision.models (plain float definitions FX quantizes by tracing), kwargs, input H=W)
+    "resnet18": ("q:resnet18", {}, 224),
+    "mobilenet_v2": ("q:mobilenet_v2", {}, 224),
+    "mobilenet_v2_x0_25": ("q:mobilenet_v2", {"width_mult": 0.25, "num_classes": 100}, 64),
+    # mobile / grouped-convolution networks: grouped convolutions (regnet,
+    # resnext), squeeze-excite with Sigmoid / HardSigmoid gates, HardSwish,
+    # SiLU, channel shuffle and Split (shufflenet)
+    "regnet_y_400mf": ("regnet_y_400mf", {}, 224),
+    "regnet_x_400mf": ("regnet_x_400mf", {}, 224),
+    "resnext50_32x4d": ("resnext50_32x4d", {}, 224),
+    "mobilenet_v3_large": ("mobilenet_v3_large", {}, 224),
+    "mobilenet_v3_small": ("mobilenet_v3_small", {}, 224),
+    "mnasnet0_5": ("mnasnet0_5", {}, 224),
+    "efficientnet_b0": ("efficientnet_b0", {}, 224),
+    "shufflenet_v2": ("shufflenet_v2_x1_0", {}, 224),
+    # small enough for the default test suite: every block kind of
+    # mobilenet_v3 (HardSwish, squeeze-excite) at 96x96, 100 classes
+    "mobilenet_v3_small_96": ("mobilenet_v3_small", {"num_classes": 100}, 96),
+    # regnet_y's grouped convolutions and Sigmoid squeeze-excite, 64x64
+    "regnet_y_400mf_64": ("regnet_y_400mf", {"num_classes": 100}, 64),
 }
 ENGINES = ("qnnpack", "onednn")
 N_SETS = 20
@@ -119,6 +136,10 @@ def export_one(name, engine, out_root, use_ort, torch, onnx):
     from torch.ao.quantization.quantize_fx import prepare_fx, convert_fx
     import torchvision
     ctor, kwargs, hw = MODELS[name]
+    ns = torchvision.models
+    if ctor.startswith("q:"):
+        ns, ctor = torchvision.models.quantization, ctor[2:]
+        kwargs = dict(kwargs, quantize=False)
     torch.backends.quantized.engine = engine
     t = common.Timer()
     torch.manual_seed(SEED)
@@ -127,7 +148,8 @@ def export_one(name, engine, out_root, use_ort, torch, onnx):
     def batch(n):
         return torch.from_numpy(rng.standard_normal((n, 3, hw, hw), dtype=np.float32))
 
-    model = getattr(torchvision.models.quantization, ctor)(weights=None, quantize=False, **kwargs)
+    model = getattr(ns, ctor)(weights=None, **kwargs)
+    model.eval()
     common.reestimate_batchnorm(model, lambda i: batch(CALIB_BATCH))
     x = rng.standard_normal((1, 3, hw, hw), dtype=np.float32)
     xs = rng.standard_normal((N_SETS, 1, 3, hw, hw), dtype=np.float32)
@@ -160,7 +182,7 @@ def export_one(name, engine, out_root, use_ort, torch, onnx):
         common.save_npy(os.path.join(d, f), arr)
     meta = {
         "name": name, "engine": engine, "opset": 13, "seed": SEED,
-        "torchvision_ctor": f"torchvision.models.quantization.{ctor}", "ctor_kwargs": kwargs,
+        "torchvision_ctor": f"{ns.__name__}.{ctor}", "ctor_kwargs": kwargs,
         "torch": torch.__version__, "onnx": onnx.__version__,
         "input_shape": list(x.shape), "output_shape": list(y.shape),
         "calibration": f"{CALIB_BATCHES} batches of {CALIB_BATCH} standard-normal images",

@@ -9,7 +9,7 @@ rules.onnx: one node per shape rule of src/partition/shape_infer.c, no
 resize_cubic.onnx: Conv -> Resize(cubic: no TOSA lowering) -> Relu -> Conv
   -> Add, no value_info, opset 13: the Resize stays on the CPU and the
   nodes after it must still be delegated (second partition).
-qdq_cascade.onnx: tests/data/lower/quant/cascade_grouped_conv/model.onnx with
+qdq_cascade.onnx: tests/data/lower/quant/cascade_conv/model.onnx with
   its value_info removed (a torch-like undeclared export).
 Deterministic. Run with Debian's python3:
     /usr/bin/python3 tests/data/lower/shape_infer/make_models.py
@@ -142,7 +142,7 @@ def resize_cubic():
 
 
 def qdq_cascade():
-    m = onnx.load(os.path.join(OUT, "..", "quant", "cascade_grouped_conv", "model.onnx"))
+    m = onnx.load(os.path.join(OUT, "..", "quant", "cascade_conv", "model.onnx"))
     del m.graph.value_info[:]
     for o in m.graph.output:
         o.type.tensor_type.ClearField("shape")
