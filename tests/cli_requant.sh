@@ -36,7 +36,9 @@ ops = {k: sum(sum(p["tosa_ops"].values()) for p in v["partitions"]) for k, v in 
 d = {k: v["nodes_delegated"] for k, v in r.items()}
 print("delegated", d, "TOSA ops", ops)
 ok = d["def"] == d["ort"] and ops["ort"] > 2 * ops["def"]
-ok = ok and "SELECT" not in r["def"]["partitions"][0]["tosa_ops"] and "SELECT" in r["ort"]["partitions"][0]["tosa_ops"]
+# (the default has SELECTs only in the exactly rounded means)
+sel = {k: v["partitions"][0]["tosa_ops"].get("SELECT", 0) for k, v in r.items()}
+ok = ok and sel["ort"] > sel["def"] + 10
 if not ok:
     print("FAIL: expected the same delegation and more ops (with SELECT) under --requant ort")
     sys.exit(1)

@@ -271,9 +271,10 @@ static void int16_fallback(const char *name, uint32_t want_heads, uint32_t want_
     for (uint32_t i = 0; i < s->n_fallback; i++) {
         const char *op = s->fallback[i].op_type;
         if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear")) {
-            /* with their group, or (DequantizeLinear of a constant weight)
-             * folded but needed by the CPU */
-            CHECK_MSG(!strcmp(s->fallback[i].code, "input_not_available") || !strcmp(s->fallback[i].code, "cpu_consumer"),
+            /* with their group (and its head's reason code), or
+             * (DequantizeLinear of a constant weight) folded but needed by
+             * the CPU */
+            CHECK_MSG(!strcmp(s->fallback[i].code, "not_in_spec") || !strcmp(s->fallback[i].code, "cpu_consumer"),
                       "%s: %s: %s", name, s->fallback[i].node, s->fallback[i].code);
             continue;
         }
