@@ -271,6 +271,13 @@ static ctosa_error *load_const(ctosa_interp *it, slot *s) {
     if (!ctosa_dtype_storage_size(t->dtype, s->t.count, &need))
         return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': size overflows", t->name);
     size_t esz = interp_elem_size(t->dtype);
+    if (need == 0) {
+        /* an empty constant (the [] shape of a RESHAPE to rank 0): stored
+         * as no data, an empty vector or one dummy value, all the same */
+        if (!(s->t.data = arena_zalloc(&it->arena, 8))) return ctosa_error_nomem();
+        s->t.is_const = true;
+        return NULL;
+    }
     if (t->data.kind == CTOSA_DATA_MEMORY && t->data.size >= need && need == s->bytes &&
         same_encoding(t->dtype) && t->data.ptr && esz && (uintptr_t)t->data.ptr % esz == 0) {
         s->t.data = (void *)(uintptr_t)t->data.ptr;
@@ -709,6 +716,12 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
                                     op->outputs[k]);
             po->out[k] = &s->t;
             if (is_const_op) {
+                /* a CONST_SHAPE of no elements may come without data */
+                if (s->kind == SLOT_UNUSED && op->kind == CTOSA_OP_CONST_SHAPE && s->src->rank == 1 &&
+                    s->src->shape[0] == 0) {
+                    if ((e = slot_init(it, s, s->src))) return e;
+                    s->kind = SLOT_CONST;
+                }
                 if (s->kind != SLOT_CONST)
                     return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' has no constant data",
                                            po->where, op->outputs[k]);

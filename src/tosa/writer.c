@@ -421,6 +421,11 @@ static uint32_t emit_shape(writer *w, const ctosa_tensor *t) {
     uint32_t it;
     if (t->data.kind != CTOSA_DATA_NONE && t->data.size > 0) {
         if (add_item(w, t, &it)) w->items[it].data_slot = pos[2];
+    } else if (t->data.kind != CTOSA_DATA_NONE) {
+        /* the empty shape []: one dummy value, as Arm's serializer writes it
+         * (readers that treat an empty vector as "no data" still load it) */
+        static const uint8_t dummy[8];
+        fbb_patch(b, pos[2], fbb_vec_bytes(b, dummy, 8, 8));
     } else {
         fbb_patch(b, pos[2], fbb_vec_bytes(b, NULL, 0, 4));
     }
