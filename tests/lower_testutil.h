@@ -327,6 +327,50 @@ static inline ctosa_error *lt_values_put(lt_values *v, const char *name, npy_arr
     return NULL;
 }
 
+/* g written to a flatbuffer and read back: the graph `ctosa run` and
+ * `ctosa check` see in the .tosa file. *buf holds the bytes *back reads
+ * from; free both (ctosa_graph_free, free) after *back. */
+static inline ctosa_error *lt_roundtrip(const ctosa_graph *g, ctosa_graph **back, void **buf) {
+    size_t size = 0;
+    *back = NULL;
+    *buf = NULL;
+    ctosa_error *e = ctosa_write_memory(g, NULL, buf, &size);
+    if (!e) e = ctosa_read_memory(*buf, size, "partition", NULL, back);
+    return e;
+}
+
+/* Plans g on the interpreter and runs it once with every input zero: a
+ * graph that validates must also run. A run that stops on a
+ * data-dependent REQUIRE (CTOSA_ERR_INVALID, e.g. a division by the zero
+ * input) still shows the graph was accepted; any other error is returned. */
+static inline ctosa_error *lt_run_zeros(const ctosa_graph *g) {
+    ctosa_interp_options io;
+    ctosa_interp_options_init(&io);
+    io.threads = 1;
+    io.no_weight_cache = true;
+    ctosa_interp *it = NULL;
+    ctosa_error *e = ctosa_interp_create(g, &io, &it);
+    uint32_t n = e ? 0 : ctosa_interp_input_count(it);
+    for (uint32_t i = 0; !e && i < n; i++) {
+        ctosa_interp_tensor info;
+        if ((e = ctosa_interp_input_info(it, i, &info))) break;
+        void *z = calloc(1, info.size ? (size_t)info.size : 1);
+        if (!z) {
+            e = ctosa_error_nomem();
+            break;
+        }
+        e = ctosa_interp_set_input(it, info.name, info.dtype, info.rank, info.shape, z, info.size);
+        free(z);
+    }
+    if (!e) e = ctosa_interp_run(it);
+    if (e && ctosa_error_code(e) == CTOSA_ERR_INVALID) {
+        ctosa_error_free(e);
+        e = NULL;
+    }
+    ctosa_interp_free(it);
+    return e;
+}
+
 typedef enum lt_run_status {
     LT_RUN_OK = 0,
     LT_RUN_MISSING_INPUT, /* a partition input is neither known nor produced earlier */
@@ -335,7 +379,9 @@ typedef enum lt_run_status {
 
 /* Runs every partition of s in id order (topological) on the interpreter,
  * taking boundary inputs from vals and adding every partition output to
- * vals under its ONNX name. threads: interpreter worker threads. */
+ * vals under its ONNX name. threads: interpreter worker threads. Each
+ * partition runs as written to a .tosa file and read back (lt_roundtrip),
+ * the form users run. */
 static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_values *vals,
                                               int threads, char *why, size_t cap) {
     for (uint32_t p = 0; p < s->n_partitions; p++) {
@@ -350,7 +396,10 @@ static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_v
         ctosa_interp_options_init(&io);
         io.threads = threads;
         ctosa_interp *it = NULL;
-        ctosa_error *e = ctosa_interp_create(pt->graph, &io, &it);
+        ctosa_graph *back = NULL;
+        void *buf = NULL;
+        ctosa_error *e = lt_roundtrip(pt->graph, &back, &buf);
+        if (!e) e = ctosa_interp_create(back, &io, &it);
         for (uint32_t i = 0; !e && i < pt->n_inputs; i++)
             e = lt_feed(it, pt->inputs[i].name, lt_values_get(vals, pt->inputs[i].name));
         if (!e) e = ctosa_interp_run(it);
@@ -364,6 +413,8 @@ static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_v
             if (!e) e = lt_values_put(vals, pt->outputs[i].name, &a);
         }
         ctosa_interp_free(it);
+        ctosa_graph_free(back);
+        free(buf);
         if (e) {
             snprintf(why, cap, "partition %u: %s", p, ctosa_error_message(e));
             ctosa_error_free(e);
@@ -375,8 +426,9 @@ static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_v
 
 /* Validates every partition graph of s under spec, as built and after a
  * round trip through the flatbuffer writer and reader (what `ctosa check`
- * sees in the written .tosa file); false with the first problem lines in
- * why. */
+ * sees in the written .tosa file), then runs the read-back graph once on
+ * zero inputs (lt_run_zeros): whatever the checker accepts, the
+ * interpreter must run. False with the first problem lines in why. */
 static inline bool lt_validate_all(const ctosa_lower_summary *s, const ctosa_spec *spec, char *why,
                                    size_t cap) {
     for (uint32_t p = 0; p < s->n_partitions; p++) {
@@ -384,19 +436,18 @@ static inline bool lt_validate_all(const ctosa_lower_summary *s, const ctosa_spe
         const char *stage = "as built";
         ctosa_error *e = ctosa_validate(s->partitions[p].graph, spec, NULL);
         void *buf = NULL;
-        size_t size = 0;
         ctosa_graph *back = NULL;
         if (!e) {
-            stage = "writing";
-            e = ctosa_write_memory(s->partitions[p].graph, NULL, &buf, &size);
-        }
-        if (!e) {
-            stage = "reading back";
-            e = ctosa_read_memory(buf, size, "partition", NULL, &back);
+            stage = "writing and reading back";
+            e = lt_roundtrip(s->partitions[p].graph, &back, &buf);
         }
         if (!e) {
             stage = "after write/read";
             e = ctosa_validate(back, spec, NULL);
+        }
+        if (!e) {
+            stage = "running the file";
+            e = lt_run_zeros(back);
         }
         ctosa_graph_free(back);
         free(buf);

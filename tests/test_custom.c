@@ -28,6 +28,8 @@ static ctosa_spec spec_of(const char *s) {
     return sp;
 }
 
+/* lowered graphs not run: CUSTOM operators need their kernels registered;
+ * the tests below run the partitions they need with those. */
 static ctosa_lower_result *lower(const char *model, const char *spec, const ctosa_custom_registry *reg,
                                  const char *outdir) {
     ctosa_spec sp = spec_of(spec);

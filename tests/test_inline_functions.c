@@ -15,6 +15,7 @@
 #include "ctosa/lower.h"
 #include "ctosa/onnx.h"
 #include "harness.h"
+#include "lower_testutil.h"
 
 #define DATA CTOSA_SOURCE_DIR "/tests/data/onnx/"
 
@@ -30,6 +31,8 @@ static ctosa_lower_result *lower(const char *model, const char *spec_s, const ch
     e = ctosa_lower_file(model, &spec, &opt, &r);
     CHECK_MSG(e == NULL, "%s: %s", model, e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
+    char why[1024];
+    if (r) CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(r), &spec, why, sizeof why), "%s: %s", model, why);
     return r;
 }
 

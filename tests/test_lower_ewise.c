@@ -23,6 +23,7 @@
 #include "ctosa/onnx.h"
 #include "ctosa/spec.h"
 #include "harness.h"
+#include "lower_testutil.h"
 #include "onnx/tensor_file.h"
 #include "util/floatfmt.h"
 #include "util/util.h"
@@ -278,6 +279,7 @@ static bool run_case(const tcase *tc) {
         if (!rebound) break;
     }
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
+    if (!lt_validate_all(s, &spec, why, sizeof why)) goto done;
     bool delegated = s->n_fallback == 0 && s->n_partitions == 1;
     if (strcmp(tc->expect, "ok") == 0 || strcmp(tc->expect, "any") == 0) {
         if (!delegated) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "lower_testutil.h"
 #include "util/util.h"
 
 static const char *model(const char *name) {
@@ -33,6 +34,8 @@ static ctosa_lower_result *lower(const char *name, const char *spec_s, const cha
     e = ctosa_lower_file(model(name), &spec, &opt, &r);
     CHECK_MSG(e == NULL, "%s: %s", name, e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
+    char why[1024];
+    if (r) CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(r), &spec, why, sizeof why), "%s: %s", name, why);
     return r;
 }
 

@@ -2,7 +2,8 @@
  * below what lowering a real model needs fails with CTOSA_ERR_LIMIT naming
  * the limit and the flag, writes nothing and leaks nothing (ASan); 0 means
  * the 8 GiB default and lowers the model; a cap just above the measured need
- * gives the same partitions as the default. */
+ * gives the same partitions as the default. (lowered graphs not run: the
+ * same model is lowered, checked and run by test_lower_models.) */
 #include <string.h>
 #include <sys/stat.h>
 

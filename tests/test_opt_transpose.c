@@ -19,6 +19,7 @@
 #include "ctosa/interp.h"
 #include "ctosa/lower.h"
 #include "harness.h"
+#include "lower_testutil.h"
 #include "interp/npy.h"
 #include "lower/lower_internal.h"
 #include "util/util.h"
@@ -575,6 +576,8 @@ static uint32_t lower_count(const char *model, const char *spec_text, const char
     CHECK_OK(e);
     if (!r) return UINT32_MAX;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
+    char why[1024];
+    CHECK_MSG(lt_validate_all(s, &sp, why, sizeof why), "%s: %s", model, why);
     uint32_t n = 0;
     for (uint32_t p = 0; p < s->n_partitions; p++) n += count_op(s->partitions[p].graph, CTOSA_OP_TRANSPOSE);
     memset(out, 0, sizeof *out);

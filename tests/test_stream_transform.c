@@ -24,6 +24,7 @@
 #include "ctosa/interp.h"
 #include "ctosa/lower.h"
 #include "harness.h"
+#include "lower_testutil.h"
 #include "lower/opt_transpose_int.h"
 
 /* ------------------------------------------------------ ot_gen_fill units */
@@ -388,6 +389,8 @@ static uint8_t *lower_run(const char *dir, const char *min, const char *tag, con
         CHECK_OK(ctosa_lower_file(model, &spec, &opt, &r));
         if (!r) break;
         const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
+        char why[1024];
+        if (!written) CHECK_MSG(lt_validate_all(s, &spec, why, sizeof why), "%s: %s", tag, why);
         CHECK_MSG(s->n_partitions == 1 && s->n_fallback == 0, "%s: %u partitions, %u fallbacks", tag,
                   s->n_partitions, s->n_fallback);
         if (s->n_partitions == 1) {

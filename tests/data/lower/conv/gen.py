@@ -674,6 +674,14 @@ def chain_cases():
          graph_out=["y0"])
 
 
+def rank0_cases():
+    # own generator: the cases above keep their data when these change
+    r = np.random.default_rng(20261201)
+    a, b = (r.standard_normal(3).astype(np.float32) for _ in range(2))
+    # 1-D x 1-D: the product is a scalar (a RESHAPE to rank 0, shape [])
+    save("matmul_1d_1d", "MatMul", [("a", a), ("b", b)], {}, [np.array(a @ b, np.float32)])
+
+
 def main():
     conv_cases()
     conv_transpose_cases()
@@ -686,6 +694,7 @@ def main():
     fp16_cases()
     edge_cases()
     bad_cases()
+    rank0_cases()
     with open(os.path.join(HERE, "cases.txt"), "w") as f:
         f.write("\n".join(CASES) + "\n")
     print("%d cases" % len(CASES))
