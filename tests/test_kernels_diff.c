@@ -1,0 +1,454 @@
+/* test_kernels_diff.c - differential test of the interpreter kernels that
+ * have fast paths (CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D,
+ * MATMUL): randomized shapes and attributes over the legal parameter space
+ * (ranks and batch, strides, dilations, asymmetric and large pads, out_pad
+ * of both signs, channel counts around the vector widths, every accepted
+ * dtype combination, zero points, local_bound), each case run on the fast
+ * paths and on the plain reference loops (interp_op.reference), which must
+ * agree: integers exactly (including a REQUIRE failure), floats within the
+ * fp32 summation error of the two orders. The pooling kernels (one plain
+ * loop each) are checked the same way against loops written here from the
+ * pseudocode. The convolution geometry follows the conformance generator's
+ * picks: dilations up to 16 with small kernels, pads up to twice the
+ * dilated kernel on one side only, strides up to 8.
+ *
+ * A few hundred cases per operator by default (a second or two, also under
+ * ASan); CTOSA_LONG_TESTS=1 runs 5000 per operator. A failure prints the
+ * case's parameters and seed. */
+#include <math.h>
+
+#include "harness.h"
+#include "kernels_testutil.h"
+#include "util/floatfmt.h"
+
+static int g_cases;              /* per operator */
+static int g_compared, g_refused; /* of the current operator */
+
+static bool long_tests(void) {
+    const char *env = getenv("CTOSA_LONG_TESTS");
+    return env && (strcmp(env, "1") == 0 || strcmp(env, "ON") == 0);
+}
+
+static int64_t ri(int64_t lo, int64_t hi) { return kt_randi(lo, hi); }
+static bool coin(int pct) { return (int64_t)(kt_rand() % 100) < pct; }
+
+static bool is_f(ctosa_dtype t) {
+    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
+           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
+}
+
+/* Random values of t: floats in [-1, 1] rounded to t, integers over the
+ * whole range (int4 -8..7) or a narrow band (so int32 sums stay valid). */
+static void fill(itensor *x, bool narrow) {
+    int64_t lo, hi;
+    if (is_f(x->dtype)) {
+        for (uint64_t i = 0; i < x->count; i++) ((float *)x->data)[i] = ff_round_to(x->dtype, kt_randf());
+        return;
+    }
+    im_range_s(x->dtype, &lo, &hi);
+    if (x->dtype == CTOSA_DTYPE_INT4) lo = -8, hi = 7;
+    if (narrow || x->dtype == CTOSA_DTYPE_INT32 || x->dtype == CTOSA_DTYPE_INT48) lo = -1000, hi = 1000;
+    for (uint64_t i = 0; i < x->count; i++) im_store_i(x->dtype, x->data, i, ri(lo, hi));
+}
+
+/* A copy of x's shape and dtype, zero data. */
+static itensor *like(const itensor *x) { return kt_new(x->dtype, x->rank, x->shape); }
+
+/* Compares the fast output a with the reference output b. bound[i]: the
+ * tolerance of element i for floats (NULL: exact). */
+static bool same_out(const itensor *a, const itensor *b, double tol_scale, const char *what, uint64_t seed) {
+    for (uint64_t i = 0; i < a->count; i++) {
+        if (is_f(a->dtype)) {
+            float x = ((float *)a->data)[i], y = ((float *)b->data)[i];
+            if (isnan(x) && isnan(y)) continue;
+            /* tol_scale: the largest |partial sum| the output could see */
+            double ulp = a->dtype == CTOSA_DTYPE_FP32 ? 0x1p-22 : a->dtype == CTOSA_DTYPE_FP16 ? 0x1p-9
+                         : a->dtype == CTOSA_DTYPE_BF16 ? 0x1p-6 : 0x1p-2;
+            if (!(fabs((double)x - y) <= tol_scale * ulp + 1e-30)) {
+                CHECK_MSG(0, "%s (seed %llu): element %llu fast %.9g reference %.9g", what,
+                          (unsigned long long)seed, (unsigned long long)i, x, y);
+                return false;
+            }
+        } else if (im_load_i(a->dtype, a->data, i) != im_load_i(b->dtype, b->data, i)) {
+            CHECK_MSG(0, "%s (seed %llu): element %llu fast %lld reference %lld", what,
+                      (unsigned long long)seed, (unsigned long long)i,
+                      (long long)im_load_i(a->dtype, a->data, i), (long long)im_load_i(b->dtype, b->data, i));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Runs fn twice (fast, reference) on the same inputs; outputs and error
+ * status must agree. Returns false when a case was invalid for both. */
+static bool diff_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *a, uint32_t n_in, itensor **in,
+                     itensor *out, double tol_scale, const char *what, uint64_t seed) {
+    itensor *ref = like(out);
+    kt_reference = false;
+    ctosa_error *e1 = kt_run(fn, kind, a, n_in, in, 1, &out);
+    kt_reference = true;
+    ctosa_error *e2 = kt_run(fn, kind, a, n_in, in, 1, &ref);
+    kt_reference = false;
+    bool ok = true;
+    if ((e1 == NULL) != (e2 == NULL)) {
+        CHECK_MSG(0, "%s (seed %llu): fast %s, reference %s", what, (unsigned long long)seed,
+                  e1 ? ctosa_error_message(e1) : "ok", e2 ? ctosa_error_message(e2) : "ok");
+        ok = false;
+    } else if (!e1) {
+        same_out(out, ref, tol_scale, what, seed);
+        g_compared++;
+    } else {
+        ok = false; /* both refused (a REQUIRE on random data): consistent */
+        g_refused++;
+    }
+    ctosa_error_free(e1);
+    ctosa_error_free(e2);
+    return ok;
+}
+
+/* ------------------------------------------------------ convolutions */
+
+/* One spatial axis: input size, kernel, stride, dilation and pads such
+ * that (in - 1 + pa + pb - (k - 1) * d) is a non-negative multiple of s. */
+typedef struct axis {
+    int64_t in, k, s, d, pa, pb, out;
+} axis;
+
+static axis pick_axis(bool big) {
+    axis x;
+    for (;;) {
+        x.k = coin(70) ? ri(1, 3) : ri(1, big ? 8 : 5);
+        x.d = coin(50) ? 1 : coin(60) ? ri(2, 4) : ri(5, 16);
+        x.s = coin(50) ? 1 : coin(70) ? ri(2, 3) : ri(4, 8);
+        int64_t span = (x.k - 1) * x.d + 1;
+        x.in = ri(1, big ? 24 : 12);
+        /* pads: none, small, or large on one side only (conformance picks) */
+        int r = (int)ri(0, 3);
+        x.pa = r == 0 ? 0 : r == 1 ? ri(0, x.k) : r == 2 ? ri(0, 2 * span) : 0;
+        int64_t num = x.in - 1 + x.pa - (x.k - 1) * x.d;
+        int64_t pb = num >= 0 ? 0 : -num;
+        while ((num + pb) % x.s) pb++;
+        if (r == 3 || coin(30)) pb += x.s * ri(0, 2); /* pad at the end too */
+        x.pb = pb;
+        x.out = (num + pb) / x.s + 1;
+        if (x.out >= 1 && x.out <= 24) return x;
+    }
+}
+
+/* Accepted (input, weight, accumulator, output) combinations. */
+typedef struct ctypes {
+    ctosa_dtype in, w, acc, out;
+} ctypes;
+
+static ctypes pick_types(bool int4_ok) {
+    static const ctypes all[] = {
+        {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32},
+        {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT4, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32},
+        {CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT48},
+        {CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32},
+        {CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16},
+        {CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP16},
+        {CTOSA_DTYPE_BF16, CTOSA_DTYPE_BF16, CTOSA_DTYPE_FP32, CTOSA_DTYPE_BF16},
+        {CTOSA_DTYPE_FP8E4M3, CTOSA_DTYPE_FP8E4M3, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16},
+        {CTOSA_DTYPE_FP8E5M2, CTOSA_DTYPE_FP8E5M2, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16},
+    };
+    /* fp32 and int8 (the fast paths) most often */
+    for (;;) {
+        int k = coin(35) ? 3 : coin(40) ? 0 : (int)ri(0, CTOSA_ARRAY_LEN(all) - 1);
+        if (!int4_ok && all[k].w == CTOSA_DTYPE_INT4) continue;
+        return all[k];
+    }
+}
+
+static int64_t pick_channels(void) {
+    int r = (int)ri(0, 4);
+    return r == 0 ? ri(1, 4) : r == 1 ? 3 : r == 2 ? ri(14, 18) : r == 3 ? ri(30, 40) : ri(1, 20);
+}
+
+/* The zero point tensor of type t: random for int8, else 0. */
+static itensor *zp(ctosa_dtype t, bool random) {
+    itensor *z = kt_new(t, 1, KT_DIMS(1));
+    if (t == CTOSA_DTYPE_INT8 && random) ((int8_t *)z->data)[0] = (int8_t)ri(-128, 127);
+    return z;
+}
+
+/* Largest |sum of products| possible for K taps of |x| <= 1 floats. */
+static double f_scale(int64_t K) { return (double)(K + 2) * 1.0; }
+
+enum { OP_CONV2D, OP_CONV3D, OP_DEPTHWISE, OP_TRANSPOSE };
+
+static void conv_case(int op, uint64_t seed) {
+    kt_rng = seed;
+    bool depth = op == OP_CONV3D, dw = op == OP_DEPTHWISE, tr = op == OP_TRANSPOSE;
+    ctypes ty = pick_types(!dw || true);
+    int64_t N = coin(80) ? 1 : 2;
+    axis ad = depth ? pick_axis(false) : (axis){1, 1, 1, 1, 0, 0, 1};
+    axis ay = pick_axis(true), ax = pick_axis(true);
+    int64_t IC = pick_channels(), M = dw ? (coin(70) ? 1 : ri(2, 3)) : 1;
+    int64_t OC = dw ? IC * M : pick_channels();
+    if (dw && coin(40)) { /* the register-blocked 3x3 paths */
+        ay.k = ax.k = 3;
+        ay = (axis){ri(3, 14), 3, coin(60) ? 1 : 2, coin(70) ? 1 : 2, ri(0, 2), 0, 0};
+        ax = (axis){ri(3, 14), 3, coin(60) ? 1 : 2, coin(70) ? 1 : 2, ri(0, 2), 0, 0};
+        axis *v[2] = {&ay, &ax};
+        for (int i = 0; i < 2; i++) {
+            int64_t num = v[i]->in - 1 + v[i]->pa - 2 * v[i]->d, pb = num >= 0 ? 0 : -num;
+            while ((num + pb) % v[i]->s) pb++;
+            v[i]->pb = pb;
+            v[i]->out = (num + pb) / v[i]->s + 1;
+        }
+        IC = coin(50) ? 16 * ri(1, 2) : ri(16, 40);
+        OC = IC * M;
+    }
+    int64_t KD = ad.k, KH = ay.k, KW = ax.k;
+    int64_t OD = ad.out, OH = ay.out, OW = ax.out;
+    int32_t opad[4];
+    if (tr) {
+        /* out_pad in (-K, 2K], any stride; no dilation */
+        ay.in = ri(1, 10), ax.in = ri(1, 10);
+        ay.s = ri(1, 4), ax.s = ri(1, 4);
+        opad[0] = (int32_t)ri(1 - KH, 2 * KH), opad[1] = (int32_t)ri(1 - KH, 2 * KH);
+        opad[2] = (int32_t)ri(1 - KW, 2 * KW), opad[3] = (int32_t)ri(1 - KW, 2 * KW);
+        OH = (ay.in - 1) * ay.s + opad[0] + opad[1] + KH;
+        OW = (ax.in - 1) * ax.s + opad[2] + opad[3] + KW;
+        if (OH < 1 || OW < 1) return;
+    }
+    uint32_t rank = depth ? 5 : 4;
+    itensor *in, *w, *out;
+    if (depth) {
+        in = kt_new(ty.in, 5, KT_DIMS(N, ad.in, ay.in, ax.in, IC));
+        w = kt_new(ty.w, 5, KT_DIMS(OC, KD, KH, KW, IC));
+        out = kt_new(ty.out, 5, KT_DIMS(N, OD, OH, OW, OC));
+    } else {
+        in = kt_new(ty.in, 4, KT_DIMS(N, ay.in, ax.in, IC));
+        w = dw ? kt_new(ty.w, 4, KT_DIMS(KH, KW, IC, M)) : kt_new(ty.w, 4, KT_DIMS(OC, KH, KW, IC));
+        out = kt_new(ty.out, 4, KT_DIMS(N, OH, OW, OC));
+    }
+    (void)rank;
+    itensor *bias = kt_new(ty.out, 1, KT_DIMS(coin(15) ? 1 : OC));
+    fill(in, false);
+    fill(w, false);
+    fill(bias, true);
+    bool izp_r = ty.in == CTOSA_DTYPE_INT8 && coin(70), wzp_r = ty.w == CTOSA_DTYPE_INT8 && coin(50);
+    itensor *ins[5] = {in, w, bias, zp(ty.in, izp_r), zp(ty.w, wzp_r)};
+    ctosa_attr a = {0};
+    a.acc_type = ty.acc;
+    a.local_bound = coin(50);
+    int32_t pad[6], st[3], dil[3];
+    if (depth) {
+        int32_t p6[6] = {(int32_t)ad.pa, (int32_t)ad.pb, (int32_t)ay.pa, (int32_t)ay.pb, (int32_t)ax.pa, (int32_t)ax.pb};
+        int32_t s3[3] = {(int32_t)ad.s, (int32_t)ay.s, (int32_t)ax.s}, d3[3] = {(int32_t)ad.d, (int32_t)ay.d, (int32_t)ax.d};
+        memcpy(pad, p6, sizeof p6);
+        memcpy(st, s3, sizeof s3);
+        memcpy(dil, d3, sizeof d3);
+        a.pad = (ctosa_i32s){pad, 6};
+        a.stride = (ctosa_i32s){st, 3};
+        a.dilation = (ctosa_i32s){dil, 3};
+    } else if (tr) {
+        st[0] = (int32_t)ay.s, st[1] = (int32_t)ax.s;
+        a.out_pad = (ctosa_i32s){opad, 4};
+        a.stride = (ctosa_i32s){st, 2};
+    } else {
+        int32_t p4[4] = {(int32_t)ay.pa, (int32_t)ay.pb, (int32_t)ax.pa, (int32_t)ax.pb};
+        memcpy(pad, p4, sizeof p4);
+        st[0] = (int32_t)ay.s, st[1] = (int32_t)ax.s;
+        dil[0] = (int32_t)ay.d, dil[1] = (int32_t)ax.d;
+        a.pad = (ctosa_i32s){pad, 4};
+        a.stride = (ctosa_i32s){st, 2};
+        a.dilation = (ctosa_i32s){dil, 2};
+    }
+    static const char *names[] = {"CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D"};
+    static const interp_kernel_fn fns[] = {interp_k_CONV2D, interp_k_CONV3D, interp_k_DEPTHWISE_CONV2D,
+                                           interp_k_TRANSPOSE_CONV2D};
+    static const ctosa_op_kind kinds[] = {CTOSA_OP_CONV2D, CTOSA_OP_CONV3D, CTOSA_OP_DEPTHWISE_CONV2D,
+                                          CTOSA_OP_TRANSPOSE_CONV2D};
+    char what[400];
+    snprintf(what, sizeof what,
+             "%s %s/%s acc %s N%lld in[%lld,%lld,%lld]x%lld k[%lld,%lld,%lld] s[%lld,%lld,%lld] "
+             "d[%lld,%lld,%lld] pad[%lld,%lld,%lld,%lld,%lld,%lld] OC %lld M %lld",
+             names[op], ctosa_dtype_short(ty.in), ctosa_dtype_short(ty.w), ctosa_dtype_short(ty.acc),
+             (long long)N, (long long)ad.in, (long long)ay.in, (long long)ax.in, (long long)IC, (long long)KD,
+             (long long)KH, (long long)KW, (long long)ad.s, (long long)ay.s, (long long)ax.s, (long long)ad.d,
+             (long long)ay.d, (long long)ax.d, (long long)(tr ? opad[0] : ad.pa), (long long)(tr ? opad[1] : ad.pb),
+             (long long)(tr ? opad[2] : ay.pa), (long long)(tr ? opad[3] : ay.pb), (long long)ax.pa,
+             (long long)ax.pb, (long long)OC, (long long)M);
+    int64_t K = KD * KH * KW * (dw ? 1 : IC);
+    diff_run(fns[op], kinds[op], &a, 5, ins, out, f_scale(K), what, seed);
+    kt_free_all();
+}
+
+/* ------------------------------------------------------------ MATMUL */
+
+static void matmul_case(uint64_t seed) {
+    kt_rng = seed;
+    static const ctypes all[] = {
+        {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32},
+        {CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT48},
+        {CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32},
+        {CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16},
+        {CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32},
+        {CTOSA_DTYPE_BF16, CTOSA_DTYPE_BF16, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32},
+        {CTOSA_DTYPE_FP8E4M3, CTOSA_DTYPE_FP8E4M3, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16},
+        {CTOSA_DTYPE_FP8E5M2, CTOSA_DTYPE_FP8E5M2, CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32},
+    };
+    ctypes ty = all[coin(40) ? 2 : coin(40) ? 0 : (int)ri(0, CTOSA_ARRAY_LEN(all) - 1)];
+    int64_t N = ri(1, 3), H = coin(30) ? ri(1, 4) : ri(1, 40), C = coin(20) ? ri(0, 3) : ri(1, 70),
+            W = coin(30) ? ri(1, 4) : ri(1, 40);
+    if (ty.in == CTOSA_DTYPE_INT16 && C > 40) C = 40; /* int48 sums of int16 squares */
+    itensor *A = kt_new(ty.in, 3, KT_DIMS(N, H, C)), *B = kt_new(ty.in, 3, KT_DIMS(N, C, W));
+    itensor *out = kt_new(ty.out, 3, KT_DIMS(N, H, W));
+    fill(A, false);
+    fill(B, false);
+    bool rz = ty.in == CTOSA_DTYPE_INT8;
+    itensor *ins[4] = {A, B, zp(ty.in, rz && coin(60)), zp(ty.in, rz && coin(60))};
+    char what[200];
+    snprintf(what, sizeof what, "MATMUL %s -> %s N%lld H%lld C%lld W%lld", ctosa_dtype_short(ty.in),
+             ctosa_dtype_short(ty.out), (long long)N, (long long)H, (long long)C, (long long)W);
+    diff_run(interp_k_MATMUL, CTOSA_OP_MATMUL, NULL, 4, ins, out, f_scale(C), what, seed);
+    kt_free_all();
+}
+
+/* ------------------------------------------------------------- pools */
+
+/* AVG_POOL2D / MAX_POOL2D against loops written here from the pseudocode. */
+static void pool_case(bool avg, uint64_t seed) {
+    kt_rng = seed;
+    static const ctosa_dtype types[] = {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, CTOSA_DTYPE_FP32,
+                                        CTOSA_DTYPE_FP16, CTOSA_DTYPE_BF16};
+    ctosa_dtype t = types[coin(40) ? 2 : (int)ri(0, 4)];
+    ctosa_dtype acc = is_f(t) ? (t == CTOSA_DTYPE_FP16 && coin(50) ? CTOSA_DTYPE_FP16 : CTOSA_DTYPE_FP32)
+                              : CTOSA_DTYPE_INT32;
+    int64_t N = ri(1, 2), C = pick_channels(), k[2], s[2], p[4], in[2], o[2];
+    for (int i = 0; i < 2; i++) {
+        for (;;) {
+            k[i] = coin(60) ? ri(1, 3) : ri(1, 9);
+            s[i] = coin(50) ? 1 : ri(2, 8);
+            in[i] = ri(1, 20);
+            /* pads below the kernel size, often on one side only */
+            p[2 * i] = coin(50) ? 0 : ri(0, k[i] - 1);
+            int64_t num = in[i] + p[2 * i] - k[i], pb = num >= 0 ? 0 : -num;
+            while ((num + pb) % s[i]) pb++;
+            if (pb >= k[i]) continue;
+            p[2 * i + 1] = pb;
+            o[i] = (num + pb) / s[i] + 1;
+            if (o[i] >= 1) break;
+        }
+    }
+    itensor *x = kt_new(t, 4, KT_DIMS(N, in[0], in[1], C)), *y = kt_new(t, 4, KT_DIMS(N, o[0], o[1], C));
+    fill(x, false);
+    int64_t izp = 0, ozp = 0;
+    if (t == CTOSA_DTYPE_INT8 && coin(60)) izp = ri(-128, 127), ozp = ri(-128, 127);
+    itensor *zi = kt_scalar_i(is_f(t) ? CTOSA_DTYPE_INT8 : t, izp), *zo = kt_scalar_i(is_f(t) ? CTOSA_DTYPE_INT8 : t, ozp);
+    if (is_f(t)) zi = kt_new(t, 1, KT_DIMS(1)), zo = kt_new(t, 1, KT_DIMS(1));
+    int32_t kk[2] = {(int32_t)k[0], (int32_t)k[1]}, ss[2] = {(int32_t)s[0], (int32_t)s[1]};
+    int32_t pp[4] = {(int32_t)p[0], (int32_t)p[1], (int32_t)p[2], (int32_t)p[3]};
+    ctosa_attr a = {0};
+    a.kernel = (ctosa_i32s){kk, 2};
+    a.stride = (ctosa_i32s){ss, 2};
+    a.pad = (ctosa_i32s){pp, 4};
+    a.acc_type = acc;
+    a.nan_mode = coin(50) ? CTOSA_NAN_IGNORE : CTOSA_NAN_PROPAGATE;
+    itensor *ins[3] = {x, zi, zo};
+    ctosa_error *e = avg ? kt_run(interp_k_AVG_POOL2D, CTOSA_OP_AVG_POOL2D, &a, 3, ins, 1, &y)
+                         : kt_run(interp_k_MAX_POOL2D, CTOSA_OP_MAX_POOL2D, &a, 1, ins, 1, &y);
+    char what[300];
+    snprintf(what, sizeof what, "%s %s acc %s N%lld in[%lld,%lld]x%lld k[%lld,%lld] s[%lld,%lld] pad[%lld,%lld,%lld,%lld]",
+             avg ? "AVG_POOL2D" : "MAX_POOL2D", ctosa_dtype_short(t), ctosa_dtype_short(acc), (long long)N,
+             (long long)in[0], (long long)in[1], (long long)C, (long long)k[0], (long long)k[1], (long long)s[0],
+             (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3]);
+    CHECK_MSG(!e, "%s (seed %llu): %s", what, (unsigned long long)seed, ctosa_error_message(e));
+    ctosa_error_free(e);
+    if (e) {
+        kt_free_all();
+        return;
+    }
+    g_compared++;
+    int64_t lo, hi;
+    im_range_s(t, &lo, &hi);
+    bool bad = false;
+    for (int64_t n = 0; n < N && !bad; n++)
+        for (int64_t oy = 0; oy < o[0] && !bad; oy++)
+            for (int64_t ox = 0; ox < o[1] && !bad; ox++)
+                for (int64_t c = 0; c < C && !bad; c++) {
+                    double facc = avg ? 0 : -INFINITY;
+                    int64_t iacc = avg ? 0 : lo, count = 0;
+                    for (int64_t ky = 0; ky < k[0]; ky++)
+                        for (int64_t kx = 0; kx < k[1]; kx++) {
+                            int64_t yy = oy * s[0] - p[0] + ky, xx = ox * s[1] - p[2] + kx;
+                            if (yy < 0 || yy >= in[0] || xx < 0 || xx >= in[1]) continue;
+                            size_t ii = (size_t)(((n * in[0] + yy) * in[1] + xx) * C + c);
+                            count++;
+                            if (is_f(t)) {
+                                double v = ((float *)x->data)[ii];
+                                facc = avg ? ff_round_to_double(acc, facc + v) : (v > facc ? v : facc);
+                            } else {
+                                int64_t v = im_load_i(t, x->data, ii);
+                                iacc = avg ? iacc + v - izp : (v > iacc ? v : iacc);
+                            }
+                        }
+                    size_t oi = (size_t)(((n * o[0] + oy) * o[1] + ox) * C + c);
+                    double want, got;
+                    if (is_f(t)) {
+                        if (avg) facc = ff_round_to_double(acc, facc / (double)count);
+                        want = ff_round_to_double(t, facc);
+                        got = ((float *)y->data)[oi];
+                    } else {
+                        if (avg) {
+                            int32_t mult;
+                            int sh;
+                            bool ok = true;
+                            im_reciprocal_scale((uint32_t)count, &mult, &sh);
+                            iacc = im_apply_scale_32((int32_t)iacc, mult, sh, false, &ok) + ozp;
+                            iacc = iacc < lo ? lo : iacc > hi ? hi : iacc;
+                        }
+                        want = (double)iacc;
+                        got = (double)im_load_i(t, y->data, oi);
+                    }
+                    if (want != got) {
+                        CHECK_MSG(0, "%s (seed %llu): output %zu is %.9g, the plain loop gives %.9g", what,
+                                  (unsigned long long)seed, oi, got, want);
+                        bad = true;
+                    }
+                }
+    kt_free_all();
+}
+
+/* ------------------------------------------------------------ driver */
+
+static uint64_t case_seed(int op, int i) { return 0x9E3779B97F4A7C15ull * (uint64_t)(op * 1000003 + i + 1) | 1; }
+
+static void run_op(const char *name, int op) {
+    int before = th_failures;
+    g_compared = g_refused = 0;
+    for (int i = 0; i < g_cases && th_failures - before < 5; i++) {
+        uint64_t seed = case_seed(op, i);
+        if (op <= OP_TRANSPOSE) conv_case(op, seed);
+        else if (op == 4) matmul_case(seed);
+        else pool_case(op == 5, seed);
+    }
+    printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
+           g_refused);
+    /* the generator must mostly make valid cases, or the test proves nothing */
+    CHECK_MSG(g_compared >= g_cases * 9 / 10, "%s: only %d of %d cases ran", name, g_compared, g_cases);
+}
+
+static void test_conv2d(void) { run_op("CONV2D", OP_CONV2D); }
+static void test_conv3d(void) { run_op("CONV3D", OP_CONV3D); }
+static void test_depthwise(void) { run_op("DEPTHWISE_CONV2D", OP_DEPTHWISE); }
+static void test_transpose(void) { run_op("TRANSPOSE_CONV2D", OP_TRANSPOSE); }
+static void test_matmul(void) { run_op("MATMUL", 4); }
+static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
+static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
+
+int main(void) {
+    g_cases = long_tests() ? 5000 : 300;
+    RUN(test_conv2d);
+    RUN(test_conv3d);
+    RUN(test_depthwise);
+    RUN(test_transpose);
+    RUN(test_matmul);
+    RUN(test_avg_pool);
+    RUN(test_max_pool);
+    kt_free_all();
+    return th_finish();
+}
