@@ -398,32 +398,6 @@ static ctosa_error *plan_subregion(ctosa_interp *it, rplan *p, uint32_t op_index
     return interp_get_plan(it, r, p, op_index, &sub);
 }
 
-/* Operators whose kernels store every element of every output whenever
- * they succeed (audited: element-wise loops over the whole output,
- * convolutions and pooling writing each output pixel, layout copies). The
- * runtime does not zero their outputs before the call; every other kernel
- * (SCATTER copies then overwrites, CUSTOM is promised zeroed outputs,
- * control flow, and anything not audited) still gets zeroed outputs. Debug
- * builds fill these outputs with a NaN / -1 pattern instead, so a kernel
- * that leaves a gap changes test results instead of passing by luck. */
-static bool writes_all(ctosa_op_kind k) {
-    switch (k) {
-    case CTOSA_OP_CONV2D: case CTOSA_OP_CONV3D: case CTOSA_OP_DEPTHWISE_CONV2D:
-    case CTOSA_OP_TRANSPOSE_CONV2D: case CTOSA_OP_MATMUL:
-    case CTOSA_OP_AVG_POOL2D: case CTOSA_OP_MAX_POOL2D:
-    case CTOSA_OP_CLAMP: case CTOSA_OP_SIGMOID: case CTOSA_OP_TANH: case CTOSA_OP_ERF:
-    case CTOSA_OP_RESCALE: case CTOSA_OP_CAST:
-    case CTOSA_OP_ADD: case CTOSA_OP_SUB: case CTOSA_OP_MUL: case CTOSA_OP_MAXIMUM:
-    case CTOSA_OP_MINIMUM: case CTOSA_OP_ABS: case CTOSA_OP_NEGATE: case CTOSA_OP_EXP:
-    case CTOSA_OP_LOG: case CTOSA_OP_RECIPROCAL: case CTOSA_OP_RSQRT: case CTOSA_OP_FLOOR:
-    case CTOSA_OP_CEIL: case CTOSA_OP_SELECT:
-    case CTOSA_OP_RESHAPE: case CTOSA_OP_TRANSPOSE: case CTOSA_OP_SLICE: case CTOSA_OP_REVERSE:
-    case CTOSA_OP_IDENTITY:
-        return true;
-    default: return false;
-    }
-}
-
 static slot *slot_of(itensor *t) { return (slot *)((char *)t - offsetof(slot, t)); }
 
 /* Plan-time fusion of CLAMP into the CONV2D / DEPTHWISE_CONV2D producing
@@ -688,8 +662,17 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
         po->out = arena_zalloc(A, (po->n_out + 1) * sizeof(itensor *));
         if (!po->in || !po->out) return ctosa_error_nomem();
         bool is_const_op = op->kind == CTOSA_OP_CONST || op->kind == CTOSA_OP_CONST_SHAPE;
-        if (is_const_op || op->kind == CTOSA_OP_VARIABLE) po->skip = true;
-        po->writes_all = writes_all(op->kind);
+        if (ctosa_op_has(op->kind, CTOSA_OPF_DECLARES)) po->skip = true;
+        /* Kernels of CTOSA_OPF_WRITES_ALL operators store every output
+         * element when they succeed (audited: element-wise loops over the
+         * whole output, convolutions and pooling writing each output pixel,
+         * layout copies). The runtime does not zero their outputs before the
+         * call; every other kernel (SCATTER copies then overwrites, CUSTOM
+         * is promised zeroed outputs, control flow, and anything not
+         * audited) still gets zeroed outputs. Debug builds fill these
+         * outputs with a NaN / -1 pattern instead, so a kernel that leaves a
+         * gap changes test results instead of passing by luck. */
+        po->writes_all = ctosa_op_has(op->kind, CTOSA_OPF_WRITES_ALL);
         if (!po->skip) {
             po->fn = interp_kernel_for(op->kind);
             if (!po->fn)
@@ -823,7 +806,7 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                        .cache = &po->cache.p, .post = po->has_post ? &po->post : NULL};
         if ((e = interp_check_arity(&o))) break;
         /* Fresh outputs of kernels that may leave positions unwritten are
-         * zeroed so the result is deterministic (see writes_all). */
+         * zeroed so the result is deterministic (CTOSA_OPF_WRITES_ALL). */
         for (uint32_t k = 0; k < po->n_out; k++) {
             slot *s = slot_of(po->out[k]);
             if (s->kind != SLOT_ACT || !s->bytes) continue;

@@ -221,6 +221,9 @@ ctosa_error *interp_from_host(itensor *t, const void *src, const char *what) {
 
 /* -------------------------------------------------- kernel table */
 
+/* One case per operator and no default: a new operator in CTOSA_OP_LIST
+ * fails the build (-Wswitch) until it gets a kernel or is listed as having
+ * none. */
 interp_kernel_fn interp_kernel_for(ctosa_op_kind k) {
     switch (k) {
 #define CASE(n) case CTOSA_OP_##n: return interp_k_##n;
@@ -233,84 +236,41 @@ interp_kernel_fn interp_kernel_for(ctosa_op_kind k) {
     case CTOSA_OP_VARIABLE_READ: return interp_k_VARIABLE_READ;
     case CTOSA_OP_VARIABLE_WRITE: return interp_k_VARIABLE_WRITE;
     case CTOSA_OP_CUSTOM: return interp_k_CUSTOM;
-    default: return NULL;
+    /* declarations: nothing runs (CTOSA_OPF_DECLARES) */
+    case CTOSA_OP_CONST: case CTOSA_OP_CONST_SHAPE: case CTOSA_OP_VARIABLE: return NULL;
+    /* 1.1 block-scaled and adaptive-pooling operators: no kernel yet */
+    case CTOSA_OP_MATMUL_T_BLOCK_SCALED: case CTOSA_OP_CAST_FROM_BLOCK_SCALED:
+    case CTOSA_OP_CAST_TO_BLOCK_SCALED: case CTOSA_OP_CONV2D_BLOCK_SCALED:
+    case CTOSA_OP_MAX_POOL2D_ADAPTIVE: case CTOSA_OP_AVG_POOL2D_ADAPTIVE:
+    case CTOSA_OP_UNKNOWN: case CTOSA_OP_COUNT:
+        return NULL;
     }
+    return NULL; /* a value outside the enum */
 }
 
-/* Inputs / outputs per operator (TOSA 1.0 Appendix B order). -1 = a list
- * (any count from the minimum). Some older writers omit trailing
- * compile-time inputs (MUL shift, NEGATE zero points, PAD pad_const), so the
- * minimum may be lower than the spec's count; kernels default them. */
-typedef struct arity { int8_t min_in, max_in, min_out, max_out; } arity;
-
-static arity arity_of(ctosa_op_kind k) {
-    switch (k) {
-    case CTOSA_OP_ARGMAX: case CTOSA_OP_MAX_POOL2D: case CTOSA_OP_CLAMP: case CTOSA_OP_ERF:
-    case CTOSA_OP_SIGMOID: case CTOSA_OP_TANH: case CTOSA_OP_ABS: case CTOSA_OP_BITWISE_NOT:
-    case CTOSA_OP_CEIL: case CTOSA_OP_CLZ: case CTOSA_OP_COS: case CTOSA_OP_EXP:
-    case CTOSA_OP_FLOOR: case CTOSA_OP_LOG: case CTOSA_OP_LOGICAL_NOT: case CTOSA_OP_RECIPROCAL:
-    case CTOSA_OP_RSQRT: case CTOSA_OP_SIN: case CTOSA_OP_REDUCE_ALL: case CTOSA_OP_REDUCE_ANY:
-    case CTOSA_OP_REDUCE_MAX: case CTOSA_OP_REDUCE_MIN: case CTOSA_OP_REDUCE_PRODUCT:
-    case CTOSA_OP_REDUCE_SUM: case CTOSA_OP_REVERSE: case CTOSA_OP_TRANSPOSE: case CTOSA_OP_CAST:
-    case CTOSA_OP_IDENTITY:
-        return (arity){1, 1, 1, 1};
-    case CTOSA_OP_AVG_POOL2D: return (arity){3, 3, 1, 1};
-    case CTOSA_OP_CONV2D: case CTOSA_OP_CONV3D: case CTOSA_OP_DEPTHWISE_CONV2D:
-    case CTOSA_OP_TRANSPOSE_CONV2D:
-        return (arity){5, 5, 1, 1};
-    case CTOSA_OP_FFT2D: return (arity){2, 2, 2, 2};
-    case CTOSA_OP_RFFT2D: return (arity){1, 1, 2, 2};
-    case CTOSA_OP_MATMUL: return (arity){4, 4, 1, 1};
-    case CTOSA_OP_ADD: case CTOSA_OP_ARITHMETIC_RIGHT_SHIFT: case CTOSA_OP_BITWISE_AND:
-    case CTOSA_OP_BITWISE_OR: case CTOSA_OP_BITWISE_XOR: case CTOSA_OP_INTDIV:
-    case CTOSA_OP_LOGICAL_AND: case CTOSA_OP_LOGICAL_LEFT_SHIFT: case CTOSA_OP_LOGICAL_RIGHT_SHIFT:
-    case CTOSA_OP_LOGICAL_OR: case CTOSA_OP_LOGICAL_XOR: case CTOSA_OP_MAXIMUM:
-    case CTOSA_OP_MINIMUM: case CTOSA_OP_POW: case CTOSA_OP_SUB: case CTOSA_OP_TABLE:
-    case CTOSA_OP_EQUAL: case CTOSA_OP_GREATER: case CTOSA_OP_GREATER_EQUAL: case CTOSA_OP_GATHER:
-    case CTOSA_OP_TILE: case CTOSA_OP_RESHAPE:
-        return (arity){2, 2, 1, 1};
-    case CTOSA_OP_MUL: return (arity){2, 3, 1, 1};
-    case CTOSA_OP_NEGATE: return (arity){1, 3, 1, 1};
-    case CTOSA_OP_SELECT: case CTOSA_OP_SLICE: case CTOSA_OP_SCATTER: return (arity){3, 3, 1, 1};
-    case CTOSA_OP_PAD: return (arity){2, 3, 1, 1};
-    case CTOSA_OP_CONCAT: return (arity){1, -1, 1, 1};
-    case CTOSA_OP_RESIZE: return (arity){4, 4, 1, 1};
-    case CTOSA_OP_RESCALE: return (arity){5, 5, 1, 1};
-    case CTOSA_OP_CUSTOM: return (arity){0, -1, 0, -1};
-    case CTOSA_OP_COND_IF: return (arity){1, -1, 0, -1};
-    case CTOSA_OP_WHILE_LOOP: return (arity){0, -1, 0, -1};
-    case CTOSA_OP_VARIABLE_READ: return (arity){0, 1, 1, 1};
-    case CTOSA_OP_VARIABLE_WRITE: return (arity){1, 2, 0, 1};
-    case CTOSA_OP_DIM: case CTOSA_OP_EXP2_SHAPE: case CTOSA_OP_LOG2_CEIL_SHAPE:
-    case CTOSA_OP_LOG2_FLOOR_SHAPE:
-        return (arity){1, 1, 1, 1};
-    case CTOSA_OP_CONCAT_SHAPE: return (arity){1, -1, 1, 1};
-    case CTOSA_OP_SLICE_SHAPE: return (arity){3, 3, 1, 1};
-    case CTOSA_OP_ASSERT_EQUAL_SHAPE: return (arity){2, 2, 0, 0};
-    case CTOSA_OP_ADD_SHAPE: case CTOSA_OP_SUB_SHAPE: case CTOSA_OP_MUL_SHAPE:
-    case CTOSA_OP_MAX_SHAPE: case CTOSA_OP_MIN_SHAPE: case CTOSA_OP_MOD_SHAPE:
-    case CTOSA_OP_DIV_CEIL_SHAPE: case CTOSA_OP_DIV_FLOOR_SHAPE:
-        return (arity){2, 2, 1, 1};
-    default: return (arity){0, -1, 0, -1};
-    }
-}
-
+/* Input / output counts come from the operator table (CTOSA_OP_LIST); the
+ * older writers' input count is accepted too and the kernels default the
+ * omitted trailing inputs. */
 ctosa_error *interp_check_arity(const interp_op *o) {
-    arity a = arity_of(o->op->kind);
-    if ((int64_t)o->n_in < a.min_in || (a.max_in >= 0 && (int64_t)o->n_in > a.max_in)) {
-        if (a.max_in == a.min_in)
-            return interp_fail(o, "has %u inputs, the operator takes %d", o->n_in, a.min_in);
-        if (a.max_in < 0)
-            return interp_fail(o, "has %u inputs, the operator takes at least %d", o->n_in,
-                               a.min_in);
-        return interp_fail(o, "has %u inputs, the operator takes %d to %d", o->n_in, a.min_in,
-                           a.max_in);
+    ctosa_op_kind k = o->op->kind;
+    if (ctosa_op_counts_fit(k, o->n_in, o->n_out, true)) return NULL;
+    const ctosa_op_props *p = ctosa_op_props_of(k);
+    if (!p) return NULL; /* not an operator: planning refuses it (no kernel) */
+    int min = p->min_inputs, max = p->max_inputs;
+    if (!ctosa_op_counts_fit(k, o->n_in, (uint32_t)(p->min_outputs), true)) {
+        if (p->older_min_inputs != min)
+            return interp_fail(o, "has %u inputs, the operator takes %d (older writers: %d)",
+                               o->n_in, min, p->older_min_inputs);
+        if (max == min) return interp_fail(o, "has %u inputs, the operator takes %d", o->n_in, min);
+        if (max < 0)
+            return interp_fail(o, "has %u inputs, the operator takes at least %d", o->n_in, min);
+        return interp_fail(o, "has %u inputs, the operator takes %d to %d", o->n_in, min, max);
     }
-    if ((int64_t)o->n_out < a.min_out || (a.max_out >= 0 && (int64_t)o->n_out > a.max_out)) {
-        if (a.max_out == a.min_out)
-            return interp_fail(o, "has %u outputs, the operator produces %d", o->n_out, a.min_out);
-        return interp_fail(o, "has %u outputs, the operator produces %d to %d", o->n_out,
-                           a.min_out, a.max_out);
-    }
-    return NULL;
+    if (p->max_outputs == p->min_outputs)
+        return interp_fail(o, "has %u outputs, the operator produces %d", o->n_out, p->min_outputs);
+    if (p->max_outputs < 0)
+        return interp_fail(o, "has %u outputs, the operator produces at least %d", o->n_out,
+                           p->min_outputs);
+    return interp_fail(o, "has %u outputs, the operator produces %d to %d", o->n_out,
+                       p->min_outputs, p->max_outputs);
 }

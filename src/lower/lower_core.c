@@ -869,7 +869,7 @@ static void decide_node(lower_session *s, uint32_t ni) {
             const ctosa_block *b = c.b;
             nd->n_ops = 0;
             for (uint32_t k = 0; k < b->n_ops; k++) {
-                if (lw_op_computes(b->ops[k]->kind)) nd->compute = true;
+                if (ctosa_op_has(b->ops[k]->kind, CTOSA_OPF_COMPUTES)) nd->compute = true;
                 nd->n_ops++;
             }
             bool any_tensor = false;

@@ -601,14 +601,3 @@ void lw_set_output_const(lower_ctx *c, uint32_t i, int32_t onnx_dtype, uint32_t 
     c->out_is_const[i] = true;
     c->out_names[i] = NULL;
 }
-
-bool lw_op_computes(ctosa_op_kind k) {
-    switch (k) {
-    case CTOSA_OP_CONST:
-    case CTOSA_OP_CONST_SHAPE:
-    case CTOSA_OP_IDENTITY:
-    case CTOSA_OP_RESHAPE:
-    case CTOSA_OP_TRANSPOSE: return false;
-    default: return true;
-    }
-}

@@ -143,9 +143,6 @@ const lower_entry *lw_custom_find(lower_session *s, uint32_t ni);
 bool lw_custom_describe(lower_session *s, uint32_t ni, const char **domain_name, const char **operator_name,
                         bool *overrides_builtin);
 
-/* Is this TOSA operator "compute" (not pure data movement)? */
-bool lw_op_computes(ctosa_op_kind k);
-
 /* Session (lower_core.c): loads the model and sets up values (errors are
  * bad input, exit 2); decide() runs the support decision of every node;
  * close() frees everything. */

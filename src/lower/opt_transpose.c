@@ -24,11 +24,6 @@
 
 #include "lower/opt_transpose_int.h"
 
-static bool live_side_effect(ctosa_op_kind k) {
-    return k == CTOSA_OP_VARIABLE || k == CTOSA_OP_VARIABLE_WRITE || k == CTOSA_OP_CUSTOM ||
-           k == CTOSA_OP_COND_IF || k == CTOSA_OP_WHILE_LOOP;
-}
-
 static bool valid_perm(const ctosa_i32s *p, uint32_t rank) {
     if (!p->v || p->n != rank || rank == 0 || rank > LOWER_MAX_RANK) return false;
     uint32_t seen = 0;
@@ -62,7 +57,7 @@ static bool liveness(ot *s) {
     for (int32_t oi = s->tail; oi >= 0; oi = s->o[oi].prev) {
         ot_op *o = &s->o[oi];
         if (o->dead) continue;
-        bool live = o->n_out == 0 || live_side_effect(o->kind);
+        bool live = o->n_out == 0 || ctosa_op_has(o->kind, CTOSA_OPF_SIDE_EFFECT);
         for (uint32_t k = 0; k < o->n_out; k++) live |= needed[o->out[k]];
         if (!live) {
             o->dead = true;

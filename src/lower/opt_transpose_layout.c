@@ -313,74 +313,34 @@ uint32_t ot_const_permute(ot *s, uint32_t c, const int32_t *perm) {
 
 /* ------------------------------------------- layout-agnostic operators */
 
-/* Is input k of an operator of this kind a tensor that follows the layout
- * (as opposed to a parameter such as a zero point, shift or table)? */
-static bool data_slot(ctosa_op_kind k, uint32_t slot) {
-    switch (k) {
-    case CTOSA_OP_NEGATE: case CTOSA_OP_TABLE: case CTOSA_OP_RESCALE:
-        return slot == 0;
-    case CTOSA_OP_MUL:
-        return slot < 2;
-    case CTOSA_OP_SELECT:
-        return slot < 3;
-    case CTOSA_OP_CONCAT:
-        return true;
-    default:
-        return slot < 2;
-    }
-}
-
+/* Which operators are layout-agnostic, and which of their inputs follow the
+ * layout (as opposed to a zero point, shift or table), is the operator
+ * table's layout column and data slots (CTOSA_OP_LIST). */
 static bool agnostic_kind(const ot_op *o) {
-    switch (o->kind) {
-    /* unary elementwise */
-    case CTOSA_OP_ABS: case CTOSA_OP_BITWISE_NOT: case CTOSA_OP_CEIL: case CTOSA_OP_CLZ:
-    case CTOSA_OP_COS: case CTOSA_OP_EXP: case CTOSA_OP_FLOOR: case CTOSA_OP_LOG:
-    case CTOSA_OP_LOGICAL_NOT: case CTOSA_OP_RECIPROCAL: case CTOSA_OP_RSQRT: case CTOSA_OP_SIN:
-    case CTOSA_OP_SIGMOID: case CTOSA_OP_TANH: case CTOSA_OP_ERF: case CTOSA_OP_CLAMP:
-    case CTOSA_OP_CAST: case CTOSA_OP_NEGATE: case CTOSA_OP_TABLE:
-        return o->n_in >= 1;
-    case CTOSA_OP_RESCALE: /* per-channel scales follow the last axis: not agnostic */
-        return o->n_in >= 1 && !o->attr.per_channel;
-    /* binary / ternary elementwise (operands broadcast; equal ranks) */
-    case CTOSA_OP_ADD: case CTOSA_OP_SUB: case CTOSA_OP_MUL: case CTOSA_OP_MAXIMUM:
-    case CTOSA_OP_MINIMUM: case CTOSA_OP_POW: case CTOSA_OP_INTDIV: case CTOSA_OP_BITWISE_AND:
-    case CTOSA_OP_BITWISE_OR: case CTOSA_OP_BITWISE_XOR: case CTOSA_OP_LOGICAL_AND:
-    case CTOSA_OP_LOGICAL_OR: case CTOSA_OP_LOGICAL_XOR: case CTOSA_OP_LOGICAL_LEFT_SHIFT:
-    case CTOSA_OP_LOGICAL_RIGHT_SHIFT: case CTOSA_OP_ARITHMETIC_RIGHT_SHIFT: case CTOSA_OP_EQUAL:
-    case CTOSA_OP_GREATER: case CTOSA_OP_GREATER_EQUAL:
-        return o->n_in >= 2;
-    case CTOSA_OP_SELECT:
-        return o->n_in >= 3;
-    /* axis operators: the axis is permuted */
-    case CTOSA_OP_REDUCE_ALL: case CTOSA_OP_REDUCE_ANY: case CTOSA_OP_REDUCE_MAX:
-    case CTOSA_OP_REDUCE_MIN: case CTOSA_OP_REDUCE_PRODUCT: case CTOSA_OP_REDUCE_SUM:
-    case CTOSA_OP_REVERSE:
-        return o->n_in == 1;
-    case CTOSA_OP_CONCAT:
-        return o->n_in >= 1;
-    default:
-        return false;
+    const ctosa_op_props *p = ctosa_op_props_of(o->kind);
+    if (!p) return false;
+    switch (p->layout) {
+    case CTOSA_OP_LAYOUT_EW:
+        /* per-channel RESCALE scales follow the last axis: not agnostic */
+        if (o->kind == CTOSA_OP_RESCALE && o->attr.per_channel) return false;
+        /* every data operand present (elementwise operands broadcast at
+         * equal ranks) */
+        return o->n_in >= 32u - (uint32_t)__builtin_clz(p->data_slots);
+    case CTOSA_OP_LAYOUT_AXIS: /* the axis is permuted */
+        return ctosa_op_counts_fit(o->kind, o->n_in, o->n_out, false);
+    case CTOSA_OP_LAYOUT_NONE: return false;
     }
-}
-
-static bool has_axis(ctosa_op_kind k) {
-    switch (k) {
-    case CTOSA_OP_REDUCE_ALL: case CTOSA_OP_REDUCE_ANY: case CTOSA_OP_REDUCE_MAX:
-    case CTOSA_OP_REDUCE_MIN: case CTOSA_OP_REDUCE_PRODUCT: case CTOSA_OP_REDUCE_SUM:
-    case CTOSA_OP_REVERSE: case CTOSA_OP_CONCAT:
-        return true;
-    default:
-        return false;
-    }
+    return false;
 }
 
 static bool agnostic(const ot *s, const ot_op *o) {
     if (o->dead || o->n_out != 1 || !agnostic_kind(o)) return false;
     const ot_tensor *y = &s->t[o->out[0]];
     if (y->is_shape || y->rank < 2 || y->rank > LOWER_MAX_RANK) return false;
-    if (has_axis(o->kind) && (o->attr.axis < 0 || (uint32_t)o->attr.axis >= y->rank)) return false;
+    if (ctosa_op_props_of(o->kind)->layout == CTOSA_OP_LAYOUT_AXIS &&
+        (o->attr.axis < 0 || (uint32_t)o->attr.axis >= y->rank)) return false;
     for (uint32_t k = 0; k < o->n_in; k++) {
-        if (!data_slot(o->kind, k)) continue;
+        if (!ctosa_op_is_data_slot(o->kind, k)) continue;
         const ot_tensor *x = &s->t[o->in[k]];
         if (x->is_shape || x->rank != y->rank) return false;
     }
@@ -441,7 +401,7 @@ static bool need_old(const ot *s, const round *rd, uint32_t v) {
     if (s->t[v].is_out) return true;
     for (uint32_t u = rd->use_start[v]; u < rd->use_start[v + 1]; u++) {
         uint32_t op = rd->use_op[u];
-        if (rd->agn[op] && data_slot(s->o[op].kind, rd->use_slot[u])) continue;
+        if (rd->agn[op] && ctosa_op_is_data_slot(s->o[op].kind, rd->use_slot[u])) continue;
         if (is_transpose_use(s, rd, u, s->t[v].rank)) continue;
         return true;
     }
@@ -456,7 +416,7 @@ static bool back_is_free(const ot *s, const round *rd, uint32_t v, const int32_t
     if (s->t[v].is_out) return false;
     for (uint32_t u = rd->use_start[v]; u < rd->use_start[v + 1]; u++) {
         uint32_t op = rd->use_op[u];
-        if (rd->agn[op] && data_slot(s->o[op].kind, rd->use_slot[u])) continue;
+        if (rd->agn[op] && ctosa_op_is_data_slot(s->o[op].kind, rd->use_slot[u])) continue;
         if (is_transpose_use(s, rd, u, r)) continue;
         if (s->o[op].kind != CTOSA_OP_RESHAPE || rd->use_slot[u] != 0) return false;
     }
@@ -496,7 +456,7 @@ static int64_t switch_cost(const ot *s, const round *rd, const uint32_t *m, uint
     for (uint32_t i = 0; i < nops; i++) {
         const ot_op *o = &s->o[ops[i]];
         for (uint32_t k = 0; k < o->n_in; k++)
-            if (data_slot(o->kind, k) && ot_is_const(s, o->in[k]) && !ot_const_permutable(s, o->in[k], Pinv)) d++;
+            if (ctosa_op_is_data_slot(o->kind, k) && ot_is_const(s, o->in[k]) && !ot_const_permutable(s, o->in[k], Pinv)) d++;
     }
     return d;
 }
@@ -564,7 +524,7 @@ static void apply_switch(ot *s, round *rd, const uint32_t *m, uint32_t nm, const
     for (uint32_t i = 0; i < nops && !s->oom; i++) {
         uint32_t oi = ops[i];
         for (uint32_t k = 0; k < s->o[oi].n_in; k++) {
-            if (!data_slot(s->o[oi].kind, k)) continue;
+            if (!ctosa_op_is_data_slot(s->o[oi].kind, k)) continue;
             uint32_t x = s->o[oi].in[k];
             if (x < rd->nt && rd->member[x] && rd->map[x] >= 0) {
                 s->o[oi].in[k] = (uint32_t)rd->map[x];
@@ -582,7 +542,8 @@ static void apply_switch(ot *s, round *rd, const uint32_t *m, uint32_t nm, const
                 }
             }
         }
-        if (has_axis(s->o[oi].kind)) s->o[oi].attr.axis = P[s->o[oi].attr.axis];
+        if (ctosa_op_props_of(s->o[oi].kind)->layout == CTOSA_OP_LAYOUT_AXIS)
+            s->o[oi].attr.axis = P[s->o[oi].attr.axis];
     }
     /* Transposes reading the component compose with P. */
     for (uint32_t i = 0; i < nm && !s->oom; i++) {
@@ -694,7 +655,7 @@ uint32_t ot_layout_round(ot *s) {
         uint32_t y = o->out[0];
         rd.member[y] = true;
         for (uint32_t k = 0; k < o->n_in; k++) {
-            if (!data_slot(o->kind, k) || ot_is_const(s, o->in[k])) continue;
+            if (!ctosa_op_is_data_slot(o->kind, k) || ot_is_const(s, o->in[k])) continue;
             rd.member[o->in[k]] = true;
             uf_union(rd.uf, (int32_t)y, (int32_t)o->in[k]);
         }

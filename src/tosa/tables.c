@@ -57,17 +57,62 @@ bool ctosa_dtype_storage_size(ctosa_dtype t, uint64_t n, uint64_t *bytes) {
 static const struct {
     const char *name, *attr;
     int ver;
+    ctosa_op_props p;
 } op_info[CTOSA_OP_COUNT] = {
-#define CTOSA_X(n, v, a, ver) [v] = {#n, #a "Attribute", ver},
+/* The flag letters of CTOSA_OP_LIST. */
+#define OPF_C CTOSA_OPF_COMPUTES
+#define OPF_CW (CTOSA_OPF_COMPUTES | CTOSA_OPF_WRITES_ALL)
+#define OPF_CS (CTOSA_OPF_COMPUTES | CTOSA_OPF_SIDE_EFFECT)
+#define OPF_M 0u
+#define OPF_MW CTOSA_OPF_WRITES_ALL
+#define OPF_MS CTOSA_OPF_SIDE_EFFECT
+#define OPF_D CTOSA_OPF_DECLARES
+#define OPF_DS (CTOSA_OPF_DECLARES | CTOSA_OPF_SIDE_EFFECT)
+#define CTOSA_X(n, v, a, ver, cls, lay, slots, fl, i0, i1, o0, o1, iold) \
+    [v] = {#n, #a "Attribute", ver,                                       \
+           {CTOSA_OP_CLASS_##cls, CTOSA_OP_LAYOUT_##lay, slots, OPF_##fl, i0, i1, o0, o1, iold}},
     CTOSA_OP_LIST(CTOSA_X)
 #undef CTOSA_X
 };
+
+/* One row per value 1..COUNT-1: the enum takes its values from the rows, so
+ * a row count equal to the value range means no value was skipped. */
+#define CTOSA_X(...) +1
+_Static_assert(0 CTOSA_OP_LIST(CTOSA_X) == CTOSA_OP_COUNT - 1,
+               "CTOSA_OP_LIST values must be 1..n without gaps");
+#undef CTOSA_X
 
 static bool op_ok(ctosa_op_kind op) { return (unsigned)op < CTOSA_OP_COUNT && op != 0; }
 
 const char *ctosa_op_name(ctosa_op_kind op) { return op_ok(op) ? op_info[op].name : NULL; }
 const char *ctosa_op_attr_table(ctosa_op_kind op) { return op_ok(op) ? op_info[op].attr : NULL; }
 int ctosa_op_min_version(ctosa_op_kind op) { return op_ok(op) ? op_info[op].ver : 0; }
+const ctosa_op_props *ctosa_op_props_of(ctosa_op_kind op) { return op_ok(op) ? &op_info[op].p : NULL; }
+
+bool ctosa_op_has(ctosa_op_kind op, uint32_t flag) {
+    return op_ok(op) && (op_info[op].p.flags & flag) != 0;
+}
+
+static bool count_fits(uint32_t n, int min, int max) {
+    return n >= (uint32_t)min && (max < 0 || n <= (uint32_t)max);
+}
+
+bool ctosa_op_counts_fit(ctosa_op_kind op, uint32_t n_in, uint32_t n_out, bool older) {
+    if (!op_ok(op)) return false;
+    const ctosa_op_props *p = &op_info[op].p;
+    if (!count_fits(n_out, p->min_outputs, p->max_outputs)) return false;
+    return count_fits(n_in, p->min_inputs, p->max_inputs) ||
+           (older && n_in == (uint32_t)p->older_min_inputs);
+}
+
+bool ctosa_op_is_data_slot(ctosa_op_kind op, uint32_t slot) {
+    if (!op_ok(op)) return false;
+    const ctosa_op_props *p = &op_info[op].p;
+    /* a tensor list (the last input) repeats its bit */
+    if (p->max_inputs < 0 && p->min_inputs > 0 && slot >= (uint32_t)p->min_inputs)
+        slot = (uint32_t)p->min_inputs - 1;
+    return slot < 32 && (p->data_slots >> slot & 1u);
+}
 
 bool ctosa_op_valid_in(ctosa_op_kind op, ctosa_version v) {
     return op_ok(op) && op_info[op].ver <= ctosa_version_key(v);
