@@ -197,8 +197,22 @@ static void test_interp_arity(void) {
               "op #0 NEGATE 'y': has 2 inputs, the operator takes 3 (older writers: 1)");
 }
 
+/* The dtype table's float column: the formats named fp* and bf16, nothing else. */
+static void test_dtype_is_float(void) {
+    uint32_t n = 0;
+    for (int t = 0; t < CTOSA_DTYPE_COUNT; t++) {
+        const char *s = ctosa_dtype_short((ctosa_dtype)t);
+        bool fl = ctosa_dtype_is_float((ctosa_dtype)t);
+        CHECK_MSG(s && fl == (strncmp(s, "fp", 2) == 0 || strcmp(s, "bf16") == 0), "%s", s ? s : "?");
+        n += fl;
+    }
+    CHECK(n == 9);
+    CHECK(!ctosa_dtype_is_float(CTOSA_DTYPE_COUNT) && !ctosa_dtype_is_float(CTOSA_DTYPE_SHAPE));
+}
+
 int main(void) {
     RUN(test_counts_match_spec);
+    RUN(test_dtype_is_float);
     RUN(test_classes_and_flags);
     RUN(test_older_writers);
     RUN(test_interp_dispatch);

@@ -84,30 +84,31 @@ int ctosa_version_key(ctosa_version v);
 
 /* ------------------------------------------------------------------ dtypes */
 
-/* X(NAME, value, bits per element, min version key, lower-case name) */
-#define CTOSA_DTYPE_LIST(X)                          \
-    X(UNKNOWN, 0, 0, 10, "unknown")                  \
-    X(BOOL, 1, 8, 10, "bool")                        \
-    X(INT4, 2, 4, 10, "int4")                        \
-    X(INT8, 3, 8, 10, "int8")                        \
-    X(INT16, 4, 16, 10, "int16")                     \
-    X(INT32, 5, 32, 10, "int32")                     \
-    X(INT48, 6, 48, 10, "int48")                     \
-    X(FP32, 7, 32, 10, "fp32")                       \
-    X(FP16, 8, 16, 10, "fp16")                       \
-    X(BF16, 9, 16, 10, "bf16")                       \
-    X(SHAPE, 10, 64, 10, "shape")                    \
-    X(FP8E4M3, 11, 8, 10, "fp8e4m3")                 \
-    X(FP8E5M2, 12, 8, 10, "fp8e5m2")                 \
-    X(FP6E2M3, 13, 6, 11, "fp6e2m3")                 \
-    X(FP6E3M2, 14, 6, 11, "fp6e3m2")                 \
-    X(FP4E2M1, 15, 4, 11, "fp4e2m1")                 \
-    X(FP8UE8M0, 16, 8, 11, "fp8ue8m0")               \
-    X(INT64, 17, 64, 11, "int64")                    \
-    X(MXINT8, 18, 8, 11, "mxint8")
+/* X(NAME, value, bits per element, min version key, lower-case name,
+ *   is_float: a floating-point format (ctosa_dtype_is_float)) */
+#define CTOSA_DTYPE_LIST(X) \
+    X(UNKNOWN,  0,  0,  10, "unknown",  0) \
+    X(BOOL,     1,  8,  10, "bool",     0) \
+    X(INT4,     2,  4,  10, "int4",     0) \
+    X(INT8,     3,  8,  10, "int8",     0) \
+    X(INT16,    4,  16, 10, "int16",    0) \
+    X(INT32,    5,  32, 10, "int32",    0) \
+    X(INT48,    6,  48, 10, "int48",    0) \
+    X(FP32,     7,  32, 10, "fp32",     1) \
+    X(FP16,     8,  16, 10, "fp16",     1) \
+    X(BF16,     9,  16, 10, "bf16",     1) \
+    X(SHAPE,    10, 64, 10, "shape",    0) \
+    X(FP8E4M3,  11, 8,  10, "fp8e4m3",  1) \
+    X(FP8E5M2,  12, 8,  10, "fp8e5m2",  1) \
+    X(FP6E2M3,  13, 6,  11, "fp6e2m3",  1) \
+    X(FP6E3M2,  14, 6,  11, "fp6e3m2",  1) \
+    X(FP4E2M1,  15, 4,  11, "fp4e2m1",  1) \
+    X(FP8UE8M0, 16, 8,  11, "fp8ue8m0", 1) \
+    X(INT64,    17, 64, 11, "int64",    0) \
+    X(MXINT8,   18, 8,  11, "mxint8",   0)
 
 typedef enum ctosa_dtype {
-#define CTOSA_X(n, v, b, ver, s) CTOSA_DTYPE_##n = v,
+#define CTOSA_X(n, v, b, ver, s, fl) CTOSA_DTYPE_##n = v,
     CTOSA_DTYPE_LIST(CTOSA_X)
 #undef CTOSA_X
     CTOSA_DTYPE_COUNT
@@ -121,6 +122,9 @@ int ctosa_dtype_bits(ctosa_dtype t);
  * INT48 takes 6 bytes each). Returns false on overflow. */
 bool ctosa_dtype_storage_size(ctosa_dtype t, uint64_t n, uint64_t *bytes);
 bool ctosa_dtype_valid_in(ctosa_dtype t, ctosa_version v);
+/* Whether t is a floating-point format (FP32, FP16, BF16, the FP8, FP6 and
+ * FP4 formats, FP8UE8M0); BOOL, the integers and SHAPE are not. */
+bool ctosa_dtype_is_float(ctosa_dtype t);
 
 /* -------------------------------------------------------------- operators */
 

@@ -30,11 +30,6 @@ static bool decodable(ctosa_dtype t) {
     }
 }
 
-static bool is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2 || t == CTOSA_DTYPE_FP8UE8M0;
-}
-
 /* Element i of little-endian data of type t (decodable(t), in range). */
 static int64_t int_at(ctosa_dtype t, const uint8_t *p, uint64_t i) {
     switch (t) {
@@ -87,7 +82,7 @@ static void put_float(strbuf *b, float f, bool json) {
 
 static void put_value(strbuf *b, ctosa_dtype t, const uint8_t *p, uint64_t i, bool json) {
     if (t == CTOSA_DTYPE_BOOL) sb_puts(b, p[i] ? "true" : "false");
-    else if (is_float(t)) put_float(b, float_at(t, p, i), json);
+    else if (ctosa_dtype_is_float(t)) put_float(b, float_at(t, p, i), json);
     else sb_printf(b, "%lld", (long long)int_at(t, p, i));
 }
 

@@ -124,11 +124,6 @@ static inline bool im_is_int(ctosa_dtype t) {
            t == CTOSA_DTYPE_INT64 || t == CTOSA_DTYPE_SHAPE;
 }
 
-static inline bool im_is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 /* Loads element i of canonical data of dtype t as int64 (integers, bool). */
 static inline int64_t im_load_i(ctosa_dtype t, const void *p, size_t i) {
     switch (t) {

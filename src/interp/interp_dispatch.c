@@ -96,17 +96,12 @@ static bool is_int_dtype(ctosa_dtype t) {
     }
 }
 
-static bool is_float_dtype(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 ctosa_error *interp_scalar_int(const interp_op *o, uint32_t input, int64_t *v) {
     if (input >= o->n_in) return interp_fail(o, "missing input %u", input);
     const itensor *t = o->in[input];
     if (t->count < 1) return interp_fail(o, "input '%s' is empty, expected one value", t->name);
     if (!is_int_dtype(t->dtype)) {
-        if (is_float_dtype(t->dtype)) {
+        if (ctosa_dtype_is_float(t->dtype)) {
             float f = ((const float *)t->data)[0];
             if (!(f > -9.2e18f && f < 9.2e18f) || f != (float)(int64_t)f)
                 return interp_fail(o, "input '%s' holds %g, expected an integer", t->name, f);
@@ -124,7 +119,7 @@ ctosa_error *interp_scalar_float(const interp_op *o, uint32_t input, float *v) {
     if (input >= o->n_in) return interp_fail(o, "missing input %u", input);
     const itensor *t = o->in[input];
     if (t->count < 1) return interp_fail(o, "input '%s' is empty, expected one value", t->name);
-    if (is_float_dtype(t->dtype)) *v = ((const float *)t->data)[0];
+    if (ctosa_dtype_is_float(t->dtype)) *v = ((const float *)t->data)[0];
     else if (is_int_dtype(t->dtype)) *v = (float)interp_get_int(t, 0);
     else return interp_unsupported(o, "input '%s' has dtype %s", t->name, ctosa_dtype_short(t->dtype));
     return NULL;

@@ -84,7 +84,7 @@ ctosa_error *interp_k_CLAMP(const interp_op *o) {
     if ((e = clamp_bound(o, "min_val", a->min_val, t, &imin, &fmin))) return e;
     if ((e = clamp_bound(o, "max_val", a->max_val, t, &imax, &fmax))) return e;
     uint64_t n = in->count;
-    if (im_is_float(t)) {
+    if (ctosa_dtype_is_float(t)) {
         if (isnan(fmin) || isnan(fmax)) return interp_fail(o, "min_val or max_val is NaN");
         if (fmax < fmin) return interp_fail(o, "max_val %g < min_val %g", fmax, fmin);
         clamp_job j = {in->data, out->data, fmin, fmax, a->nan_mode == CTOSA_NAN_IGNORE};
@@ -123,7 +123,7 @@ static ctosa_error *float_unary(const interp_op *o, unary_fn fn) {
     const itensor *in = o->in[0];
     itensor *out = o->out[0];
     if ((e = im_same_shape(o, in, out))) return e;
-    if (in->dtype != out->dtype || !im_is_float(in->dtype))
+    if (in->dtype != out->dtype || !ctosa_dtype_is_float(in->dtype))
         return interp_fail(o, "needs the same floating-point type in and out (%s -> %s)",
                            ctosa_dtype_short(in->dtype), ctosa_dtype_short(out->dtype));
     ctosa_dtype t = in->dtype;

@@ -79,15 +79,15 @@ static ctosa_error *c_common(const interp_op *o, cargs *c, uint32_t in_rank) {
     if (!c_count_ok(c->in) || !c_count_ok(c->w) || !c_count_ok(c->out) || !c_count_ok(c->bias))
         return interp_fail(o, "tensor element counts do not match their shapes");
     ctosa_dtype ti = c->in->dtype, tw = c->w->dtype, to = c->out->dtype;
-    if (!im_scalar_i(o->in[3], &c->izp) && !(im_is_float(ti) && o->in[3]->count == 1))
+    if (!im_scalar_i(o->in[3], &c->izp) && !(ctosa_dtype_is_float(ti) && o->in[3]->count == 1))
         return interp_fail(o, "input_zp must be a one-element tensor");
-    if (!im_scalar_i(o->in[4], &c->wzp) && !(im_is_float(tw) && o->in[4]->count == 1))
+    if (!im_scalar_i(o->in[4], &c->wzp) && !(ctosa_dtype_is_float(tw) && o->in[4]->count == 1))
         return interp_fail(o, "weight_zp must be a one-element tensor");
-    if (im_is_float(o->in[3]->dtype)) {
+    if (ctosa_dtype_is_float(o->in[3]->dtype)) {
         float f = ((const float *)o->in[3]->data)[0];
         c->izp = f != 0.0f; /* only zero is allowed: any other value is an error below */
     }
-    if (im_is_float(o->in[4]->dtype)) {
+    if (ctosa_dtype_is_float(o->in[4]->dtype)) {
         float f = ((const float *)o->in[4]->data)[0];
         c->wzp = f != 0.0f;
     }
@@ -102,9 +102,9 @@ static ctosa_error *c_common(const interp_op *o, cargs *c, uint32_t in_rank) {
     } else if (ti == CTOSA_DTYPE_INT16) {
         if (tw != CTOSA_DTYPE_INT8) return interp_fail(o, "int16 input needs int8 weight");
         if (acc != CTOSA_DTYPE_INT48 || to != CTOSA_DTYPE_INT48) return interp_fail(o, "int16 input needs acc_type and output int48");
-    } else if (im_is_float(ti)) {
+    } else if (ctosa_dtype_is_float(ti)) {
         if (tw != ti) return interp_fail(o, "weight type %s differs from input type %s", ctosa_dtype_short(tw), ctosa_dtype_short(ti));
-        if (!im_is_float(to)) return interp_fail(o, "output must be floating point");
+        if (!ctosa_dtype_is_float(to)) return interp_fail(o, "output must be floating point");
         if (acc != CTOSA_DTYPE_FP32 && acc != CTOSA_DTYPE_FP16)
             return interp_fail(o, "acc_type %s is not valid for %s input", ctosa_dtype_short(acc) ? ctosa_dtype_short(acc) : "?", ctosa_dtype_short(ti));
         if (acc == CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP8E4M3 && ti != CTOSA_DTYPE_FP8E5M2)
@@ -669,8 +669,8 @@ static ctosa_error *c_ref_int(const interp_op *o, const cgeom *g, const cargs *c
 
 static ctosa_error *c_dispatch(const interp_op *o, const cgeom *g, const cargs *c) {
     if (c->out->count == 0) return NULL;
-    if (o->reference) return im_is_float(c->in->dtype) ? c_ref_float(o, g, c) : c_ref_int(o, g, c);
-    if (im_is_float(c->in->dtype)) {
+    if (o->reference) return ctosa_dtype_is_float(c->in->dtype) ? c_ref_float(o, g, c) : c_ref_int(o, g, c);
+    if (ctosa_dtype_is_float(c->in->dtype)) {
         if (c->acc == CTOSA_DTYPE_FP32) return c_run_gemm_float(o, g, c);
         return c_ref_float(o, g, c);
     }
@@ -1229,12 +1229,12 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         (e = c_out_dim(o, "width", g.IW, a->pad.v[2], a->pad.v[3], g.KW, g.dx, g.sx, g.OW)))
         return e;
     if (c.out->count == 0) return NULL;
-    if (o->reference) return im_is_float(c.in->dtype) ? c_ref_float(o, &g, &c) : c_ref_int(o, &g, &c);
+    if (o->reference) return ctosa_dtype_is_float(c.in->dtype) ? c_ref_float(o, &g, &c) : c_ref_int(o, &g, &c);
     size_t nrows = (size_t)(g.N * g.OH);
     dw_ctx d = {.g = &g, .c = &c};
     /* memory-bound: parallel only when there is enough to share */
     bool par = o->ctx && (double)c.out->count * (double)(g.KH * g.KW) >= 4 * IM_PAR_MIN_ELEMS;
-    if (im_is_float(c.in->dtype)) {
+    if (ctosa_dtype_is_float(c.in->dtype)) {
         if (c.acc != CTOSA_DTYPE_FP32) return c_ref_float(o, &g, &c);
         float *bias = NULL;
         if (c.out->dtype == CTOSA_DTYPE_FP32) {

@@ -13,7 +13,7 @@
 /* ------------------------------------------------------------------ CAST */
 
 static bool cast_supported(ctosa_dtype t) {
-    return im_is_float(t) || t == CTOSA_DTYPE_BOOL || t == CTOSA_DTYPE_INT4 ||
+    return ctosa_dtype_is_float(t) || t == CTOSA_DTYPE_BOOL || t == CTOSA_DTYPE_INT4 ||
            t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16 || t == CTOSA_DTYPE_INT32 ||
            t == CTOSA_DTYPE_INT48 || t == CTOSA_DTYPE_INT64;
 }
@@ -43,10 +43,10 @@ ctosa_error *interp_k_CAST(const interp_op *o) {
     if (to == CTOSA_DTYPE_BOOL) {
         uint8_t *d = dst;
         for (uint64_t i = 0; i < n; i++)
-            d[i] = im_is_float(ti) ? (((const float *)src)[i] != 0.0f) : (im_load_i(ti, src, i) != 0);
-    } else if (im_is_float(to)) {
+            d[i] = ctosa_dtype_is_float(ti) ? (((const float *)src)[i] != 0.0f) : (im_load_i(ti, src, i) != 0);
+    } else if (ctosa_dtype_is_float(to)) {
         float *d = dst;
-        if (im_is_float(ti)) {
+        if (ctosa_dtype_is_float(ti)) {
             const float *s = src;
             for (uint64_t i = 0; i < n; i++) d[i] = ff_round_to(to, s[i]);
         } else {
@@ -56,7 +56,7 @@ ctosa_error *interp_k_CAST(const interp_op *o) {
     } else {
         int64_t lo, hi;
         im_range_s(to, &lo, &hi);
-        if (im_is_float(ti)) {
+        if (ctosa_dtype_is_float(ti)) {
             const float *s = src;
             /* the spec clips in int32 first, so no int48/int64 output exceeds
              * the int32 range */

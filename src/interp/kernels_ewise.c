@@ -290,13 +290,8 @@ UN_FN(neg_i64, int64_t, int64_t, { if (a == INT64_MIN) FAIL(E_OVERFLOW); r = -a;
 
 /* ------------------------------------------------------------ drivers */
 
-static bool is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 static void round_output(const itensor *t) {
-    if (t->dtype == CTOSA_DTYPE_FP32 || !is_float(t->dtype)) return;
+    if (t->dtype == CTOSA_DTYPE_FP32 || !ctosa_dtype_is_float(t->dtype)) return;
     float *f = t->data;
     for (uint64_t i = 0; i < t->count; i++) f[i] = ff_round_to(t->dtype, f[i]);
 }
@@ -356,7 +351,7 @@ static ctosa_error *binary(const interp_op *o, bin_pick p, ew_arg *A) {
     case CTOSA_DTYPE_INT16: fn = p.i16; break;
     case CTOSA_DTYPE_INT32: fn = p.i32; break;
     case CTOSA_DTYPE_INT64: fn = p.i64; break;
-    default: fn = is_float(dt) ? p.f : NULL; break;
+    default: fn = ctosa_dtype_is_float(dt) ? p.f : NULL; break;
     }
     if (p.bool_in && dt != CTOSA_DTYPE_BOOL) fn = NULL;
     if (!fn) return bad_type(o);
@@ -487,7 +482,7 @@ static ctosa_error *unary(const interp_op *o, bin_pick p, ew_arg *A) {
     case CTOSA_DTYPE_INT16: fn = p.i16; break;
     case CTOSA_DTYPE_INT32: fn = p.i32; break;
     case CTOSA_DTYPE_INT64: fn = p.i64; break;
-    default: fn = is_float(dt) ? p.f : NULL; break;
+    default: fn = ctosa_dtype_is_float(dt) ? p.f : NULL; break;
     }
     if (p.bool_in && dt != CTOSA_DTYPE_BOOL) fn = NULL;
     if (!fn) return bad_type(o);
@@ -528,7 +523,7 @@ ctosa_error *interp_k_NEGATE(const interp_op *o) {
     ew_arg A = {0};
     ctosa_dtype dt = o->in[0]->dtype;
     ctosa_error *e;
-    if (is_float(dt)) {
+    if (ctosa_dtype_is_float(dt)) {
         float zi = 0, zo = 0;
         if (o->n_in > 1 && (e = interp_scalar_float(o, 1, &zi))) return e;
         if (o->n_in > 2 && (e = interp_scalar_float(o, 2, &zo))) return e;

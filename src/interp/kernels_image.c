@@ -51,7 +51,7 @@ ctosa_error *interp_k_RESIZE(const interp_op *o) {
     if (nh < 0 || nh % syd || nh / syd + 1 != OH) return interp_fail(o, "output height %lld does not match scale/offset/border", (long long)OH);
     if (nw < 0 || nw % sxd || nw / sxd + 1 != OW) return interp_fail(o, "output width %lld does not match scale/offset/border", (long long)OW);
     ctosa_dtype ti = in->dtype, to = out->dtype;
-    bool isf = im_is_float(ti);
+    bool isf = ctosa_dtype_is_float(ti);
     if (isf) {
         if (to != ti) return interp_fail(o, "float RESIZE needs the same output type");
     } else if (ti == CTOSA_DTYPE_INT8 || ti == CTOSA_DTYPE_INT16) {

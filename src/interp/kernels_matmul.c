@@ -112,7 +112,7 @@ static int32_t mm_get(const void *cc, int64_t k, int64_t n) {
 
 static ctosa_error *mm_float_zp(const interp_op *o, const itensor *t, int64_t *zp, const char *what) {
     if (im_scalar_i(t, zp)) return NULL;
-    if (t->count == 1 && im_is_float(t->dtype)) {
+    if (t->count == 1 && ctosa_dtype_is_float(t->dtype)) {
         *zp = ((const float *)t->data)[0] != 0.0f;
         return NULL;
     }
@@ -143,7 +143,7 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
     bool is_int = ta == CTOSA_DTYPE_INT8 || ta == CTOSA_DTYPE_INT16;
     if (ta == CTOSA_DTYPE_INT8 && to != CTOSA_DTYPE_INT32) return interp_fail(o, "int8 MATMUL needs int32 output");
     if (ta == CTOSA_DTYPE_INT16 && to != CTOSA_DTYPE_INT48) return interp_fail(o, "int16 MATMUL needs int48 output");
-    if (!is_int && (!im_is_float(ta) || !im_is_float(to)))
+    if (!is_int && (!ctosa_dtype_is_float(ta) || !ctosa_dtype_is_float(to)))
         return interp_fail(o, "MATMUL of %s to %s is not supported", ctosa_dtype_short(ta), ctosa_dtype_short(to));
     if (out->count == 0) return NULL;
 

@@ -64,7 +64,7 @@ static inline IM_INLINE void avg_rows_impl(void *arg, size_t begin, size_t end) 
     pjob *j = arg;
     const pgeom *g = j->g;
     const int64_t C = g->C;
-    bool isf = im_is_float(j->in->dtype);
+    bool isf = ctosa_dtype_is_float(j->in->dtype);
     ctosa_dtype t = j->in->dtype;
     double *accd = malloc((size_t)(C ? C : 1) * sizeof(double));
     int64_t *acci = malloc((size_t)(C ? C : 1) * sizeof(int64_t));
@@ -145,12 +145,12 @@ ctosa_error *interp_k_AVG_POOL2D(const interp_op *o) {
     ctosa_dtype t = in->dtype, acc = o->op->attr.acc_type;
     if (out->dtype != t) return interp_fail(o, "output type differs from input type");
     int64_t izp = 0, ozp = 0;
-    bool isf = im_is_float(t);
+    bool isf = ctosa_dtype_is_float(t);
     if (isf) {
         for (int i = 1; i <= 2; i++) {
             const itensor *z = o->in[i];
             if (z->count != 1) return interp_fail(o, "%s must be a one-element tensor", i == 1 ? "input_zp" : "output_zp");
-            if (im_is_float(z->dtype) ? ((const float *)z->data)[0] != 0.0f : im_load_i(z->dtype, z->data, 0) != 0)
+            if (ctosa_dtype_is_float(z->dtype) ? ((const float *)z->data)[0] != 0.0f : im_load_i(z->dtype, z->data, 0) != 0)
                 return interp_fail(o, "%s must be 0 for %s", i == 1 ? "input_zp" : "output_zp", ctosa_dtype_short(t));
         }
         if (acc != CTOSA_DTYPE_FP32 && !(acc == CTOSA_DTYPE_FP16 && (t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2)))
@@ -177,7 +177,7 @@ static inline IM_INLINE void max_rows_impl(void *arg, size_t begin, size_t end) 
     const pgeom *g = j->g;
     const int64_t C = g->C;
     ctosa_dtype t = j->in->dtype;
-    bool isf = im_is_float(t);
+    bool isf = ctosa_dtype_is_float(t);
     int64_t lo, hi;
     im_range_s(t, &lo, &hi);
     for (size_t row = begin; row < end; row++) {
@@ -228,7 +228,7 @@ ctosa_error *interp_k_MAX_POOL2D(const interp_op *o) {
     if ((e = p_geom(o, in, out, &g))) return e;
     ctosa_dtype t = in->dtype;
     if (out->dtype != t) return interp_fail(o, "output type differs from input type");
-    if (!im_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16)
+    if (!ctosa_dtype_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16)
         return interp_fail(o, "MAX_POOL2D of %s is not supported", ctosa_dtype_short(t));
     pjob j = {.g = &g, .in = in, .out = out, .ignore_nan = o->op->attr.nan_mode == CTOSA_NAN_IGNORE};
     p_par(o, &g, (size_t)(g.N * g.OH), max_rows, &j);
@@ -255,7 +255,7 @@ ctosa_error *interp_k_ARGMAX(const interp_op *o) {
         return interp_fail(o, "tensor element counts do not match their shapes");
     ctosa_dtype t = in->dtype, to = out->dtype;
     /* i32 and i64 inputs: TOSA 1.1 EXT-INT64 rows (i64 output). */
-    if (!im_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16 && t != CTOSA_DTYPE_INT32 &&
+    if (!ctosa_dtype_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16 && t != CTOSA_DTYPE_INT32 &&
         t != CTOSA_DTYPE_INT64)
         return interp_fail(o, "ARGMAX of %s is not supported", ctosa_dtype_short(t));
     if (to != CTOSA_DTYPE_INT32 && to != CTOSA_DTYPE_INT64) return interp_fail(o, "output must be int32");
@@ -264,7 +264,7 @@ ctosa_error *interp_k_ARGMAX(const interp_op *o) {
     int64_t omax = to == CTOSA_DTYPE_INT32 ? INT32_MAX : INT64_MAX;
     if (len > 0 && (int64_t)(len - 1) > omax) return interp_fail(o, "axis length does not fit the output type");
     bool ignore = o->op->attr.nan_mode == CTOSA_NAN_IGNORE;
-    bool isf = im_is_float(t);
+    bool isf = ctosa_dtype_is_float(t);
     int64_t lo, hi;
     im_range_s(t, &lo, &hi);
     for (uint64_t l = 0; l < left; l++)

@@ -18,11 +18,6 @@ typedef struct rarg {
     uint64_t err_at;
 } rarg;
 
-static bool is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 static void set_int(const itensor *t, uint64_t i, int64_t v) {
     switch (t->dtype) {
     case CTOSA_DTYPE_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
@@ -47,7 +42,7 @@ static void int_range(ctosa_dtype t, int64_t *lo, int64_t *hi) {
 static void reduce_fn(void *vp, size_t begin, size_t end) {
     rarg *R = vp;
     ctosa_dtype dt = R->in->dtype;
-    bool fl = is_float(dt);
+    bool fl = ctosa_dtype_is_float(dt);
     for (size_t q = begin; q < end; q++) {
         uint64_t o = q / R->inner, j = q % R->inner;
         uint64_t base = o * R->n * R->inner + j;
@@ -119,10 +114,10 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
     case R_ALL: case R_ANY: ok = dt == CTOSA_DTYPE_BOOL; break;
     case R_MAX: case R_MIN:
         ok = dt == CTOSA_DTYPE_INT8 || dt == CTOSA_DTYPE_INT16 || dt == CTOSA_DTYPE_INT32 ||
-             dt == CTOSA_DTYPE_INT64 || is_float(dt);
+             dt == CTOSA_DTYPE_INT64 || ctosa_dtype_is_float(dt);
         break;
-    case R_PROD: ok = is_float(dt); break;
-    default: ok = dt == CTOSA_DTYPE_INT32 || dt == CTOSA_DTYPE_INT64 || is_float(dt); break;
+    case R_PROD: ok = ctosa_dtype_is_float(dt); break;
+    default: ok = dt == CTOSA_DTYPE_INT32 || dt == CTOSA_DTYPE_INT64 || ctosa_dtype_is_float(dt); break;
     }
     if (!ok)
         return interp_unsupported(o, "dtype %s is not supported for this operator",

@@ -319,8 +319,7 @@ ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, vo
         return NULL;
     }
     bool src_float = a->kind == 'f' || a->kind == 'B';
-    bool dst_float = t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-                     t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
+    bool dst_float = ctosa_dtype_is_float(t);
     if (src_float && dst_float) {
         for (uint64_t i = 0; i < a->count; i++) {
             float f = (float)get_float(a, i);

@@ -68,7 +68,7 @@ static lower_status lower_clip_in(lower_ctx *c) {
         else dyn[i - 1] = true;
     }
     if (!dyn[0] && !dyn[1]) return ew_out(c, 0, ew_clamp(c, x, bound[0], bound[1]));
-    bool fl = ew_is_float(x.t);
+    bool fl = ctosa_dtype_is_float(x.t);
     ew_v r = fl ? x : ew_widen(c, x);
     for (uint32_t i = 0; i < 2; i++) {
         ew_v b;
@@ -111,7 +111,7 @@ static lower_status lower_prelu(lower_ctx *c) {
                          ctosa_dtype_short(s.t), ctosa_dtype_short(x.t));
     ew_v v[2] = {x, s};
     if ((st = ew_bcast(c, 2, v))) return st;
-    bool fl = ew_is_float(x.t);
+    bool fl = ctosa_dtype_is_float(x.t);
     ew_v wx = fl ? x : ew_widen(c, x), ws = fl ? s : ew_widen(c, s);
     ew_v r = ew_select(c, gt(c, ew_k(c, wx, 0), wx), ew_mul(c, wx, ws), wx);
     return ew_out(c, 0, ew_narrow(c, r, x.t));
@@ -202,12 +202,12 @@ static lower_status lower_thresholded_relu(lower_ctx *c) {
 static lower_status lower_shrink(lower_ctx *c) {
     ONE_INPUT(c, x);
     double bias = lw_attr_float(c, "bias", 0.0f), lambd = lw_attr_float(c, "lambd", 0.5f);
-    ew_v w = ew_is_float(x.t) ? x : ew_cast(c, x, CTOSA_DTYPE_FP32);
+    ew_v w = ctosa_dtype_is_float(x.t) ? x : ew_cast(c, x, CTOSA_DTYPE_FP32);
     ew_v lo = gt(c, ew_k(c, w, -lambd), w);
     ew_v hi = gt(c, w, ew_k(c, w, lambd));
     ew_v r = ew_select(c, lo, ew_addk(c, w, bias),
                        ew_select(c, hi, ew_addk(c, w, -bias), ew_k(c, w, 0)));
-    if (!ew_is_float(x.t)) {
+    if (!ctosa_dtype_is_float(x.t)) {
         /* ONNX reference casts the float result: truncation toward zero */
         ew_v neg = gt(c, ew_k(c, r, 0), r);
         r = ew_select(c, neg, ew_un(c, CTOSA_OP_CEIL, r), ew_un(c, CTOSA_OP_FLOOR, r));

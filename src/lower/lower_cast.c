@@ -32,24 +32,24 @@ static bool is_fp8(ctosa_dtype t) { return t == CTOSA_DTYPE_FP8E4M3 || t == CTOS
 static ew_v convert(lower_ctx *c, ew_v x, ctosa_dtype to, bool saturate) {
     ctosa_dtype from = x.t;
     if (from == to) return ew_identity(c, x);
-    if (is_fp8(from) && !ew_is_float(to)) {
+    if (is_fp8(from) && !ctosa_dtype_is_float(to)) {
         x = ew_cast(c, x, CTOSA_DTYPE_FP32);
         from = x.t;
     }
-    if (is_fp8(to) && !ew_is_float(from)) {
+    if (is_fp8(to) && !ctosa_dtype_is_float(from)) {
         x = convert(c, x, CTOSA_DTYPE_FP32, false);
         from = x.t;
     }
     if (to == CTOSA_DTYPE_BOOL) {
-        if (ew_is_float(from))
+        if (ctosa_dtype_is_float(from))
             return ew_un(c, CTOSA_OP_LOGICAL_NOT, ew_bin(c, CTOSA_OP_EQUAL, x, ew_k(c, x, 0)));
         return ew_cast(c, x, to);
     }
-    if (from == CTOSA_DTYPE_BOOL && ew_is_float(to)) {
+    if (from == CTOSA_DTYPE_BOOL && ctosa_dtype_is_float(to)) {
         ew_v one = ew_kt(c, to, x.r, 1.0), zero = ew_kt(c, to, x.r, 0.0);
         return ew_select(c, x, one, zero);
     }
-    if (ew_is_float(from) && !ew_is_float(to)) return ew_cast(c, trunc_(c, x), to);
+    if (ctosa_dtype_is_float(from) && !ctosa_dtype_is_float(to)) return ew_cast(c, trunc_(c, x), to);
     if (is_fp8(to) && saturate) {
         double mx = to == CTOSA_DTYPE_FP8E4M3 ? 448.0 : 57344.0;
         x = ew_clamp(c, x, -mx, mx);

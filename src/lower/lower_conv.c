@@ -59,11 +59,6 @@ int64_t cv_count(uint32_t rank, const int64_t *shape) {
     return n;
 }
 
-bool cv_is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 ctosa_dtype cv_acc_type(ctosa_dtype t) {
     switch (t) {
     case CTOSA_DTYPE_INT8: return CTOSA_DTYPE_INT32;

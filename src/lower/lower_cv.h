@@ -28,7 +28,6 @@ const lower_value *cv_data_input(lower_ctx *c, uint32_t i, lower_status *st);
 /* Normalises axis against rank; rejects (unsupported_attribute) when out of range. */
 bool cv_axis(lower_ctx *c, int64_t axis, uint32_t rank, const char *what, int32_t *out);
 int64_t cv_count(uint32_t rank, const int64_t *shape);
-bool cv_is_float(ctosa_dtype t);
 /* Accumulator type of a convolution / pooling with input dtype t. */
 ctosa_dtype cv_acc_type(ctosa_dtype t);
 

@@ -50,6 +50,5 @@ size_t dm_onnx_encode(int32_t dt, double v, void *dst);
 size_t dm_onnx_elem_size(int32_t dt);
 bool dm_onnx_is_float(int32_t dt);
 const char *dm_dtype_name(int32_t dt); /* never NULL */
-bool dm_tosa_is_float(ctosa_dtype t);
 
 #endif

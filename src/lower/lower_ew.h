@@ -53,7 +53,6 @@ lower_status ew_bcast(lower_ctx *c, uint32_t n, const ew_v *v);
 /* Binds output i; internal_error when v failed to emit. */
 lower_status ew_out(lower_ctx *c, uint32_t i, ew_v v);
 
-bool ew_is_float(ctosa_dtype t);
 bool ew_is_int(ctosa_dtype t); /* INT8/16/32/64 */
 
 /* A constant of dtype `like.t` (or t) broadcastable against `like`. */

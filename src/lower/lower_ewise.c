@@ -21,11 +21,6 @@
 
 /* ================================================================ helpers */
 
-bool ew_is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 bool ew_is_int(ctosa_dtype t) {
     return t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16 || t == CTOSA_DTYPE_INT32 ||
            t == CTOSA_DTYPE_INT64;
@@ -372,7 +367,7 @@ static lower_status reject_dtype(lower_ctx *c, ctosa_dtype t) {
 /* a (k) b for arithmetic: floats directly, small ints widened. */
 static ew_v arith(lower_ctx *c, ctosa_op_kind k, ew_v a, ew_v b) {
     ctosa_dtype t = a.t;
-    if (ew_is_float(t)) return ew_bin(c, k, a, b);
+    if (ctosa_dtype_is_float(t)) return ew_bin(c, k, a, b);
     if (k == CTOSA_OP_MUL) return ew_narrow(c, ew_bin(c, k, a, b), t);
     return ew_narrow(c, ew_bin(c, k, ew_widen(c, a), ew_widen(c, b)), t);
 }
@@ -381,7 +376,7 @@ static lower_status lower_arith(lower_ctx *c, ctosa_op_kind k) {
     ew_v a, b;
     lower_status st = two_inputs(c, &a, &b);
     if (st) return st;
-    if (!ew_is_float(a.t) && !ew_is_int(a.t)) return reject_dtype(c, a.t);
+    if (!ctosa_dtype_is_float(a.t) && !ew_is_int(a.t)) return reject_dtype(c, a.t);
     return ew_out(c, 0, arith(c, k, a, b));
 }
 
@@ -395,7 +390,7 @@ static lower_status lower_div(lower_ctx *c) {
     ew_v a, b;
     lower_status st = two_inputs(c, &a, &b);
     if (st) return st;
-    if (ew_is_float(a.t)) {
+    if (ctosa_dtype_is_float(a.t)) {
         /* a constant divisor (x / 255, x / sqrt(d)...) gets its reciprocal
          * at compile time: the same single rounding as RECIPROCAL */
         const double *bv;
@@ -466,30 +461,30 @@ static lower_status lower_pow(lower_ctx *c) {
     for (int64_t i = 1; uniform && i < ny; i++) uniform = yv[i] == yv[0] || (isnan(yv[i]) && isnan(yv[0]));
     for (uint32_t d = 0; uniform && d < yi->rank; d++)
         uniform = yi->shape[d] == 1 || yi->shape[d] == x.s[x.r - yi->rank + d];
-    if (!ew_is_float(x.t) && !ew_is_int(x.t)) return reject_dtype(c, x.t);
+    if (!ctosa_dtype_is_float(x.t) && !ew_is_int(x.t)) return reject_dtype(c, x.t);
     if (uniform) {
         double e = yv[0];
         if (e == floor(e) && fabs(e) <= 64) {
-            if (e < 0 && !ew_is_float(x.t))
+            if (e < 0 && !ctosa_dtype_is_float(x.t))
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, yi->name,
                                  "Pow: negative exponent %g on an integer base", e);
             if (e == 0) return ew_out(c, 0, fill_like(c, x, 1.0));
-            ew_v base = ew_is_float(x.t) ? x : ew_widen(c, x);
+            ew_v base = ctosa_dtype_is_float(x.t) ? x : ew_widen(c, x);
             ew_v r = ipow(c, base, (long)fabs(e));
             if (e < 0) r = ew_un(c, CTOSA_OP_RECIPROCAL, r);
             if (r.n == base.n) r = ew_identity(c, r);
             return ew_out(c, 0, ew_narrow(c, r, x.t));
         }
-        if (ew_is_float(x.t) && e == 0.5)
+        if (ctosa_dtype_is_float(x.t) && e == 0.5)
             return ew_out(c, 0, ew_un(c, CTOSA_OP_RECIPROCAL, ew_un(c, CTOSA_OP_RSQRT, x)));
-        if (ew_is_float(x.t) && e == -0.5) return ew_out(c, 0, ew_un(c, CTOSA_OP_RSQRT, x));
+        if (ctosa_dtype_is_float(x.t) && e == -0.5) return ew_out(c, 0, ew_un(c, CTOSA_OP_RSQRT, x));
     }
     EW_IN(c, 1, &y);
     ew_v v[2] = {x, y};
     lower_status st = ew_bcast(c, 2, v);
     if (st) return st;
-    if (ew_is_float(x.t)) {
-        if (!ew_is_float(y.t) && !ew_is_int(y.t)) return reject_dtype(c, y.t);
+    if (ctosa_dtype_is_float(x.t)) {
+        if (!ctosa_dtype_is_float(y.t) && !ew_is_int(y.t)) return reject_dtype(c, y.t);
         return ew_out(c, 0, ew_bin(c, CTOSA_OP_POW, x, ew_cast(c, y, x.t)));
     }
     /* integer base */
@@ -498,7 +493,7 @@ static lower_status lower_pow(lower_ctx *c) {
     ew_v p = ew_bin(c, CTOSA_OP_POW, xf, yf);
     /* an integer exponent gives an integer result: round to nearest (CAST);
      * a float exponent: ONNX truncates the float result */
-    if (ew_is_float(y.t)) p = ftrunc(c, p);
+    if (ctosa_dtype_is_float(y.t)) p = ftrunc(c, p);
     return ew_out(c, 0, ew_cast(c, p, x.t));
 }
 
@@ -513,7 +508,7 @@ static lower_status lower_mod(lower_ctx *c) {
     int64_t fmod_ = lw_attr_int(c, "fmod", 0);
     ctosa_dtype t = a.t;
     ew_v r;
-    if (ew_is_float(t)) {
+    if (ctosa_dtype_is_float(t)) {
         ew_v q = ew_fdiv(c, a, b);
         q = fmod_ ? ftrunc(c, q) : ew_un(c, CTOSA_OP_FLOOR, q);
         r = ew_sub(c, a, ew_mul(c, q, b));
@@ -549,12 +544,12 @@ static lower_status lower_variadic(lower_ctx *c, ctosa_op_kind k, bool mean) {
     lower_status st = ew_bcast(c, n, v);
     if (st) return st;
     ctosa_dtype t = v[0].t;
-    if (!ew_is_float(t) && !ew_is_int(t)) return reject_dtype(c, t);
-    if (mean && !ew_is_float(t)) return reject_dtype(c, t);
+    if (!ctosa_dtype_is_float(t) && !ew_is_int(t)) return reject_dtype(c, t);
+    if (mean && !ctosa_dtype_is_float(t)) return reject_dtype(c, t);
     if (n == 1) return ew_out(c, 0, ew_identity(c, v[0]));
-    ew_v acc = ew_is_float(t) ? v[0] : ew_widen(c, v[0]);
+    ew_v acc = ctosa_dtype_is_float(t) ? v[0] : ew_widen(c, v[0]);
     for (uint32_t i = 1; i < n; i++)
-        acc = ew_bin(c, k, acc, ew_is_float(t) ? v[i] : ew_widen(c, v[i]));
+        acc = ew_bin(c, k, acc, ctosa_dtype_is_float(t) ? v[i] : ew_widen(c, v[i]));
     if (mean) acc = ew_mulk(c, acc, 1.0 / (double)n);
     return ew_out(c, 0, ew_narrow(c, acc, t));
 }

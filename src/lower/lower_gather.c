@@ -361,7 +361,7 @@ static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const i
  * MATMUL by a one-hot matrix instead. */
 static lower_status emit_scatter_reduce(lower_ctx *c, const lower_value *v, const int32_t *pos,
                                         int64_t K, int64_t W, int64_t C, int red) {
-    if (red == RD_ADD && dm_tosa_is_float(v->t) && K * W <= ((int64_t)1 << 22))
+    if (red == RD_ADD && ctosa_dtype_is_float(v->t) && K * W <= ((int64_t)1 << 22))
         return emit_scatter_add(c, v, pos, K, W, C);
     if (K > ((int64_t)1 << 26))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "%s: %lld scatter positions is too many",

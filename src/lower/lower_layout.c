@@ -195,11 +195,6 @@ bool dm_onnx_is_float(int32_t dt) {
     return dt == ONNX_FLOAT || dt == ONNX_DOUBLE || dt == ONNX_FLOAT16 || dt == ONNX_BFLOAT16;
 }
 
-bool dm_tosa_is_float(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_FP32 || t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_BF16 ||
-           t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2;
-}
-
 size_t dm_onnx_encode(int32_t dt, double v, void *dst) {
     size_t n = dm_onnx_elem_size(dt);
     /* Values come from untrusted models: casting an out-of-range double to

@@ -26,7 +26,7 @@ static const char *mm_emit(lower_ctx *c, const char *a, const char *b, ctosa_dty
     if (!a || !b) return NULL;
     ctosa_dtype ot = t;
     if (t == CTOSA_DTYPE_BF16) ot = CTOSA_DTYPE_FP32;
-    else if (!cv_is_float(t)) ot = t == CTOSA_DTYPE_INT16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
+    else if (!ctosa_dtype_is_float(t)) ot = t == CTOSA_DTYPE_INT16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
     int64_t os[3] = {Nb, M, N};
     const char *azp = lw_zero_point(c, t, 0), *bzp = lw_zero_point(c, t, 0);
     const char *out = lw_tensor(c, ot, 3, os);

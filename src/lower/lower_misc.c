@@ -237,7 +237,7 @@ static lower_status lower_cumsum(lower_ctx *c) {
     const char *x = lw_input(c, 0);
     if (!x) return dm_fail(c);
     int64_t L = v->shape[axis];
-    if (dm_tosa_is_float(v->t) && L > 1 && L <= 512) {
+    if (ctosa_dtype_is_float(v->t) && L > 1 && L <= 512) {
         x = cumsum_matmul(c, x, v->t, r, v->shape, axis, exclusive, reverse);
     } else {
         if (reverse) x = dm_reverse(c, x, v->t, r, v->shape, axis);

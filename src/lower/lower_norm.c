@@ -36,7 +36,7 @@ static const char *norm_operand(lower_ctx *c, uint32_t i, ctosa_dtype t, uint32_
 
 /* Compute type for stash_type = 1 (float32) with narrower float inputs. */
 static ctosa_dtype norm_stash(lower_ctx *c, ctosa_dtype t) {
-    if (t == CTOSA_DTYPE_FP32 || !cv_is_float(t)) return t;
+    if (t == CTOSA_DTYPE_FP32 || !ctosa_dtype_is_float(t)) return t;
     return lw_attr_int(c, "stash_type", 1) == 1 ? CTOSA_DTYPE_FP32 : t;
 }
 

@@ -115,7 +115,7 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     if (!v) return st;
     uint32_t r = v->rank;
     ctosa_dtype t = v->t;
-    bool fl = dm_tosa_is_float(t), bl = t == CTOSA_DTYPE_BOOL;
+    bool fl = ctosa_dtype_is_float(t), bl = t == CTOSA_DTYPE_BOOL;
     if (bl && kind != RED_MAX && kind != RED_MIN)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "%s: bool input", nd->op_type);
     if (!fl && (kind == RED_MEAN || kind == RED_L2 || kind == RED_LOGSUM || kind == RED_LOGSUMEXP))
@@ -264,7 +264,7 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
     const char *x = lw_input(c, 0);
     if (!x) return dm_fail(c);
     if (is_min) {
-        if (dm_tosa_is_float(t)) {
+        if (ctosa_dtype_is_float(t)) {
             const char *in[3] = {x, lw_zero_point(c, t, 0), lw_zero_point(c, t, 0)};
             const char *o = lw_tensor(c, t, r, v->shape);
             if (!in[1] || !in[2] || !o || !lw_op(c, CTOSA_OP_NEGATE, 3, in, 1, &o, NULL))

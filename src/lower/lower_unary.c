@@ -39,7 +39,7 @@ static lower_status lower_abs(lower_ctx *c) {
     ew_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    if (ew_is_float(x.t)) return ew_out(c, 0, ew_un(c, CTOSA_OP_ABS, x));
+    if (ctosa_dtype_is_float(x.t)) return ew_out(c, 0, ew_un(c, CTOSA_OP_ABS, x));
     /* int8/int16 widen (ABS is int32 only); |-128| wraps back to -128 as in numpy */
     return ew_out(c, 0, ew_narrow(c, ew_un(c, CTOSA_OP_ABS, ew_widen(c, x)), x.t));
 }
@@ -50,7 +50,7 @@ static lower_status lower_neg(lower_ctx *c) {
     ew_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    if (ew_is_float(x.t)) return ew_out(c, 0, ew_un(c, CTOSA_OP_NEGATE, x));
+    if (ctosa_dtype_is_float(x.t)) return ew_out(c, 0, ew_un(c, CTOSA_OP_NEGATE, x));
     return ew_out(c, 0, ew_narrow(c, ew_un(c, CTOSA_OP_NEGATE, ew_widen(c, x)), x.t));
 }
 static lower_status lower_ceil(lower_ctx *c) { return direct(c, CTOSA_OP_CEIL); }
@@ -87,7 +87,7 @@ static lower_status lower_sign(lower_ctx *c) {
     ew_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v w = ew_is_float(x.t) ? x : ew_widen(c, x);
+    ew_v w = ctosa_dtype_is_float(x.t) ? x : ew_widen(c, x);
     ew_v zero = ew_k(c, w, 0);
     ew_v r = ew_select(c, gt(c, w, zero), ew_k(c, w, 1),
                        ew_select(c, gt(c, zero, w), ew_k(c, w, -1), w));

@@ -17,17 +17,24 @@ int ctosa_version_key(ctosa_version v) {
 static const struct {
     const char *upper, *lower;
     int bits, ver;
+    bool is_float;
 } dtype_info[CTOSA_DTYPE_COUNT] = {
-#define CTOSA_X(n, v, b, ver, s) [v] = {#n, s, b, ver},
+#define CTOSA_X(n, v, b, ver, s, fl) [v] = {#n, s, b, ver, fl},
     CTOSA_DTYPE_LIST(CTOSA_X)
 #undef CTOSA_X
 };
+
+#define CTOSA_X(...) +1
+_Static_assert(0 CTOSA_DTYPE_LIST(CTOSA_X) == CTOSA_DTYPE_COUNT,
+               "CTOSA_DTYPE_LIST values must be 0..n without gaps");
+#undef CTOSA_X
 
 static bool dtype_ok(ctosa_dtype t) { return (unsigned)t < CTOSA_DTYPE_COUNT; }
 
 const char *ctosa_dtype_name(ctosa_dtype t) { return dtype_ok(t) ? dtype_info[t].upper : NULL; }
 const char *ctosa_dtype_short(ctosa_dtype t) { return dtype_ok(t) ? dtype_info[t].lower : NULL; }
 int ctosa_dtype_bits(ctosa_dtype t) { return dtype_ok(t) ? dtype_info[t].bits : 0; }
+bool ctosa_dtype_is_float(ctosa_dtype t) { return dtype_ok(t) && dtype_info[t].is_float; }
 
 bool ctosa_dtype_valid_in(ctosa_dtype t, ctosa_version v) {
     return dtype_ok(t) && t != CTOSA_DTYPE_UNKNOWN && dtype_info[t].ver <= ctosa_version_key(v);
