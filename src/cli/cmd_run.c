@@ -1,4 +1,5 @@
-/* cmd_run.c - `ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...
+/* cmd_run.c - `ctosa run MODEL.partitioned.onnx --input NAME=FILE...` runs a
+ * partitioned model end to end (ctosa/runtime.h); `ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...
  * [--outputs NAME[,NAME...]] [-o DIR] [--threads N] [--max-memory BYTES] [-q]` (also
  * [--plugin LIB.so]...): runs a graph on the reference interpreter. Inputs
  * are .npy or ONNX TensorProto .pb files matched by name; outputs are
@@ -15,6 +16,7 @@
 #include "cli.h"
 #include "ctosa/custom.h"
 #include "ctosa/interp.h"
+#include "ctosa/runtime.h"
 #include "ctosa/tensor_file.h"
 #include "util/util.h"
 
@@ -23,8 +25,13 @@ static const char *CMD = "run";
 static void help(void) {
     printf("usage: ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...\n"
            "                 [--outputs NAME[,NAME...]] [-o DIR]\n"
+           "       ctosa run MODEL.partitioned.onnx [--input NAME=FILE]... [--output NAME=FILE]...\n"
+           "                 [-o DIR] [--plugin LIB.so]...\n"
            "\n"
-           "Runs a TOSA graph on the reference interpreter.\n"
+           "Runs a TOSA graph on the reference interpreter, or a whole partitioned model\n"
+           "written by `ctosa lower` (its .tosa partitions on the interpreter, its CPU\n"
+           "nodes on the host executor; <stem>.report.json must be beside it).\n"
+           "A single partition accepts a uint8 array for an input its report marks uint8.\n"
            "\n"
            "  --input NAME=FILE    value of graph input NAME: a .npy file or an ONNX\n"
            "                       TensorProto .pb file (every input the run reads\n"
@@ -87,7 +94,15 @@ static const char *shape_str(uint32_t rank, const int64_t *shape, char *buf, siz
     return buf;
 }
 
-static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info, const char *file) {
+/* True when the report beside the partition marks tensor name uint8 (it is
+ * carried as INT8 holding the same bits). */
+static bool report_says_uint8(const ctosa_report *rep, const char *name) {
+    ctosa_runtime_tensor t;
+    return rep && ctosa_report_tensor(rep, name, &t) && strcmp(t.dtype, "uint8") == 0;
+}
+
+static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info, const char *file,
+                               const ctosa_report *rep) {
     ctosa_tensor_file a;
     ctosa_error *e = ctosa_tensor_file_read(file, &a);
     if (e) return ctosa_error_prefix(e, "input '%s'", info->name);
@@ -102,6 +117,11 @@ static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info
                             shape_str(a.rank, a.shape, got, sizeof got), a.type_name);
         ctosa_tensor_file_free(&a);
         return e;
+    }
+    if (info->dtype == CTOSA_DTYPE_INT8 && strcmp(a.type_name, "uint8") == 0 && report_says_uint8(rep, info->name)) {
+        e = ctosa_interp_set_input(it, info->name, info->dtype, info->rank, info->shape, a.data, a.size);
+        ctosa_tensor_file_free(&a);
+        return e ? ctosa_error_prefix(e, "%s", file) : NULL;
     }
     char what[512];
     snprintf(what, sizeof what, "input '%s' (%s)", info->name, file);
@@ -229,6 +249,168 @@ static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, cons
     return NULL;
 }
 
+/* DIR/<sanitised name>.npy, with a numeric suffix when an earlier output
+ * (written[0..n)) took that path; malloc'd. */
+static char *output_path(const char *dir, const char *name, char *const *written, uint32_t n) {
+    char *s = sanitize(name);
+    size_t len = strlen(dir) + (s ? strlen(s) : 0) + 32;
+    char *p = malloc(len);
+    if (!s || !p) {
+        free(s);
+        free(p);
+        return NULL;
+    }
+    snprintf(p, len, "%s/%s.npy", dir, s);
+    for (uint32_t k = 1; k < 1000000; k++) {
+        bool clash = false;
+        for (uint32_t j = 0; j < n && !clash; j++) clash = written[j] && strcmp(written[j], p) == 0;
+        if (!clash) break;
+        snprintf(p, len, "%s/%s_%u.npy", dir, s, k);
+    }
+    free(s);
+    return p;
+}
+
+/* The partitioned-model mode: load (every CPU node checked now), feed,
+ * run, write every model output. */
+static int run_partitioned(const char *model, const binding *ins, int n_ins, const binding *outs, int n_outs,
+                           const char *dir, bool quiet, const ctosa_interp_options *iopt,
+                           const ctosa_custom_registry *reg) {
+    ctosa_runtime_options ro;
+    ctosa_runtime_options_init(&ro);
+    ro.custom_ops = reg;
+    ro.threads = iopt->threads;
+    ro.max_memory = iopt->max_memory;
+    ro.max_iterations = iopt->max_iterations;
+    ctosa_runtime *rt = NULL;
+    char **written = NULL;
+    uint32_t nout = 0;
+    int rc = 0;
+    ctosa_error *e = ctosa_runtime_load(model, &ro, &rt);
+    if (e) {
+        rc = run_fail(e);
+        goto out;
+    }
+    uint32_t nin = ctosa_runtime_input_count(rt);
+    nout = ctosa_runtime_output_count(rt);
+    for (int k = 0; k < n_outs; k++) {
+        bool found = false;
+        for (uint32_t i = 0; i < nout && !found; i++) {
+            ctosa_runtime_tensor info;
+            ctosa_error_free(ctosa_runtime_output_info(rt, i, &info));
+            found = strcmp(info.name, outs[k].name) == 0;
+        }
+        if (!found) {
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model output", model, outs[k].name));
+            goto out;
+        }
+    }
+    for (int k = 0; k < n_ins; k++) {
+        bool found = false;
+        for (uint32_t i = 0; i < nin && !found; i++) {
+            ctosa_runtime_tensor info;
+            ctosa_error_free(ctosa_runtime_input_info(rt, i, &info));
+            found = strcmp(info.name, ins[k].name) == 0;
+        }
+        if (!found) {
+            /* the runtime's message lists the inputs */
+            rc = run_fail(ctosa_runtime_set_input(rt, ins[k].name, NULL, 0, NULL, NULL, 0));
+            goto out;
+        }
+    }
+    for (uint32_t i = 0; i < nin; i++) {
+        ctosa_runtime_tensor info;
+        ctosa_error_free(ctosa_runtime_input_info(rt, i, &info));
+        const char *file = NULL;
+        for (int k = 0; k < n_ins; k++)
+            if (strcmp(ins[k].name, info.name) == 0) file = ins[k].file;
+        char sbuf[256];
+        if (!file) {
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) is not given; use "
+                                          "--input %s=FILE", info.name, info.dtype,
+                                          shape_str(info.rank, info.shape, sbuf, sizeof sbuf), info.name));
+            goto out;
+        }
+        ctosa_tensor_file a;
+        if ((e = ctosa_tensor_file_read(file, &a))) {
+            rc = run_fail(ctosa_error_prefix(e, "input '%s'", info.name));
+            goto out;
+        }
+        char what[512];
+        snprintf(what, sizeof what, "%s", file);
+        e = ctosa_runtime_set_input_file(rt, info.name, &a, what);
+        ctosa_tensor_file_free(&a);
+        if (e) {
+            rc = run_fail(e);
+            goto out;
+        }
+    }
+    double t0 = now_seconds();
+    if ((e = ctosa_runtime_run(rt))) {
+        rc = run_fail(e);
+        goto out;
+    }
+    double t1 = now_seconds();
+    written = calloc(nout + 1, sizeof *written);
+    if (!written) {
+        rc = run_fail(ctosa_error_nomem());
+        goto out;
+    }
+    bool dir_made = false;
+    for (uint32_t i = 0; i < nout; i++) {
+        ctosa_runtime_tensor info, val;
+        ctosa_error_free(ctosa_runtime_output_info(rt, i, &info));
+        if ((e = ctosa_runtime_get_output(rt, info.name, &val))) {
+            rc = run_fail(e);
+            goto out;
+        }
+        const char *given = NULL;
+        for (int k = 0; k < n_outs; k++)
+            if (strcmp(outs[k].name, info.name) == 0) given = outs[k].file;
+        if (!given && !dir_made) {
+            if ((e = make_dir(dir))) {
+                rc = run_fail(e);
+                goto out;
+            }
+            dir_made = true;
+        }
+        written[i] = given ? strdup(given) : output_path(dir, info.name, written, i);
+        if (!written[i]) {
+            rc = run_fail(ctosa_error_nomem());
+            goto out;
+        }
+        if (is_an_input(written[i], model, ins, n_ins)) {
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': %s would overwrite an input file (use "
+                                          "--output NAME=FILE or -o DIR)", info.name, written[i]));
+            goto out;
+        }
+        if ((e = ctosa_runtime_tensor_write_npy(written[i], &val))) {
+            rc = run_fail(e);
+            goto out;
+        }
+        if (!quiet) {
+            char sbuf[256];
+            printf("%s: %s %s -> %s\n", info.name, val.dtype, shape_str(val.rank, val.shape, sbuf, sizeof sbuf),
+                   written[i]);
+        }
+    }
+    if (!quiet) {
+        uint32_t np = 0, nh = 0;
+        for (uint32_t i = 0; i < ctosa_runtime_step_count(rt); i++) {
+            if (ctosa_runtime_step_at(rt, i)->partition) np++;
+            else nh++;
+        }
+        printf("ran %s in %.3f s (%u partition%s, %u CPU node%s on the host executor)\n", model, t1 - t0, np,
+               np == 1 ? "" : "s", nh, nh == 1 ? "" : "s");
+    }
+out:
+    if (written)
+        for (uint32_t i = 0; i < nout; i++) free(written[i]);
+    free(written);
+    ctosa_runtime_free(rt);
+    return rc;
+}
+
 #define CLI_RUN_DEFAULT_MAX_MEMORY ((uint64_t)16 << 30)
 
 int cmd_run(int argc, char **argv) {
@@ -252,6 +434,7 @@ int cmd_run(int argc, char **argv) {
     ctosa_graph *g = NULL;
     ctosa_interp *it = NULL;
     ctosa_custom_registry *reg = NULL;
+    ctosa_report *rep = NULL; /* the partition's report, when beside it */
     char **written = NULL;
     uint32_t nout = 0;
     char **sel = NULL; /* the tensors to compute (a slice), when sliced */
@@ -342,7 +525,21 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
-    ctosa_error *e = ctosa_read_file(model, NULL, &g); /* names the file itself */
+    size_t mlen = strlen(model);
+    if (mlen > 5 && strcmp(model + mlen - 5, ".onnx") == 0) {
+        if (n_sel) {
+            rc = cli_usage(CMD, "--outputs (a slice) applies to a .tosa graph, not to a partitioned model");
+            goto done;
+        }
+        rc = run_partitioned(model, ins, n_ins, outs, n_outs, dir, quiet, &opt, reg);
+        goto done;
+    }
+    ctosa_error *e = ctosa_report_load_beside(model, &rep);
+    if (e) {
+        rc = run_fail(e);
+        goto done;
+    }
+    e = ctosa_read_file(model, NULL, &g); /* names the file itself */
     if (e) {
         rc = run_fail(e);
         goto done;
@@ -420,7 +617,7 @@ int cmd_run(int argc, char **argv) {
                                                info.name));
             goto done;
         }
-        if ((e = feed_input(it, &info, file))) {
+        if ((e = feed_input(it, &info, file, rep))) {
             rc = run_fail(e);
             goto done;
         }
@@ -515,6 +712,7 @@ done:
     free(ins);
     free(outs);
     ctosa_interp_free(it);
+    ctosa_report_free(rep);
     ctosa_custom_registry_free(reg); /* after the interpreter: kernels live in plugins */
     ctosa_graph_free(g);
     return rc;

@@ -12,7 +12,8 @@ static const struct {
     const char *help;
 } commands[] = {
     {"lower", cmd_lower, "partition an ONNX model against a TOSA spec and lower it"},
-    {"run", cmd_run, "run a .tosa graph on the reference interpreter"},
+    {"run", cmd_run, "run a .tosa graph, or a whole partitioned model"},
+    {"verify", cmd_verify, "lower a model, run it end to end and compare its outputs"},
     {"check", cmd_check, "verify a .tosa file and validate it against a spec"},
     {"dump", cmd_dump, "print a .tosa graph (text, json or Graphviz dot)"},
     {"info", cmd_info, "summarise a .tosa file: version, sizes, operator counts, layout"},

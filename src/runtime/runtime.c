@@ -1,0 +1,685 @@
+/* runtime.c - loading and running a partitioned model (ctosa/runtime.h).
+ *
+ * Load: the partitioned ONNX model, its report, then every node in model
+ * order becomes a step: an EPContext node's .tosa graph prepared on the
+ * backend, any other node lowered alone for the host executor
+ * (rt_host.c) and prepared on the interpreter. Every value crossing a step
+ * boundary gets one buffer of its static size, allocated at load; a run
+ * only copies inputs in, calls the steps in order and leaves the outputs in
+ * their buffers. Nothing about a node's ability to run is decided at run
+ * time. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctosa/tosa_io.h"
+#include "interp/npy.h"
+#include "runtime/rt_internal.h"
+
+typedef struct rt_value {
+    const char *name;
+    int32_t onnx_dtype;     /* type at the model interface / in the report */
+    ctosa_dtype carrier;    /* TOSA dtype of data (uint8: INT8 bits) */
+    uint32_t rank;
+    const int64_t *shape;
+    uint64_t count, size;
+    void *data;             /* size bytes (owned by the runtime) */
+    bool quantized;
+    double scale;
+    int64_t zero_point;
+    bool is_input, set;     /* a model input; given since load */
+    bool is_const;          /* known at load (a Constant node, an initializer, a node run at load) */
+    int32_t producer;       /* step index; -1 for model inputs */
+} rt_value;
+
+typedef struct rt_step {
+    ctosa_runtime_step pub;
+    const ctosa_backend *be;
+    void *state;
+    bool prepared;
+    bool at_load;                /* all inputs known at load: ran once then, skipped by runs */
+    ctosa_graph *graph;          /* partitions: read from the .tosa file (owned) */
+    ctosa_lower_result *lowered; /* host nodes: owns the graph */
+    uint32_t n_in, n_out;
+    rt_value **in, **out;
+    ctosa_interp_tensor *tin, *tout; /* the graph's declared I/O; data set per run */
+    void **conv;                 /* per input: converted copy when the carrier differs, else NULL */
+} rt_step;
+
+struct ctosa_runtime {
+    arena a;
+    ctosa_runtime_options opt;
+    ctosa_interp_options iopt_part, iopt_host;
+    const char *path;
+    ctosa_onnx_model *m;
+    const ctosa_onnx_graph *g;
+    file_map fm;
+    bool fm_open;
+    ctosa_report *report;
+    strmap values; /* name -> rt_value* */
+    rt_value **all;
+    uint32_t n_all, cap_all;
+    rt_step *steps;
+    uint32_t n_steps;
+    rt_value **inputs, **outputs;
+    uint32_t n_inputs, n_outputs;
+};
+
+void ctosa_runtime_options_init(ctosa_runtime_options *opt) {
+    memset(opt, 0, sizeof *opt);
+}
+
+static bool is_ep_context(const ctosa_onnx_node *n) {
+    return strcmp(n->op_type, "EPContext") == 0 && strcmp(n->domain, "com.microsoft") == 0;
+}
+
+static const char *node_label(ctosa_runtime *rt, const ctosa_onnx_node *n, uint32_t i) {
+    return n->name[0] ? n->name : arena_printf(&rt->a, "%s#%u", n->op_type, i);
+}
+
+static const ctosa_onnx_tensor *find_init(const ctosa_onnx_graph *g, const char *name) {
+    for (uint32_t i = 0; i < g->n_initializers; i++)
+        if (strcmp(g->initializers[i].name, name) == 0) return &g->initializers[i];
+    return NULL;
+}
+
+/* Value types the host executor declares: the runtime's values first (they
+ * are what will be fed), else the report, else a static graph input. */
+static bool type_of(void *ctx, const char *name, rt_vtype *out) {
+    ctosa_runtime *rt = ctx;
+    rt_value *v = strmap_get(&rt->values, name);
+    if (v) {
+        *out = (rt_vtype){v->onnx_dtype, v->rank, v->shape, v->is_const ? v->data : NULL, v->size};
+        return true;
+    }
+    ctosa_runtime_tensor t;
+    if (!ctosa_report_tensor(rt->report, name, &t) || !rt_onnx_dtype_of(t.dtype)) return false;
+    for (uint32_t i = 0; i < t.rank; i++)
+        if (t.shape[i] < 0) return false;
+    *out = (rt_vtype){rt_onnx_dtype_of(t.dtype), t.rank, t.shape, NULL, 0};
+    return true;
+}
+
+static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
+    uint64_t esz = ctosa_host_elem_size(v->carrier), count = 1;
+    for (uint32_t i = 0; i < v->rank; i++)
+        if (v->shape[i] < 0 || !mul_u64(count, (uint64_t)v->shape[i], &count))
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' has no static shape", rt->path, v->name);
+    if (!esz) return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s': no host encoding for %s", rt->path,
+                                     v->name, ctosa_dtype_short(v->carrier));
+    v->count = count;
+    if (!mul_u64(count, esz, &v->size))
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: tensor '%s' is too large", rt->path, v->name);
+    v->data = calloc(1, v->size ? v->size : 1);
+    if (!v->data) return ctosa_error_nomem();
+    if (rt->n_all == rt->cap_all) {
+        uint32_t nc = rt->cap_all ? rt->cap_all * 2 : 16;
+        rt_value **na = realloc(rt->all, nc * sizeof *na);
+        if (!na) {
+            free(v->data);
+            return ctosa_error_nomem();
+        }
+        rt->all = na;
+        rt->cap_all = nc;
+    }
+    rt->all[rt->n_all++] = v;
+    if (!strmap_put(&rt->values, v->name, v)) return ctosa_error_nomem();
+    return NULL;
+}
+
+/* A value known at load: dense ONNX bytes, which for every type the
+ * runtime carries are also the carrier's host encoding. */
+static ctosa_error *add_const(ctosa_runtime *rt, const char *name, int32_t dtype, uint32_t rank, const int64_t *dims,
+                              const void *data, uint64_t nbytes) {
+    rt_value *v = arena_zalloc(&rt->a, sizeof *v);
+    int64_t *d = arena_alloc(&rt->a, (rank + 1) * sizeof *d);
+    if (!v || !d) return ctosa_error_nomem();
+    if (rank) memcpy(d, dims, rank * sizeof *d);
+    v->name = arena_strdup(&rt->a, name);
+    v->onnx_dtype = dtype;
+    v->carrier = rt_carrier_of(dtype);
+    v->rank = rank;
+    v->shape = d;
+    v->producer = -1;
+    v->is_const = true;
+    if (!v->name) return ctosa_error_nomem();
+    if (v->carrier == CTOSA_DTYPE_UNKNOWN)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: constant '%s' has type %s, which no TOSA type carries",
+                               rt->path, name, ctosa_onnx_dtype_name(dtype) ? ctosa_onnx_dtype_name(dtype) : "?");
+    ctosa_error *e = add_value(rt, v);
+    if (e) return e;
+    if (nbytes != v->size)
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: constant '%s' holds %llu bytes, its shape needs %llu", rt->path,
+                               name, (unsigned long long)nbytes, (unsigned long long)v->size);
+    if (nbytes) memcpy(v->data, data, nbytes);
+    return NULL;
+}
+
+/* A Constant node: its value attribute becomes a value known at load. */
+static ctosa_error *load_constant(ctosa_runtime *rt, const ctosa_onnx_node *n, const char *label) {
+    if (n->n_outputs != 1 || n->n_attrs != 1)
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s' (Constant) needs one output and one attribute",
+                               rt->path, label);
+    const ctosa_onnx_attr *a = &n->attrs[0];
+    const char *out = n->outputs[0];
+    int64_t one = 1, cnt = a->count;
+    if (strcmp(a->name, "value") == 0 && a->type == CTOSA_ONNX_ATTR_TENSOR && a->t) {
+        const void *data;
+        uint64_t nb;
+        ctosa_error *e = ctosa_onnx_tensor_data(rt->m, a->t, &data, &nb);
+        if (e) return e;
+        return add_const(rt, out, a->t->dtype, a->t->rank, a->t->dims, data, nb);
+    }
+    if (strcmp(a->name, "value_float") == 0 && a->type == CTOSA_ONNX_ATTR_FLOAT)
+        return add_const(rt, out, 1, 0, &one, &a->f, sizeof a->f);
+    if (strcmp(a->name, "value_int") == 0 && a->type == CTOSA_ONNX_ATTR_INT)
+        return add_const(rt, out, 7, 0, &one, &a->i, sizeof a->i);
+    if (strcmp(a->name, "value_floats") == 0 && a->type == CTOSA_ONNX_ATTR_FLOATS)
+        return add_const(rt, out, 1, 1, &cnt, a->floats, (uint64_t)a->count * sizeof(float));
+    if (strcmp(a->name, "value_ints") == 0 && a->type == CTOSA_ONNX_ATTR_INTS)
+        return add_const(rt, out, 7, 1, &cnt, a->ints, (uint64_t)a->count * sizeof(int64_t));
+    return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: node '%s' (Constant): attribute '%s' is not supported on the "
+                           "host", rt->path, label, a->name);
+}
+
+/* A model input: type from the report, else the graph's declaration. */
+static ctosa_error *add_model_input(ctosa_runtime *rt, const ctosa_onnx_value_info *vi) {
+    rt_value *v = arena_zalloc(&rt->a, sizeof *v);
+    if (!v) return ctosa_error_nomem();
+    v->name = vi->name;
+    v->is_input = true;
+    v->producer = -1;
+    ctosa_runtime_tensor t;
+    if (ctosa_report_tensor(rt->report, vi->name, &t)) {
+        v->onnx_dtype = rt_onnx_dtype_of(t.dtype);
+        v->rank = t.rank;
+        v->shape = t.shape;
+        v->quantized = t.quantized;
+        v->scale = t.scale;
+        v->zero_point = t.zero_point;
+    } else {
+        const ctosa_onnx_type *ty = vi->type;
+        if (!ty || ty->kind != CTOSA_ONNX_TYPE_TENSOR || !ty->has_shape)
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph input '%s' has no tensor type with a shape",
+                                   rt->path, vi->name);
+        int64_t *d = arena_alloc(&rt->a, (ty->rank + 1) * sizeof *d);
+        if (!d) return ctosa_error_nomem();
+        for (uint32_t i = 0; i < ty->rank; i++) {
+            if (!ty->dims[i].has_value)
+                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph input '%s': dimension %u is not static "
+                                       "(lower with --shape)", rt->path, vi->name, i);
+            d[i] = ty->dims[i].value;
+        }
+        v->onnx_dtype = ty->elem_type;
+        v->rank = ty->rank;
+        v->shape = d;
+    }
+    v->carrier = rt_carrier_of(v->onnx_dtype);
+    if (v->carrier == CTOSA_DTYPE_UNKNOWN)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph input '%s' has type %s, which no TOSA type "
+                               "carries", rt->path, vi->name,
+                               ctosa_onnx_dtype_name(v->onnx_dtype) ? ctosa_onnx_dtype_name(v->onnx_dtype) : "?");
+    return add_value(rt, v);
+}
+
+static bool same_shape(uint32_t ra, const int64_t *a, uint32_t rb, const int64_t *b) {
+    if (ra != rb) return false;
+    for (uint32_t i = 0; i < ra; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+/* A TOSA tensor's shape (int32 dims) against a runtime shape. */
+static bool same_tosa_shape(uint32_t ra, const int64_t *a, const ctosa_tensor *t) {
+    if (ra != t->rank) return false;
+    for (uint32_t i = 0; i < ra; i++)
+        if (a[i] != t->shape[i]) return false;
+    return true;
+}
+
+static bool is_int_carrier(ctosa_dtype t) {
+    return t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16 || t == CTOSA_DTYPE_INT32 || t == CTOSA_DTYPE_INT64 ||
+           t == CTOSA_DTYPE_SHAPE || t == CTOSA_DTYPE_BOOL;
+}
+
+/* Binds the graph's main block I/O to values; creates the output values. */
+static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n) {
+    rt_step *st = &rt->steps[si];
+    const ctosa_graph *g = st->graph ? st->graph
+                                     : ctosa_lower_result_summary(st->lowered)->partitions[0].graph;
+    const ctosa_region *rg = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
+    const ctosa_block *b = rg && rg->n_blocks ? rg->blocks[0] : NULL;
+    if (!b) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: no main block", st->pub.name);
+    st->pub.tosa_ops = b->n_ops;
+    st->n_in = b->n_inputs;
+    st->n_out = b->n_outputs;
+    st->in = arena_zalloc(&rt->a, (b->n_inputs + 1) * sizeof *st->in);
+    st->out = arena_zalloc(&rt->a, (b->n_outputs + 1) * sizeof *st->out);
+    st->tin = arena_zalloc(&rt->a, (b->n_inputs + 1) * sizeof *st->tin);
+    st->tout = arena_zalloc(&rt->a, (b->n_outputs + 1) * sizeof *st->tout);
+    st->conv = arena_zalloc(&rt->a, (b->n_inputs + 1) * sizeof *st->conv);
+    if (!st->in || !st->out || !st->tin || !st->tout || !st->conv) return ctosa_error_nomem();
+    for (uint32_t k = 0; k < b->n_inputs; k++) {
+        const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->inputs[k]);
+        rt_value *v = strmap_get(&rt->values, b->inputs[k]);
+        bool named = false;
+        for (uint32_t j = 0; j < n->n_inputs && !named; j++) named = strcmp(n->inputs[j], b->inputs[k]) == 0;
+        if (!t) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s' has no tensor", st->pub.name, b->inputs[k]);
+        if (!v || !named)
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph input '%s' is not %s", st->pub.name, b->inputs[k],
+                                   !named ? "an input of its node in the model" : "computed before it runs");
+        if (!same_tosa_shape(v->rank, v->shape, t))
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s': the graph's shape differs from the "
+                                   "report's / producer's", st->pub.name, v->name);
+        if (t->dtype != v->carrier && !(is_int_carrier(t->dtype) && is_int_carrier(v->carrier)))
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s' is %s in the graph but %s where it is "
+                                   "computed", st->pub.name, v->name, ctosa_dtype_short(t->dtype),
+                                   ctosa_dtype_short(v->carrier));
+        st->in[k] = v;
+        st->tin[k] = (ctosa_interp_tensor){.name = v->name, .dtype = t->dtype, .rank = v->rank, .shape = v->shape,
+                                           .count = v->count, .size = v->count * ctosa_host_elem_size(t->dtype)};
+        if (t->dtype != v->carrier && !(st->conv[k] = malloc(st->tin[k].size ? st->tin[k].size : 1)))
+            return ctosa_error_nomem();
+    }
+    for (uint32_t k = 0; k < b->n_outputs; k++) {
+        const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->outputs[k]);
+        if (!t) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' has no tensor", st->pub.name, b->outputs[k]);
+        if (strmap_has(&rt->values, b->outputs[k]))
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' is computed twice", st->pub.name, b->outputs[k]);
+        rt_value *v = arena_zalloc(&rt->a, sizeof *v);
+        if (!v) return ctosa_error_nomem();
+        v->name = arena_strdup(&rt->a, b->outputs[k]);
+        v->carrier = t->dtype;
+        v->rank = t->rank;
+        int64_t *shp = arena_alloc(&rt->a, (t->rank + 1) * sizeof *shp);
+        for (uint32_t d = 0; shp && d < t->rank; d++) shp[d] = t->shape[d];
+        v->shape = shp;
+        v->producer = (int32_t)si;
+        ctosa_runtime_tensor rep;
+        v->onnx_dtype = rt_onnx_of_carrier(t->dtype);
+        if (ctosa_report_tensor(rt->report, v->name, &rep)) {
+            int32_t od = rt_onnx_dtype_of(rep.dtype);
+            if (!same_tosa_shape(rep.rank, rep.shape, t))
+                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s': the graph's shape differs from the "
+                                       "report's (%s)", st->pub.name, v->name, rt_report_path(rt->report));
+            if (od && rt_carrier_of(od) != CTOSA_DTYPE_UNKNOWN) v->onnx_dtype = od;
+            v->quantized = rep.quantized;
+            v->scale = rep.scale;
+            v->zero_point = rep.zero_point;
+        }
+        if (!v->name || !v->shape || !v->onnx_dtype)
+            return v->name && v->shape ? ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: output '%s': dtype %s has no "
+                                                         "ONNX type", st->pub.name, b->outputs[k],
+                                                         ctosa_dtype_short(t->dtype))
+                                       : ctosa_error_nomem();
+        ctosa_error *e = add_value(rt, v);
+        if (e) return e;
+        st->out[k] = v;
+        st->tout[k] = (ctosa_interp_tensor){.name = v->name, .dtype = t->dtype, .rank = v->rank, .shape = v->shape,
+                                            .count = v->count, .data = v->data, .size = v->size};
+    }
+    return NULL;
+}
+
+/* An EPContext node: the .tosa file it names, beside the model. */
+static ctosa_error *load_partition(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n, const char *label) {
+    rt_step *st = &rt->steps[si];
+    const ctosa_onnx_attr *em = ctosa_onnx_node_attr(n, "embed_mode");
+    const ctosa_onnx_attr *cc = ctosa_onnx_node_attr(n, "ep_cache_context");
+    if (em && em->type == CTOSA_ONNX_ATTR_INT && em->i != 0)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: node '%s': embed_mode %lld (only 0, a file beside the "
+                               "model, is read)", rt->path, label, (long long)em->i);
+    if (!cc || cc->type != CTOSA_ONNX_ATTR_STRING || cc->s.n == 0)
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s': no ep_cache_context naming its .tosa file",
+                               rt->path, label);
+    char *file = arena_strndup(&rt->a, (const char *)cc->s.p, (size_t)cc->s.n);
+    if (!file) return ctosa_error_nomem();
+    /* A file name beside the model, never a path elsewhere. */
+    if (strchr(file, '/') || strcmp(file, "..") == 0 || strcmp(file, ".") == 0 || strlen(file) != cc->s.n)
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s': ep_cache_context '%s' is not a file name beside "
+                               "the model", rt->path, label, file);
+    const char *slash = strrchr(rt->path, '/');
+    const char *full = slash ? arena_printf(&rt->a, "%.*s/%s", (int)(slash - rt->path), rt->path, file) : file;
+    if (!full) return ctosa_error_nomem();
+    st->pub.partition = true;
+    st->pub.name = file;
+    st->pub.op_type = "EPContext";
+    ctosa_error *e = ctosa_read_file(full, NULL, &st->graph);
+    if (e) return ctosa_error_prefix(e, "%s: node '%s'", rt->path, label);
+    if ((e = bind_step(rt, si, n))) return e;
+    st->be = rt->opt.backend;
+    ctosa_backend_partition bp = {.name = file, .graph = st->graph, .custom_ops = rt->opt.custom_ops,
+                                  .interp = &rt->iopt_part};
+    if ((e = st->be->prepare(st->be->user, &bp, &st->state)))
+        return ctosa_error_prefix(e, "%s: backend '%s' cannot prepare it", full, st->be->name ? st->be->name : "?");
+    st->prepared = true;
+    return NULL;
+}
+
+static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n, const char *label) {
+    rt_step *st = &rt->steps[si];
+    st->pub.partition = false;
+    st->pub.name = label;
+    st->pub.op_type = n->op_type;
+    rt_host_src src = {.m = rt->m, .g = rt->g, .base = rt->fm.data, .size = rt->fm.size, .path = rt->path,
+                       .custom_ops = rt->opt.custom_ops, .type_of = type_of, .ctx = rt};
+    bool folded = false;
+    ctosa_error *e = rt_host_lower(&src, n, label, false, &st->lowered, &folded);
+    if (e && folded) {
+        /* Every input is known at load, so the lowering folded the node
+         * away: lower it again with those values as graph inputs and run
+         * it once now. */
+        ctosa_error_free(e);
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            const ctosa_onnx_tensor *t = n->inputs[k][0] ? find_init(rt->g, n->inputs[k]) : NULL;
+            if (!t || strmap_has(&rt->values, t->name)) continue;
+            const void *data;
+            uint64_t nb;
+            if ((e = ctosa_onnx_tensor_data(rt->m, t, &data, &nb))) return e;
+            if ((e = add_const(rt, t->name, t->dtype, t->rank, t->dims, data, nb))) return e;
+        }
+        st->at_load = true;
+        e = rt_host_lower(&src, n, label, true, &st->lowered, &folded);
+    }
+    if (e) return ctosa_error_prefix(e, "%s", rt->path);
+    if ((e = bind_step(rt, si, n))) return e;
+    st->be = ctosa_backend_interpreter();
+    ctosa_backend_partition bp = {.name = label,
+                                  .graph = ctosa_lower_result_summary(st->lowered)->partitions[0].graph,
+                                  .custom_ops = rt->opt.custom_ops, .interp = &rt->iopt_host};
+    if ((e = st->be->prepare(st->be->user, &bp, &st->state)))
+        return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, label, n->op_type);
+    st->prepared = true;
+    if (st->at_load) {
+        for (uint32_t k = 0; k < st->n_in; k++) st->tin[k].data = st->in[k]->data;
+        if ((e = st->be->run(st->be->user, st->state, st->tin, st->n_in, st->tout, st->n_out)))
+            return ctosa_error_prefix(e, "%s: node '%s' (%s) run at load", rt->path, label, n->op_type);
+        for (uint32_t k = 0; k < st->n_out; k++) st->out[k]->is_const = true;
+    }
+    return NULL;
+}
+
+static ctosa_error *load(ctosa_runtime *rt) {
+    ctosa_error *e = ctosa_onnx_load(rt->path, NULL, &rt->m);
+    if (e) return e;
+    if ((e = ctosa_onnx_inline_functions(rt->m, &rt->g))) return e;
+    if ((e = file_map_open(rt->path, &rt->fm))) return e;
+    rt->fm_open = true;
+    if (rt->opt.report) e = ctosa_report_load(rt->opt.report, &rt->report);
+    else e = ctosa_report_load_beside(rt->path, &rt->report);
+    if (e) return e;
+    if (!rt->report)
+        return ctosa_error_new(CTOSA_ERR_IO, "%s: no report beside the model (<stem>.report.json, written by "
+                               "ctosa lower with the partitioned model)", rt->path);
+    const ctosa_onnx_graph *g = rt->g;
+    rt->inputs = arena_zalloc(&rt->a, (g->n_inputs + 1) * sizeof *rt->inputs);
+    rt->outputs = arena_zalloc(&rt->a, (g->n_outputs + 1) * sizeof *rt->outputs);
+    rt->steps = calloc(g->n_nodes + 1, sizeof *rt->steps);
+    if (!rt->inputs || !rt->outputs || !rt->steps) return ctosa_error_nomem();
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        if (find_init(g, g->inputs[i].name)) continue; /* an initializer listed as input: a constant */
+        if ((e = add_model_input(rt, &g->inputs[i]))) return e;
+        rt->inputs[rt->n_inputs++] = strmap_get(&rt->values, g->inputs[i].name);
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const ctosa_onnx_node *n = &g->nodes[i];
+        const char *label = node_label(rt, n, i);
+        if (!label) return ctosa_error_nomem();
+        if (strcmp(n->op_type, "Constant") == 0 && !n->domain[0]) {
+            if ((e = load_constant(rt, n, label))) return e;
+            continue;
+        }
+        uint32_t si = rt->n_steps++;
+        e = is_ep_context(n) ? load_partition(rt, si, n, label) : load_host_node(rt, si, n, label);
+        if (e) return e;
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        rt_value *v = strmap_get(&rt->values, g->outputs[i].name);
+        if (!v)
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph output '%s' is not computed by any node "
+                                   "(a constant output is not supported)", rt->path, g->outputs[i].name);
+        rt->outputs[rt->n_outputs++] = v;
+    }
+    return NULL;
+}
+
+ctosa_error *ctosa_runtime_load(const char *path, const ctosa_runtime_options *opt, ctosa_runtime **out) {
+    *out = NULL;
+    if (!path) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_runtime_load: no model path");
+    ctosa_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return ctosa_error_nomem();
+    arena_init(&rt->a, 0);
+    strmap_init(&rt->values);
+    if (opt) rt->opt = *opt;
+    else ctosa_runtime_options_init(&rt->opt);
+    if (!rt->opt.backend) rt->opt.backend = ctosa_backend_interpreter();
+    ctosa_interp_options_init(&rt->iopt_part);
+    rt->iopt_part.threads = rt->opt.threads;
+    rt->iopt_part.max_memory = rt->opt.max_memory;
+    rt->iopt_part.max_iterations = rt->opt.max_iterations;
+    rt->iopt_host = rt->iopt_part;
+    /* CPU nodes are small next to partitions: no worker pool per node. */
+    rt->iopt_host.threads = 1;
+    rt->path = arena_strdup(&rt->a, path);
+    const ctosa_backend *be = rt->opt.backend;
+    ctosa_error *e = !rt->path ? ctosa_error_nomem()
+                     : !be->prepare || !be->run || !be->release
+                         ? ctosa_error_new(CTOSA_ERR_USAGE, "backend '%s' lacks prepare, run or release",
+                                           be->name ? be->name : "?")
+                         : load(rt);
+    if (e) {
+        ctosa_runtime_free(rt);
+        return e;
+    }
+    *out = rt;
+    return NULL;
+}
+
+void ctosa_runtime_free(ctosa_runtime *rt) {
+    if (!rt) return;
+    for (uint32_t i = 0; i < rt->n_steps; i++) {
+        rt_step *st = &rt->steps[i];
+        if (st->prepared) st->be->release(st->be->user, st->state);
+        for (uint32_t k = 0; st->conv && k < st->n_in; k++) free(st->conv[k]);
+        ctosa_graph_free(st->graph);
+        ctosa_lower_result_free(st->lowered);
+    }
+    free(rt->steps);
+    for (uint32_t i = 0; i < rt->n_all; i++) free(rt->all[i]->data);
+    free(rt->all);
+    strmap_free(&rt->values);
+    ctosa_report_free(rt->report);
+    if (rt->fm_open) file_map_close(&rt->fm);
+    ctosa_onnx_free(rt->m);
+    arena_free(&rt->a);
+    free(rt);
+}
+
+uint32_t ctosa_runtime_input_count(const ctosa_runtime *rt) { return rt->n_inputs; }
+uint32_t ctosa_runtime_output_count(const ctosa_runtime *rt) { return rt->n_outputs; }
+uint32_t ctosa_runtime_step_count(const ctosa_runtime *rt) { return rt->n_steps; }
+const ctosa_runtime_step *ctosa_runtime_step_at(const ctosa_runtime *rt, uint32_t i) {
+    return i < rt->n_steps ? &rt->steps[i].pub : NULL;
+}
+
+static void info_of(const rt_value *v, ctosa_runtime_tensor *t, bool with_data) {
+    memset(t, 0, sizeof *t);
+    t->name = v->name;
+    t->dtype = rt_numpy_name(v->onnx_dtype);
+    t->rank = v->rank;
+    t->shape = v->shape;
+    t->count = v->count;
+    t->size = v->size;
+    t->data = with_data ? v->data : NULL;
+    t->quantized = v->quantized;
+    t->scale = v->scale;
+    t->zero_point = v->zero_point;
+}
+
+ctosa_error *ctosa_runtime_input_info(const ctosa_runtime *rt, uint32_t i, ctosa_runtime_tensor *info) {
+    if (i >= rt->n_inputs) return ctosa_error_new(CTOSA_ERR_USAGE, "input index %u out of range (%u inputs)", i,
+                                                  rt->n_inputs);
+    info_of(rt->inputs[i], info, false);
+    return NULL;
+}
+
+ctosa_error *ctosa_runtime_output_info(const ctosa_runtime *rt, uint32_t i, ctosa_runtime_tensor *info) {
+    if (i >= rt->n_outputs) return ctosa_error_new(CTOSA_ERR_USAGE, "output index %u out of range (%u outputs)",
+                                                   i, rt->n_outputs);
+    info_of(rt->outputs[i], info, false);
+    return NULL;
+}
+
+static rt_value *find_input(ctosa_runtime *rt, const char *name) {
+    for (uint32_t i = 0; i < rt->n_inputs; i++)
+        if (strcmp(rt->inputs[i]->name, name) == 0) return rt->inputs[i];
+    return NULL;
+}
+
+static ctosa_error *no_such_input(ctosa_runtime *rt, const char *name) {
+    strbuf b;
+    sb_init(&b);
+    for (uint32_t i = 0; i < rt->n_inputs; i++) sb_printf(&b, "%s'%s'", i ? ", " : "", rt->inputs[i]->name);
+    ctosa_error *e = ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model input (inputs: %s)", rt->path, name,
+                                     b.s ? b.s : "none");
+    sb_free(&b);
+    return e;
+}
+
+static const char *shape_text(char *buf, size_t cap, uint32_t rank, const int64_t *shape) {
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)shape[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+ctosa_error *ctosa_runtime_set_input(ctosa_runtime *rt, const char *name, const char *dtype, uint32_t rank,
+                                     const int64_t *shape, const void *data, uint64_t size) {
+    rt_value *v = find_input(rt, name);
+    if (!v) return no_such_input(rt, name);
+    char w[256], g[256];
+    if (!dtype || rt_onnx_dtype_of(dtype) != v->onnx_dtype || !same_shape(rank, shape, v->rank, v->shape))
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected %s %s, got %s %s", name,
+                               rt_numpy_name(v->onnx_dtype), shape_text(w, sizeof w, v->rank, v->shape),
+                               dtype ? dtype : "?", shape_text(g, sizeof g, rank, shape));
+    if (size != v->size)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': %llu bytes given, %llu expected", name,
+                               (unsigned long long)size, (unsigned long long)v->size);
+    /* every numpy layout the runtime accepts is its carrier's host encoding
+     * (uint8: the same bits as INT8) */
+    if (size) memcpy(v->data, data, size);
+    v->set = true;
+    return NULL;
+}
+
+ctosa_error *ctosa_runtime_set_input_file(ctosa_runtime *rt, const char *name, const ctosa_tensor_file *t,
+                                          const char *what) {
+    rt_value *v = find_input(rt, name);
+    if (!v) return no_such_input(rt, name);
+    char w[256], g[256];
+    if (!same_shape(t->rank, t->shape, v->rank, v->shape))
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected shape %s dtype %s, %s has shape %s (%s)", name,
+                               shape_text(w, sizeof w, v->rank, v->shape), rt_numpy_name(v->onnx_dtype), what,
+                               shape_text(g, sizeof g, t->rank, t->shape), t->type_name);
+    if (v->onnx_dtype == 2 /* uint8 */) {
+        if (strcmp(t->type_name, "uint8") != 0)
+            return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected uint8, %s is %s", name, what, t->type_name);
+        return ctosa_runtime_set_input(rt, name, "uint8", t->rank, t->shape, t->data, t->size);
+    }
+    void *host = NULL;
+    uint64_t size = 0;
+    ctosa_error *e = ctosa_tensor_file_to_host(t, v->carrier, what, &host, &size);
+    if (e) return ctosa_error_prefix(e, "input '%s': expected %s", name, rt_numpy_name(v->onnx_dtype));
+    e = ctosa_runtime_set_input(rt, name, rt_numpy_name(v->onnx_dtype), t->rank, t->shape, host, size);
+    free(host);
+    return e;
+}
+
+/* Integer carriers of one value that differ between producer and consumer
+ * (e.g. INT32 where a partition computed INT64): values converted,
+ * checked to fit. */
+static bool get_int(ctosa_dtype t, const void *p, uint64_t i, int64_t *out) {
+    switch (t) {
+    case CTOSA_DTYPE_BOOL: *out = ((const uint8_t *)p)[i]; return true;
+    case CTOSA_DTYPE_INT8: *out = ((const int8_t *)p)[i]; return true;
+    case CTOSA_DTYPE_INT16: *out = ((const int16_t *)p)[i]; return true;
+    case CTOSA_DTYPE_INT32: *out = ((const int32_t *)p)[i]; return true;
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: *out = ((const int64_t *)p)[i]; return true;
+    default: return false;
+    }
+}
+static bool put_int(ctosa_dtype t, void *p, uint64_t i, int64_t v) {
+    switch (t) {
+    case CTOSA_DTYPE_BOOL: if (v != 0 && v != 1) return false; ((uint8_t *)p)[i] = (uint8_t)v; return true;
+    case CTOSA_DTYPE_INT8: if (v < INT8_MIN || v > INT8_MAX) return false; ((int8_t *)p)[i] = (int8_t)v; return true;
+    case CTOSA_DTYPE_INT16: if (v < INT16_MIN || v > INT16_MAX) return false; ((int16_t *)p)[i] = (int16_t)v; return true;
+    case CTOSA_DTYPE_INT32: if (v < INT32_MIN || v > INT32_MAX) return false; ((int32_t *)p)[i] = (int32_t)v; return true;
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: ((int64_t *)p)[i] = v; return true;
+    default: return false;
+    }
+}
+
+static ctosa_error *convert_in(const rt_step *st, uint32_t k) {
+    const rt_value *v = st->in[k];
+    const ctosa_interp_tensor *t = &st->tin[k];
+    for (uint64_t i = 0; i < v->count; i++) {
+        int64_t x = 0;
+        if (!get_int(v->carrier, v->data, i, &x) || !put_int(t->dtype, st->conv[k], i, x))
+            return ctosa_error_new(CTOSA_ERR_INVALID, "%s: input '%s' element %llu (%lld) does not fit %s",
+                                   st->pub.name, v->name, (unsigned long long)i, (long long)x,
+                                   ctosa_dtype_short(t->dtype));
+    }
+    return NULL;
+}
+
+ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
+    char sbuf[256];
+    for (uint32_t i = 0; i < rt->n_inputs; i++) {
+        const rt_value *v = rt->inputs[i];
+        if (!v->set)
+            return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input '%s' (%s %s) is not given", rt->path, v->name,
+                                   rt_numpy_name(v->onnx_dtype), shape_text(sbuf, sizeof sbuf, v->rank, v->shape));
+    }
+    for (uint32_t s = 0; s < rt->n_steps; s++) {
+        rt_step *st = &rt->steps[s];
+        if (st->at_load) continue;
+        for (uint32_t k = 0; k < st->n_in; k++) {
+            if (st->conv[k]) {
+                ctosa_error *e = convert_in(st, k);
+                if (e) return e;
+                st->tin[k].data = st->conv[k];
+            } else {
+                st->tin[k].data = st->in[k]->data;
+            }
+        }
+        ctosa_error *e = st->be->run(st->be->user, st->state, st->tin, st->n_in, st->tout, st->n_out);
+        if (e) {
+            if (st->pub.partition) return ctosa_error_prefix(e, "%s: partition %s", rt->path, st->pub.name);
+            return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, st->pub.name, st->pub.op_type);
+        }
+    }
+    return NULL;
+}
+
+ctosa_error *ctosa_runtime_get_output(ctosa_runtime *rt, const char *name, ctosa_runtime_tensor *out) {
+    for (uint32_t i = 0; i < rt->n_outputs; i++)
+        if (strcmp(rt->outputs[i]->name, name) == 0) {
+            info_of(rt->outputs[i], out, true);
+            return NULL;
+        }
+    return ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model output", rt->path, name);
+}
+
+ctosa_error *ctosa_runtime_tensor_write_npy(const char *path, const ctosa_runtime_tensor *t) {
+    static const struct {
+        const char *numpy, *descr;
+    } D[] = {{"float32", "<f4"}, {"uint8", "|u1"}, {"int8", "|i1"},   {"int16", "<i2"},   {"int32", "<i4"},
+             {"int64", "<i8"},   {"bool", "|b1"},  {"float16", "<f2"}, {"bfloat16", "<u2"}};
+    for (size_t i = 0; t->dtype && i < sizeof D / sizeof D[0]; i++)
+        if (strcmp(D[i].numpy, t->dtype) == 0)
+            return npy_write_file(path, D[i].descr, t->rank, t->shape, t->data, t->size);
+    return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' of type %s cannot be written as .npy", path,
+                           t->name, t->dtype ? t->dtype : "?");
+}
