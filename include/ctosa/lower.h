@@ -69,6 +69,10 @@ typedef struct ctosa_lower_options {
      * the interpreter agrees with ORT step for step; not for deployment
      * (docs/quantization.md, "Where ctosa sits"). */
     int requant;
+    /* Delegate partitions that only move data (Reshape, Transpose...);
+     * by default they stay on the CPU (no_compute). The runtime's host
+     * executor sets it to run such a node alone. */
+    bool keep_data_movement;
 } ctosa_lower_options;
 
 #define CTOSA_REQUANT_RESCALE 0
@@ -138,6 +142,19 @@ typedef struct ctosa_lower_result ctosa_lower_result;
 ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
                               const ctosa_lower_options *opt, ctosa_lower_result **out);
 const ctosa_lower_summary *ctosa_lower_result_summary(const ctosa_lower_result *r);
+
+/* A value the lowering computed at compile time (folded constants, e.g. a
+ * Shape of a static tensor), by ONNX tensor name: dense little-endian
+ * elements of ONNX dtype onnx_dtype. False when name is not such a value
+ * (or is not dense: strings). Pointers stay valid while r lives. */
+typedef struct ctosa_lower_constant {
+    int32_t onnx_dtype;
+    uint32_t rank;
+    const int64_t *shape;
+    const void *data;
+    uint64_t nbytes;
+} ctosa_lower_constant;
+bool ctosa_lower_result_constant(const ctosa_lower_result *r, const char *name, ctosa_lower_constant *out);
 void ctosa_lower_result_free(ctosa_lower_result *r); /* accepts NULL */
 
 #ifdef __cplusplus

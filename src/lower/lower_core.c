@@ -938,6 +938,7 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     strmap_free(&seen);
     s->max_memory = opt->max_memory ? opt->max_memory : CTOSA_LOWER_DEFAULT_MAX_MEMORY;
     s->requant_ort = opt->requant == CTOSA_REQUANT_MATCH_ORT;
+    s->keep_moves = opt->keep_data_movement;
     if ((e = setup_values(s, opt))) return e;
     if (!lw_budget_ok(s, 0, "decoding constants and bound inputs")) {
         e = s->limit_err;

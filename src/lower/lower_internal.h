@@ -93,6 +93,7 @@ struct lower_session {
      * session arena that live as long as it (the result's arena). */
     uint64_t max_memory;
     bool requant_ort; /* ctosa_lower_options.requant == CTOSA_REQUANT_MATCH_ORT */
+    bool keep_moves;  /* ctosa_lower_options.keep_data_movement */
     const arena *extra;
     ctosa_error *limit_err;
     /* Model-local functions (onnx_inline.h): g is the main graph with

@@ -26,6 +26,16 @@ const ctosa_lower_summary *ctosa_lower_result_summary(const ctosa_lower_result *
     return r ? &r->sum : NULL;
 }
 
+bool ctosa_lower_result_constant(const ctosa_lower_result *r, const char *name, ctosa_lower_constant *out) {
+    lw_val *v = r && name ? lw_lookup((lower_session *)&r->s, name) : NULL;
+    uint64_t count = 1, need = 0;
+    if (!v || !v->v.data || !v->v.static_shape) return false;
+    for (uint32_t d = 0; d < v->v.rank; d++) count *= (uint64_t)v->v.shape[d];
+    if (!ctosa_onnx_dtype_storage(v->v.onnx_dtype, count, &need) || need != v->v.nbytes) return false;
+    *out = (ctosa_lower_constant){v->v.onnx_dtype, v->v.rank, v->v.shape, v->v.data, v->v.nbytes};
+    return true;
+}
+
 static void free_parts(ctosa_lower_result *r) {
     for (uint32_t i = 0; i < r->n_parts; i++) {
         ctosa_graph_free(r->parts[i].final);

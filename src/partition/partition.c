@@ -334,7 +334,7 @@ int32_t part_assign(lower_session *s) {
             if (p.active[i] && s->nodes[i].compute) has_compute[find(&p, (int32_t)i)] = true;
         bool again = false;
         for (uint32_t i = 0; i < n; i++) {
-            if (!p.active[i] || has_compute[find(&p, (int32_t)i)]) continue;
+            if (!p.active[i] || has_compute[find(&p, (int32_t)i)] || s->keep_moves) continue;
             demoted[i] = true;
             again = true;
         }

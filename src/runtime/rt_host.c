@@ -197,8 +197,7 @@ static ctosa_error *put_initializer(const rt_host_src *src, strbuf *g, const cto
 }
 
 /* The ModelProto of node n alone. */
-static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
-                               bool consts_as_inputs, strbuf *out) {
+static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n, const char *label, strbuf *out) {
     const ctosa_onnx_model_info *info = ctosa_onnx_info(src->m);
     strbuf g;
     sb_init(&g);
@@ -210,19 +209,17 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
         for (uint32_t j = 0; j < k && !dup; j++) dup = strcmp(n->inputs[j], nm) == 0;
         if (!nm[0] || dup) continue;
         const ctosa_onnx_tensor *t = find_init(src->g, nm);
-        if (t && !consts_as_inputs) {
+        if (t) {
             e = put_initializer(src, &g, t);
             continue;
         }
         rt_vtype vt;
-        if (t) {
-            vt = (rt_vtype){t->dtype, t->rank, t->dims, NULL, 0};
-        } else if (!src->type_of(src->ctx, nm, &vt)) {
+        if (!src->type_of(src->ctx, nm, &vt)) {
             e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s): the type and shape of input '%s' are not "
                                 "known (not in the report)", label, n->op_type, nm);
             break;
         }
-        if (vt.data && !consts_as_inputs) {
+        if (vt.data) { /* known at load: an initializer */
             strbuf tp;
             sb_init(&tp);
             for (uint32_t i = 0; i < vt.rank; i++) put_int(&tp, 1, (uint64_t)vt.shape[i]);
@@ -262,11 +259,11 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
 }
 
 ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
-                           bool consts_as_inputs, ctosa_lower_result **out, bool *folded) {
+                           ctosa_lower_result **out, bool *folded) {
     *out = NULL;
     *folded = false;
     strbuf mb;
-    ctosa_error *e = node_model(src, n, label, consts_as_inputs, &mb);
+    ctosa_error *e = node_model(src, n, label, &mb);
     if (e) return e;
     /* ctosa_lower_file reads a file: the model goes to a private temporary
      * one, unlinked once lowered (the result keeps its mapping). */
@@ -297,6 +294,7 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
     lo.custom_ops = src->custom_ops;
     lo.max_problems = 4;
     lo.stem = "host";
+    lo.keep_data_movement = true; /* a Reshape alone is still a graph to run */
     ctosa_lower_result *r = NULL;
     e = ctosa_lower_file(path, &spec, &lo, &r);
     unlink(path);
@@ -305,10 +303,14 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
     /* Outputs computed at compile time are folded: the node "falls back"
      * because a graph output has no operator producing it. */
     bool all_folded = s->n_fallback == 1 && s->n_partitions == 0 && strcmp(s->fallback[0].code, "cpu_consumer") == 0;
+    for (uint32_t k = 0; all_folded && k < n->n_outputs; k++) {
+        ctosa_lower_constant c;
+        all_folded = !n->outputs[k][0] || ctosa_lower_result_constant(r, n->outputs[k], &c);
+    }
     if (all_folded) {
         *folded = true;
-        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s): its lowering computes it at compile time and "
-                            "leaves nothing to run", label, n->op_type);
+        *out = r;
+        return NULL;
     } else if (s->n_fallback) {
         const ctosa_lower_fallback *f = &s->fallback[0];
         e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s) cannot run on the host executor: %s: %s", label,

@@ -38,13 +38,12 @@ typedef struct rt_host_src {
 /* Lowers node n (labelled label in messages) on its own under the widest
  * spec: *out holds its TOSA graph as partition 0 (inputs: the node's
  * non-constant inputs; outputs: its outputs). CTOSA_ERR_UNSUPPORTED naming
- * the node and the reason when TOSA cannot express it. With
- * consts_as_inputs, values known at load are graph inputs instead of
- * initializers (for a node the lowering would fold away entirely). When
- * the lowering folded the node's outputs (nothing left to run), *folded is
- * set and the error says so. */
+ * the node and the reason when TOSA cannot express it. Values known at
+ * load are initializers. When the lowering computed every output at compile time
+ * (nothing left to run), *folded is set and *out holds the values
+ * (ctosa_lower_result_constant). */
 ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
-                           bool consts_as_inputs, ctosa_lower_result **out, bool *folded);
+                           ctosa_lower_result **out, bool *folded);
 
 /* The widest specification: TOSA 1.1 draft, INT and FP, every extension. */
 void rt_widest_spec(ctosa_spec *s);

@@ -296,13 +296,31 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
         v->producer = (int32_t)si;
         ctosa_runtime_tensor rep;
         v->onnx_dtype = rt_onnx_of_carrier(t->dtype);
-        if (ctosa_report_tensor(rt->report, v->name, &rep)) {
+        bool known = ctosa_report_tensor(rt->report, v->name, &rep);
+        if (known && !same_tosa_shape(rep.rank, rep.shape, t))
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s': the graph's shape differs from the report's "
+                                   "(%s)", st->pub.name, v->name, rt_report_path(rt->report));
+        if (st->lowered) {
+            /* A CPU node: its own lowering says what the value is (uint8
+             * travels as INT8); the report's tensor list gives the types
+             * the partitioning saw, which for quantized chains are the
+             * carriers. */
+            const ctosa_lower_partition *hp = &ctosa_lower_result_summary(st->lowered)->partitions[0];
+            for (uint32_t j = 0; j < hp->n_outputs; j++)
+                if (strcmp(hp->outputs[j].name, v->name) == 0 && strcmp(hp->outputs[j].dtype, "uint8") == 0 &&
+                    t->dtype == CTOSA_DTYPE_INT8)
+                    v->onnx_dtype = 2;
+        } else if (known) {
+            /* A partition boundary: exactly as the report describes it. */
             int32_t od = rt_onnx_dtype_of(rep.dtype);
-            if (!same_tosa_shape(rep.rank, rep.shape, t))
-                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s': the graph's shape differs from the "
-                                       "report's (%s)", st->pub.name, v->name, rt_report_path(rt->report));
-            if (od && rt_carrier_of(od) != CTOSA_DTYPE_UNKNOWN) v->onnx_dtype = od;
-            v->quantized = rep.quantized;
+            if (rt_carrier_of(od) != t->dtype)
+                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' is %s in the graph but %s in the report "
+                                       "(%s)", st->pub.name, v->name, ctosa_dtype_short(t->dtype), rep.dtype,
+                                       rt_report_path(rt->report));
+            v->onnx_dtype = od;
+        }
+        if (known && rep.quantized) {
+            v->quantized = true;
             v->scale = rep.scale;
             v->zero_point = rep.zero_point;
         }
@@ -362,24 +380,30 @@ static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_o
     st->pub.op_type = n->op_type;
     rt_host_src src = {.m = rt->m, .g = rt->g, .base = rt->fm.data, .size = rt->fm.size, .path = rt->path,
                        .custom_ops = rt->opt.custom_ops, .type_of = type_of, .ctx = rt};
-    bool folded = false;
-    ctosa_error *e = rt_host_lower(&src, n, label, false, &st->lowered, &folded);
-    if (e && folded) {
-        /* Every input is known at load, so the lowering folded the node
-         * away: lower it again with those values as graph inputs and run
-         * it once now. */
-        ctosa_error_free(e);
-        for (uint32_t k = 0; k < n->n_inputs; k++) {
-            const ctosa_onnx_tensor *t = n->inputs[k][0] ? find_init(rt->g, n->inputs[k]) : NULL;
-            if (!t || strmap_has(&rt->values, t->name)) continue;
-            const void *data;
-            uint64_t nb;
-            if ((e = ctosa_onnx_tensor_data(rt->m, t, &data, &nb))) return e;
-            if ((e = add_const(rt, t->name, t->dtype, t->rank, t->dims, data, nb))) return e;
-        }
-        st->at_load = true;
-        e = rt_host_lower(&src, n, label, true, &st->lowered, &folded);
+    /* A node whose inputs are all known at load runs once, at load: its
+     * outputs are then constants for the nodes that read them (a
+     * ConstantOfShape's shape, a DequantizeLinear's scale). */
+    bool all_const = true;
+    for (uint32_t k = 0; k < n->n_inputs && all_const; k++) {
+        const rt_value *v = n->inputs[k][0] ? strmap_get(&rt->values, n->inputs[k]) : NULL;
+        all_const = !n->inputs[k][0] || find_init(rt->g, n->inputs[k]) || (v && v->is_const);
     }
+    bool folded = false;
+    ctosa_error *e = rt_host_lower(&src, n, label, &st->lowered, &folded);
+    if (!e && folded) {
+        /* Computed at compile time (a Shape of a static tensor, a
+         * ConstantOfShape): the values are constants, nothing runs. */
+        for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
+            ctosa_lower_constant c;
+            if (n->outputs[k][0] && ctosa_lower_result_constant(st->lowered, n->outputs[k], &c))
+                e = add_const(rt, n->outputs[k], c.onnx_dtype, c.rank, c.shape, c.data, c.nbytes);
+        }
+        ctosa_lower_result_free(st->lowered);
+        st->lowered = NULL;
+        rt->n_steps--; /* no step */
+        return e;
+    }
+    st->at_load = all_const;
     if (e) return ctosa_error_prefix(e, "%s", rt->path);
     if ((e = bind_step(rt, si, n))) return e;
     st->be = ctosa_backend_interpreter();
