@@ -32,7 +32,7 @@ __all__ = [
     "lower", "read", "run", "check", "Interpreter", "LowerResult", "Partition", "Fallback", "BoundaryTensor",
     "Violation", "CustomNode", "CustomInput", "Error", "UsageError", "SpecError", "FileError", "ParseError",
     "UnsupportedError", "LimitError", "OutOfMemoryError", "InvalidError", "InternalError",
-    "OPERATORS", "DTYPES", "pack_int4", "unpack_int4",
+    "OPERATORS", "DTYPES", "pack_int4", "unpack_int4", "Model", "ModelTensor", "verify", "VerifyResult",
 ]
 
 # ------------------------------------------------------------------ errors
@@ -568,3 +568,123 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
     r = LowerResult(c, (reg, tmp))
     r.output_dir = output_dir
     return r
+
+
+# ------------------------------------------------------- partitioned models
+
+ModelTensor = collections.namedtuple("ModelTensor", "name dtype shape scale zero_point")
+ModelTensor.__doc__ = """An input or output of a partitioned model: numpy dtype name, shape,
+and the report's scale / zero point (None when not quantized)."""
+
+# numpy dtypes of the runtime's dtype names (bfloat16: its bits)
+_RT_NP = {"bfloat16": "uint16"}
+
+
+class Model:
+    """A partitioned model run end to end (docs/runtime.md): the
+    <stem>.partitioned.onnx that `ctosa lower` (or lower(output_dir=...))
+    wrote, its .tosa partitions and report beside it. Partitions run on the
+    interpreter, CPU nodes on the host executor; a CPU node that no TOSA
+    graph can express raises UnsupportedError here, naming it.
+
+        m = ctosa.Model("out/model.partitioned.onnx")
+        y = m.run({"x": x})["y"]          # arrays with the model's ONNX types
+
+    Inputs are converted to the declared dtype when every value fits (uint8
+    inputs take uint8 arrays). The GIL is released while the model runs."""
+
+    def __init__(self, path, *, plugins=(), custom_ops=None, threads=0, max_memory=0,
+                 max_iterations=10_000_000, report=None):
+        self._reg = _registry(plugins, custom_ops)
+        self.path = os.fspath(path)
+        self._rt = _ctosa.Runtime(self.path, threads=threads, max_memory=max_memory,
+                                  max_iterations=max_iterations, custom_ops=self._reg,
+                                  report=None if report is None else os.fspath(report))
+
+    @staticmethod
+    def _tensors(lst):
+        return [ModelTensor(n, d, tuple(s), q[0] if q else None, q[1] if q else None) for n, d, s, q in lst]
+
+    @property
+    def inputs(self):
+        return self._tensors(self._rt.inputs)
+
+    @property
+    def outputs(self):
+        return self._tensors(self._rt.outputs)
+
+    @property
+    def steps(self):
+        """[(is_partition, name, op_type, tosa_ops)] in execution order."""
+        return self._rt.steps
+
+    def run(self, inputs):
+        """{input name: array} -> {output name: ndarray}."""
+        import numpy as np
+        declared = {t.name: t for t in self.inputs}
+        given = dict(inputs or {})
+        for name in given:
+            if name not in declared:
+                raise UsageError("'%s' is not an input of the model (inputs: %s)"
+                                 % (name, ", ".join(declared) or "none"))
+        missing = [n for n in declared if n not in given]
+        if missing:
+            raise UsageError("no value given for input(s) %s" % ", ".join(missing))
+        feed = []
+        for name, t in declared.items():
+            want = np.dtype(_RT_NP.get(t.dtype, t.dtype))
+            a = np.asarray(given[name])
+            if a.dtype != want:
+                c = a.astype(want)
+                if a.dtype.kind in "iub" and not np.array_equal(c.astype(a.dtype), a):
+                    raise UsageError("input '%s': values of %s do not fit %s" % (name, a.dtype, t.dtype))
+                if a.dtype.kind == "f" and want.kind != "f":
+                    raise UsageError("input '%s': expected %s, got %s" % (name, t.dtype, a.dtype))
+                a = c
+            feed.append((name, t.dtype, tuple(int(d) for d in a.shape), np.ascontiguousarray(a)))
+        out = self._rt.run(feed)
+        return {n: np.frombuffer(buf, dtype=_RT_NP.get(d, d)).reshape(shape) for n, d, shape, buf in out}
+
+    def __repr__(self):
+        return "<ctosa.Model %s: %d steps>" % (self.path, len(self.steps))
+
+
+VerifyResult = collections.namedtuple("VerifyResult", "passed outputs lowered model")
+VerifyResult.__doc__ = """passed: every compared output within tolerance; outputs: one dict per
+output (name, kind, count, max_abs, rel, within, top1, topk, rows, pass,
+why); lowered: the LowerResult; model: the Model that ran."""
+
+
+def verify(model, spec, inputs, expected, *, output_dir=None, rtol=1e-4, max_steps=3, step_fraction=0.99,
+           top_k=5, min_topk=1.0, plugins=(), custom_ops=None, threads=0):
+    """`ctosa verify` in Python: lowers model under spec (into output_dir,
+    a temporary folder when None), runs the partitioned model on inputs and
+    compares each output named in expected ({name: array}, e.g. ONNX
+    Runtime's results): float error relative to the output's magnitude
+    (rtol), quantized outputs in quantization steps (step_fraction of the
+    elements within max_steps), integers exactly, top-k agreement for
+    [N, C] outputs. Returns a VerifyResult; raises on bad input."""
+    import numpy as np
+    reg = _registry(plugins, custom_ops)
+    tmp = None
+    if output_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ctosa-verify-")
+        output_dir = tmp.name
+    stem = "model" if isinstance(model, (bytes, bytearray, memoryview)) else \
+        re.sub(r"\.onnx$", "", os.path.basename(os.fspath(model))) or "model"
+    res = lower(model, spec, custom_ops=reg, output_dir=output_dir, stem=stem)
+    m = Model(os.path.join(os.fspath(output_dir), stem + ".partitioned.onnx"), custom_ops=reg, threads=threads)
+    m._tmp = tmp  # the files live as long as the Model
+    outs = m.run(inputs)
+    info = {t.name: t for t in m.outputs}
+    results = []
+    for name, exp in expected.items():
+        if name not in outs:
+            raise UsageError("'%s' is not an output of the model (outputs: %s)" % (name, ", ".join(outs)))
+        a, t = np.ascontiguousarray(outs[name]), info[name]
+        x = np.ascontiguousarray(np.asarray(exp))
+        q = None if t.scale is None else (float(t.scale), int(t.zero_point))
+        results.append(_ctosa.verify_compare(name, t.dtype, a.shape, a, q, x.dtype.kind, x.dtype.itemsize,
+                                             x.dtype.name, x.shape, x, float(rtol), float(max_steps),
+                                             float(step_fraction), int(top_k), float(min_topk)))
+    return VerifyResult(all(r["pass"] for r in results), results, res, m)

@@ -618,6 +618,7 @@ static PyMethodDef methods[] = {
      "read(path_or_buffer, require_identifier=False) -> TosaGraph"},
     {"lower", (PyCFunction)(void (*)(void))cx_lower, METH_VARARGS | METH_KEYWORDS,
      "lower(path, spec, ...) -> LowerResult"},
+    {"verify_compare", cx_verify_compare, METH_VARARGS, "compare one output (ctosa_verify_compare) -> dict"},
     {"op_table", py_op_names, METH_NOARGS, "{op name: (value, attribute field names)}"},
     {"dtype_table", py_dtypes, METH_NOARGS, "{dtype: (value, bits, host numpy dtype, host size)}"},
     {NULL, NULL, 0, NULL},
@@ -630,7 +631,8 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_ctosa",
 PyMODINIT_FUNC PyInit__ctosa(void) {
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
-    if (cx_graph_types_ready(m) < 0 || cx_lower_types_ready(m) < 0 || PyType_Ready(&Interp_Type) < 0 ||
+    if (cx_graph_types_ready(m) < 0 || cx_lower_types_ready(m) < 0 || cx_runtime_types_ready(m) < 0 ||
+        PyType_Ready(&Interp_Type) < 0 ||
         PyModule_AddObject(m, "Interpreter", (Py_INCREF(&Interp_Type), (PyObject *)&Interp_Type)) < 0) {
         Py_DECREF(m);
         return NULL;
