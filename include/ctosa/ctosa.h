@@ -11,6 +11,7 @@
 #include "ctosa/common.h"
 #include "ctosa/graph.h"
 #include "ctosa/tosa_io.h"
+#include "ctosa/mlir.h"
 #include "ctosa/spec.h"
 #include "ctosa/onnx.h"
 #include "ctosa/interp.h"

@@ -1,4 +1,4 @@
-/* cmd_dump.c - `ctosa dump MODEL.tosa [--format json|text|dot]`: prints a graph.
+/* cmd_dump.c - `ctosa dump MODEL.tosa [--format json|text|dot|mlir]`: prints a graph.
  *
  * The JSON form is the stable, machine-readable one (documented in
  * docs/cli.md): every region, block, operator (with all attributes of its
@@ -6,7 +6,9 @@
  * count, element count and the first DUMP_VALUES values decoded per dtype
  * ("truncated" says whether there are more). The dot form is a Graphviz
  * digraph: one cluster per region and block, operators as nodes, tensors as
- * edges, constant operands counted in the operator's label.
+ * edges, constant operands counted in the operator's label. The mlir form
+ * is the upstream MLIR `tosa` dialect (ctosa/mlir.h, docs/mlir.md),
+ * streamed; --input NAME=FILE adds @ctosa_run calling @main on those values.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -642,22 +644,103 @@ static void dump_dot(strbuf *b, const ctosa_graph *g, const char *path) {
 }
 
 static void help(void) {
-    printf("usage: ctosa dump MODEL.tosa [--format json|text|dot] [--require-identifier]\n\n"
+    printf("usage: ctosa dump MODEL.tosa [--format json|text|dot|mlir] [--require-identifier]\n"
+           "                  [--input NAME=FILE]... [-o FILE]\n\n"
            "Prints a TOSA flatbuffer: version, regions, blocks, operators with attributes,\n"
            "tensors with shapes and types, constant data summarised (first %d values).\n"
            "The file is verified completely first; a malformed file is an error (exit 2)\n"
            "naming the byte offset.\n\n"
            "options:\n"
-           "  --format FMT            text (default), json (stable, machine-readable) or dot\n"
+           "  --format FMT            text (default), json (stable, machine-readable), dot\n"
            "                          (Graphviz: 'ctosa dump m.tosa --format dot | dot -Tsvg -o m.svg')\n"
+           "                          or mlir (the upstream MLIR tosa dialect, constants exact;\n"
+           "                          see docs/mlir.md for mlir-opt validation and execution)\n"
            "  --json                  same as --format json\n"
+           "  --input NAME=FILE       mlir: value of graph input NAME (.npy or .pb); with every\n"
+           "                          input given, adds func.func @ctosa_run that calls @main on\n"
+           "                          them and prints the outputs (for 'mlir-runner -e ctosa_run')\n"
+           "  -o, --output FILE       write to FILE (atomically) instead of stdout\n"
            "  --require-identifier    reject files without the \"TOSA\" file identifier\n"
            "  -h, --help              this help\n",
            DUMP_VALUES);
 }
 
-int cmd_dump(int argc, char **argv) {
-    const char *path = NULL, *format = "text";
+/* ------------------------------------------------------------------ MLIR */
+
+typedef struct dump_input {
+    const char *name, *file;
+} dump_input;
+
+/* Reads the --input files as values of the main block's inputs. */
+static ctosa_error *mlir_inputs(const ctosa_graph *g, const dump_input *in, uint32_t n,
+                                ctosa_mlir_input *out, ctosa_tensor_file *files, void **host) {
+    const ctosa_region *r = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
+    const ctosa_block *blk = r && r->n_blocks ? r->blocks[0] : NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        bool is_input = false;
+        for (uint32_t k = 0; blk && k < blk->n_inputs && !is_input; k++)
+            is_input = strcmp(blk->inputs[k], in[i].name) == 0;
+        const ctosa_tensor *t = is_input ? ctosa_block_find_tensor(g, blk, in[i].name) : NULL;
+        if (!t) return ctosa_error_new(CTOSA_ERR_USAGE, "--input %s: not a graph input", in[i].name);
+        ctosa_error *e = ctosa_tensor_file_read(in[i].file, &files[i]);
+        if (e) return ctosa_error_prefix(e, "input '%s'", in[i].name);
+        bool same = files[i].rank == t->rank;
+        for (uint32_t d = 0; same && d < t->rank; d++) same = files[i].shape[d] == t->shape[d];
+        if (!same)
+            return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': %s has another shape than the "
+                                   "graph input", in[i].name, in[i].file);
+        char what[512];
+        snprintf(what, sizeof what, "input '%s' (%s)", in[i].name, in[i].file);
+        uint64_t size = 0;
+        if ((e = ctosa_tensor_file_to_host(&files[i], t->dtype, what, &host[i], &size))) return e;
+        out[i].name = in[i].name;
+        out[i].dtype = t->dtype;
+        out[i].rank = files[i].rank;
+        out[i].shape = files[i].shape;
+        out[i].data = host[i];
+        out[i].size = size;
+    }
+    return NULL;
+}
+
+static ctosa_error *stdout_sink(void *user, const char *text, size_t n) {
+    (void)user;
+    if (fwrite(text, 1, n, stdout) != n)
+        return ctosa_error_new(CTOSA_ERR_IO, "writing to stdout failed");
+    return NULL;
+}
+
+static ctosa_error *dump_mlir(const ctosa_graph *g, const char *path, const dump_input *in,
+                              uint32_t n_in, const char *out_path) {
+    ctosa_mlir_input *vals = calloc(n_in ? n_in : 1, sizeof *vals);
+    ctosa_tensor_file *files = calloc(n_in ? n_in : 1, sizeof *files);
+    void **host = calloc(n_in ? n_in : 1, sizeof *host);
+    ctosa_error *e = vals && files && host ? mlir_inputs(g, in, n_in, vals, files, host)
+                                           : ctosa_error_nomem();
+    if (!e) {
+        ctosa_mlir_options opt;
+        ctosa_mlir_options_init(&opt);
+        opt.source_name = path;
+        opt.inputs = vals;
+        opt.n_inputs = n_in;
+        if (out_path) e = ctosa_mlir_write_file(g, out_path, &opt);
+        else if (!(e = ctosa_mlir_write(g, &opt, stdout_sink, NULL)) && fflush(stdout) != 0)
+            e = ctosa_error_new(CTOSA_ERR_IO, "writing to stdout failed");
+    }
+    for (uint32_t i = 0; i < n_in && files && host; i++) {
+        ctosa_tensor_file_free(&files[i]);
+        free(host[i]);
+    }
+    free(vals);
+    free(files);
+    free(host);
+    return e;
+}
+
+/* The command with ins (room for argc --input bindings) owned by the caller. */
+static int dump_cmd(int argc, char **argv, dump_input *ins) {
+    const char *path = NULL, *format = "text", *out_path = NULL;
+    uint32_t n_ins = 0;
     ctosa_read_options opt;
     ctosa_read_options_init(&opt);
     for (int i = 1; i < argc; i++) {
@@ -669,7 +752,21 @@ int cmd_dump(int argc, char **argv) {
         } else if ((val = cli_flag_value(argc, argv, &i, "--format", NULL, &missing))) {
             format = val;
         } else if (missing) {
-            return cli_usage("dump", "--format needs a value (json, text or dot)");
+            return cli_usage("dump", "--format needs a value (json, text, dot or mlir)");
+        } else if ((val = cli_flag_value(argc, argv, &i, "--input", NULL, &missing))) {
+            const char *eq = strchr(val, '=');
+            if (!eq || eq == val || !eq[1])
+                return cli_usage("dump", "--input expects NAME=FILE, got '%s'", val);
+            /* NAME is cut at '=' in place: argv strings are writable */
+            ((char *)eq)[0] = '\0';
+            ins[n_ins].name = val;
+            ins[n_ins++].file = eq + 1;
+        } else if (missing && strcmp(argv[i], "--input") == 0) {
+            return cli_usage("dump", "--input needs NAME=FILE");
+        } else if ((val = cli_flag_value(argc, argv, &i, "-o", "--output", &missing))) {
+            out_path = val;
+        } else if (missing) {
+            return cli_usage("dump", "%s needs a file name", argv[i]);
         } else if (strcmp(argv[i], "--json") == 0) {
             format = "json";
         } else if (strcmp(argv[i], "--require-identifier") == 0) {
@@ -684,11 +781,18 @@ int cmd_dump(int argc, char **argv) {
     }
     if (!path) return cli_usage("dump", "no model given");
     bool json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0;
-    if (!json && !dot && strcmp(format, "text") != 0)
-        return cli_usage("dump", "unknown format '%s' (expected json, text or dot)", format);
+    bool mlir = strcmp(format, "mlir") == 0;
+    if (!json && !dot && !mlir && strcmp(format, "text") != 0)
+        return cli_usage("dump", "unknown format '%s' (expected json, text, dot or mlir)", format);
+    if (n_ins && !mlir) return cli_usage("dump", "--input is only for --format mlir");
     ctosa_graph *g;
     ctosa_error *e = ctosa_read_file(path, &opt, &g);
     if (e) return cli_fail("dump", e);
+    if (mlir) {
+        e = dump_mlir(g, path, ins, n_ins, out_path);
+        ctosa_graph_free(g);
+        return e ? cli_fail("dump", e) : 0;
+    }
     strbuf b;
     sb_init(&b);
     if (json) dump_json(&b, g, path);
@@ -699,9 +803,22 @@ int cmd_dump(int argc, char **argv) {
         sb_free(&b);
         return cli_fail("dump", ctosa_error_nomem());
     }
+    if (out_path) {
+        e = write_whole_file(out_path, b.s ? b.s : "", b.len);
+        sb_free(&b);
+        return e ? cli_fail("dump", e) : 0;
+    }
     size_t w = b.len ? fwrite(b.s, 1, b.len, stdout) : 0;
     bool ok = w == b.len && fflush(stdout) == 0;
     sb_free(&b);
     if (!ok) return cli_fail("dump", ctosa_error_new(CTOSA_ERR_IO, "writing to stdout failed"));
     return 0;
+}
+
+int cmd_dump(int argc, char **argv) {
+    dump_input *ins = calloc((size_t)argc + 1, sizeof *ins);
+    if (!ins) return cli_fail("dump", ctosa_error_nomem());
+    int rc = dump_cmd(argc, argv, ins);
+    free(ins);
+    return rc;
 }
