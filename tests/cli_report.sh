@@ -164,7 +164,7 @@ print(sum(1 for r in d["regions"] for b in r["blocks"] for o in b["operators"] i
 else
     dot_ok "$tmp/cnn.dot"
 fi
-expect_fail "dump unknown format" "unknown format 'svg' \(expected json, text or dot\)" "$ctosa" dump "$part" --format svg
+expect_fail "dump unknown format" "unknown format 'svg' \(expected json, text, dot or mlir\)" "$ctosa" dump "$part" --format svg
 
 lstm=$src/../shared/reference/tosa/examples/test_lstm_stateful_13x21x3_f32/flatbuffer-tflite/test_lstm_stateful_13x21x3_f32.tosa
 if [ -f "$lstm" ]; then

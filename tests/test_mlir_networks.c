@@ -7,26 +7,31 @@
  * integer outputs exactly and its float outputs within 1e-4 of the
  * output's magnitude. Inputs are deterministic random values (partitions
  * after the first take intermediate tensors). Skips (77) without
- * mlir-22-tools. */
+ * mlir-22-tools.
+ *
+ * The default suite checks one network of each kind (float, quantized,
+ * int64: `always`); CTOSA_LONG_TESTS=1 checks them all (about 30 s of CPU
+ * per network for mlir-opt and the JIT). */
 #include "harness.h"
 #include "mlir_testutil.h"
 
 typedef struct net {
     const char *model, *spec;
     int64_t int_range; /* integer inputs drawn from [0, r] (token ids): 0 = full range */
+    bool always;       /* also in the default suite */
 } net;
 
 static const net NETS[] = {
-    {"examples/models/small_cnn.onnx", "TOSA-1.0+FP", 0},
+    {"examples/models/small_cnn.onnx", "TOSA-1.0+FP", 0, true},
     {"tests/models/mobilenet_v2_x0_25_op13/model.onnx", "TOSA-1.0+FP", 0},
     {"tests/models/transformer_encoder_op13/model.onnx", "TOSA-1.0+FP", 0},
     {"tests/models/transformer_encoder_op17/model.onnx", "TOSA-1.0+FP", 0},
-    {"tests/models/mobilenet_v2_x0_25_qnnpack/model.onnx", "TOSA-1.0+INT", 0},
+    {"tests/models/mobilenet_v2_x0_25_qnnpack/model.onnx", "TOSA-1.0+INT", 0, true},
     {"tests/models/mobilenet_v2_x0_25_onednn/model.onnx", "TOSA-1.0+INT", 0},
     {"tests/models/mobilenet_v2_x0_25_qnnpack/model.onnx", "TOSA-1.0+FP+INT", 0},
     {"tests/models/llm_tiny_fp32/model.onnx", "TOSA-1.0+FP", 0},
     {"tests/models/llm_tiny_int8/model.onnx", "TOSA-1.0+FP+INT", 0},
-    {"tests/models/llm_tiny_fp32/model.onnx", "TOSA-1.1+FP+INT+int64", 15},
+    {"tests/models/llm_tiny_fp32/model.onnx", "TOSA-1.1+FP+INT+int64", 15, true},
     {"tests/models/llm_tiny_int8/model.onnx", "TOSA-1.1+FP+INT+int64", 15},
 };
 
@@ -80,7 +85,11 @@ static void check_partition(const ctosa_lower_partition *p, const ctosa_spec *sp
 }
 
 static void test_networks(void) {
+    const char *lt = getenv("CTOSA_LONG_TESTS");
+    bool all = lt && lt[0] == '1';
+    if (!all) printf("  (one network per kind; CTOSA_LONG_TESTS=1 checks all %zu)\n", sizeof NETS / sizeof NETS[0]);
     for (size_t i = 0; i < sizeof NETS / sizeof NETS[0]; i++) {
+        if (!all && !NETS[i].always) continue;
         char model[4096];
         snprintf(model, sizeof model, "%s/%s", CTOSA_SOURCE_DIR, NETS[i].model);
         ctosa_spec spec;

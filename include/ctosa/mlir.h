@@ -22,7 +22,7 @@
  * its block, NODE the operator's location text (the ONNX node it was
  * lowered from) when it has one.
  *
- * With inputs (n_inputs > 0) a second function is added:
+ * With run set (or inputs given) a second function is added:
  *
  *     func.func @ctosa_run()   // calls @main on the inputs as constants
  *
@@ -64,8 +64,9 @@ typedef struct ctosa_mlir_input {
 
 typedef struct ctosa_mlir_options {
     const char *source_name;        /* file named in loc(...); NULL: "graph.tosa" */
-    const ctosa_mlir_input *inputs; /* n_inputs > 0 adds @ctosa_run; every */
-    uint32_t n_inputs;              /* main input must then be given */
+    bool run;                       /* add @ctosa_run (also implied by n_inputs > 0) */
+    const ctosa_mlir_input *inputs; /* values for @ctosa_run: every main input */
+    uint32_t n_inputs;              /* must then be given */
 } ctosa_mlir_options;
 
 void ctosa_mlir_options_init(ctosa_mlir_options *opt);

@@ -645,7 +645,7 @@ static void dump_dot(strbuf *b, const ctosa_graph *g, const char *path) {
 
 static void help(void) {
     printf("usage: ctosa dump MODEL.tosa [--format json|text|dot|mlir] [--require-identifier]\n"
-           "                  [--input NAME=FILE]... [-o FILE]\n\n"
+           "                  [--input NAME=FILE]... [--run] [-o FILE]\n\n"
            "Prints a TOSA flatbuffer: version, regions, blocks, operators with attributes,\n"
            "tensors with shapes and types, constant data summarised (first %d values).\n"
            "The file is verified completely first; a malformed file is an error (exit 2)\n"
@@ -659,6 +659,7 @@ static void help(void) {
            "  --input NAME=FILE       mlir: value of graph input NAME (.npy or .pb); with every\n"
            "                          input given, adds func.func @ctosa_run that calls @main on\n"
            "                          them and prints the outputs (for 'mlir-runner -e ctosa_run')\n"
+           "  --run                   mlir: add @ctosa_run also for a graph without inputs\n"
            "  -o, --output FILE       write to FILE (atomically) instead of stdout\n"
            "  --require-identifier    reject files without the \"TOSA\" file identifier\n"
            "  -h, --help              this help\n",
@@ -711,7 +712,7 @@ static ctosa_error *stdout_sink(void *user, const char *text, size_t n) {
 }
 
 static ctosa_error *dump_mlir(const ctosa_graph *g, const char *path, const dump_input *in,
-                              uint32_t n_in, const char *out_path) {
+                              uint32_t n_in, bool run, const char *out_path) {
     ctosa_mlir_input *vals = calloc(n_in ? n_in : 1, sizeof *vals);
     ctosa_tensor_file *files = calloc(n_in ? n_in : 1, sizeof *files);
     void **host = calloc(n_in ? n_in : 1, sizeof *host);
@@ -721,6 +722,7 @@ static ctosa_error *dump_mlir(const ctosa_graph *g, const char *path, const dump
         ctosa_mlir_options opt;
         ctosa_mlir_options_init(&opt);
         opt.source_name = path;
+        opt.run = run;
         opt.inputs = vals;
         opt.n_inputs = n_in;
         if (out_path) e = ctosa_mlir_write_file(g, out_path, &opt);
@@ -741,6 +743,7 @@ static ctosa_error *dump_mlir(const ctosa_graph *g, const char *path, const dump
 static int dump_cmd(int argc, char **argv, dump_input *ins) {
     const char *path = NULL, *format = "text", *out_path = NULL;
     uint32_t n_ins = 0;
+    bool run = false;
     ctosa_read_options opt;
     ctosa_read_options_init(&opt);
     for (int i = 1; i < argc; i++) {
@@ -769,6 +772,8 @@ static int dump_cmd(int argc, char **argv, dump_input *ins) {
             return cli_usage("dump", "%s needs a file name", argv[i]);
         } else if (strcmp(argv[i], "--json") == 0) {
             format = "json";
+        } else if (strcmp(argv[i], "--run") == 0) {
+            run = true;
         } else if (strcmp(argv[i], "--require-identifier") == 0) {
             opt.require_identifier = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -784,12 +789,12 @@ static int dump_cmd(int argc, char **argv, dump_input *ins) {
     bool mlir = strcmp(format, "mlir") == 0;
     if (!json && !dot && !mlir && strcmp(format, "text") != 0)
         return cli_usage("dump", "unknown format '%s' (expected json, text, dot or mlir)", format);
-    if (n_ins && !mlir) return cli_usage("dump", "--input is only for --format mlir");
+    if ((n_ins || run) && !mlir) return cli_usage("dump", "--input and --run are only for --format mlir");
     ctosa_graph *g;
     ctosa_error *e = ctosa_read_file(path, &opt, &g);
     if (e) return cli_fail("dump", e);
     if (mlir) {
-        e = dump_mlir(g, path, ins, n_ins, out_path);
+        e = dump_mlir(g, path, ins, n_ins, run, out_path);
         ctosa_graph_free(g);
         return e ? cli_fail("dump", e) : 0;
     }

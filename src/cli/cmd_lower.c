@@ -32,6 +32,8 @@ static void help(void) {
            "  --shape NAME=D0xD1x...    static shape for a graph input with symbolic dimensions\n"
            "  --stem NAME               output file name stem (default: the model's name)\n"
            "  --strict                  exit 1 if any node falls back to the CPU\n"
+           "  --emit mlir               also write <stem>.part<N>.mlir beside each .tosa: the\n"
+           "                            partition as upstream MLIR tosa dialect (docs/mlir.md)\n"
            "  --report-json FILE        also write the report to FILE\n"
            "  --html[=FILE]             also write the report as a self-contained HTML page,\n"
            "                            by default <stem>.report.html (docs/report.md)\n"
@@ -120,6 +122,24 @@ static void print_summary(const ctosa_lower_summary *s, const char *dir) {
     free(done);
 }
 
+/* --emit mlir: <dir>/<stem>.part<N>.mlir beside each partition's .tosa. */
+static ctosa_error *write_mlir(const ctosa_lower_summary *s, const char *dir) {
+    for (uint32_t i = 0; i < s->n_partitions; i++) {
+        const ctosa_lower_partition *p = &s->partitions[i];
+        size_t n = strlen(p->file);
+        if (n > 5 && strcmp(p->file + n - 5, ".tosa") == 0) n -= 5;
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s/%.*s.mlir", dir, (int)n, p->file) >= sizeof path)
+            return ctosa_error_new(CTOSA_ERR_USAGE, "%s/%s: path too long", dir, p->file);
+        ctosa_mlir_options o;
+        ctosa_mlir_options_init(&o);
+        o.source_name = p->file;
+        ctosa_error *e = ctosa_mlir_write_file(p->graph, path, &o);
+        if (e) return e;
+    }
+    return NULL;
+}
+
 /* --html: the report as a page, at FILE or <dir>/<stem>.report.html (the
  * stem as ctosa_lower_file chooses it: --stem, else the model's name). */
 static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, const char *dir, const char *stem,
@@ -148,7 +168,7 @@ static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, c
 
 int cmd_lower(int argc, char **argv) {
     const char *model = NULL, *spec_s = NULL, *target = NULL, *dir = "output", *report = NULL, *stem = NULL;
-    bool strict = false, quiet = false, want_html = false;
+    bool strict = false, quiet = false, want_html = false, emit_mlir = false;
     const char *html = NULL; /* --html=FILE */
     uint64_t max_memory = 0; /* 0 = CTOSA_LOWER_DEFAULT_MAX_MEMORY */
     int requant = CTOSA_REQUANT_RESCALE;
@@ -172,6 +192,14 @@ int cmd_lower(int argc, char **argv) {
             goto out;
         }
         if (strcmp(a, "--strict") == 0) { strict = true; continue; }
+        if ((v = cli_flag_value(argc, argv, &i, "--emit", NULL, &missing))) {
+            if (strcmp(v, "mlir") != 0) {
+                rc = cli_usage(CMD, "--emit expects 'mlir', got '%s'", v);
+                goto out;
+            }
+            emit_mlir = true;
+            continue;
+        }
         if (strcmp(a, "--html") == 0) { want_html = true; continue; }
         if (strncmp(a, "--html=", 7) == 0) {
             if (!a[7]) {
@@ -301,6 +329,10 @@ int cmd_lower(int argc, char **argv) {
     }
     const ctosa_lower_summary *s = ctosa_lower_result_summary(res);
     if (report && (e = write_whole_file(report, s->report_json, strlen(s->report_json)))) {
+        rc = cli_fail(CMD, e);
+        goto out;
+    }
+    if (emit_mlir && (e = write_mlir(s, dir))) {
         rc = cli_fail(CMD, e);
         goto out;
     }

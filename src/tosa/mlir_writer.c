@@ -485,6 +485,7 @@ static void mw_attrs(mw *w, const ctosa_op *op, const ctosa_tensor *in0) {
         case CTOSA_FIELD_ENUM: {
             const char *nm = ctosa_enum_value_name(f[i].enum_type, ev);
             const char *mn = mw_enum_attr(f[i].enum_type);
+            if (nm && strcmp(nm, "NEAREST") == 0) nm = "NEAREST_NEIGHBOR"; /* MLIR's spelling */
             if (!nm || !mn) {
                 mw_fail(w, CTOSA_ERR_FORMAT, "%s: %s value %u is not a %s", ctosa_op_name(op->kind),
                         f[i].name, ev, f[i].enum_type);
@@ -896,7 +897,7 @@ ctosa_error *ctosa_mlir_write(const ctosa_graph *g, const ctosa_mlir_options *op
     sb_puts(&w.b, ", written by ctosa\nmodule {\n");
     mw_variables(&w);
     if (!w.err) mw_main(&w, main_r->blocks[0]);
-    if (!w.err && opt->n_inputs) mw_run(&w, main_r->blocks[0]);
+    if (!w.err && (opt->run || opt->n_inputs)) mw_run(&w, main_r->blocks[0]);
     if (!w.err) sb_puts(&w.b, "}\n");
     mw_flush(&w);
     ctosa_error *e = w.err;

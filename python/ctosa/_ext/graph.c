@@ -315,6 +315,52 @@ static PyObject *graph_write(GraphObject *go, PyObject *args, PyObject *kw) {
     return r;
 }
 
+/* to_mlir(source_name=None) -> str: the graph as upstream MLIR tosa text. */
+static PyObject *graph_to_mlir(GraphObject *go, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"source_name", NULL};
+    const char *src = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|z", kwlist, &src)) return NULL;
+    GraphObject *g2;
+    if (cx_graph_check((PyObject *)go, &g2) < 0) return NULL;
+    ctosa_mlir_options opt;
+    ctosa_mlir_options_init(&opt);
+    opt.source_name = src;
+    char *text = NULL;
+    size_t len = 0;
+    PyThreadState *ts = cx_graph_begin(go);
+    ctosa_error *e = ctosa_mlir_write_memory(go->g, &opt, &text, &len);
+    cx_graph_end(go, ts);
+    if (e) return cx_raise(e, NULL);
+    PyObject *r = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "strict");
+    free(text);
+    return r;
+}
+
+/* write_mlir(path, source_name=None): the same into a file, streamed and
+ * atomically. */
+static PyObject *graph_write_mlir(GraphObject *go, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"path", "source_name", NULL};
+    PyObject *pathb = NULL;
+    const char *src = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|z", kwlist, PyUnicode_FSConverter, &pathb, &src))
+        return NULL;
+    GraphObject *g2;
+    if (cx_graph_check((PyObject *)go, &g2) < 0) {
+        Py_DECREF(pathb);
+        return NULL;
+    }
+    ctosa_mlir_options opt;
+    ctosa_mlir_options_init(&opt);
+    opt.source_name = src;
+    const char *path = PyBytes_AS_STRING(pathb);
+    PyThreadState *ts = cx_graph_begin(go);
+    ctosa_error *e = ctosa_mlir_write_file(go->g, path, &opt);
+    cx_graph_end(go, ts);
+    PyObject *r = e ? cx_raise(e, path) : (Py_INCREF(Py_None), Py_None);
+    Py_DECREF(pathb);
+    return r;
+}
+
 static PyObject *graph_set_software_version(GraphObject *go, PyObject *args) {
     int ma, mi, mc;
     const char *mod = NULL;
@@ -340,6 +386,11 @@ static PyMethodDef graph_methods[] = {
      "serialize(layout='auto', alignment=0, copy=True) -> bytes (memoryview when copy=False)"},
     {"write", (PyCFunction)(void (*)(void))graph_write, METH_VARARGS | METH_KEYWORDS,
      "write(path, layout='auto', alignment=0): atomic write (temporary name + rename)"},
+    {"to_mlir", (PyCFunction)(void (*)(void))graph_to_mlir, METH_VARARGS | METH_KEYWORDS,
+     "to_mlir(source_name=None) -> str: the graph as upstream MLIR tosa dialect text "
+     "(docs/mlir.md)"},
+    {"write_mlir", (PyCFunction)(void (*)(void))graph_write_mlir, METH_VARARGS | METH_KEYWORDS,
+     "write_mlir(path, source_name=None): the MLIR text into path (streamed, atomically)"},
     {"set_software_version", (PyCFunction)graph_set_software_version, METH_VARARGS,
      "set_software_version(major, minor, micro, modifier=None) (written for 1.1 graphs)"},
     {"set_version", (PyCFunction)graph_set_version, METH_O, "set_version('1.0' | '1.1' | tuple)"},
