@@ -32,12 +32,14 @@
  * tensors, bufferization, loops, LLVM. tosa-to-arith with
  * include-apply-rescale lowers the tosa.apply_scale that RESCALE becomes. */
 #define MT_PIPELINE                                                                             \
-    "builtin.module(func.func(tosa-optional-decompositions,tosa-infer-shapes,"                  \
+    "builtin.module(tosa-to-mlprogram,func.func(tosa-optional-decompositions,tosa-infer-shapes," \
     "tosa-make-broadcastable,tosa-to-scf,tosa-to-linalg-named,tosa-to-linalg,"                  \
     "tosa-to-arith{include-apply-rescale=true},tosa-to-tensor,convert-elementwise-to-linalg),"  \
-    "tosa-to-mlprogram,canonicalize,one-shot-bufferize{bufferize-function-boundaries},"         \
+    "canonicalize,"                                                                            \
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops},"        \
     "buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-linalg-to-loops,"     \
-    "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-math-to-libm,convert-to-llvm," \
+    "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-math-to-llvm,"               \
+    "convert-math-to-libm,convert-to-llvm,"                                                    \
     "reconcile-unrealized-casts)"
 
 #define MT_MAX_IO 256 /* inputs / outputs of one graph under test */
@@ -90,6 +92,9 @@ static inline void mt_target_args(const ctosa_spec *spec, char *buf, size_t cap)
         if (!(spec->extensions & ((uint64_t)1 << e))) continue;
         const char *tok = ctosa_ext_token((ctosa_ext)e);
         if (!tok) continue;
+        /* ctosa's short tokens; MLIR spells these two out */
+        if (!strcmp(tok, "cf")) tok = "controlflow";
+        else if (!strcmp(tok, "var")) tok = "variable";
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, tok);
         sep = ",";
     }

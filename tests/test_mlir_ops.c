@@ -23,6 +23,9 @@
 enum { G_FP, G_INT, G_FFT, G_COUNT };
 static const char *const GROUP_SPEC[G_COUNT] = {"TOSA-1.0+FP", "TOSA-1.0+INT+int16+doubleround",
                                                 "TOSA-1.0+FP+fft"};
+/* The wrong spec of each group: the other profile, or no EXT-FFT. */
+static const char *const GROUP_WRONG[G_COUNT] = {"TOSA-1.0+INT+int16+doubleround", "TOSA-1.0+FP",
+                                                 "TOSA-1.0+FP"};
 
 /* Signature: operands then "->" and results, space separated.
  *   f32[2,3]            a graph input (random values; <lo,hi> narrows them)
@@ -124,7 +127,7 @@ static const opcase CASES[] = {
      {.out_pad = V(0, 0, 0, 0), .stride = V(1, 1), .acc_type = CTOSA_DTYPE_INT32}, NULL},
     {CTOSA_OP_CLAMP, G_INT, "i8[2,3] -> i8[2,3]", {.min_val = I8B(-5), .max_val = I8B(5), .nan_mode = P}, NULL},
     {CTOSA_OP_CLAMP, G_INT, "i16[2,3] -> i16[2,3]", {.min_val = I16B(-300), .max_val = I16B(900), .nan_mode = P}, NULL},
-    {CTOSA_OP_ADD, G_INT, "i32[2,3] i32[2,3] -> i32[2,3]", {0}, NULL},
+    {CTOSA_OP_ADD, G_INT, "i32[2,3]<-1000000000,1000000000> i32[2,3]<-1000000000,1000000000> -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, G_INT, "i32[2,3] i32[2,3]<0,31> -> i32[2,3]", {.round = true}, NULL},
     {CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, G_INT, "i8[2,3] i8[2,3]<0,7> -> i8[2,3]", {.round = false}, NULL},
     {CTOSA_OP_BITWISE_AND, G_INT, "i32[2,3] i32[2,3] -> i32[2,3]", {0}, NULL},
@@ -141,7 +144,7 @@ static const opcase CASES[] = {
     {CTOSA_OP_MUL, G_INT, "i32[2,3]<-30000,30000> i32[2,3]<-30000,30000> i8[1]{0} -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_MUL, G_INT, "i32[2,3]<-30000,30000> i32[2,3]<-30000,30000> i8[1]{9} -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_MUL, G_INT, "i8[2,3] i8[2,3] i8[1]{0} -> i32[2,3]", {0}, NULL},
-    {CTOSA_OP_SUB, G_INT, "i32[2,3] i32[2,3] -> i32[2,3]", {0}, NULL},
+    {CTOSA_OP_SUB, G_INT, "i32[2,3]<-1000000000,1000000000> i32[2,3]<-1000000000,1000000000> -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_TABLE, G_INT, "i8[2,3] i8[256]{?} -> i8[2,3]", {0}, NULL},
     {CTOSA_OP_TABLE, G_INT, "i16[2,3] i16[513]<-1000,1000>{?} -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_ABS, G_INT, "i32[2,3]<-1000000,1000000> -> i32[2,3]", {0}, NULL},
@@ -411,6 +414,7 @@ static void batch_free(batch *bt) {
 /* ----------------------------------------------------------- checking */
 
 static uint32_t g_rejected_other;
+static bool g_covered[CTOSA_OP_COUNT]; /* operators with a passing round trip */
 
 /* Under the other profile ctosa's validator and mlir-opt must agree: an
  * operator type in both profiles (int32 ADD, bool logic, ...) is accepted
@@ -441,8 +445,7 @@ static result check(const uint32_t *cases, uint32_t n, int group, char *why, siz
     result r = RS_OK;
     ctosa_spec spec, wrong;
     ctosa_spec_parse(GROUP_SPEC[group], &spec);
-    wrong = spec;
-    wrong.profiles = spec.profiles & CTOSA_PRO_FP ? CTOSA_PRO_INT : CTOSA_PRO_FP;
+    ctosa_spec_parse(GROUP_WRONG[group], &wrong);
     if (!e) e = ctosa_validate(bt.g, &spec, NULL);
     if (!e) e = mt_write(&bt.c, path, false);
     if (e) {
@@ -493,7 +496,11 @@ static void test_operators(void) {
         result r = check(run, n_run, gi, why, sizeof why);
         printf("  %-22s %3u cases in one graph: %s\n", GROUP_SPEC[gi], n_run,
                r == RS_OK ? "valid, other profile rejected, outputs match" : why);
-        for (uint32_t k = 0; k < n_run; k++) seen[CASES[run[k]].op] = true;
+        for (uint32_t k = 0; k < n_run; k++) {
+            seen[CASES[run[k]].op] = true;
+            if (strstr(CASES[run[k]].sig, "shape{")) seen[CTOSA_OP_CONST_SHAPE] = true;
+            if (strstr(CASES[run[k]].sig, "}")) seen[CTOSA_OP_CONST] = true;
+        }
         if (r != RS_OK) bisect(run, n_run, gi);
         /* The known gaps: they parse and validate, the pipeline still fails. */
         for (uint32_t i = 0; i < N_CASES; i++) {
@@ -506,14 +513,228 @@ static void test_operators(void) {
             gap_op[CASES[i].op] = true;
         }
     }
-    uint32_t n_ops = 0;
-    for (int k = 1; k < CTOSA_OP_COUNT; k++) n_ops += seen[k] || gap_op[k];
-    printf("  %u operators covered; %u graphs rejected under the other profile by both ctosa and "
-           "mlir-opt\n", n_ops, g_rejected_other);
+    uint32_t n_ops = 0, n_10 = 0, n_gap = 0;
+    char missing[1024] = "";
+    for (int k = 1; k < CTOSA_OP_COUNT; k++) {
+        bool v10 = ctosa_op_valid_in((ctosa_op_kind)k, CTOSA_VERSION_1_0);
+        bool cov = seen[k] || gap_op[k] || g_covered[k];
+        n_10 += v10;
+        n_ops += v10 && cov;
+        n_gap += v10 && gap_op[k];
+        if (v10 && !cov) snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s",
+                                  ctosa_op_name((ctosa_op_kind)k));
+    }
+    CHECK_MSG(!missing[0], "TOSA 1.0 operators without a round trip:%s", missing);
+    printf("  %u of %u TOSA 1.0 operators have a round trip (%u of them LLVM 22 gaps); %u graphs "
+           "rejected under the wrong spec by both ctosa and mlir-opt\n", n_ops, n_10,
+           n_gap, g_rejected_other);
+}
+
+/* ------------------------------------------- regions, variables, custom */
+
+static ctosa_tensor *add_t(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype dt,
+                           uint32_t rank, const int32_t *shape) {
+    ctosa_tensor *t = NULL;
+    CHECK_OK(ctosa_block_add_tensor(g, b, name, dt, rank, shape, &t));
+    return t;
+}
+
+static void add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind k, uint32_t n_in, const char **in,
+                   uint32_t n_out, const char **out, const ctosa_attr *a) {
+    CHECK_OK(ctosa_block_add_op(g, b, k, n_in, in, n_out, out, a, NULL));
+}
+
+static void add_const(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype dt, uint32_t rank,
+                      const int32_t *shape, const void *data, uint64_t size) {
+    ctosa_tensor *t = add_t(g, b, name, dt, rank, shape);
+    if (t) CHECK_OK(ctosa_tensor_set_data(g, t, data, size, true));
+    const char *o[1] = {name};
+    add_op(g, b, CTOSA_OP_CONST, 0, NULL, 1, o, NULL);
+}
+
+/* COND_IF (then: ABS, else: EXP) and WHILE_LOOP (i < 3: acc = acc * 2)
+ * with their bodies as regions. */
+static ctosa_graph *control_flow_graph(void) {
+    ctosa_graph *g = NULL;
+    ctosa_region *r;
+    ctosa_block *m, *b;
+    int32_t s23[2] = {2, 3};
+    CHECK_OK(ctosa_graph_create(CTOSA_VERSION_1_0, &g));
+    CHECK_OK(ctosa_graph_add_region(g, "main", &r));
+    CHECK_OK(ctosa_region_add_block(g, r, "main", &m));
+    add_t(g, m, "c", CTOSA_DTYPE_BOOL, 0, NULL);
+    add_t(g, m, "x", CTOSA_DTYPE_FP32, 2, s23);
+    add_t(g, m, "y", CTOSA_DTYPE_FP32, 2, s23);
+    add_t(g, m, "i_out", CTOSA_DTYPE_INT32, 0, NULL);
+    add_t(g, m, "acc_out", CTOSA_DTYPE_FP32, 2, s23);
+    int32_t zero = 0;
+    add_const(g, m, "i0", CTOSA_DTYPE_INT32, 0, NULL, &zero, 4);
+    CHECK_OK(ctosa_block_add_input(g, m, "c"));
+    CHECK_OK(ctosa_block_add_input(g, m, "x"));
+    ctosa_attr a = {.then_graph = "then", .else_graph = "else"};
+    const char *ci[2] = {"c", "x"}, *co[1] = {"y"};
+    add_op(g, m, CTOSA_OP_COND_IF, 2, ci, 1, co, &a);
+    ctosa_attr w = {.cond_graph = "cond", .body_graph = "body"};
+    const char *wi[2] = {"i0", "y"}, *wo[2] = {"i_out", "acc_out"};
+    add_op(g, m, CTOSA_OP_WHILE_LOOP, 2, wi, 2, wo, &w);
+    CHECK_OK(ctosa_block_add_output(g, m, "acc_out"));
+    CHECK_OK(ctosa_block_add_output(g, m, "i_out"));
+    static const char *const bodies[2][2] = {{"then", "ABS"}, {"else", "EXP"}};
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(ctosa_graph_add_region(g, bodies[k][0], &r));
+        CHECK_OK(ctosa_region_add_block(g, r, bodies[k][0], &b));
+        add_t(g, b, "a", CTOSA_DTYPE_FP32, 2, s23);
+        add_t(g, b, "z", CTOSA_DTYPE_FP32, 2, s23);
+        CHECK_OK(ctosa_block_add_input(g, b, "a"));
+        const char *in[1] = {"a"}, *out[1] = {"z"};
+        add_op(g, b, k ? CTOSA_OP_EXP : CTOSA_OP_ABS, 1, in, 1, out, NULL);
+        CHECK_OK(ctosa_block_add_output(g, b, "z"));
+    }
+    CHECK_OK(ctosa_graph_add_region(g, "cond", &r));
+    CHECK_OK(ctosa_region_add_block(g, r, "cond", &b));
+    add_t(g, b, "i", CTOSA_DTYPE_INT32, 0, NULL);
+    add_t(g, b, "acc", CTOSA_DTYPE_FP32, 2, s23);
+    add_t(g, b, "go", CTOSA_DTYPE_BOOL, 0, NULL);
+    int32_t three = 3;
+    add_const(g, b, "n", CTOSA_DTYPE_INT32, 0, NULL, &three, 4);
+    CHECK_OK(ctosa_block_add_input(g, b, "i"));
+    CHECK_OK(ctosa_block_add_input(g, b, "acc"));
+    const char *gi[2] = {"n", "i"}, *go[1] = {"go"};
+    add_op(g, b, CTOSA_OP_GREATER, 2, gi, 1, go, NULL);
+    CHECK_OK(ctosa_block_add_output(g, b, "go"));
+    CHECK_OK(ctosa_graph_add_region(g, "body", &r));
+    CHECK_OK(ctosa_region_add_block(g, r, "body", &b));
+    add_t(g, b, "i", CTOSA_DTYPE_INT32, 0, NULL);
+    add_t(g, b, "acc", CTOSA_DTYPE_FP32, 2, s23);
+    add_t(g, b, "i2", CTOSA_DTYPE_INT32, 0, NULL);
+    add_t(g, b, "acc2", CTOSA_DTYPE_FP32, 2, s23);
+    int32_t one = 1;
+    add_const(g, b, "one", CTOSA_DTYPE_INT32, 0, NULL, &one, 4);
+    CHECK_OK(ctosa_block_add_input(g, b, "i"));
+    CHECK_OK(ctosa_block_add_input(g, b, "acc"));
+    const char *ai[2] = {"i", "one"}, *ao[1] = {"i2"}, *di[2] = {"acc", "acc"}, *dout[1] = {"acc2"};
+    add_op(g, b, CTOSA_OP_ADD, 2, ai, 1, ao, NULL);
+    add_op(g, b, CTOSA_OP_ADD, 2, di, 1, dout, NULL);
+    CHECK_OK(ctosa_block_add_output(g, b, "i2"));
+    CHECK_OK(ctosa_block_add_output(g, b, "acc2"));
+    return g;
+}
+
+/* A variable with an initial value: y = v + x; v = y (VARIABLE,
+ * VARIABLE_READ, VARIABLE_WRITE). */
+static ctosa_graph *variable_graph(void) {
+    ctosa_graph *g = NULL;
+    ctosa_region *r;
+    ctosa_block *m;
+    int32_t s4[1] = {4};
+    CHECK_OK(ctosa_graph_create(CTOSA_VERSION_1_0, &g));
+    CHECK_OK(ctosa_graph_add_region(g, "main", &r));
+    CHECK_OK(ctosa_region_add_block(g, r, "main", &m));
+    static const float init[4] = {1.5f, -2.0f, 0.25f, 8.0f};
+    ctosa_tensor *v = add_t(g, m, "v", CTOSA_DTYPE_FP32, 1, s4);
+    if (v) {
+        v->variable = true;
+        v->variable_name = "state";
+        CHECK_OK(ctosa_tensor_set_data(g, v, init, sizeof init, true));
+    }
+    add_t(g, m, "x", CTOSA_DTYPE_FP32, 1, s4);
+    add_t(g, m, "r", CTOSA_DTYPE_FP32, 1, s4);
+    add_t(g, m, "y", CTOSA_DTYPE_FP32, 1, s4);
+    CHECK_OK(ctosa_block_add_input(g, m, "x"));
+    const char *vn[1] = {"v"}, *rn[1] = {"r"}, *ad[2] = {"r", "x"}, *yn[1] = {"y"}, *wr[2] = {"v", "y"};
+    add_op(g, m, CTOSA_OP_VARIABLE, 1, vn, 0, NULL, NULL);
+    add_op(g, m, CTOSA_OP_VARIABLE_READ, 1, vn, 1, rn, NULL);
+    add_op(g, m, CTOSA_OP_ADD, 2, ad, 1, yn, NULL);
+    add_op(g, m, CTOSA_OP_VARIABLE_WRITE, 2, wr, 0, NULL, NULL);
+    CHECK_OK(ctosa_block_add_output(g, m, "y"));
+    return g;
+}
+
+/* Validation under spec, rejection without the extension, the pipeline
+ * and the comparison; gap: why the pipeline is expected to fail. */
+static bool check_graph(ctosa_graph *g, const char *label, const char *spec_s, const char *no_ext,
+                        const char *gap) {
+    char path[256], why[1024];
+    snprintf(path, sizeof path, "mlir_ops_%d_%s.mlir", (int)getpid(), label);
+    ctosa_spec spec, wrong;
+    CHECK_OK(ctosa_spec_parse(spec_s, &spec));
+    CHECK_OK(ctosa_spec_parse(no_ext, &wrong));
+    CHECK_OK(ctosa_validate(g, &spec, NULL));
+    mt_case c;
+    mt_case_init(&c, g, label);
+    CHECK_OK(mt_random_inputs(&c, 7, 0));
+    CHECK_OK(mt_write(&c, path, false));
+    int rc = mt_validate(path, &spec, why, sizeof why);
+    CHECK_MSG(rc == 0, "%s: mlir-opt rejects it under %s: %s", label, spec_s, why);
+    uint32_t before = g_rejected_other;
+    bool agree = agree_on(g, path, &wrong, why, sizeof why);
+    CHECK_MSG(agree && g_rejected_other > before, "%s under %s: %s", label, no_ext,
+              agree ? "accepted by both" : why);
+    CHECK_OK(mt_write(&c, path, true));
+    mt_printed pr = {0};
+    double rel = 0;
+    rc = mt_execute(path, &pr, why, sizeof why);
+    bool ok = rc == 0 && mt_compare(&c, &pr, &rel, why, sizeof why);
+    if (gap) {
+        CHECK_MSG(!ok, "%s: marked as an LLVM 22 gap (%s) but it lowers and matches now", label, gap);
+        printf("  %-26s valid under %s, rejected under %s; gap: %s\n", label, spec_s, no_ext, gap);
+    } else {
+        CHECK_MSG(ok, "%s: %s", label, why);
+        printf("  %-26s valid under %s, rejected under %s, outputs match\n", label, spec_s, no_ext);
+    }
+    mt_printed_free(&pr);
+    mt_case_free(&c);
+    unlink(path);
+    return ok && agree && !gap;
+}
+
+static void test_regions_variables_custom(void) {
+    ctosa_graph *g = control_flow_graph();
+    if (check_graph(g, "COND_IF+WHILE_LOOP", "TOSA-1.0+FP+INT+cf", "TOSA-1.0+FP+INT", NULL))
+        g_covered[CTOSA_OP_COND_IF] = g_covered[CTOSA_OP_WHILE_LOOP] = true;
+    ctosa_graph_free(g);
+    g = variable_graph();
+    if (check_graph(g, "VARIABLE_READ_WRITE", "TOSA-1.0+FP+var", "TOSA-1.0+FP", NULL))
+        g_covered[CTOSA_OP_VARIABLE] = g_covered[CTOSA_OP_VARIABLE_READ] =
+            g_covered[CTOSA_OP_VARIABLE_WRITE] = true;
+    ctosa_graph_free(g);
+    /* CUSTOM: parsed as tosa.custom with its attributes (nothing runs it) */
+    int32_t s4[1] = {4};
+    ctosa_region *r;
+    ctosa_block *m;
+    CHECK_OK(ctosa_graph_create(CTOSA_VERSION_1_0, &g));
+    CHECK_OK(ctosa_graph_add_region(g, "main", &r));
+    CHECK_OK(ctosa_region_add_block(g, r, "main", &m));
+    add_t(g, m, "x", CTOSA_DTYPE_FP32, 1, s4);
+    add_t(g, m, "y", CTOSA_DTYPE_FP32, 1, s4);
+    CHECK_OK(ctosa_block_add_input(g, m, "x"));
+    static const uint8_t impl[] = {'{', '"', 'k', '"', ':', '1', '}', 0, 0xff};
+    ctosa_attr ca = {.operator_name = "my_gelu", .domain_name = "com.example",
+                     .implementation_attrs = {impl, sizeof impl}};
+    const char *xi[1] = {"x"}, *yo[1] = {"y"};
+    add_op(g, m, CTOSA_OP_CUSTOM, 1, xi, 1, yo, &ca);
+    CHECK_OK(ctosa_block_add_output(g, m, "y"));
+    char path[256], cmd[2048], *out = NULL;
+    snprintf(path, sizeof path, "mlir_ops_%d_custom.mlir", (int)getpid());
+    ctosa_mlir_options o;
+    ctosa_mlir_options_init(&o);
+    CHECK_OK(ctosa_mlir_write_file(g, path, &o));
+    snprintf(cmd, sizeof cmd, "'%s' --mlir-print-op-generic '%s' 2>&1", mt_opt, path);
+    int rc = mt_sh(cmd, &out);
+    CHECK_MSG(rc == 0 && out && strstr(out, "\"tosa.custom\"") &&
+                  strstr(out, "implementation_attrs = \"{\\22k\\22:1}\\00\\FF\""),
+              "CUSTOM: %s", out ? out : "");
+    g_covered[CTOSA_OP_CUSTOM] = rc == 0;
+    printf("  CUSTOM                     parsed: tosa.custom with operator_name, domain_name and "
+           "the implementation bytes\n");
+    free(out);
+    unlink(path);
+    ctosa_graph_free(g);
 }
 
 int main(void) {
     if (!mt_tools_found()) th_skip("mlir-opt / mlir-runner of LLVM 22 (mlir-22-tools) not found");
+    RUN(test_regions_variables_custom);
     RUN(test_operators);
     return th_finish();
 }
