@@ -23,16 +23,16 @@ typedef struct net {
 
 static const net NETS[] = {
     {"examples/models/small_cnn.onnx", "TOSA-1.0+FP", 0, true},
-    {"tests/models/mobilenet_v2_x0_25_op13/model.onnx", "TOSA-1.0+FP", 0},
-    {"tests/models/transformer_encoder_op13/model.onnx", "TOSA-1.0+FP", 0},
-    {"tests/models/transformer_encoder_op17/model.onnx", "TOSA-1.0+FP", 0},
+    {"tests/models/mobilenet_v2_x0_25_op13/model.onnx", "TOSA-1.0+FP", 0, false},
+    {"tests/models/transformer_encoder_op13/model.onnx", "TOSA-1.0+FP", 0, false},
+    {"tests/models/transformer_encoder_op17/model.onnx", "TOSA-1.0+FP", 0, false},
     {"tests/models/mobilenet_v2_x0_25_qnnpack/model.onnx", "TOSA-1.0+INT", 0, true},
-    {"tests/models/mobilenet_v2_x0_25_onednn/model.onnx", "TOSA-1.0+INT", 0},
-    {"tests/models/mobilenet_v2_x0_25_qnnpack/model.onnx", "TOSA-1.0+FP+INT", 0},
-    {"tests/models/llm_tiny_fp32/model.onnx", "TOSA-1.0+FP", 0},
-    {"tests/models/llm_tiny_int8/model.onnx", "TOSA-1.0+FP+INT", 0},
+    {"tests/models/mobilenet_v2_x0_25_onednn/model.onnx", "TOSA-1.0+INT", 0, false},
+    {"tests/models/mobilenet_v2_x0_25_qnnpack/model.onnx", "TOSA-1.0+FP+INT", 0, false},
+    {"tests/models/llm_tiny_fp32/model.onnx", "TOSA-1.0+FP", 0, false},
+    {"tests/models/llm_tiny_int8/model.onnx", "TOSA-1.0+FP+INT", 0, false},
     {"tests/models/llm_tiny_fp32/model.onnx", "TOSA-1.1+FP+INT+int64", 15, true},
-    {"tests/models/llm_tiny_int8/model.onnx", "TOSA-1.1+FP+INT+int64", 15},
+    {"tests/models/llm_tiny_int8/model.onnx", "TOSA-1.1+FP+INT+int64", 15, false},
 };
 
 static uint32_t g_parts, g_ok, g_int_outputs, g_float_outputs;
