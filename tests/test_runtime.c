@@ -13,6 +13,8 @@
 #define RDATA CTOSA_SOURCE_DIR "/tests/data/runtime/"
 #define QDATA CTOSA_SOURCE_DIR "/tests/data/lower/quant/"
 
+/* (lowered graphs not run: here they are - every partition is loaded and run
+ * by the runtime, whose backends validate and execute it.) */
 static const char *lower_to(const char *model, const char *spec_s, const char *name) {
     ctosa_spec spec;
     CHECK_OK(ctosa_spec_parse(spec_s, &spec));

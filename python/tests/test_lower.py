@@ -222,7 +222,8 @@ def test_requant_modes():
     n_plain = sum(plain.partitions[0].op_counts.values())
     n_ort = sum(ort.partitions[0].op_counts.values())
     assert n_ort > 2 * n_plain and "SELECT" in ort.partitions[0].op_counts
-    assert "SELECT" not in plain.partitions[0].op_counts
+    # the default graph has SELECTs only where exact means round half to even
+    assert ort.partitions[0].op_counts["SELECT"] > plain.partitions[0].op_counts.get("SELECT", 0)
     with pytest.raises(ctosa.UsageError):
         ctosa.lower(model, "TOSA-1.0+INT", requant="fast")
 
