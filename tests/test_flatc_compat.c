@@ -132,7 +132,12 @@ static void j_graph(strbuf *b, const ctosa_graph *g, const nav_data *ext) {
                 sb_printf(b, "%s{\"name\":", i ? "," : "");
                 sb_json_str(b, t->name);
                 sb_printf(b, ",\"rank\":%d,\"data\":", t->shape[0]);
-                j_bytes(b, t->data.ptr, t->data.kind == CTOSA_DATA_MEMORY ? t->data.size : 0);
+                /* a constant empty shape [] is written with one dummy int64 (zero) */
+                static const uint8_t dummy[8];
+                if (t->data.kind != CTOSA_DATA_NONE && t->data.size == 0)
+                    j_bytes(b, dummy, sizeof dummy);
+                else
+                    j_bytes(b, t->data.ptr, t->data.kind == CTOSA_DATA_MEMORY ? t->data.size : 0);
                 sb_putc(b, '}');
             }
             sb_puts(b, "]}");
