@@ -141,7 +141,7 @@ typedef ctosa_error *(*ctosa_data_fill_fn)(void *user, uint64_t offset, void *bu
 
 typedef struct ctosa_data {
     ctosa_data_kind kind;
-    uint64_t size;   /* bytes, in the file encoding of the dtype (see NOTES §2) */
+    uint64_t size;   /* bytes, in the file encoding of the dtype (docs/tosa-format.md: INT4 two per byte, INT48 6 bytes) */
     const void *ptr; /* MEMORY */
     const char *path; /* FILE */
     int fd;           /* FILE when path == NULL; the writer does not close it */

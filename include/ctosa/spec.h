@@ -2,7 +2,7 @@
  * ctosa/spec.h - TOSA specification targets and graph validation.
  *
  * A spec string names what a target implements, e.g. "TOSA-1.0+INT+int16"
- * (grammar: ../shared/docs/cli-contract.md, "Spec strings"). It parses into a
+ * (grammar: docs/spec.md, "Spec strings"). It parses into a
  * plain ctosa_spec value:
  *
  *     ctosa_spec s;

@@ -1,7 +1,7 @@
 /* cli.h - the ctosa command: one file per subcommand (cmd_<name>.c), each
  * using only the public API plus the small helpers below. Every command
  * returns the process exit code: 0 success, 1 a reported problem, 2 bad
- * usage or bad input (see ../shared/docs/cli-contract.md). */
+ * usage or bad input (docs/errors.md, "Exit codes"). */
 #ifndef CTOSA_CLI_H
 #define CTOSA_CLI_H
 

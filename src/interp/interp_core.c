@@ -96,7 +96,7 @@ static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint
     return NULL;
 }
 
-/* File encoding (NOTES §2) -> canonical form. */
+/* File encoding (docs/tosa-format.md) -> canonical form. */
 static void decode_const(ctosa_dtype dt, const uint8_t *s, uint64_t n, void *dst) {
     switch (dt) {
     case CTOSA_DTYPE_BOOL:

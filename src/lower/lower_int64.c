@@ -1,5 +1,5 @@
 /* lower_int64.c - why a node with int64 operands is not delegated under a
- * spec with EXT-INT64 (issue 7).
+ * spec with EXT-INT64.
  *
  * The support decision itself is the framework's ("lower, then validate"):
  * a node is delegated exactly when every operator its lowering emits has a
