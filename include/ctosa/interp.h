@@ -74,6 +74,10 @@ typedef struct ctosa_interp_options {
      * saves memory the size of the weights of the operators that run, at
      * no cost in time. Results are identical. */
     bool no_weight_cache;
+    /* Time every operator of the main region on each run (two clock reads
+     * per operator); read the figures with ctosa_interp_profile_get. Time
+     * spent in a COND_IF / WHILE_LOOP body counts for that operator. */
+    bool profile;
 } ctosa_interp_options;
 
 void ctosa_interp_options_init(ctosa_interp_options *opt);
@@ -131,6 +135,35 @@ ctosa_error *ctosa_interp_run(ctosa_interp *it);
  * run or free. */
 ctosa_error *ctosa_interp_get_output(ctosa_interp *it, const char *name,
                                      ctosa_interp_tensor *out);
+
+/* Profile (options.profile): time per operator of the main region, summed
+ * over the runs since creation or the last ctosa_interp_profile_reset.
+ * count is the number of operators of the main block (including the
+ * declarations CONST / VARIABLE, which take no time, and the CLAMPs fused
+ * into the convolution before them, whose time is the convolution's);
+ * operators a slice does not run have runs == 0. Without options.profile
+ * every entry has runs == 0.
+ *
+ *     for (uint32_t i = 0; i < ctosa_interp_profile_count(it); i++) {
+ *         ctosa_interp_op_profile p;
+ *         ctosa_interp_profile_get(it, i, &p);
+ *         printf("%s %.3f ms\n", p.where, 1e3 * p.seconds / (p.runs ? p.runs : 1));
+ *     } */
+typedef struct ctosa_interp_op_profile {
+    uint32_t index;     /* operator index in the main block */
+    ctosa_op_kind kind;
+    const char *where;  /* "op #12 CONV2D 'conv1'" (valid while the interpreter lives) */
+    uint64_t runs;      /* how many times it ran */
+    double seconds;     /* total wall time of those runs */
+    uint64_t out_elems; /* elements of its first output (0 when it has none) */
+} ctosa_interp_op_profile;
+
+uint32_t ctosa_interp_profile_count(const ctosa_interp *it);
+/* Fills *out for operator i (0 <= i < count); CTOSA_ERR_USAGE otherwise. */
+ctosa_error *ctosa_interp_profile_get(const ctosa_interp *it, uint32_t i,
+                                      ctosa_interp_op_profile *out);
+/* Sets every operator's runs and seconds to zero (e.g. after a warm-up). */
+void ctosa_interp_profile_reset(ctosa_interp *it);
 
 /* CUSTOM operators. A kernel gets the operator's inputs (read-only) and its
  * outputs, which the runtime has allocated with the declared dtypes and

@@ -1,6 +1,7 @@
 /* cmd_run.c - `ctosa run MODEL.partitioned.onnx --input NAME=FILE...` runs a
  * partitioned model end to end (ctosa/runtime.h); `ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...
- * [--outputs NAME[,NAME...]] [-o DIR] [--threads N] [--max-memory BYTES] [-q]` (also
+ * [--outputs NAME[,NAME...]] [-o DIR] [--threads N] [--max-memory BYTES] [--runs N]
+ * [--profile] [-q]` (also
  * [--plugin LIB.so]...): runs a graph on the reference interpreter. Inputs
  * are .npy or ONNX TensorProto .pb files matched by name; outputs are
  * written as .npy (atomically). --outputs (or an --output naming a tensor
@@ -24,9 +25,9 @@ static const char *CMD = "run";
 
 static void help(void) {
     printf("usage: ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...\n"
-           "                 [--outputs NAME[,NAME...]] [-o DIR]\n"
+           "                 [--outputs NAME[,NAME...]] [-o DIR] [--runs N] [--profile]\n"
            "       ctosa run MODEL.partitioned.onnx [--input NAME=FILE]... [--output NAME=FILE]...\n"
-           "                 [-o DIR] [--plugin LIB.so]...\n"
+           "                 [-o DIR] [--plugin LIB.so]... [--runs N]\n"
            "\n"
            "Runs a TOSA graph on the reference interpreter, or a whole partitioned model\n"
            "written by `ctosa lower` (its .tosa partitions on the interpreter, its CPU\n"
@@ -52,7 +53,14 @@ static void help(void) {
            "                       0 = unlimited)\n"
            "  --plugin LIB.so      load a custom-operator plugin whose kernels run the\n"
            "                       graph's CUSTOM operators (repeatable)\n"
-           "  -q, --quiet          print nothing on success\n"
+           "  --runs N             time the graph: one warm-up run, then N timed runs on\n"
+           "                       the same inputs; prints best, median and mean (packed\n"
+           "                       weights are kept between runs, as an application\n"
+           "                       would); the outputs written are the last run's\n"
+           "  --profile            print the time per operator kind and per operator,\n"
+           "                       slowest first (a .tosa graph; with --runs, per timed\n"
+           "                       run); printed even with -q\n"
+           "  -q, --quiet          print nothing else on success\n"
            "\n"
            ".npy encodings per TOSA dtype: see docs/interpreter.md (bf16 as <u2 bits,\n"
            "fp8 as |u1 bits, int4 as |i1, int48 as <i8).\n");
@@ -61,6 +69,128 @@ static void help(void) {
 typedef struct binding {
     const char *name, *file;
 } binding;
+
+/* --runs: one warm-up, then runs timed calls of run(arg); the first call's
+ * time is the warm-up's. t gets the timed runs' seconds, sorted. */
+typedef struct run_timing {
+    int runs;        /* timed runs (0: a single untimed-for-statistics run) */
+    double first;    /* seconds of the first (warm-up) run */
+    double *t;       /* runs entries, sorted */
+} run_timing;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static ctosa_error *timed_runs(ctosa_error *(*run)(void *), void *arg, void (*after_warmup)(void *),
+                               run_timing *rt) {
+    double t0 = now_seconds();
+    ctosa_error *e = run(arg);
+    rt->first = now_seconds() - t0;
+    if (e || rt->runs <= 0) return e;
+    if (!(rt->t = calloc((size_t)rt->runs, sizeof *rt->t))) return ctosa_error_nomem();
+    if (after_warmup) after_warmup(arg);
+    for (int i = 0; i < rt->runs; i++) {
+        t0 = now_seconds();
+        if ((e = run(arg))) return e;
+        rt->t[i] = now_seconds() - t0;
+    }
+    qsort(rt->t, (size_t)rt->runs, sizeof *rt->t, cmp_double);
+    return NULL;
+}
+
+static void print_timing(const char *model, const run_timing *rt) {
+    if (rt->runs <= 0) {
+        printf("ran %s in %.3f s", model, rt->first);
+        return;
+    }
+    int n = rt->runs;
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += rt->t[i];
+    double med = n % 2 ? rt->t[n / 2] : 0.5 * (rt->t[n / 2 - 1] + rt->t[n / 2]);
+    printf("ran %s: warm-up %.3f ms, %d run%s: best %.3f ms, median %.3f ms, mean %.3f ms", model,
+           1e3 * rt->first, n, n == 1 ? "" : "s", 1e3 * rt->t[0], 1e3 * med, 1e3 * sum / n);
+}
+
+static ctosa_error *interp_run_cb(void *it) { return ctosa_interp_run(it); }
+static void interp_reset_cb(void *it) { ctosa_interp_profile_reset(it); }
+
+typedef struct kind_time {
+    ctosa_op_kind kind;
+    uint32_t ops;
+    double s;
+} kind_time;
+
+static int cmp_kind(const void *a, const void *b) {
+    double x = ((const kind_time *)a)->s, y = ((const kind_time *)b)->s;
+    return x > y ? -1 : x < y;
+}
+
+static int cmp_prof(const void *a, const void *b) {
+    const ctosa_interp_op_profile *x = a, *y = b;
+    if (x->seconds != y->seconds) return x->seconds > y->seconds ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The --profile tables: time per operator kind, then per operator (the
+ * slowest PROFILE_TOP, and a line for the rest), per run. */
+#define PROFILE_TOP 30
+static ctosa_error *print_profile(const ctosa_interp *it) {
+    uint32_t n = ctosa_interp_profile_count(it);
+    ctosa_interp_op_profile *ops = calloc((size_t)n + 1, sizeof *ops);
+    kind_time *kinds = calloc((size_t)CTOSA_OP_COUNT + 1, sizeof *kinds);
+    if (!ops || !kinds) {
+        free(ops);
+        free(kinds);
+        return ctosa_error_nomem();
+    }
+    uint32_t m = 0, nk = 0;
+    uint64_t runs = 0;
+    double total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        ctosa_interp_op_profile p;
+        ctosa_error_free(ctosa_interp_profile_get(it, i, &p));
+        if (!p.runs) continue;
+        if (p.runs > runs) runs = p.runs;
+        ops[m++] = p;
+    }
+    /* Per run: an operator inside a slice runs once per graph run. */
+    for (uint32_t i = 0; i < m; i++) {
+        ops[i].seconds /= (double)runs;
+        total += ops[i].seconds;
+        uint32_t k = 0;
+        while (k < nk && kinds[k].kind != ops[i].kind) k++;
+        if (k == nk) kinds[nk++] = (kind_time){ops[i].kind, 0, 0};
+        kinds[k].ops++;
+        kinds[k].s += ops[i].seconds;
+    }
+    qsort(kinds, nk, sizeof *kinds, cmp_kind);
+    qsort(ops, m, sizeof *ops, cmp_prof);
+    double pct = total > 0 ? 100.0 / total : 0;
+    printf("profile: %u operators ran, %.3f ms per run in operators (%llu run%s profiled)\n", m,
+           1e3 * total, (unsigned long long)runs, runs == 1 ? "" : "s");
+    printf("\n  %-24s %6s %11s %7s\n", "operator kind", "count", "ms/run", "%");
+    for (uint32_t k = 0; k < nk; k++) {
+        const char *name = ctosa_op_name(kinds[k].kind);
+        printf("  %-24s %6u %11.3f %6.1f%%\n", name ? name : "UNKNOWN", kinds[k].ops, 1e3 * kinds[k].s,
+               pct * kinds[k].s);
+    }
+    printf("\n  %11s %7s %8s  operator (slowest first)\n", "ms/run", "%", "cum %");
+    double cum = 0;
+    uint32_t shown = m < PROFILE_TOP ? m : PROFILE_TOP;
+    for (uint32_t i = 0; i < shown; i++) {
+        cum += ops[i].seconds;
+        printf("  %11.3f %6.1f%% %7.1f%%  %s\n", 1e3 * ops[i].seconds, pct * ops[i].seconds, pct * cum,
+               ops[i].where);
+    }
+    if (m > shown)
+        printf("  %11.3f %6.1f%% %7.1f%%  (%u more operators)\n", 1e3 * (total - cum), pct * (total - cum),
+               100.0, m - shown);
+    free(ops);
+    free(kinds);
+    return NULL;
+}
 
 static bool split_binding(const char *arg, binding *b) {
     /* Split at the first '=': paths with '=' are more common than tensor
@@ -271,11 +401,13 @@ static char *output_path(const char *dir, const char *name, char *const *written
     return p;
 }
 
+static ctosa_error *runtime_run_cb(void *rt) { return ctosa_runtime_run(rt); }
+
 /* The partitioned-model mode: load (every CPU node checked now), feed,
  * run, write every model output. */
 static int run_partitioned(const char *model, const binding *ins, int n_ins, const binding *outs, int n_outs,
                            const char *dir, bool quiet, const ctosa_interp_options *iopt,
-                           const ctosa_custom_registry *reg) {
+                           const ctosa_custom_registry *reg, run_timing *timing) {
     ctosa_runtime_options ro;
     ctosa_runtime_options_init(&ro);
     ro.custom_ops = reg;
@@ -345,12 +477,10 @@ static int run_partitioned(const char *model, const binding *ins, int n_ins, con
             goto out;
         }
     }
-    double t0 = now_seconds();
-    if ((e = ctosa_runtime_run(rt))) {
+    if ((e = timed_runs(runtime_run_cb, rt, NULL, timing))) {
         rc = run_fail(e);
         goto out;
     }
-    double t1 = now_seconds();
     written = calloc(nout + 1, sizeof *written);
     if (!written) {
         rc = run_fail(ctosa_error_nomem());
@@ -400,8 +530,9 @@ static int run_partitioned(const char *model, const binding *ins, int n_ins, con
             if (ctosa_runtime_step_at(rt, i)->partition) np++;
             else nh++;
         }
-        printf("ran %s in %.3f s (%u partition%s, %u CPU node%s on the host executor)\n", model, t1 - t0, np,
-               np == 1 ? "" : "s", nh, nh == 1 ? "" : "s");
+        print_timing(model, timing);
+        printf(" (%u partition%s, %u CPU node%s on the host executor)\n", np, np == 1 ? "" : "s", nh,
+               nh == 1 ? "" : "s");
     }
 out:
     if (written)
@@ -418,7 +549,8 @@ int cmd_run(int argc, char **argv) {
     binding *ins = calloc((size_t)argc + 1, sizeof *ins);
     binding *outs = calloc((size_t)argc + 1, sizeof *outs);
     int n_ins = 0, n_outs = 0, rc = 0;
-    bool quiet = false;
+    bool quiet = false, profile = false;
+    run_timing timing = {0};
     ctosa_interp_options opt;
     ctosa_interp_options_init(&opt);
     /* Untrusted graphs: a WHILE_LOOP that never ends is stopped (exit 2). */
@@ -499,11 +631,21 @@ int cmd_run(int argc, char **argv) {
                 rc = cli_usage(CMD, "--max-memory expects a byte count such as 512M, got '%s'", v);
                 goto done;
             }
+        } else if ((v = flag(argc, argv, &i, "--runs", NULL, &missing))) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1000000) {
+                rc = cli_usage(CMD, "--runs expects a number from 1 to 1000000, got '%s'", v);
+                goto done;
+            }
+            timing.runs = (int)n;
         } else if (missing) {
             rc = cli_usage(CMD, "%s needs a value", argv[i]);
             goto done;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = true;
+        } else if (strcmp(argv[i], "--profile") == 0) {
+            profile = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = cli_usage(CMD, "unknown option '%s'", argv[i]);
             goto done;
@@ -531,7 +673,11 @@ int cmd_run(int argc, char **argv) {
             rc = cli_usage(CMD, "--outputs (a slice) applies to a .tosa graph, not to a partitioned model");
             goto done;
         }
-        rc = run_partitioned(model, ins, n_ins, outs, n_outs, dir, quiet, &opt, reg);
+        if (profile) {
+            rc = cli_usage(CMD, "--profile applies to a .tosa graph, not to a partitioned model");
+            goto done;
+        }
+        rc = run_partitioned(model, ins, n_ins, outs, n_outs, dir, quiet, &opt, reg, &timing);
         goto done;
     }
     ctosa_error *e = ctosa_report_load_beside(model, &rep);
@@ -551,6 +697,10 @@ int cmd_run(int argc, char **argv) {
         rc = run_fail(e);
         goto done;
     }
+    /* Timed runs keep the packed weights, as an application running the
+     * graph repeatedly would. */
+    if (timing.runs > 0) opt.no_weight_cache = false;
+    opt.profile = profile;
     if (sliced) {
         opt.outputs = (const char *const *)sel;
         opt.n_outputs = n_sel;
@@ -622,12 +772,10 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
-    double t0 = now_seconds();
-    if ((e = ctosa_interp_run(it))) {
+    if ((e = timed_runs(interp_run_cb, it, profile ? interp_reset_cb : NULL, &timing))) {
         rc = run_fail(ctosa_error_prefix(e, "%s", model));
         goto done;
     }
-    double t1 = now_seconds();
     bool dir_made = false;
     written = calloc(nout + 1, sizeof *written);
     if (!written) {
@@ -700,8 +848,16 @@ int cmd_run(int argc, char **argv) {
         }
         free(owned);
     }
-    if (!quiet) printf("ran %s in %.3f s\n", model, t1 - t0);
+    if (!quiet) {
+        print_timing(model, &timing);
+        printf("\n");
+    }
+    if (profile && (e = print_profile(it))) {
+        rc = run_fail(e);
+        goto done;
+    }
 done:
+    free(timing.t);
     if (written)
         for (uint32_t i = 0; i < nout; i++) free(written[i]);
     free(written);

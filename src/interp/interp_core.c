@@ -815,7 +815,12 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
             else memset(s->t.data, 0xff, (size_t)s->bytes); /* NaN / -1: exposes gaps */
 #endif
         }
+        double t0 = it->opt.profile && p == it->main ? now_seconds() : 0;
         e = po->fn(&o);
+        if (it->opt.profile && p == it->main) {
+            po->prof_s += now_seconds() - t0;
+            po->prof_runs++;
+        }
     }
     p->active = false;
     it->ctx.cur = saved;

@@ -56,6 +56,8 @@ typedef struct pop {
     bool has_post;      /* post holds a fused CLAMP */
     interp_post post;
     op_cache cache;
+    uint64_t prof_runs; /* options.profile: runs and total seconds */
+    double prof_s;
 } pop;
 
 typedef struct rplan {

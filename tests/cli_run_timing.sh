@@ -1,0 +1,69 @@
+#!/bin/bash
+# cli_run_timing.sh CTOSA SRC_DIR BUILD_DIR - `ctosa run --runs N` (one
+# warm-up, N timed runs, best / median / mean) and `--profile` (time per
+# operator kind and per operator): the figures are printed in the promised
+# form and add up, outputs equal a plain run's, bad values are usage errors.
+# Checks structure only, never speed.
+set -u
+ctosa=$1; src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+model=$src/tests/models/mobilenet_v2_x0_25_op13
+[ -f "$model/model.onnx" ] || { echo "skipped: $model missing"; exit 77; }
+"$ctosa" lower "$model/model.onnx" --spec TOSA-1.0+FP -o "$tmp/low" -q || { echo "FAIL lowering"; exit 1; }
+g=$tmp/low/model.part0.tosa
+in="--input input=$model/input_0.npy"
+
+"$ctosa" run "$g" $in -o "$tmp/plain" -q || bad "plain run failed"
+out=$("$ctosa" run "$g" $in -o "$tmp/timed" --runs 3 --threads 1 2>&1); rc=$?
+[ $rc = 0 ] || bad "--runs 3: exit $rc: $out"
+grep -Eq "^ran .*: warm-up [0-9.]+ ms, 3 runs: best [0-9.]+ ms, median [0-9.]+ ms, mean [0-9.]+ ms$" <<<"$out" ||
+  bad "--runs 3 lacks the timing line: $out"
+cmp -s "$tmp/plain/output.npy" "$tmp/timed/output.npy" || bad "--runs output differs from a plain run's"
+# best <= median <= the largest possible, as numbers
+read -r best med < <(sed -n 's/.*best \([0-9.]*\) ms, median \([0-9.]*\) ms.*/\1 \2/p' <<<"$out")
+awk -v b="$best" -v m="$med" 'BEGIN{exit !(b <= m)}' || bad "best $best > median $med"
+
+# --profile: header, kind table whose counts and times add up to the header's
+out=$("$ctosa" run "$g" $in -o "$tmp/prof" --runs 2 --profile 2>&1); rc=$?
+[ $rc = 0 ] || bad "--profile: exit $rc: $out"
+cmp -s "$tmp/plain/output.npy" "$tmp/prof/output.npy" || bad "--profile output differs from a plain run's"
+hdr=$(grep -E "^profile: [0-9]+ operators ran, [0-9.]+ ms per run in operators \(2 runs profiled\)$" <<<"$out")
+[ -n "$hdr" ] || bad "--profile header missing: $out"
+nops=$(sed -n 's/^profile: \([0-9]*\) operators.*/\1/p' <<<"$hdr")
+kinds=$(awk '/operator kind/{k=1; next} k && NF==4 {print} k && NF==0 && n++ {exit}' <<<"$out")
+grep -q "^  CONV2D " <<<"$kinds" || bad "no CONV2D row in the kind table: $out"
+grep -q "^  DEPTHWISE_CONV2D " <<<"$kinds" || bad "no DEPTHWISE_CONV2D row: $out"
+sum=$(awk '{s += $2} END {print s}' <<<"$kinds")
+[ "$sum" = "$nops" ] || bad "kind counts add up to $sum, header says $nops operators"
+pct=$(awk '{gsub("%", "", $4); s += $4} END {printf "%.0f", s}' <<<"$kinds")
+[ "$pct" -ge 99 ] && [ "$pct" -le 101 ] || bad "kind percentages add up to $pct"
+# per-operator rows: slowest first, naming the operator
+rows=$(grep -E "^ +[0-9.]+ +[0-9.]+% +[0-9.]+%  op #[0-9]+ [A-Z_0-9]+ '" <<<"$out")
+[ "$(wc -l <<<"$rows")" -ge 20 ] || bad "fewer than 20 operator rows: $out"
+sort -s -b -g -r -k1,1 -c <<<"$rows" 2>/dev/null || bad "operator rows are not slowest first"
+# a single run can be profiled too, and -q keeps the profile but drops the rest
+out=$("$ctosa" run "$g" $in -o "$tmp/q" --profile -q 2>&1)
+grep -q "(1 run profiled)" <<<"$out" || bad "--profile -q: $out"
+grep -q "^ran " <<<"$out" && bad "-q printed the ran line"
+grep -q "^output" <<<"$out" && bad "-q printed the output line"
+
+# usage errors
+for v in 0 -1 x 1000001; do
+  out=$("$ctosa" run "$g" $in -o "$tmp/e" --runs "$v" 2>&1); rc=$?
+  [ $rc = 2 ] && grep -q -- "--runs expects" <<<"$out" || bad "--runs $v: exit $rc: $out"
+done
+out=$("$ctosa" run "$tmp/low/model.partitioned.onnx" $in -o "$tmp/e" --profile 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "applies to a .tosa graph" <<<"$out" || bad "--profile on .onnx: exit $rc: $out"
+# a partitioned model is timed through the runtime
+out=$("$ctosa" run "$tmp/low/model.partitioned.onnx" $in -o "$tmp/pm" --runs 2 2>&1); rc=$?
+[ $rc = 0 ] && grep -Eq "2 runs: best [0-9.]+ ms, median [0-9.]+ ms, mean [0-9.]+ ms \(1 partition, 0 CPU nodes" <<<"$out" ||
+  bad "--runs on a partitioned model: exit $rc: $out"
+h=$("$ctosa" run --help)
+grep -q -- "--runs N" <<<"$h" && grep -q -- "--profile" <<<"$h" || bad "run --help lacks --runs / --profile"
+
+[ $fail = 0 ] && echo "cli_run_timing: all checks passed"
+exit $((fail > 0))
