@@ -71,6 +71,10 @@ extern const lower_entry lower_table_reduce[];
 extern const lower_entry lower_table_rnn[];
 #define HAVE_rnn 1
 #endif
+#if __has_include("lower_attention.c")
+extern const lower_entry lower_table_attention[];
+#define HAVE_attention 1
+#endif
 #if __has_include("lower_misc.c")
 extern const lower_entry lower_table_misc[];
 #define HAVE_misc 1
@@ -121,6 +125,9 @@ static const lower_entry *const tables[] = {
 #endif
 #ifdef HAVE_rnn
     lower_table_rnn,
+#endif
+#ifdef HAVE_attention
+    lower_table_attention,
 #endif
 #ifdef HAVE_misc
     lower_table_misc,

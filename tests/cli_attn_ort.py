@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""cli_attn_ort.py CTOSA SRC_DIR TMP - the transformer operators (Attention,
+RotaryEmbedding, RMSNormalization and a decoder block built from them)
+under TOSA-1.0+FP against ONNX Runtime and the numpy references of
+tests/data/lower/attn (gen.py there says what cases.txt means).
+
+For an "ok" case: `ctosa lower` must delegate every node into one
+partition; `ctosa run MODEL.partitioned.onnx` must match ONNX Runtime
+(tools/ort/run_ort.js) and the numpy reference within the case's tolerance
+relative to each output's largest finite magnitude. A "reject" case must
+leave node n0 on the CPU with the code and a reason naming the input or
+attribute. Without onnxruntime-node the numpy references alone are used
+(said on every line). Prints one line per case with the largest absolute
+difference to ORT and exits 1 when a case fails."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+ctosa, src, tmp = sys.argv[1:4]
+DATA = os.path.join(src, "tests", "data", "lower", "attn")
+ORT = os.path.join(src, "tools", "ort", "run_ort.js")
+HAVE_ORT = os.path.isdir(os.path.join(src, "tools", "ort", "node_modules", "onnxruntime-node"))
+
+
+def compare(got, ref, tol):
+    """(ok, max abs difference, relative difference)."""
+    if got.shape != ref.shape:
+        return False, float("inf"), "shape %s, expected %s" % (got.shape, ref.shape)
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    same_inf = (np.isinf(g) & np.isinf(r) & (np.sign(g) == np.sign(r))) | (np.isnan(g) & np.isnan(r))
+    with np.errstate(invalid="ignore"):
+        d = np.where(same_inf, 0.0, np.abs(g - r))
+    fin = np.abs(r[np.isfinite(r)])
+    m = fin.max() if fin.size else 0.0
+    ad = float(d.max()) if d.size else 0.0
+    rel = ad / m if m else ad
+    return bool(rel <= tol), ad, "rel %.2g" % rel
+
+
+def run_case(name, kind, args):
+    d = os.path.join(DATA, name)
+    model = os.path.join(d, "model.onnx")
+    out = os.path.join(tmp, name)
+    r = subprocess.run([ctosa, "lower", model, "--spec", "TOSA-1.0+FP", "-o", out, "-q"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return False, "lower exit %d: %s" % (r.returncode, r.stderr.strip())
+    rep = json.load(open(os.path.join(out, "model.report.json")))
+    if kind == "reject":
+        code, word = args[0], args[1]
+        for fb in rep["fallback"]:
+            if fb.get("node") == "n0":
+                ok = fb.get("code") == code and word in fb.get("reason", "")
+                return ok, "falls back: %s (%s)" % (fb.get("code"), fb.get("reason"))
+        return False, "node n0 was delegated, expected %s" % code
+    tol = float(args[0])
+    numpy_only = len(args) > 1 and args[1] == "numpy"
+    if rep["fallback"] or rep["nodes_delegated"] != rep["nodes_total"] or len(rep["partitions"]) != 1:
+        return False, "%d/%d delegated, %d partitions: %s" % (
+            rep["nodes_delegated"], rep["nodes_total"], len(rep["partitions"]),
+            "; ".join("%s %s" % (f.get("node"), f.get("reason")) for f in rep["fallback"]))
+    names = rep["graph"]["inputs"]
+    feeds = [os.path.join(d, "input_%s.npy" % n) for n in names]
+    cmd = [ctosa, "run", os.path.join(out, "model.partitioned.onnx"), "-o", os.path.join(out, "rt"), "-q"]
+    for n, f in zip(names, feeds):
+        cmd += ["--input", "%s=%s" % (n, f)]
+    outs = rep["graph"]["outputs"]
+    for i, n in enumerate(outs):
+        cmd += ["--output", "%s=%s" % (n, os.path.join(out, "rt_%d.npy" % i))]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return False, "run exit %d: %s" % (r.returncode, r.stderr.strip())
+    use_ort = HAVE_ORT and not numpy_only
+    if use_ort:
+        r = subprocess.run(["node", ORT, model, "--out", os.path.join(out, "ort"), "--quiet"] + feeds,
+                           capture_output=True, text=True)
+        if r.returncode:
+            return False, "ORT exit %d: %s" % (r.returncode, r.stderr.strip())
+    ok, notes = True, []
+    for i, n in enumerate(outs):
+        got = np.load(os.path.join(out, "rt_%d.npy" % i))
+        o1, ad1, why1 = compare(got, np.load(os.path.join(d, "output_%d.npy" % i)), tol)
+        note = "%s numpy %s" % (n, why1)
+        ok &= o1
+        if use_ort:
+            o2, ad2, why2 = compare(got, np.load(os.path.join(out, "ort", "output_%d.npy" % i)), tol)
+            ok &= o2
+            note += ", ORT max abs %.2g %s" % (ad2, why2)
+        notes.append(note)
+    src_note = "" if use_ort else (" [numpy only: ORT cannot run it]" if numpy_only else " [numpy only: no ORT]")
+    return ok, "1 partition%s; %s" % (src_note, "; ".join(notes))
+
+
+def main():
+    failed = n = 0
+    for line in open(os.path.join(DATA, "cases.txt")):
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        n += 1
+        ok, why = run_case(parts[0], parts[1], parts[2:])
+        print("%-4s %-34s %s" % ("ok" if ok else "FAIL", parts[0], why))
+        failed += not ok
+    print("%d of %d cases pass%s" % (n - failed, n, "" if HAVE_ORT else " (no onnxruntime-node: numpy references only)"))
+    return 1 if failed or n < 30 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,404 @@
+#!/usr/bin/python3
+"""Generates the transformer-operator cases of tests/cli_attn_ort.sh:
+Attention, RotaryEmbedding, RMSNormalization node tests and a decoder
+block built from them with a KV cache.
+
+One folder per case: model.onnx, input_<name>.npy for every runtime graph
+input, output_<i>.npy (the numpy reference below, written from the ONNX
+operator definitions, computed in float64 and rounded to the output dtype)
+and a line in cases.txt:
+
+    <case> ok <tol> [numpy]           fully delegated, one partition; every
+                                      output within tol (relative to the
+                                      output's largest magnitude) of ONNX
+                                      Runtime and of the numpy reference;
+                                      "numpy": ORT cannot run the model
+                                      (the definition allows what its kernel
+                                      refuses), numpy only
+    <case> reject <code> <word>       node n0 falls back with that code and a
+                                      reason containing <word>
+
+The models are built with make_node and explicit opset imports (Debian's
+onnx 1.12 has no schemas for opset 23/24, so nothing is checked here).
+
+Run: /usr/bin/python3 gen.py
+"""
+import os
+import shutil
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(2317)
+CASES = []
+
+NP2ONNX = {
+    np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.float16): TensorProto.FLOAT16,
+    np.dtype(np.int64): TensorProto.INT64,
+    np.dtype(np.bool_): TensorProto.BOOL,
+}
+
+
+def rnd(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=23, expect="ok 1e-4"):
+    """inputs: [(name, array)] fed at run time; outputs: [(name, array)]
+    graph outputs with their references; inits: [(name, array)]."""
+    d = os.path.join(HERE, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, NP2ONNX[a.dtype], a.shape) for n, a in inputs],
+        [helper.make_tensor_value_info(n, NP2ONNX[np.asarray(a).dtype], np.asarray(a).shape)
+         for n, a in outputs],
+        [numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="ctosa-gen")
+    m.ir_version = 10
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for n, a in inputs:
+        np.save(os.path.join(d, "input_%s.npy" % n), a)
+    for i, (_, a) in enumerate(outputs):
+        np.save(os.path.join(d, "output_%d.npy" % i), np.ascontiguousarray(a))
+    CASES.append("%s %s" % (name, expect))
+
+
+# ------------------------------------------------------------ references
+# Written from the operator definitions (float64 throughout).
+
+def softmax_rows(x):
+    """Softmax over the last axis; a row of only -inf gives zeros (the
+    definition's rule for fully masked query rows)."""
+    m = np.max(x, axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)
+    e = np.exp(x - m)
+    s = e.sum(axis=-1, keepdims=True)
+    return e / np.where(s == 0, 1.0, s)
+
+
+def attention_ref(Q, K, V, mask=None, past_k=None, past_v=None, nonpad=None, scale=None,
+                  is_causal=0, q_heads=None, kv_heads=None, softcap=0.0, mode=0):
+    """Returns Y, present_key, present_value, qk_matmul_output."""
+    Q, K, V = (np.asarray(a, np.float64) for a in (Q, K, V))
+    rank = Q.ndim
+    if rank == 3:
+        B = Q.shape[0]
+        Q = Q.reshape(B, Q.shape[1], q_heads, -1).transpose(0, 2, 1, 3)
+        K = K.reshape(B, K.shape[1], kv_heads, -1).transpose(0, 2, 1, 3)
+        V = V.reshape(B, V.shape[1], kv_heads, -1).transpose(0, 2, 1, 3)
+    B, Hq, S, D = Q.shape
+    Hkv = K.shape[1]
+    if past_k is not None:
+        K = np.concatenate([past_k.astype(np.float64), K], axis=2)
+        V = np.concatenate([past_v.astype(np.float64), V], axis=2)
+    P = 0 if past_k is None else past_k.shape[2]
+    T = K.shape[2]
+    if scale is None:
+        scale = 1.0 / np.sqrt(D)
+    reps = Hq // Hkv
+    Kr = np.repeat(K, reps, axis=1)  # query head h reads kv head h // reps
+    Vr = np.repeat(V, reps, axis=1)
+    qk = (Q * np.sqrt(scale)) @ (Kr * np.sqrt(scale)).transpose(0, 1, 3, 2)
+    capped = softcap * np.tanh(qk / softcap) if softcap > 0 else qk
+    bias = np.zeros((S, T))
+    if mask is not None:
+        m = mask
+        if m.shape[-1] < T:  # shorter masks are padded with False / -inf
+            pad = [(0, 0)] * (m.ndim - 1) + [(0, T - m.shape[-1])]
+            m = np.pad(m, pad, constant_values=(False if m.dtype == np.bool_ else -np.inf))
+        if m.dtype == np.bool_:
+            m = np.where(m, 0.0, -np.inf)
+        bias = bias + m.astype(np.float64)
+    if is_causal or nonpad is not None:
+        allow = np.ones((B, 1, S, T), bool)
+        for b in range(B):
+            off = nonpad[b] - S if (nonpad is not None and past_k is None) else P
+            i = np.arange(S)[:, None]
+            j = np.arange(T)[None, :]
+            if is_causal:
+                allow[b, 0] &= j <= i + off
+            if nonpad is not None:
+                allow[b, 0] &= j < nonpad[b]
+        bias = bias + np.where(allow, 0.0, -np.inf)
+    biased = capped + bias
+    p = softmax_rows(biased)
+    Y = p @ Vr
+    if rank == 3:
+        Y = Y.transpose(0, 2, 1, 3).reshape(B, S, -1)
+    qk_out = [qk, capped, biased, p][mode]
+    return Y, K, V, qk_out
+
+
+def rope_ref(x, cos, sin, pos=None, interleaved=0, rot=0, num_heads=0):
+    x = np.asarray(x, np.float64)
+    shape = x.shape
+    if x.ndim == 4:  # [B, H, S, D] -> [B, S, H, D]
+        x = x.transpose(0, 2, 1, 3)
+    else:
+        x = x.reshape(shape[0], shape[1], num_heads, -1)
+    D = x.shape[3]
+    rot = rot or D
+    if pos is not None:
+        cos, sin = cos[pos], sin[pos]
+    cos = cos.astype(np.float64)[:, :, None, :]
+    sin = sin.astype(np.float64)[:, :, None, :]
+    xr, rest = x[..., :rot], x[..., rot:]
+    if interleaved:
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+    else:
+        x1, x2 = xr[..., :rot // 2], xr[..., rot // 2:]
+    re = cos * x1 - sin * x2
+    im = sin * x1 + cos * x2
+    if interleaved:
+        out = np.stack([re, im], axis=-1).reshape(xr.shape)
+    else:
+        out = np.concatenate([re, im], axis=-1)
+    y = np.concatenate([out, rest], axis=-1)
+    return y.transpose(0, 2, 1, 3) if len(shape) == 4 else y.reshape(shape)
+
+
+def rms_ref(x, scale, axis=-1, eps=1e-5):
+    x = np.asarray(x, np.float64)
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    return x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps) * scale.astype(np.float64)
+
+
+# ------------------------------------------------------------ Attention
+
+ATTN_OUT = ["Y", "present_key", "present_value", "qk_matmul_output"]
+
+
+def attn_case(name, ins, attrs, n_out=1, opset=23, dtype=np.float32, expect=None, inits=(),
+              **ref):
+    """ins: ordered (slot name, array or None); the node has the ONNX input
+    order Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen."""
+    slots = ["Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen"]
+    given = dict(ins)
+    init_names = {n for n, _ in inits}
+    names = []
+    for s in slots:
+        names.append(s if (s in given and given[s] is not None) or s in init_names else "")
+    while names and not names[-1]:
+        names.pop()
+    outs = ATTN_OUT[:n_out]
+    if n_out == 4 and "past_key" not in given:
+        outs = ["Y", "", "", "qk_matmul_output"]
+    node = helper.make_node("Attention", names, outs, name="n0", **attrs)
+    init_vals = dict(inits)
+    y, pk, pv, qk = attention_ref(
+        given["Q"], given["K"], given["V"], mask=given.get("attn_mask"), past_k=given.get("past_key"),
+        past_v=given.get("past_value"), nonpad=init_vals.get("nonpad_kv_seqlen"), scale=attrs.get("scale"),
+        is_causal=attrs.get("is_causal", 0), q_heads=attrs.get("q_num_heads"),
+        kv_heads=attrs.get("kv_num_heads"), softcap=attrs.get("softcap", 0.0),
+        mode=attrs.get("qk_matmul_output_mode", 0))
+    refs = {"Y": y, "present_key": pk, "present_value": pv, "qk_matmul_output": qk}
+    outputs = [(o, refs[o].astype(dtype)) for o in outs if o]
+    tol = "1e-4" if dtype == np.float32 else "5e-3"
+    save(name, [node], [(n, a) for n, a in ins if a is not None], outputs, inits=inits, opset=opset,
+         expect=expect or "ok " + tol)
+
+
+def attention_cases():
+    f = np.float32
+    B, S, T, D = 2, 3, 5, 8
+    q, k, v = rnd(B, 2, S, D), rnd(B, 2, T, D), rnd(B, 2, T, D)
+    attn_case("attn_4d_basic", [("Q", q), ("K", k), ("V", v)], {})
+    attn_case("attn_24_basic", [("Q", q), ("K", k), ("V", v)], {}, opset=24)
+    # 3-D inputs, heads from the attributes; Q/K and V head sizes differ
+    attn_case("attn_3d_heads", [("Q", rnd(2, 4, 16)), ("K", rnd(2, 6, 16)), ("V", rnd(2, 6, 12))],
+              {"q_num_heads": 4, "kv_num_heads": 4})
+    attn_case("attn_3d_gqa", [("Q", rnd(1, 5, 24)), ("K", rnd(1, 5, 12)), ("V", rnd(1, 5, 8))],
+              {"q_num_heads": 4, "kv_num_heads": 2})
+    attn_case("attn_4d_mqa", [("Q", rnd(2, 4, 3, 5)), ("K", rnd(2, 1, 4, 5)), ("V", rnd(2, 1, 4, 3))], {})
+    # masks: bool 2-D with a fully masked row, bool 4-D broadcast over heads,
+    # float 3-D with -inf entries and a fully -inf row, float 4-D
+    bm = rng.random((S, T)) > 0.4
+    bm[:, 0] = True
+    bm[1, :] = False
+    attn_case("attn_mask_bool_2d", [("Q", q), ("K", k), ("V", v), ("attn_mask", bm)], {})
+    bm4 = rng.random((B, 1, S, T)) > 0.3
+    attn_case("attn_mask_bool_4d_bcast", [("Q", q), ("K", k), ("V", v), ("attn_mask", bm4)], {})
+    fm3 = rnd(2, S, T)
+    fm3[0, 1, 2] = -np.inf
+    fm3[1, 2, :] = -np.inf
+    attn_case("attn_mask_float_3d", [("Q", q), ("K", k), ("V", v), ("attn_mask", fm3)], {})
+    attn_case("attn_mask_float_4d", [("Q", q), ("K", k), ("V", v), ("attn_mask", rnd(1, 2, S, T))], {})
+    # causal (square and cross-length), causal with a mask
+    qs = rnd(B, 2, T, D)
+    attn_case("attn_causal", [("Q", qs), ("K", k), ("V", v)], {"is_causal": 1})
+    attn_case("attn_causal_cross", [("Q", q), ("K", k), ("V", v)], {"is_causal": 1})
+    attn_case("attn_causal_mask", [("Q", q), ("K", k), ("V", v), ("attn_mask", bm4)], {"is_causal": 1})
+    attn_case("attn_scale_softcap", [("Q", q * 3), ("K", k * 3), ("V", v), ("attn_mask", rnd(S, T))],
+              {"scale": 0.3, "softcap": 2.0})
+    # KV cache: past + present outputs, GQA, causal aligned after the past
+    P = 4
+    pk, pv = rnd(1, 2, P, 6), rnd(1, 2, P, 7)
+    attn_case("attn_past_gqa_causal",
+              [("Q", rnd(1, 4, 2, 6)), ("K", rnd(1, 2, 2, 6)), ("V", rnd(1, 2, 2, 7)), ("attn_mask", None),
+               ("past_key", pk), ("past_value", pv)], {"is_causal": 1}, n_out=3)
+    attn_case("attn_past_3d_mask",
+              [("Q", rnd(1, 1, 24)), ("K", rnd(1, 1, 12)), ("V", rnd(1, 1, 14)),
+               ("attn_mask", rng.random((1, P + 1)) > 0.3), ("past_key", pk), ("past_value", pv)],
+              {"q_num_heads": 4, "kv_num_heads": 2}, n_out=3)
+    # qk_matmul_output in each mode (softcap and a mask so they all differ)
+    for mode in range(4):
+        attn_case("attn_qk_mode%d" % mode, [("Q", q * 2), ("K", k * 2), ("V", v), ("attn_mask", fm3)],
+                  {"softcap": 1.5, "qk_matmul_output_mode": mode}, n_out=4)
+    # opset 24: a mask shorter than the keys (padded with -inf); ONNX
+    # Runtime's kernel refuses it, so numpy only
+    attn_case("attn_short_mask", [("Q", q), ("K", k), ("V", v), ("attn_mask", rnd(S, T - 2))], {}, opset=24,
+              expect="ok 1e-4 numpy")
+    # opset 24: nonpad_kv_seqlen known at compile time; at run time it is
+    # a data-dependent mask the lowering refuses
+    np_len = np.array([3, 5], np.int64)
+    attn_case("attn_nonpad_const", [("Q", q), ("K", k), ("V", v)], {}, opset=24,
+              inits=[("nonpad_kv_seqlen", np_len)])
+    node = helper.make_node("Attention", ["Q", "K", "V", "", "", "", "nonpad_kv_seqlen"], ["Y"], name="n0")
+    y = attention_ref(q, k, v, nonpad=np_len)[0].astype(f)
+    save("attn_nonpad_runtime", [node], [("Q", q), ("K", k), ("V", v), ("nonpad_kv_seqlen", np_len)],
+         [("Y", y)], opset=24, expect="reject needs_constant nonpad_kv_seqlen")
+    # fp16 (computed in float inside, like ONNX Runtime)
+    h = np.float16
+    attn_case("attn_fp16_gqa_past",
+              [("Q", rnd(1, 4, 2, 8, dtype=h)), ("K", rnd(1, 2, 2, 8, dtype=h)), ("V", rnd(1, 2, 2, 8, dtype=h)),
+               ("attn_mask", rng.random((2, P + 2)) > 0.3), ("past_key", rnd(1, 2, P, 8, dtype=h)),
+               ("past_value", rnd(1, 2, P, 8, dtype=h))], {"is_causal": 1}, n_out=3, dtype=h)
+    attn_case("attn_fp16_3d_softcap",
+              [("Q", rnd(2, 3, 16, dtype=h)), ("K", rnd(2, 4, 8, dtype=h)), ("V", rnd(2, 4, 8, dtype=h)),
+               ("attn_mask", rnd(3, 4, dtype=h))], {"q_num_heads": 2, "kv_num_heads": 1, "softcap": 3.0},
+              dtype=h)
+
+
+# ------------------------------------------------------------ RotaryEmbedding
+
+def rope_case(name, x, cos, sin, pos=None, attrs=None, dtype=np.float32, pos_const=True, expect=None):
+    attrs = attrs or {}
+    ins = [("x", x)]
+    inits = [("cos_cache", cos), ("sin_cache", sin)]
+    names = ["x", "cos_cache", "sin_cache"]
+    if pos is not None:
+        names.append("position_ids")
+        if pos_const:
+            inits.append(("position_ids", pos))
+        else:
+            ins.append(("position_ids", pos))
+    node = helper.make_node("RotaryEmbedding", names, ["y"], name="n0", **attrs)
+    y = rope_ref(x, cos, sin, pos, attrs.get("interleaved", 0), attrs.get("rotary_embedding_dim", 0),
+                 attrs.get("num_heads", 0)).astype(dtype)
+    tol = "1e-4" if dtype == np.float32 else "2e-3"
+    save(name, [node], ins, [("y", y)], inits=inits, expect=expect or "ok " + tol)
+
+
+def rope_tables(n, half, dtype=np.float32):
+    theta = np.outer(np.arange(n), 1.0 / 10000 ** (np.arange(half) / half))
+    return np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
+
+
+def rope_cases():
+    B, H, S, D = 2, 3, 4, 8
+    c3, s3 = (a.reshape(1, S, D // 2).repeat(B, 0) for a in rope_tables(S, D // 2))
+    c3[1] = np.roll(c3[1], 1, axis=0)  # per-batch rows differ
+    rope_case("rope_4d", rnd(B, H, S, D), c3, s3)
+    rope_case("rope_4d_interleaved", rnd(B, H, S, D), c3, s3, attrs={"interleaved": 1})
+    cp, sp = rope_tables(16, 3)
+    pos = np.array([[0, 1, 2, 3], [7, 8, 9, 15]], np.int64)
+    rope_case("rope_3d_partial_pos", rnd(B, S, H * D), cp, sp, pos,
+              {"num_heads": H, "rotary_embedding_dim": 6})
+    rope_case("rope_3d_partial_pos_interleaved", rnd(B, S, H * D), cp, sp, pos,
+              {"num_heads": H, "rotary_embedding_dim": 6, "interleaved": 1})
+    # runtime position ids are int64 data: TOSA-1.0+FP has no int64
+    rope_case("rope_pos_runtime", rnd(B, S, H * D), cp, sp, pos, {"num_heads": H, "rotary_embedding_dim": 6},
+              pos_const=False, expect="reject int64_not_enabled position_ids")
+    h = np.float16
+    ch, sh = rope_tables(16, 3, h)
+    rope_case("rope_fp16_interleaved_partial", rnd(B, H, S, D, dtype=h), ch, sh, pos,
+              {"interleaved": 1, "rotary_embedding_dim": 6}, dtype=h)
+
+
+# ------------------------------------------------------------ RMSNormalization
+
+def rms_cases():
+    x = rnd(2, 3, 8)
+    for axis, sshape in ((-1, (8,)), (1, (3, 8))):
+        sc = rnd(*sshape)
+        node = helper.make_node("RMSNormalization", ["x", "scale"], ["y"], name="n0", axis=axis, epsilon=1e-5)
+        save("rms_axis%d" % axis, [node], [("x", x), ("scale", sc)], [("y", rms_ref(x, sc, axis).astype(np.float32))])
+    h = np.float16
+    xh, sch = rnd(2, 5, 16, dtype=h), rnd(16, dtype=h)
+    node = helper.make_node("RMSNormalization", ["x", "scale"], ["y"], name="n0")
+    save("rms_fp16", [node], [("x", xh), ("scale", sch)], [("y", rms_ref(xh, sch).astype(h))],
+         expect="ok 2e-3")
+
+
+# ------------------------------------------------------------ decoder block
+
+def decoder_block():
+    """Pre-norm decoder layer: RMSNorm -> Q/K/V projections -> rotary on Q
+    and K -> causal grouped-query Attention with the KV cache as graph
+    inputs/outputs -> output projection + residual -> RMSNorm -> SwiGLU MLP
+    (SiLU gate as Sigmoid * x) + residual."""
+    S, P, Dm, Hq, Hkv, hd, F = 4, 6, 64, 4, 2, 16, 128
+    w = lambda *s: (rnd(*s) / np.sqrt(s[0])).astype(np.float32)  # noqa: E731
+    x = rnd(1, S, Dm)
+    past_k, past_v = rnd(1, Hkv, P, hd), rnd(1, Hkv, P, hd)
+    cos, sin = (a[P:P + S].reshape(1, S, hd // 2) for a in rope_tables(P + S, hd // 2))
+    g1, g2 = (1 + 0.1 * rnd(Dm)).astype(np.float32), (1 + 0.1 * rnd(Dm)).astype(np.float32)
+    Wq, Wk, Wv, Wo = w(Dm, Hq * hd), w(Dm, Hkv * hd), w(Dm, Hkv * hd), w(Hq * hd, Dm)
+    W1, W3, W2 = w(Dm, F), w(Dm, F), w(F, Dm)
+    N = helper.make_node
+    nodes = [
+        N("RMSNormalization", ["x", "g1"], ["h1"], name="norm1", epsilon=1e-6),
+        N("MatMul", ["h1", "Wq"], ["q"], name="wq"),
+        N("MatMul", ["h1", "Wk"], ["k"], name="wk"),
+        N("MatMul", ["h1", "Wv"], ["v"], name="wv"),
+        N("RotaryEmbedding", ["q", "cos", "sin"], ["qr"], name="rope_q", num_heads=Hq),
+        N("RotaryEmbedding", ["k", "cos", "sin"], ["kr"], name="rope_k", num_heads=Hkv),
+        N("Attention", ["qr", "kr", "v", "", "past_key", "past_value"], ["att", "present_key", "present_value"],
+          name="attn", is_causal=1, q_num_heads=Hq, kv_num_heads=Hkv),
+        N("MatMul", ["att", "Wo"], ["o"], name="wo"),
+        N("Add", ["x", "o"], ["r1"], name="res1"),
+        N("RMSNormalization", ["r1", "g2"], ["h2"], name="norm2", epsilon=1e-6),
+        N("MatMul", ["h2", "W1"], ["gate"], name="w1"),
+        N("MatMul", ["h2", "W3"], ["up"], name="w3"),
+        N("Sigmoid", ["gate"], ["sg"], name="sig"),
+        N("Mul", ["gate", "sg"], ["silu"], name="silu"),
+        N("Mul", ["silu", "up"], ["act"], name="glu"),
+        N("MatMul", ["act", "W2"], ["down"], name="w2"),
+        N("Add", ["r1", "down"], ["y"], name="res2"),
+    ]
+    h1 = rms_ref(x, g1, eps=1e-6)
+    q = rope_ref(h1 @ Wq, cos, sin, num_heads=Hq)
+    k = rope_ref(h1 @ Wk, cos, sin, num_heads=Hkv)
+    att, pk, pv, _ = attention_ref(q, k, h1 @ Wv, past_k=past_k, past_v=past_v, is_causal=1, q_heads=Hq,
+                                   kv_heads=Hkv)
+    r1 = x + att @ Wo
+    h2 = rms_ref(r1, g2, eps=1e-6)
+    gate = h2 @ W1
+    y = r1 + (gate / (1 + np.exp(-gate)) * (h2 @ W3)) @ W2
+    f = np.float32
+    save("decoder_block", nodes,
+         [("x", x), ("cos", cos), ("sin", sin), ("past_key", past_k), ("past_value", past_v)],
+         [("y", y.astype(f)), ("present_key", pk.astype(f)), ("present_value", pv.astype(f))],
+         inits=[("g1", g1), ("g2", g2), ("Wq", Wq), ("Wk", Wk), ("Wv", Wv), ("Wo", Wo), ("W1", W1),
+                ("W3", W3), ("W2", W2)])
+
+
+def main():
+    attention_cases()
+    rope_cases()
+    rms_cases()
+    decoder_block()
+    with open(os.path.join(HERE, "cases.txt"), "w") as f:
+        f.write("\n".join(CASES) + "\n")
+    print("%d cases" % len(CASES))
+
+
+if __name__ == "__main__":
+    main()
