@@ -2,7 +2,11 @@
 """cli_attn_ort.py CTOSA SRC_DIR TMP - the transformer operators (Attention,
 RotaryEmbedding, RMSNormalization and a decoder block built from them)
 under TOSA-1.0+FP against ONNX Runtime and the numpy references of
-tests/data/lower/attn (gen.py there says what cases.txt means).
+tests/data/lower/attn (gen.py there says what cases.txt means), and the
+variants of older operators transformer and vision exporters emit
+(normalisations, reductions, CumSum, Trilu, Einsum, Mod, variadic ops,
+Resize, pooling, Swish, TensorScatter) against ONNX Runtime: a sample by
+default, every case with CTOSA_LONG_TESTS=1.
 
 For an "ok" case: `ctosa lower` must delegate every node into one
 partition; `ctosa run MODEL.partitioned.onnx` must match ONNX Runtime
@@ -58,7 +62,10 @@ def run_case(name, kind, args):
                 return ok, "falls back: %s (%s)" % (fb.get("code"), fb.get("reason"))
         return False, "node n0 was delegated, expected %s" % code
     tol = float(args[0])
-    numpy_only = len(args) > 1 and args[1] == "numpy"
+    numpy_only = "numpy" in args[1:]
+    ort_only = "ort" in args[1:]
+    if ort_only and not HAVE_ORT:
+        return True, "skipped: ONNX Runtime is its only reference and onnxruntime-node is missing"
     if rep["fallback"] or rep["nodes_delegated"] != rep["nodes_total"] or len(rep["partitions"]) != 1:
         return False, "%d/%d delegated, %d partitions: %s" % (
             rep["nodes_delegated"], rep["nodes_total"], len(rep["partitions"]),
@@ -83,9 +90,11 @@ def run_case(name, kind, args):
     ok, notes = True, []
     for i, n in enumerate(outs):
         got = np.load(os.path.join(out, "rt_%d.npy" % i))
-        o1, ad1, why1 = compare(got, np.load(os.path.join(d, "output_%d.npy" % i)), tol)
-        note = "%s numpy %s" % (n, why1)
-        ok &= o1
+        note = n
+        if not ort_only:
+            o1, ad1, why1 = compare(got, np.load(os.path.join(d, "output_%d.npy" % i)), tol)
+            note += " numpy %s" % why1
+            ok &= o1
         if use_ort:
             o2, ad2, why2 = compare(got, np.load(os.path.join(out, "ort", "output_%d.npy" % i)), tol)
             ok &= o2
@@ -97,16 +106,17 @@ def run_case(name, kind, args):
 
 def main():
     failed = n = 0
+    long_run = bool(os.environ.get("CTOSA_LONG_TESTS"))
     for line in open(os.path.join(DATA, "cases.txt")):
         parts = line.split()
-        if len(parts) < 3:
+        if len(parts) < 3 or (parts[-1] == "long" and not long_run):
             continue
         n += 1
         ok, why = run_case(parts[0], parts[1], parts[2:])
         print("%-4s %-34s %s" % ("ok" if ok else "FAIL", parts[0], why))
         failed += not ok
     print("%d of %d cases pass%s" % (n - failed, n, "" if HAVE_ORT else " (no onnxruntime-node: numpy references only)"))
-    return 1 if failed or n < 30 else 0
+    return 1 if failed or n < 50 else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 /*
- * lower_attention.c - the transformer operators of opset 23: Attention
- * (scaled dot-product attention with grouped heads, masks, causal masking,
- * softcap and a concatenating KV cache) and RotaryEmbedding.
+ * lower_attention.c - the transformer operators of opsets 23 and 24:
+ * Attention (scaled dot-product attention with grouped heads, masks, causal
+ * masking, softcap and a concatenating KV cache), RotaryEmbedding,
+ * TensorScatter (the KV-cache update that writes into a fixed-size cache)
+ * and Swish.
  *
  * Attention is computed in FP32 whatever the input precision (FP16/BF16
  * inputs are cast up and the results cast back): the scores and the
@@ -427,8 +429,81 @@ static lower_status lower_rotary(lower_ctx *c) {
     return ew_out(c, 0, at_reshape(c, y, r0, in_shape));
 }
 
+/* ------------------------------------------------------- TensorScatter */
+
+/* present = past with update's rows written at write_indices[b] + i along
+ * axis (mod the cache length when circular). The cache is viewed as
+ * [prefix, M, C] and the update as [prefix, L, C]; SCATTER writes the L
+ * rows of every prefix row at once. Write positions must be known at
+ * compile time (needs_constant otherwise: run-time positions would be
+ * int64 arithmetic feeding SCATTER's indices). */
+static lower_status lower_tensor_scatter(lower_ctx *c) {
+    const ctosa_onnx_node *n = lw_node(c);
+    ew_v past, upd;
+    lower_status st;
+    if ((st = ew_in(c, 0, &past)) != LOWER_OK || (st = ew_in(c, 1, &upd)) != LOWER_OK) return st;
+    int32_t axis;
+    if (!cv_axis(c, lw_attr_int(c, "axis", -2), past.r, "axis", &axis)) return LOWER_REJECT;
+    const char *mode = lw_attr_str(c, "mode", "linear");
+    bool circular = !strcmp(mode, "circular");
+    if (!circular && strcmp(mode, "linear"))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TensorScatter: mode '%s'", mode);
+    if (axis == 0 || upd.r != past.r || upd.t != past.t)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TensorScatter: axis %d / update rank or dtype do not fit the cache",
+                         axis);
+    for (uint32_t i = 0; i < past.r; i++)
+        if (i == (uint32_t)axis ? upd.s[i] > past.s[i] : upd.s[i] != past.s[i])
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TensorScatter: update shape does not fit the cache on axis %u", i);
+    int64_t B = past.s[0], M = past.s[axis], L = upd.s[axis], pre = 1, C = 1;
+    for (int32_t i = 0; i < axis; i++) pre *= past.s[i];
+    for (uint32_t i = (uint32_t)axis + 1; i < past.r; i++) C *= past.s[i];
+    const int64_t *wi = NULL;
+    if (lw_has_input(c, 2)) {
+        if (lw_const_i64(c, 2, &wi) != B)
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, n->inputs[2],
+                             "TensorScatter: write_indices '%s' must be a compile-time constant of %lld values",
+                             n->inputs[2], (long long)B);
+    }
+    int32_t *idx = arena_alloc(lw_arena(c), (size_t)(pre * L) * sizeof *idx);
+    if (!idx) return cv_fail(c);
+    int64_t per_b = pre / B;
+    for (int64_t p = 0; p < pre; p++)
+        for (int64_t i = 0; i < L; i++) {
+            int64_t pos = (wi ? wi[p / per_b] : 0) + i;
+            if (circular) pos = ((pos % M) + M) % M;
+            if (pos < 0 || pos >= M || (circular && L > M))
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "TensorScatter: write position %lld outside the cache of %lld (mode %s)", (long long)pos,
+                                 (long long)M, mode);
+            idx[p * L + i] = (int32_t)pos;
+        }
+    int64_t v3[3] = {pre, M, C}, u3[3] = {pre, L, C}, i2[2] = {pre, L};
+    ew_v vin = at_reshape(c, past, 3, v3), uin = at_reshape(c, upd, 3, u3);
+    const char *ix = lw_const(c, CTOSA_DTYPE_INT32, 2, i2, idx);
+    const char *out = lw_tensor(c, past.t, 3, v3);
+    if (!vin.n || !uin.n || !ix || !out) return cv_fail(c);
+    const char *in[3] = {vin.n, ix, uin.n};
+    if (!lw_op(c, CTOSA_OP_SCATTER, 3, in, 1, &out, NULL)) return cv_fail(c);
+    ew_v o = vin;
+    o.n = out;
+    return ew_out(c, 0, at_reshape(c, o, past.r, past.s));
+}
+
+/* ---------------------------------------------------------------- Swish */
+
+/* x * sigmoid(alpha * x) */
+static lower_status lower_swish(lower_ctx *c) {
+    ew_v x;
+    lower_status st = at_float_in(c, 0, &x);
+    if (st != LOWER_OK) return st;
+    double alpha = lw_attr_float(c, "alpha", 1.0f);
+    return ew_out(c, 0, ew_mul(c, x, ew_un(c, CTOSA_OP_SIGMOID, ew_mulk(c, x, alpha))));
+}
+
 const lower_entry lower_table_attention[] = {
     {"Attention", 23, 0, lower_attention},
     {"RotaryEmbedding", 23, 0, lower_rotary},
+    {"TensorScatter", 24, 0, lower_tensor_scatter},
+    {"Swish", 24, 0, lower_swish},
     {0},
 };

@@ -75,6 +75,10 @@ extern const lower_entry lower_table_rnn[];
 extern const lower_entry lower_table_attention[];
 #define HAVE_attention 1
 #endif
+#if __has_include("lower_mvn.c")
+extern const lower_entry lower_table_mvn[];
+#define HAVE_mvn 1
+#endif
 #if __has_include("lower_misc.c")
 extern const lower_entry lower_table_misc[];
 #define HAVE_misc 1
@@ -128,6 +132,9 @@ static const lower_entry *const tables[] = {
 #endif
 #ifdef HAVE_attention
     lower_table_attention,
+#endif
+#ifdef HAVE_mvn
+    lower_table_mvn,
 #endif
 #ifdef HAVE_misc
     lower_table_misc,

@@ -8,13 +8,16 @@ input, output_<i>.npy (the numpy reference below, written from the ONNX
 operator definitions, computed in float64 and rounded to the output dtype)
 and a line in cases.txt:
 
-    <case> ok <tol> [numpy]           fully delegated, one partition; every
+    <case> ok <tol> [numpy|ort] [long]
+                                      fully delegated, one partition; every
                                       output within tol (relative to the
                                       output's largest magnitude) of ONNX
                                       Runtime and of the numpy reference;
                                       "numpy": ORT cannot run the model
                                       (the definition allows what its kernel
-                                      refuses), numpy only
+                                      refuses), numpy only; "ort": ONNX
+                                      Runtime is the only reference; "long":
+                                      only with CTOSA_LONG_TESTS=1
     <case> reject <code> <word>       node n0 falls back with that code and a
                                       reason containing <word>
 
@@ -46,9 +49,10 @@ def rnd(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
 
-def save(name, nodes, inputs, outputs, inits=(), opset=23, expect="ok 1e-4"):
+def save(name, nodes, inputs, outputs, inits=(), opset=23, expect="ok 1e-4", out_types=None):
     """inputs: [(name, array)] fed at run time; outputs: [(name, array)]
-    graph outputs with their references; inits: [(name, array)]."""
+    graph outputs with their references (None: no reference, the output's
+    dtype from out_types and no shape); inits: [(name, array)]."""
     d = os.path.join(HERE, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
@@ -57,7 +61,8 @@ def save(name, nodes, inputs, outputs, inits=(), opset=23, expect="ok 1e-4"):
         nodes, name,
         [helper.make_tensor_value_info(n, NP2ONNX[a.dtype], a.shape) for n, a in inputs],
         [helper.make_tensor_value_info(n, NP2ONNX[np.asarray(a).dtype], np.asarray(a).shape)
-         for n, a in outputs],
+         if a is not None else helper.make_tensor_value_info(n, NP2ONNX[np.dtype(out_types[i])], None)
+         for i, (n, a) in enumerate(outputs)],
         [numpy_helper.from_array(a, n) for n, a in inits])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
                           producer_name="ctosa-gen")
@@ -66,6 +71,8 @@ def save(name, nodes, inputs, outputs, inits=(), opset=23, expect="ok 1e-4"):
     for n, a in inputs:
         np.save(os.path.join(d, "input_%s.npy" % n), a)
     for i, (_, a) in enumerate(outputs):
+        if a is None:
+            continue
         np.save(os.path.join(d, "output_%d.npy" % i), np.ascontiguousarray(a))
     CASES.append("%s %s" % (name, expect))
 
@@ -390,11 +397,123 @@ def decoder_block():
                 ("W3", W3), ("W2", W2)])
 
 
+# ------------------------------------------------------------ variants
+# The other operators of the list (normalisations, reductions, scans,
+# Einsum, Mod, variadic ops, Resize, pooling) in the variants transformer
+# and vision exporters emit. The reference is ONNX Runtime alone ("ort").
+
+def ort_case(name, op, inputs, attrs=None, inits=(), n_out=1, opset=18, out_dtype=None, expect="ok 1e-4 ort",
+             in_names=None):
+    if expect.startswith("ok") and name not in SAMPLE:
+        expect += " long"
+    attrs = attrs or {}
+    names = in_names or [n for n, _ in inputs] + [n for n, _ in inits]
+    outs = ["y%d" % i for i in range(n_out)]
+    node = helper.make_node(op, names, outs, name="n0", **attrs)
+    dt = out_dtype or [inputs[0][1].dtype] * n_out
+    save(name, [node], inputs, [(o, None) for o in outs], inits=inits, opset=opset,
+         expect=expect, out_types=dt)
+
+
+# the variants run by the default suite (every one with CTOSA_LONG_TESTS=1)
+SAMPLE = {"ln_fp16_stash", "mvn_default", "rl2_noaxes_nokeep", "cumsum_ex1_rev1", "einsum_1", "mean_3in",
+          "resize_linear_pytorch_half_pixel_x", "avgpool_ceil_incl", "swish_alpha", "tscatter_circular"}
+
+
+def variant_cases():
+    x4 = rnd(2, 3, 4, 5)
+    for ax in (0, 1, 2, -1):
+        ort_case("ln_axis%d" % ax, "LayerNormalization", [("x", x4)],
+                 inits=[("s", rnd(*x4.shape[ax:])), ("b", rnd(*x4.shape[ax:]))], attrs={"axis": ax}, n_out=3,
+                 opset=17)
+    h = np.float16
+    ort_case("ln_fp16_stash", "LayerNormalization", [("x", rnd(2, 5, 8, dtype=h))],
+             inits=[("s", rnd(8, dtype=h)), ("b", rnd(8, dtype=h))], n_out=3, opset=17, expect="ok 2e-3 ort",
+             out_dtype=[h, np.float32, np.float32])  # Mean, InvStdDev in the stash type
+    ort_case("groupnorm_21", "GroupNormalization", [("x", rnd(2, 6, 3, 4))],
+             inits=[("s", rnd(6)), ("b", rnd(6))], attrs={"num_groups": 3}, opset=21)
+    ort_case("mvn_default", "MeanVarianceNormalization", [("x", x4)], opset=13)
+    ort_case("mvn_axes12", "MeanVarianceNormalization", [("x", x4)], attrs={"axes": [1, 2]}, opset=13)
+    ort_case("lpnorm_p1", "LpNormalization", [("x", x4)], attrs={"axis": 1, "p": 1}, opset=13)
+    for op in ("ReduceLogSumExp", "ReduceL1", "ReduceL2", "ReduceSumSquare"):
+        short = op[6:].lower()
+        ort_case("r%s_axes_keep" % short, op, [("x", x4)], inits=[("axes", np.array([1, -1], np.int64))],
+                 opset=18)
+        ort_case("r%s_noaxes_nokeep" % short, op, [("x", x4)], attrs={"keepdims": 0}, opset=18)
+        ort_case("r%s_13" % short, op, [("x", x4)], attrs={"axes": [2], "keepdims": 0}, opset=13)
+    for ex, rev in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        ort_case("cumsum_ex%d_rev%d" % (ex, rev), "CumSum", [("x", x4)],
+                 inits=[("axis", np.array(2, np.int64))], attrs={"exclusive": ex, "reverse": rev}, opset=14)
+    for up, k in ((1, 0), (1, -1), (0, 0), (0, 2)):
+        ort_case("trilu_u%d_k%d" % (up, k), "Trilu", [("x", rnd(2, 4, 5))],
+                 inits=[("k", np.array(k, np.int64))], attrs={"upper": up}, opset=14)
+    for i, (eq, shapes) in enumerate((("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+                                      ("bhqk,bhkd->bhqd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
+                                      ("bsh,hd->bsd", [(2, 4, 6), (6, 3)]), ("bij->bji", [(2, 3, 5)]),
+                                      ("bij->bj", [(2, 3, 4)]), ("i,j->ij", [(3,), (4,)]),
+                                      ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]))):
+        # a lone transpose only moves data: no partition of its own
+        ort_case("einsum_%d" % i, "Einsum", [("x%d" % j, rnd(*s)) for j, s in enumerate(shapes)],
+                 attrs={"equation": eq}, opset=12, expect="reject no_compute compute" if i == 3 else "ok 1e-4 ort")
+    ort_case("mod_fmod", "Mod", [("a", rnd(3, 4) * 5), ("b", rnd(4) + 3)], attrs={"fmod": 1}, opset=13)
+    for op in ("Min", "Max", "Sum", "Mean"):
+        ort_case("%s_3in" % op.lower(), op, [("a", rnd(2, 3, 4)), ("b", rnd(3, 1)), ("c", rnd(4))], opset=13)
+    xr = rnd(1, 2, 4, 5)
+    empty = np.zeros((0,), np.float32)
+    for mode, ctm, nm, sc in (("nearest", "asymmetric", "floor", (2.0, 1.5)),
+                              ("nearest", "half_pixel", "round_prefer_floor", (1.5, 2.0)),
+                              ("nearest", "align_corners", "round_prefer_ceil", (2.0, 2.0)),
+                              ("nearest", "asymmetric", "ceil", (0.5, 0.6)),
+                              ("linear", "half_pixel", None, (2.0, 1.5)),
+                              ("linear", "pytorch_half_pixel", None, (0.5, 0.8)),
+                              ("linear", "align_corners", None, (1.75, 2.0)),
+                              ("linear", "asymmetric", None, (2.0, 3.0)),
+                              ("linear", "half_pixel_symmetric", None, (1.5, 1.6))):
+        attrs = {"mode": mode, "coordinate_transformation_mode": ctm}
+        if nm:
+            attrs["nearest_mode"] = nm
+        ort_case("resize_%s_%s_%s" % (mode, ctm, nm or "x"), "Resize", [("x", xr)], attrs=attrs,
+                 inits=[("roi", empty), ("scales", np.array((1, 1) + sc, np.float32))], opset=19)
+    # what TOSA RESIZE cannot express falls back naming the attribute
+    ort_case("resize_cubic", "Resize", [("x", xr)], attrs={"mode": "cubic", "cubic_coeff_a": -0.75},
+             inits=[("roi", empty), ("scales", np.array((1, 1, 2, 2), np.float32))], opset=19,
+             expect="reject unsupported_attribute cubic")
+    ort_case("resize_tf_half_pixel_nearest", "Resize", [("x", xr)],
+             attrs={"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nearest"},
+             inits=[("roi", empty), ("scales", np.array((1, 1, 0.5, 0.6), np.float32))], opset=19,
+             expect="reject unsupported_attribute tf_half_pixel_for_nearest")
+    xp = rnd(1, 2, 7, 8)
+    ort_case("maxpool_ceil", "MaxPool", [("x", xp)],
+             attrs={"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}, opset=12)
+    ort_case("maxpool_dil", "MaxPool", [("x", xp)],
+             attrs={"kernel_shape": [3, 2], "strides": [2, 2], "dilations": [2, 1], "ceil_mode": 1}, opset=12,
+             expect="reject unsupported_attribute dilations")
+    ort_case("avgpool_ceil_incl", "AveragePool", [("x", xp)],
+             attrs={"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
+                    "count_include_pad": 1}, opset=19)
+    ort_case("avgpool_dil_excl", "AveragePool", [("x", xp)],
+             attrs={"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 0, 1, 0]}, opset=19,
+             expect="reject unsupported_attribute dilations")
+    ort_case("swish_alpha", "Swish", [("x", rnd(2, 3, 4) * 3)], attrs={"alpha": 0.7}, opset=24)
+    ort_case("swish", "Swish", [("x", rnd(2, 3, 4) * 3)], opset=24)
+    cache, upd = rnd(2, 3, 6, 4), rnd(2, 3, 2, 4)
+    ort_case("tscatter_linear", "TensorScatter", [("cache", cache), ("upd", upd)],
+             inits=[("wi", np.array([1, 4], np.int64))], opset=24)
+    ort_case("tscatter_circular", "TensorScatter", [("cache", cache), ("upd", upd)],
+             inits=[("wi", np.array([5, 2], np.int64))], attrs={"mode": "circular"}, opset=24)
+    ort_case("tscatter_noidx_axis1", "TensorScatter", [("cache", rnd(2, 6, 3)), ("upd", rnd(2, 2, 3))],
+             attrs={"axis": 1}, opset=24)
+    ort_case("tscatter_runtime_idx", "TensorScatter",
+             [("cache", cache), ("upd", upd), ("wi", np.array([1, 4], np.int64))], opset=24,
+             expect="reject needs_constant wi")
+
+
 def main():
     attention_cases()
     rope_cases()
     rms_cases()
     decoder_block()
+    variant_cases()
     with open(os.path.join(HERE, "cases.txt"), "w") as f:
         f.write("\n".join(CASES) + "\n")
     print("%d cases" % len(CASES))
