@@ -2,7 +2,8 @@
 """cli_attn_ort.py CTOSA SRC_DIR TMP - the transformer operators (Attention,
 RotaryEmbedding, RMSNormalization and a decoder block built from them)
 under TOSA-1.0+FP against ONNX Runtime and the numpy references of
-tests/data/lower/attn (gen.py there says what cases.txt means), and the
+tests/data/lower/attn (gen.py there says what cases.txt means; a case
+may name another spec), and the
 variants of older operators transformer and vision exporters emit
 (normalisations, reductions, CumSum, Trilu, Einsum, Mod, variadic ops,
 Resize, pooling, Swish, TensorScatter) against ONNX Runtime: a sample by
@@ -49,7 +50,8 @@ def run_case(name, kind, args):
     d = os.path.join(DATA, name)
     model = os.path.join(d, "model.onnx")
     out = os.path.join(tmp, name)
-    r = subprocess.run([ctosa, "lower", model, "--spec", "TOSA-1.0+FP", "-o", out, "-q"],
+    spec = ([a[5:] for a in args if a.startswith("spec=")] or ["TOSA-1.0+FP"])[0]
+    r = subprocess.run([ctosa, "lower", model, "--spec", spec, "-o", out, "-q"],
                        capture_output=True, text=True)
     if r.returncode:
         return False, "lower exit %d: %s" % (r.returncode, r.stderr.strip())
@@ -101,7 +103,7 @@ def run_case(name, kind, args):
             note += ", ORT max abs %.2g %s" % (ad2, why2)
         notes.append(note)
     src_note = "" if use_ort else (" [numpy only: ORT cannot run it]" if numpy_only else " [numpy only: no ORT]")
-    return ok, "1 partition%s; %s" % (src_note, "; ".join(notes))
+    return ok, "1 partition%s%s; %s" % ("" if spec == "TOSA-1.0+FP" else " under " + spec, src_note, "; ".join(notes))
 
 
 def main():

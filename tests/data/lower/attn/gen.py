@@ -17,7 +17,9 @@ and a line in cases.txt:
                                       (the definition allows what its kernel
                                       refuses), numpy only; "ort": ONNX
                                       Runtime is the only reference; "long":
-                                      only with CTOSA_LONG_TESTS=1
+                                      only with CTOSA_LONG_TESTS=1;
+                                      "spec=S": lowered under spec S instead
+                                      of TOSA-1.0+FP
     <case> reject <code> <word>       node n0 falls back with that code and a
                                       reason containing <word>
 
@@ -323,6 +325,9 @@ def rope_cases():
     # runtime position ids are int64 data: TOSA-1.0+FP has no int64
     rope_case("rope_pos_runtime", rnd(B, S, H * D), cp, sp, pos, {"num_heads": H, "rotary_embedding_dim": 6},
               pos_const=False, expect="reject int64_not_enabled position_ids")
+    # ... and with a spec that has int64 they are gathered at run time
+    rope_case("rope_pos_runtime_int64", rnd(B, S, H * D), cp, sp, pos, {"num_heads": H, "rotary_embedding_dim": 6},
+              pos_const=False, expect="ok 1e-4 spec=TOSA-1.1+FP+int64")
     h = np.float16
     ch, sh = rope_tables(16, 3, h)
     rope_case("rope_fp16_interleaved_partial", rnd(B, H, S, D, dtype=h), ch, sh, pos,
