@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "kernels_testutil.h"
+#include "interp/kernels_gemm.h"
 #include "util/floatfmt.h"
 
 static int g_cases;              /* per operator */
@@ -440,8 +441,36 @@ static void test_matmul(void) { run_op("MATMUL", 4); }
 static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
 static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
 
+/* The int8 dot-product engine, once per instruction set this CPU has (the
+ * tests above run with it switched off, so they cover the fp32 / int16
+ * paths); each must take most of the int8 cases (the others have weights
+ * whose zero point puts them outside int8, or sums that may pass int32). */
+static void test_q8_paths(void) {
+    static const struct { int level; const char *name; } isa[] = {
+        {KG_Q8_AVX512VNNI, "AVX-512 VNNI"}, {KG_Q8_AVXVNNI, "AVX-VNNI"}};
+    for (int i = 0; i < 2; i++) {
+        kg_q8_limit(isa[i].level);
+        if (kg_q8_isa() != isa[i].level) {
+            printf("%s: not on this CPU, skipped\n", isa[i].name);
+            continue;
+        }
+        printf("int8 dot-product engine, %s:\n", isa[i].name);
+        uint64_t before = kg_q8_runs();
+        run_op("CONV2D", OP_CONV2D);
+        run_op("CONV3D", OP_CONV3D);
+        run_op("TRANSPOSE_CONV2D", OP_TRANSPOSE);
+        run_op("MATMUL", 4);
+        uint64_t ran = kg_q8_runs() - before;
+        printf("  %llu jobs on the engine\n", (unsigned long long)ran);
+        CHECK_MSG(ran >= (uint64_t)g_cases / 4, "%s: only %llu int8 jobs took the engine", isa[i].name,
+                  (unsigned long long)ran);
+    }
+    kg_q8_limit(KG_Q8_NONE);
+}
+
 int main(void) {
     g_cases = long_tests() ? 5000 : 300;
+    kg_q8_limit(KG_Q8_NONE);
     RUN(test_conv2d);
     RUN(test_conv3d);
     RUN(test_depthwise);
@@ -449,6 +478,8 @@ int main(void) {
     RUN(test_matmul);
     RUN(test_avg_pool);
     RUN(test_max_pool);
+    RUN(test_q8_paths);
+    kg_q8_limit(-1);
     kt_free_all();
     return th_finish();
 }

@@ -271,7 +271,7 @@ static int32_t c_wget(const void *cc, int64_t k, int64_t n) {
     return (int32_t)(c->w[n * K + k] - c->wzp);
 }
 
-enum { CW_FLOAT = 1, CW_INT8 = 2, CW_INT16 = 3 }; /* op cache tags */
+enum { CW_FLOAT = 1, CW_INT8 = 2, CW_INT16 = 3, CW_Q8 = 4 }; /* op cache tags */
 
 /* Small input-channel convolutions (the RGB stem: 3 channels, 3x3): an
  * indirect tap of only IC floats starves the GEMM micro-kernel, so for each
@@ -581,6 +581,77 @@ done:
     return e;
 }
 
+/* int8 x int8/int4 on the dot-product engine (kernels_qgemm.c), when the
+ * CPU has one, every weight minus its zero point fits int8, and no sum can
+ * leave int32: K * max|x - izp| * max|w - wzp| + max|bias| <= INT32_MAX, so
+ * neither REQUIRE of the epilogue can fail and the wrapping int32 sums are
+ * exact. *done is false when it does not apply (the caller then takes the
+ * fp32 path). Channels are padded to a multiple of 4 (the instruction's
+ * group); padding taps read a row of (izp + 128), which the column-sum
+ * correction cancels like any other value equal to the zero point. */
+static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const cargs *c, bool *done) {
+    *done = false;
+    if (kg_q8_isa() == KG_Q8_NONE || g->kind == CK_DEPTHWISE || c->out->dtype != CTOSA_DTYPE_INT32)
+        return NULL;
+    int64_t T = g->KD * g->KH * g->KW, IC = g->IC, IC4 = (IC + 3) & ~(int64_t)3, OC = g->OC;
+    int64_t K = T * IC;
+    if (IC4 > INT32_MAX / 64 || T > INT32_MAX) return NULL;
+    /* constant weights: [wmax, ok][colsum OC][packed] in the op cache */
+    size_t csz = ((size_t)OC * sizeof(int32_t) + 63) & ~(size_t)63;
+    size_t pbytes = kg_q8_pack_bytes(T, IC4, OC);
+    int64_t key[KG_CACHE_KEY] = {CW_Q8, K, OC, c->wzp, g->kind, IC4};
+    const char *blk = c->w->is_const ? kg_cache_find(o, key) : NULL;
+    int64_t wmax = 0;
+    if (blk) {
+        int64_t hdr[2];
+        memcpy(hdr, blk, sizeof hdr);
+        if (!hdr[1]) return NULL; /* weights known not to fit int8 */
+        wmax = hdr[0];
+    } else {
+        char *nb = c->w->is_const ? kg_cache_new(o, key, 64 + csz + pbytes) : NULL;
+        char *p = nb ? nb : kg_scratch(4, 64 + csz + pbytes);
+        if (!p) return c_nomem(o);
+        bool ok = kg_q8_pack((int8_t *)(p + 64 + csz), T, IC, IC4, OC, c->w->data, K, 1, c->wzp,
+                             (int32_t *)(p + 64), &wmax);
+        int64_t hdr[2] = {wmax, ok};
+        memcpy(p, hdr, sizeof hdr);
+        if (!ok) return NULL;
+        blk = p;
+    }
+    const int32_t *colsum = (const int32_t *)(blk + 64);
+    const int8_t *bpk = (const int8_t *)(blk + 64 + csz);
+    uint64_t pixels = IC > 0 ? c->in->count / (uint64_t)IC : 0;
+    uint8_t *in8 = kg_scratch(0, (size_t)(pixels * (uint64_t)IC4) + 64);
+    uint8_t *zero = malloc((size_t)IC4 + 64);
+    int32_t *ib = malloc((size_t)(OC > 0 ? OC : 1) * sizeof(int32_t));
+    ctosa_error *e = NULL;
+    if (!in8 || !zero || !ib) {
+        e = c_nomem(o);
+        goto out;
+    }
+    int64_t amax = kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8);
+    int64_t bmax = 0;
+    bool b1 = c->bias->count == 1;
+    const int32_t *bias = c->bias->data;
+    for (int64_t j = 0; j < (b1 ? 1 : OC); j++) bmax = llabs(bias[j]) > bmax ? llabs(bias[j]) : bmax;
+    if ((double)K * (double)amax * (double)wmax + (double)bmax > 2147483647.0) goto out;
+    memset(zero, (int)(uint8_t)(c->izp + 128), (size_t)IC4 + 64);
+    /* ibias = bias - (128 + izp) * colsum, in wrapping int32 */
+    for (int64_t j = 0; j < OC; j++)
+        ib[j] = (int32_t)((uint32_t)bias[b1 ? 0 : j] - (uint32_t)(128 + c->izp) * (uint32_t)colsum[j]);
+    cgeom g4 = *g;
+    g4.IC = IC4; /* c_rows steps pixels by the padded channel count */
+    rows_ctx rc = {.g = &g4, .base = (const char *)in8, .esz = 1, .zero = zero};
+    kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = OC, .Kt = IC4, .T = (int32_t)T, .rows = c_rows,
+                  .rctx = &rc, .bpack = bpk, .out = c->out->data, .ldo = OC, .ibias = ib};
+    if (!kg_run_q8(o->ctx, &job)) e = c_nomem(o);
+    else *done = true;
+out:
+    free(zero);
+    free(ib);
+    return e;
+}
+
 static ctosa_error *c_run_gemm_int(const interp_op *o, const cgeom *g, const cargs *c) {
     int64_t T = g->KD * g->KH * g->KW, K = T * g->IC;
     int64_t amax = 0, wmax = 0;
@@ -674,7 +745,11 @@ static ctosa_error *c_dispatch(const interp_op *o, const cgeom *g, const cargs *
         if (c->acc == CTOSA_DTYPE_FP32) return c_run_gemm_float(o, g, c);
         return c_ref_float(o, g, c);
     }
-    if (c->in->dtype == CTOSA_DTYPE_INT8) return c_run_int8_float(o, g, c);
+    if (c->in->dtype == CTOSA_DTYPE_INT8) {
+        bool done;
+        ctosa_error *e = c_run_int8_q8(o, g, c, &done);
+        return e || done ? e : c_run_int8_float(o, g, c);
+    }
     return c_run_gemm_int(o, g, c);
 }
 

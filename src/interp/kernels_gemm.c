@@ -186,8 +186,6 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
         }                                                                                  \
     }
 
-typedef void (*kg_tile_fn)(const kg_job *, const void *const *, int64_t, int64_t, int64_t);
-
 KG_TILE_F(kg_f_base, , 3)
 KG_TILE_I(kg_i_base, , 3, kg_vi, int32_t)
 KG_TILE_I(kg_l_base, , 2, kg_vl, int64_t)
@@ -244,7 +242,7 @@ static void kg_worker(void *arg, size_t begin, size_t end) {
     free(ptrs);
 }
 
-static bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr) {
+bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr) {
     if (job->M <= 0 || job->N <= 0) return true;
     kg_run r = {.job = job, .tile = tile};
     /* rows per block: several tiles so the block's A rows stay in L2 while

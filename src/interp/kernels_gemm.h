@@ -36,6 +36,7 @@ typedef struct kg_job {
     int64_t ldo;          /* elements between output rows */
     bool acc64;           /* integer engine: accumulate and store int64 */
     const interp_post *post; /* float engine: fused CLAMP applied as tiles are stored, or NULL */
+    const int32_t *ibias;    /* int8 dot-product engine: N values added to every row */
     int failed;           /* set when a worker could not allocate */
 } kg_job;
 
@@ -57,6 +58,46 @@ bool kg_run_f(interp_ctx *ctx, kg_job *job);
 /* A values are int16. */
 bool kg_run_i(interp_ctx *ctx, kg_job *job);
 
+
+/* One row block x one column panel of a job (the engines' inner tiles);
+ * kg_dispatch splits a job into tiles over the worker threads, with row
+ * blocks of 4 * mr rows. */
+typedef void (*kg_tile_fn)(const kg_job *, const void *const *ptrs, int64_t row0, int64_t nrows,
+                           int64_t panel);
+bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr);
+
+/* The int8 dot-product engine (kernels_qgemm.c): unsigned 8-bit A values
+ * times signed 8-bit B values summed in int32 with the CPU's dot-product
+ * instructions (AVX-512 VNNI, else AVX-VNNI). Callers turn x - zp into
+ * (x + 128) (a byte) times w, and remove (128 + zp) * column sum through
+ * ibias; int32 wrap-around makes the result exact whenever the true sum
+ * fits int32, which the caller proves beforehand (else it uses the other
+ * paths). No dot-product instruction (or kg_q8_limit(0)): kg_q8_isa() is
+ * 0 and callers use the exact fp32 / int16 paths, since the AVX2 byte
+ * multiply-add (vpmaddubsw) saturates its int16 pair sums. */
+enum { KG_Q8_NONE, KG_Q8_AVXVNNI, KG_Q8_AVX512VNNI };
+int kg_q8_isa(void);
+/* Tests: caps the instruction set kg_q8_isa() reports (KG_Q8_*: the best
+ * one the CPU has at or below the cap); -1 lifts the cap. Not thread-safe: set it before running kernels. */
+void kg_q8_limit(int level);
+/* Tests: how many jobs kg_run_q8 has run in this process. */
+uint64_t kg_q8_runs(void);
+/* Packed B: T taps of Kt4 (a multiple of 4) rows each, N columns, in column
+ * panels of KG_NR: panel p, tap t, group g holds 64 bytes, column j's 4
+ * consecutive k values at j*4. */
+size_t kg_q8_pack_bytes(int64_t T, int64_t Kt4, int64_t N);
+/* Packs B[t*Kt + k][n] = src[n*sn + (t*Kt + k)*sk] - zp (rows k >= Kt are
+ * zero) and sets colsum[n] (N entries) to each column's sum. Returns false,
+ * leaving dst incomplete, when a value does not fit int8. *maxabs gets the
+ * largest |value|. */
+bool kg_q8_pack(int8_t *dst, int64_t T, int64_t Kt, int64_t Kt4, int64_t N, const int8_t *src, int64_t sn,
+                int64_t sk, int64_t zp, int32_t *colsum, int64_t *maxabs);
+/* Runs the job: job->Kt is Kt4, every A row pointer covers Kt4 bytes,
+ * job->out is int32 and job->ibias required. false when out of memory. */
+bool kg_run_q8(interp_ctx *ctx, kg_job *job);
+/* d[i] = (uint8)(s[i] + 128) for n values, stride-padded: rows of ic values
+ * become rows of ic4 bytes (the extra bytes 0). Returns max |s[i] - zp|. */
+int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d);
 
 /* Per-thread scratch buffers that survive between kernel calls, so large
  * temporaries do not pay fresh page faults on every call. Returns a 64-byte

@@ -1,0 +1,205 @@
+/* kernels_qgemm.c - the int8 dot-product GEMM engine (see kernels_gemm.h):
+ * unsigned-byte A times signed-byte B into int32 with VPDPBUSD, 4 products
+ * per lane per instruction (64 multiply-adds per AVX-512 instruction against
+ * 16 for fp32 FMA). Each function using the instructions carries its own
+ * target attribute, so the build needs no special flags; the instruction
+ * set is picked at run time from CPUID. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/int_math.h"
+#include "interp/kernels_gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define KQ_X86 1
+#endif
+
+static int kq_cap = -1;
+
+void kg_q8_limit(int level) { kq_cap = level; }
+
+/* Bit i set: instruction set i (KG_Q8_*) is usable. */
+static unsigned kq_detect(void) {
+    unsigned has = 1u << KG_Q8_NONE;
+#ifdef KQ_X86
+    unsigned a, b, c, d;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || __get_cpuid_max(0, NULL) < 7) return has;
+    __cpuid_count(7, 0, a, b, c, d);
+    /* CPUID.(7,0):ECX bit 11 AVX512_VNNI; __builtin_cpu_supports("avx512f")
+     * also checks that the OS saves the zmm state */
+    if ((c & (1u << 11)) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+        has |= 1u << KG_Q8_AVX512VNNI;
+    __cpuid_count(7, 1, a, b, c, d);
+    if (a & (1u << 4)) has |= 1u << KG_Q8_AVXVNNI; /* CPUID.(7,1):EAX bit 4 AVX-VNNI */
+#endif
+    return has;
+}
+
+static uint64_t kq_runs;
+
+uint64_t kg_q8_runs(void) { return __atomic_load_n(&kq_runs, __ATOMIC_RELAXED); }
+
+int kg_q8_isa(void) {
+    static unsigned has;
+    unsigned h = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (!h) {
+        h = kq_detect();
+        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
+    }
+    int cap = kq_cap < 0 ? KG_Q8_AVX512VNNI : kq_cap;
+    for (int i = cap; i > KG_Q8_NONE; i--)
+        if (h & (1u << i)) return i;
+    return KG_Q8_NONE;
+}
+
+size_t kg_q8_pack_bytes(int64_t T, int64_t Kt4, int64_t N) {
+    int64_t panels = (N + KG_NR - 1) / KG_NR;
+    return (size_t)(panels * T * Kt4 * KG_NR);
+}
+
+bool kg_q8_pack(int8_t *dst, int64_t T, int64_t Kt, int64_t Kt4, int64_t N, const int8_t *src, int64_t sn,
+                int64_t sk, int64_t zp, int32_t *colsum, int64_t *maxabs) {
+    int64_t panels = (N + KG_NR - 1) / KG_NR, mx = 0;
+    for (int64_t p = 0; p < panels; p++)
+        for (int j = 0; j < KG_NR; j++) {
+            int64_t n = p * KG_NR + j;
+            int8_t *d = dst + p * T * Kt4 * KG_NR + j * 4;
+            int32_t sum = 0;
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t k = 0; k < Kt4; k++) {
+                    int64_t v = 0;
+                    if (n < N && k < Kt) v = (int64_t)src[n * sn + (t * Kt + k) * sk] - zp;
+                    if (v < -128 || v > 127) return false;
+                    mx = v < 0 ? (-v > mx ? -v : mx) : (v > mx ? v : mx);
+                    sum += (int32_t)v;
+                    d[(t * Kt4 + (k & ~(int64_t)3)) * KG_NR + (k & 3)] = (int8_t)v;
+                }
+            if (n < N) colsum[n] = sum;
+        }
+    *maxabs = mx;
+    return true;
+}
+
+int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d) {
+    int32_t mn = 127, mx = -128;
+    if (ic == ic4) { /* one flat pass (vectorised) */
+        size_t n = rows * ic;
+        for (size_t i = 0; i < n; i++) {
+            int32_t v = s[i];
+            mn = v < mn ? v : mn;
+            mx = v > mx ? v : mx;
+            d[i] = (uint8_t)(v + 128);
+        }
+    } else {
+        for (size_t r = 0; r < rows; r++) {
+            for (size_t i = 0; i < ic; i++) {
+                int32_t v = s[r * ic + i];
+                mn = v < mn ? v : mn;
+                mx = v > mx ? v : mx;
+                d[r * ic4 + i] = (uint8_t)(v + 128);
+            }
+            for (size_t i = ic; i < ic4; i++) d[r * ic4 + i] = 0;
+        }
+    }
+    if (rows * ic == 0) return 0;
+    int32_t a = mx - zp, b = zp - mn;
+    return a > b ? a : b;
+}
+
+#ifdef KQ_X86
+#define KQ_MR512 12
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void kq_tile512(const kg_job *job,
+                                                                               const void *const *ptrs,
+                                                                               int64_t row0, int64_t nrows,
+                                                                               int64_t panel) {
+    const int64_t Kt = job->Kt, K = Kt * job->T;
+    const int32_t T = job->T;
+    const int8_t *bp = (const int8_t *)job->bpack + panel * K * KG_NR;
+    const int64_t n0 = panel * KG_NR;
+    const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;
+    int32_t bb[KG_NR] = {0};
+    for (int j = 0; j < ncols; j++) bb[j] = job->ibias[n0 + j];
+    const __m512i bias = _mm512_loadu_si512(bb);
+    for (int64_t r = 0; r < nrows; r += KQ_MR512) {
+        const int mr = nrows - r < KQ_MR512 ? (int)(nrows - r) : KQ_MR512;
+        __m512i acc[KQ_MR512];
+        _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) acc[m] = bias;
+        for (int32_t t = 0; t < T; t++) {
+            const uint8_t *a[KQ_MR512];
+            _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++)
+                a[m] = (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
+            const int8_t *b = bp + t * Kt * KG_NR;
+            for (int64_t k = 0; k < Kt; k += 4) {
+                __m512i bv = _mm512_loadu_si512(b + k * KG_NR);
+                _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) {
+                    int32_t av;
+                    memcpy(&av, a[m] + k, 4);
+                    acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_set1_epi32(av), bv);
+                }
+            }
+        }
+        int32_t *o = (int32_t *)job->out + (row0 + r) * job->ldo + n0;
+        for (int m = 0; m < mr; m++) {
+            if (ncols == KG_NR) _mm512_storeu_si512(o + m * job->ldo, acc[m]);
+            else _mm512_mask_storeu_epi32(o + m * job->ldo, (__mmask16)((1u << ncols) - 1), acc[m]);
+        }
+    }
+}
+
+#define KQ_MR256 6
+__attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job, const void *const *ptrs,
+                                                                int64_t row0, int64_t nrows, int64_t panel) {
+    const int64_t Kt = job->Kt, K = Kt * job->T;
+    const int32_t T = job->T;
+    const int8_t *bp = (const int8_t *)job->bpack + panel * K * KG_NR;
+    const int64_t n0 = panel * KG_NR;
+    const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;
+    int32_t bb[KG_NR] = {0};
+    for (int j = 0; j < ncols; j++) bb[j] = job->ibias[n0 + j];
+    const __m256i bias0 = _mm256_loadu_si256((const __m256i *)bb);
+    const __m256i bias1 = _mm256_loadu_si256((const __m256i *)(bb + 8));
+    for (int64_t r = 0; r < nrows; r += KQ_MR256) {
+        const int mr = nrows - r < KQ_MR256 ? (int)(nrows - r) : KQ_MR256;
+        __m256i acc0[KQ_MR256], acc1[KQ_MR256];
+        _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++) acc0[m] = bias0, acc1[m] = bias1;
+        for (int32_t t = 0; t < T; t++) {
+            const uint8_t *a[KQ_MR256];
+            _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++)
+                a[m] = (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
+            const int8_t *b = bp + t * Kt * KG_NR;
+            for (int64_t k = 0; k < Kt; k += 4) {
+                __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + k * KG_NR));
+                __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + k * KG_NR + 32));
+                _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++) {
+                    int32_t av;
+                    memcpy(&av, a[m] + k, 4);
+                    __m256i va = _mm256_set1_epi32(av);
+                    acc0[m] = _mm256_dpbusd_avx_epi32(acc0[m], va, b0);
+                    acc1[m] = _mm256_dpbusd_avx_epi32(acc1[m], va, b1);
+                }
+            }
+        }
+        int32_t *o = (int32_t *)job->out + (row0 + r) * job->ldo + n0;
+        for (int m = 0; m < mr; m++) {
+            int32_t v[KG_NR];
+            _mm256_storeu_si256((__m256i *)v, acc0[m]);
+            _mm256_storeu_si256((__m256i *)(v + 8), acc1[m]);
+            memcpy(o + m * job->ldo, v, (size_t)ncols * sizeof(int32_t));
+        }
+    }
+}
+#endif
+
+bool kg_run_q8(interp_ctx *ctx, kg_job *job) {
+    __atomic_add_fetch(&kq_runs, 1, __ATOMIC_RELAXED);
+    switch (kg_q8_isa()) {
+#ifdef KQ_X86
+    case KG_Q8_AVX512VNNI: return kg_dispatch(ctx, job, kq_tile512, KQ_MR512);
+    case KG_Q8_AVXVNNI: return kg_dispatch(ctx, job, kq_tile256, KQ_MR256);
+#endif
+    default: return false; /* callers check kg_q8_isa() first */
+    }
+}
