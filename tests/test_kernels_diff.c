@@ -295,6 +295,7 @@ static void matmul_case(uint64_t seed) {
     ctypes ty = all[coin(40) ? 2 : coin(40) ? 0 : (int)ri(0, CTOSA_ARRAY_LEN(all) - 1)];
     int64_t N = ri(1, 3), H = coin(30) ? ri(1, 4) : ri(1, 40), C = coin(20) ? ri(0, 3) : ri(1, 70),
             W = coin(30) ? ri(1, 4) : ri(1, 40);
+    if (coin(15)) W = ri(60, 200); /* whole 64-column chunks of the few-row (GEMV) path */
     if (ty.in == CTOSA_DTYPE_INT16 && C > 40) C = 40; /* int48 sums of int16 squares */
     itensor *A = kt_new(ty.in, 3, KT_DIMS(N, H, C)), *B = kt_new(ty.in, 3, KT_DIMS(N, C, W));
     itensor *out = kt_new(ty.out, 3, KT_DIMS(N, H, W));

@@ -119,6 +119,49 @@ static ctosa_error *mm_float_zp(const interp_op *o, const itensor *t, int64_t *z
     return interp_fail(o, "%s must be a one-element tensor", what);
 }
 
+/* Few rows of A (a fully-connected layer on one sample: GEMV): every
+ * element of B is used by only H products, so packing B (a full copy) would
+ * cost as much as the product itself, for the weights of a single run.
+ * Instead B's rows stream once, each scaled by A[h][c] into H output rows
+ * kept in registers per 64-column chunk (c in order, as the reference). */
+#define MM_GEMV_MAX_H 4
+typedef float mm_vf __attribute__((vector_size(64)));
+typedef struct mm_gemv {
+    const float *a, *b;
+    float *out;
+    int64_t H, C, W;
+} mm_gemv;
+
+static inline IM_INLINE void mm_gemv_impl(void *arg, size_t begin, size_t end) {
+    const mm_gemv *g = arg;
+    const int64_t H = g->H, C = g->C, W = g->W;
+    for (size_t chunk = begin; chunk < end; chunk++) {
+        int64_t w0 = (int64_t)chunk * 64, nw = W - w0 < 64 ? W - w0 : 64;
+        mm_vf acc[MM_GEMV_MAX_H][4];
+        for (int64_t h = 0; h < MM_GEMV_MAX_H; h++)
+            for (int q = 0; q < 4; q++) acc[h][q] = (mm_vf){0};
+        if (nw == 64) {
+            for (int64_t c = 0; c < C; c++) {
+                mm_vf bv[4];
+                memcpy(bv, g->b + c * W + w0, sizeof bv);
+                for (int64_t h = 0; h < H; h++) {
+                    float av = g->a[h * C + c];
+                    for (int q = 0; q < 4; q++) acc[h][q] += av * bv[q];
+                }
+            }
+            for (int64_t h = 0; h < H; h++) memcpy(g->out + h * W + w0, acc[h], sizeof acc[h]);
+        } else {
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < nw; w++) {
+                    float s = 0;
+                    for (int64_t c = 0; c < C; c++) s += g->a[h * C + c] * g->b[c * W + w0 + w];
+                    g->out[h * W + w0 + w] = s;
+                }
+        }
+    }
+}
+IM_MULTIVERSION(mm_gemv_rows, mm_gemv_impl)
+
 ctosa_error *interp_k_MATMUL(const interp_op *o) {
     ctosa_error *e = im_need_io(o, 4, 1);
     if (e) return e;
@@ -183,6 +226,17 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
     }
 
     if (ta == CTOSA_DTYPE_INT8) return mm_int8_float(o, A, B, out, azp, bzp);
+    if (!is_int && H <= MM_GEMV_MAX_H) {
+        for (int64_t n = 0; n < N; n++) {
+            mm_gemv g = {(const float *)A->data + n * H * C, (const float *)B->data + n * C * W,
+                         (float *)out->data + n * H * W, H, C, W};
+            size_t chunks = (size_t)((W + 63) / 64);
+            if (o->ctx && (double)H * (double)C * (double)W >= IM_PAR_MIN_MACS)
+                interp_parallel_for(o->ctx, chunks, mm_gemv_rows, &g);
+            else mm_gemv_rows(&g, 0, chunks);
+        }
+        return NULL;
+    }
 
     size_t pe = kg_pack_elems(C, W);
     /* A constant float B is packed once (all batches) into the op cache. */
