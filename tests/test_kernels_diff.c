@@ -415,6 +415,47 @@ static void pool_case(bool avg, uint64_t seed) {
     kt_free_all();
 }
 
+/* ------------------------------------------------------------ RESCALE */
+
+/* 8-bit inputs with one scale (the table path) and, for contrast, other
+ * shapes of the operator; multipliers and shifts over their whole valid
+ * range, so some cases break the apply_scale REQUIRE (both paths must
+ * refuse them alike). */
+static void rescale_case(uint64_t seed) {
+    kt_rng = seed;
+    static const ctosa_dtype tos[] = {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT32};
+    ctosa_dtype ti = coin(80) ? CTOSA_DTYPE_INT8 : coin(50) ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT32;
+    ctosa_dtype to = tos[ri(0, 2)];
+    ctosa_attr a = {0};
+    a.scale32 = coin(70);
+    a.rounding_mode = a.scale32 && coin(30) ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE;
+    a.per_channel = coin(15);
+    a.input_unsigned = ti == CTOSA_DTYPE_INT8 && to != CTOSA_DTYPE_INT32 && coin(40);
+    a.output_unsigned = !a.input_unsigned && to == CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT32 && coin(40);
+    int64_t C = a.per_channel ? ri(1, 20) : ri(1, 40), R = ri(1, 200);
+    if (coin(50)) R = ri(40, 300); /* >= 1024 elements: the table path */
+    itensor *in = kt_new(ti, 2, KT_DIMS(R, C)), *out = kt_new(to, 2, KT_DIMS(R, C));
+    fill(in, false);
+    int64_t nc = a.per_channel ? C : 1;
+    itensor *mul = kt_new(a.scale32 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT16, 1, KT_DIMS(nc));
+    itensor *sh = kt_new(CTOSA_DTYPE_INT8, 1, KT_DIMS(nc));
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t sft = coin(70) ? ri(20, 40) : ri(2, 62);
+        im_store_i(mul->dtype, mul->data, (size_t)c, a.scale32 ? ri(0, INT32_MAX) : ri(0, INT16_MAX));
+        ((int8_t *)sh->data)[c] = (int8_t)sft;
+    }
+    int64_t izp = ti == CTOSA_DTYPE_INT8 && coin(60) ? ri(-128, 127) : 0;
+    int64_t ozp = to == CTOSA_DTYPE_INT8 && coin(60) ? ri(-128, 127) : 0;
+    itensor *ins[5] = {in, mul, sh, kt_scalar_i(ti, izp), kt_scalar_i(to, ozp)};
+    char what[200];
+    snprintf(what, sizeof what, "RESCALE %s%s -> %s%s [%lld,%lld] scale32 %d round %d per_channel %d izp %lld ozp %lld",
+             a.input_unsigned ? "u" : "", ctosa_dtype_short(ti), a.output_unsigned ? "u" : "", ctosa_dtype_short(to),
+             (long long)R, (long long)C, a.scale32, (int)a.rounding_mode, a.per_channel, (long long)izp,
+             (long long)ozp);
+    diff_run(interp_k_RESCALE, CTOSA_OP_RESCALE, &a, 5, ins, out, 0, what, seed);
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static uint64_t case_seed(int op, int i) { return 0x9E3779B97F4A7C15ull * (uint64_t)(op * 1000003 + i + 1) | 1; }
@@ -426,12 +467,14 @@ static void run_op(const char *name, int op) {
         uint64_t seed = case_seed(op, i);
         if (op <= OP_TRANSPOSE) conv_case(op, seed);
         else if (op == 4) matmul_case(seed);
+        else if (op == 7) rescale_case(seed);
         else pool_case(op == 5, seed);
     }
     printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
            g_refused);
     /* the generator must mostly make valid cases, or the test proves nothing */
-    CHECK_MSG(g_compared >= g_cases * 9 / 10, "%s: only %d of %d cases ran", name, g_compared, g_cases);
+    CHECK_MSG(g_compared >= g_cases * (op == 7 ? 5 : 9) / 10, "%s: only %d of %d cases ran", name, g_compared,
+              g_cases);
 }
 
 static void test_conv2d(void) { run_op("CONV2D", OP_CONV2D); }
@@ -441,6 +484,7 @@ static void test_transpose(void) { run_op("TRANSPOSE_CONV2D", OP_TRANSPOSE); }
 static void test_matmul(void) { run_op("MATMUL", 4); }
 static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
 static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
+static void test_rescale(void) { run_op("RESCALE", 7); }
 
 /* The int8 dot-product engine, once per instruction set this CPU has (the
  * tests above run with it switched off, so they cover the fp32 / int16
@@ -479,6 +523,7 @@ int main(void) {
     RUN(test_matmul);
     RUN(test_avg_pool);
     RUN(test_max_pool);
+    RUN(test_rescale);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
     kt_free_all();

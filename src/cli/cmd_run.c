@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -76,7 +77,18 @@ typedef struct run_timing {
     int runs;        /* timed runs (0: a single untimed-for-statistics run) */
     double first;    /* seconds of the first (warm-up) run */
     double *t;       /* runs entries, sorted */
+    double *cpu;     /* process CPU seconds of each timed run, sorted */
 } run_timing;
+
+static double cpu_seconds(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double median_of(const double *v, int n) {
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -89,14 +101,18 @@ static ctosa_error *timed_runs(ctosa_error *(*run)(void *), void *arg, void (*af
     ctosa_error *e = run(arg);
     rt->first = now_seconds() - t0;
     if (e || rt->runs <= 0) return e;
-    if (!(rt->t = calloc((size_t)rt->runs, sizeof *rt->t))) return ctosa_error_nomem();
+    if (!(rt->t = calloc((size_t)rt->runs, sizeof *rt->t)) || !(rt->cpu = calloc((size_t)rt->runs, sizeof *rt->cpu)))
+        return ctosa_error_nomem();
     if (after_warmup) after_warmup(arg);
     for (int i = 0; i < rt->runs; i++) {
+        double c0 = cpu_seconds();
         t0 = now_seconds();
         if ((e = run(arg))) return e;
         rt->t[i] = now_seconds() - t0;
+        rt->cpu[i] = cpu_seconds() - c0;
     }
     qsort(rt->t, (size_t)rt->runs, sizeof *rt->t, cmp_double);
+    qsort(rt->cpu, (size_t)rt->runs, sizeof *rt->cpu, cmp_double);
     return NULL;
 }
 
@@ -108,9 +124,12 @@ static void print_timing(const char *model, const run_timing *rt) {
     int n = rt->runs;
     double sum = 0;
     for (int i = 0; i < n; i++) sum += rt->t[i];
-    double med = n % 2 ? rt->t[n / 2] : 0.5 * (rt->t[n / 2 - 1] + rt->t[n / 2]);
-    printf("ran %s: warm-up %.3f ms, %d run%s: best %.3f ms, median %.3f ms, mean %.3f ms", model,
-           1e3 * rt->first, n, n == 1 ? "" : "s", 1e3 * rt->t[0], 1e3 * med, 1e3 * sum / n);
+    /* process CPU time: on a shared machine a single-threaded run's CPU
+     * time is far steadier than its wall time (it includes every worker
+     * thread's, so it exceeds wall time with --threads > 1) */
+    printf("ran %s: warm-up %.3f ms, %d run%s: best %.3f ms, median %.3f ms, mean %.3f ms, CPU median %.3f ms",
+           model, 1e3 * rt->first, n, n == 1 ? "" : "s", 1e3 * rt->t[0], 1e3 * median_of(rt->t, n),
+           1e3 * sum / n, 1e3 * median_of(rt->cpu, n));
 }
 
 static ctosa_error *interp_run_cb(void *it) { return ctosa_interp_run(it); }
@@ -858,6 +877,7 @@ int cmd_run(int argc, char **argv) {
     }
 done:
     free(timing.t);
+    free(timing.cpu);
     if (written)
         for (uint32_t i = 0; i < nout; i++) free(written[i]);
     free(written);

@@ -221,6 +221,92 @@ static inline IM_INLINE void rs_rows_impl(void *arg, size_t b, size_t e) {
 }
 IM_MULTIVERSION(rs_rows, rs_rows_impl)
 
+/* ------------------------------------------------ RESCALE fast paths */
+
+/* 8-bit input with one scale for the tensor: the result is a function of
+ * the input byte, so the 256 results are computed once with the generic
+ * loop (the same arithmetic) and the tensor is mapped through the table.
+ * Returns false (nothing written) when some table entry breaks a REQUIRE,
+ * so that the generic loop reports it only if such a value occurs. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* 64 bytes per step: two 128-entry byte permutes, picked by the top bit. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void rs_map_vbmi(const uint8_t *in, uint8_t *out,
+                                                                                 size_t n, const uint8_t *tab) {
+    __m512i t0 = _mm512_loadu_si512(tab), t1 = _mm512_loadu_si512(tab + 64);
+    __m512i t2 = _mm512_loadu_si512(tab + 128), t3 = _mm512_loadu_si512(tab + 192);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512i x = _mm512_loadu_si512(in + i);
+        __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+        _mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+    }
+    for (; i < n; i++) out[i] = tab[in[i]];
+}
+
+static bool rs_has_vbmi(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+}
+#endif
+
+typedef struct rs_map {
+    const uint8_t *in;
+    void *out;
+    ctosa_dtype to;
+    const int32_t *tab;
+    const uint8_t *tab8;
+    bool vbmi;
+} rs_map;
+
+static void rs_map_rows(void *arg, size_t b, size_t e) {
+    const rs_map *m = arg;
+    const uint8_t *in = m->in;
+    if (m->to == CTOSA_DTYPE_INT8) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (m->vbmi) {
+            rs_map_vbmi(in + b, (uint8_t *)m->out + b, e - b, m->tab8);
+            return;
+        }
+#endif
+        for (size_t i = b; i < e; i++) ((uint8_t *)m->out)[i] = m->tab8[in[i]];
+    } else if (m->to == CTOSA_DTYPE_INT16) {
+        for (size_t i = b; i < e; i++) ((uint16_t *)m->out)[i] = (uint16_t)m->tab[in[i]];
+    } else {
+        for (size_t i = b; i < e; i++) ((int32_t *)m->out)[i] = m->tab[in[i]];
+    }
+}
+
+static bool rs_table(const interp_op *o, rs_job *j, uint64_t count) {
+    uint8_t bytes[256];
+    int32_t tab[256];
+    uint8_t tab8[256];
+    for (int i = 0; i < 256; i++) bytes[i] = (uint8_t)i;
+    rs_job t = *j;
+    t.nc = 1;
+    t.out = tab;
+    t.to = CTOSA_DTYPE_INT32;
+    for (int i = 0; i < 256; i++) {
+        /* one element per call: a failure is known per entry */
+        t.in = bytes + i;
+        t.out = tab + i;
+        t.failed = 0;
+        rs_rows(&t, 0, 1);
+        if (t.failed) return false;
+    }
+    /* the int32 pass stored the clamped result; narrower outputs keep its
+     * low bits, as rs_store does */
+    for (int i = 0; i < 256; i++) tab8[i] = (uint8_t)tab[i];
+    rs_map m = {.in = j->in, .out = j->out, .to = j->to, .tab = tab, .tab8 = tab8};
+#if defined(__x86_64__) && defined(__GNUC__)
+    m.vbmi = rs_has_vbmi();
+#endif
+    size_t n = (size_t)count;
+    if (o->ctx && (double)n >= IM_PAR_MIN_ELEMS * 4) interp_parallel_for(o->ctx, n, rs_map_rows, &m);
+    else rs_map_rows(&m, 0, n);
+    return true;
+}
+
 ctosa_error *interp_k_RESCALE(const interp_op *o) {
     ctosa_error *e = im_need_io(o, 5, 1);
     if (e) return e;
@@ -314,6 +400,9 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
         j.dbl[k] = a->rounding_mode == CTOSA_ROUND_DOUBLE && sft > 31 ? INT64_C(1) << 30 : 0;
     }
     size_t rows = lanes ? (size_t)(in->count / lanes) : 0;
+    if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 &&
+        in->count >= 1024 && rs_table(o, &j, in->count))
+        goto done;
     if (o->ctx && (double)in->count >= IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, rows, rs_rows, &j);
     else rs_rows(&j, 0, rows);
     if (j.failed) e = interp_fail(o, "scaled value out of range (REQUIRE failed)");
