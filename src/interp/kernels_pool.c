@@ -178,6 +178,7 @@ static inline IM_INLINE void max_rows_impl(void *arg, size_t begin, size_t end) 
     const int64_t C = g->C;
     ctosa_dtype t = j->in->dtype;
     bool isf = ctosa_dtype_is_float(t);
+    const bool ignore_nan = j->ignore_nan;
     int64_t lo, hi;
     im_range_s(t, &lo, &hi);
     for (size_t row = begin; row < end; row++) {
@@ -186,7 +187,7 @@ static inline IM_INLINE void max_rows_impl(void *arg, size_t begin, size_t end) 
             size_t obase = (size_t)(((n * g->OH + oy) * g->OW + ox) * C);
             float *df = (float *)j->out->data + obase;
             if (isf)
-                for (int64_t c = 0; c < C; c++) df[c] = j->ignore_nan ? NAN : -INFINITY;
+                for (int64_t c = 0; c < C; c++) df[c] = ignore_nan ? NAN : -INFINITY;
             else
                 for (int64_t c = 0; c < C; c++) im_store_i(t, j->out->data, obase + c, lo);
             for (int64_t ky = 0; ky < g->KY; ky++) {
@@ -197,11 +198,20 @@ static inline IM_INLINE void max_rows_impl(void *arg, size_t begin, size_t end) 
                     if (x < 0 || x >= g->IW) continue;
                     size_t base = (size_t)(((n * g->IH + y) * g->IW + x) * C);
                     if (isf) {
+                        /* branch-free selects (vectorised), value for value
+                         * the pseudocode's: IGNORE keeps the non-NaN
+                         * operand, PROPAGATE turns any NaN into NaN */
                         const float *s = (const float *)j->in->data + base;
-                        for (int64_t c = 0; c < C; c++) {
-                            float a = df[c], v = s[c];
-                            if (isnan(a) || isnan(v)) df[c] = j->ignore_nan ? (isnan(a) ? v : a) : NAN;
-                            else df[c] = a >= v ? a : v;
+                        if (ignore_nan) {
+                            for (int64_t c = 0; c < C; c++) {
+                                float a = df[c], v = s[c];
+                                df[c] = a >= v || v != v ? a : v;
+                            }
+                        } else {
+                            for (int64_t c = 0; c < C; c++) {
+                                float a = df[c], v = s[c], m = a >= v ? a : v;
+                                df[c] = a != a || v != v ? NAN : m;
+                            }
                         }
                     } else if (t == CTOSA_DTYPE_INT8) {
                         const int8_t *s = (const int8_t *)j->in->data + base;
