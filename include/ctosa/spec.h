@@ -114,6 +114,70 @@ typedef struct ctosa_validate_options {
 ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec,
                             const ctosa_validate_options *opt);
 
+/*
+ * The same problems as data, for programs that act on them (the
+ * partitioner turns them into reason codes): switch on the kind and read
+ * the fields; never search the text, which may be reworded.
+ *
+ *     ctosa_diags *ds = NULL;
+ *     ctosa_error *e = ctosa_validate_diags(g, &spec, NULL, &ds);
+ *     for (uint32_t i = 0; i < ctosa_diags_count(ds); i++) {
+ *         const ctosa_diag *d = ctosa_diags_at(ds, i);
+ *         if (d->kind == CTOSA_DIAG_TYPES) ... d->types[0 .. d->n_inputs) ...
+ *     }
+ *     ctosa_diags_free(ds);
+ *     ctosa_error_free(e);
+ */
+typedef enum ctosa_diag_kind {
+    CTOSA_DIAG_STRUCTURE,      /* graph structure: names that do not resolve, tensors defined
+                                  twice or before use, regions, variables declared/used wrongly */
+    CTOSA_DIAG_NOT_IN_VERSION, /* the operator is not in the spec's TOSA version (or the
+                                  value names no operator) */
+    CTOSA_DIAG_OPERAND_COUNT,  /* wrong number of inputs or outputs for the operator */
+    CTOSA_DIAG_TYPES,          /* the operand types (or acc_type, or a variable's type) are
+                                  no signature the spec's profiles and extensions allow;
+                                  types[] holds them */
+    CTOSA_DIAG_EXTENSION,      /* something that needs an extension the spec lacks (a
+                                  rounding mode, variables) */
+    CTOSA_DIAG_NOT_CONSTANT,   /* an argument must be a compile-time constant */
+    CTOSA_DIAG_RANK,           /* an operand's rank is outside the operator's bounds */
+    CTOSA_DIAG_LEVEL_LIMIT,    /* a limit of the spec's level: MAX_RANK, MAX_KERNEL,
+                                  MAX_STRIDE, MAX_SCALE, MAX_LOG2_SIZE, MAX_NESTING,
+                                  MAX_TENSOR_LIST_SIZE */
+    CTOSA_DIAG_ERROR_IF,       /* a rule of the operator: shapes, attribute and constant
+                                  values that do not fit together */
+    CTOSA_DIAG_U55             /* outside the Ethos-U55 subset */
+} ctosa_diag_kind;
+
+/* "structure", "not_in_version", "operand_count", "types", "extension",
+ * "not_constant", "rank", "level_limit", "error_if", "u55"; NULL if unknown. */
+const char *ctosa_diag_kind_name(ctosa_diag_kind kind);
+
+typedef struct ctosa_diag {
+    ctosa_diag_kind kind;
+    const char *region;   /* region of the operator or block; NULL for the graph */
+    int32_t op_index;     /* operator index in its block; -1 when about a block or graph */
+    ctosa_op_kind op;     /* CTOSA_OP_UNKNOWN when op_index is -1 */
+    /* CTOSA_DIAG_TYPES: the offending types, inputs then outputs (as the
+     * operator lists them; CTOSA_DTYPE_UNKNOWN where a name did not
+     * resolve). Other kinds: 0, 0 and NULL. */
+    uint32_t n_inputs, n_outputs;
+    const ctosa_dtype *types;
+    const char *text;     /* the line of the error message, for people */
+} ctosa_diag;
+
+typedef struct ctosa_diags ctosa_diags;
+
+/* ctosa_validate(), and in *out (required) the problems it reports, in the
+ * same order and under the same cap (max_problems). *out is NULL when the
+ * graph conforms; otherwise free it with ctosa_diags_free(). */
+ctosa_error *ctosa_validate_diags(const ctosa_graph *g, const ctosa_spec *spec,
+                                  const ctosa_validate_options *opt, ctosa_diags **out);
+uint32_t ctosa_diags_count(const ctosa_diags *d); /* 0 for NULL */
+/* The i-th problem; NULL past the end. Valid until ctosa_diags_free(). */
+const ctosa_diag *ctosa_diags_at(const ctosa_diags *d, uint32_t i);
+void ctosa_diags_free(ctosa_diags *d); /* accepts NULL */
+
 #ifdef __cplusplus
 }
 #endif

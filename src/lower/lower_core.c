@@ -423,32 +423,39 @@ static bool graph_uses_dtype(const ctosa_graph *g, ctosa_dtype t) {
     return false;
 }
 
-/* Integer operand widths that differ inside one "types (...)" list. */
-static bool mixed_widths(const char *line) {
-    const char *p = strstr(line, "types (");
-    if (!p) return false;
-    const char *end = strchr(p, ')');
-    if (!end) return false;
-    int seen = 0;
-    for (const char *q = p + 7; q < end; q++) {
-        if (*q != 'i' || (q > p + 7 && q[-1] != '(' && q[-1] != ',')) continue;
-        int w = atoi(q + 1);
-        if (w == 8 || w == 16 || w == 32 || w == 48 || w == 64) seen |= w;
+/* Integer operand widths that differ among the inputs of a type signature
+ * the spec refused (e.g. an i8 and an i16 operand). */
+static bool mixed_widths(const ctosa_diag *d) {
+    unsigned seen = 0;
+    for (uint32_t i = 0; i < d->n_inputs; i++) {
+        switch (d->types[i]) {
+        case CTOSA_DTYPE_INT8: seen |= 1u; break;
+        case CTOSA_DTYPE_INT16: seen |= 2u; break;
+        case CTOSA_DTYPE_INT32: seen |= 4u; break;
+        case CTOSA_DTYPE_INT48: seen |= 8u; break;
+        case CTOSA_DTYPE_INT64: seen |= 16u; break;
+        default: break;
+        }
     }
-    return __builtin_popcount((unsigned)seen) > 1;
+    return __builtin_popcount(seen) > 1;
 }
 
-lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const char *msg) {
-    const char *nl = strchr(msg, '\n');
-    char first[1024];
-    size_t n = nl ? (size_t)(nl - msg) : strlen(msg);
-    if (n >= sizeof first) n = sizeof first - 1;
-    memcpy(first, msg, n);
-    first[n] = 0;
-    if (strstr(first, "of level ")) return LOWER_LEVEL_LIMIT;
-    if (strstr(first, "not allowed") && !lw_spec_has_int64(spec) && graph_uses_dtype(g, CTOSA_DTYPE_INT64))
-        return LOWER_INT64_NOT_ENABLED;
-    if (strstr(first, "not allowed") && mixed_widths(first)) return LOWER_MIXED_WIDTH;
+/* The reason code of a validator failure, from the kind and fields of its
+ * first diagnostic (never from the text). */
+lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const ctosa_diags *ds) {
+    const ctosa_diag *d = ctosa_diags_at(ds, 0);
+    if (!d) return LOWER_NOT_IN_SPEC;
+    switch (d->kind) {
+    case CTOSA_DIAG_LEVEL_LIMIT: return LOWER_LEVEL_LIMIT;
+    case CTOSA_DIAG_TYPES:
+        if (!lw_spec_has_int64(spec) && graph_uses_dtype(g, CTOSA_DTYPE_INT64))
+            return LOWER_INT64_NOT_ENABLED;
+        return mixed_widths(d) ? LOWER_MIXED_WIDTH : LOWER_NOT_IN_SPEC;
+    case CTOSA_DIAG_STRUCTURE: case CTOSA_DIAG_NOT_IN_VERSION: case CTOSA_DIAG_OPERAND_COUNT:
+    case CTOSA_DIAG_EXTENSION: case CTOSA_DIAG_NOT_CONSTANT: case CTOSA_DIAG_RANK:
+    case CTOSA_DIAG_ERROR_IF: case CTOSA_DIAG_U55:
+        return LOWER_NOT_IN_SPEC;
+    }
     return LOWER_NOT_IN_SPEC;
 }
 
@@ -856,15 +863,17 @@ static void decide_node(lower_session *s, uint32_t ni) {
         record_types(s, ni, &c);
     } else {
         ctosa_validate_options vo = {.max_problems = 8};
-        ctosa_error *e = ctosa_validate(g, &s->spec, &vo);
+        ctosa_diags *ds = NULL;
+        ctosa_error *e = ctosa_validate_diags(g, &s->spec, &vo, &ds);
         if (e) {
             const char *msg = ctosa_error_message(e);
-            lower_code code = lw_map_validator(g, &s->spec, msg);
+            lower_code code = lw_map_validator(g, &s->spec, ds);
             const char *why = validator_reason(&s->a, msg);
             lw_int64_explain(g, &s->spec, n->op_type, &s->a, &code, &why);
             node_fallback(s, ni, code, NULL, "%s", why);
             record_types(s, ni, &c);
             ctosa_error_free(e);
+            ctosa_diags_free(ds);
         } else {
             const ctosa_block *b = c.b;
             nd->n_ops = 0;

@@ -151,8 +151,9 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
                              const ctosa_lower_options *opt);
 void lw_session_decide(lower_session *s);
 void lw_session_close(lower_session *s);
-/* Reason code for a validator message about graph g. */
-lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const char *msg);
+/* Reason code of a validator failure on graph g, from its diagnostics
+ * (ctosa_validate_diags; NULL gives not_in_spec). */
+lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const ctosa_diags *ds);
 /* Under a spec with int64 (lower_int64.c): when a scratch graph failed
  * validation on an operator with an i64 operand, names that operator and
  * the missing row from the compliance tables; sets *code

@@ -14,16 +14,16 @@
 #include "spec/compliance.h"
 #include "spec/validate_internal.h"
 
-static void bad(const spec_op_ctx *c, diag_list *d, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void bad(const spec_op_ctx *c, diag_list *d, const char *fmt, ...) {
+static void bad(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void bad(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, const char *fmt, ...) {
     strbuf b;
     sb_init(&b);
     va_list ap;
     va_start(ap, fmt);
     sb_vprintf(&b, fmt, ap);
     va_end(ap);
-    diag_add(d, CTOSA_ERR_INVALID, "%s: %s", c->prefix ? c->prefix : "op", b.s ? b.s : "");
+    spec_report_op(c, d, kind, 0, 0, NULL, b.s ? b.s : "");
     sb_free(&b);
 }
 
@@ -180,7 +180,7 @@ static void check_types(const spec_op_ctx *c, diag_list *d, const sigctx *x) {
             sb_free(&seen);
         }
     }
-    bad(c, d, "%s", b.s ? b.s : "types not allowed");
+    spec_report_op(c, d, CTOSA_DIAG_TYPES, x->n_in, x->n_out, x->in, b.s ? b.s : "types not allowed");
     sb_free(&b);
 }
 
@@ -297,14 +297,14 @@ static void check_arg_levels(const spec_op_ctx *c, diag_list *d, const sigctx *x
                 uint32_t n = a->cat == SPEC_ARG_OUTPUT ? x->n_out : x->n_in;
                 for (uint32_t i = 0; i < n; i++) cnt += map[i] == ai;
                 if (cnt > max)
-                    bad(c, d, "%s has %u tensors, exceeding MAX_TENSOR_LIST_SIZE %" PRId64
+                    bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s has %u tensors, exceeding MAX_TENSOR_LIST_SIZE %" PRId64
                               " of level %s",
                         a->name, cnt, max, lv->name);
                 continue;
             }
             int64_t v = eval_expr(c, x, a, l->expr);
             if (v > max)
-                bad(c, d, "%s = %" PRId64 " exceeds %s %" PRId64 " of level %s", l->expr, v,
+                bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s = %" PRId64 " exceeds %s %" PRId64 " of level %s", l->expr, v,
                     limit_name(l->limit), max, lv->name);
         }
     }
@@ -319,7 +319,7 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
     /* compile-time constant */
     if (input && c->in_const && (a->ctc_profiles & c->spec->profiles) &&
         !(a->ctc_lifted_by & c->spec->extensions) && !c->in_const[i]) {
-        bad(c, d, "input %u '%s' (tensor '%s') must be a compile-time constant (CONST or "
+        bad(c, d, CTOSA_DIAG_NOT_CONSTANT, "input %u '%s' (tensor '%s') must be a compile-time constant (CONST or "
                   "CONST_SHAPE output) unless EXT-DYNAMIC (+dynamic) is enabled",
             i, a->name, t->name);
     }
@@ -329,15 +329,15 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
     if (a->has_rank) {
         int64_t lo = rank_bound(a->rank_min, lv), hi = rank_bound(a->rank_max, lv);
         if ((int64_t)t->rank > hi && a->rank_max < 0)
-            bad(c, d, "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64
+            bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64
                       " of level %s",
                 side, i, a->name, t->name, t->rank, lv->v[SPEC_LIMIT_RANK], lv->name);
         else if ((int64_t)t->rank < lo || (int64_t)t->rank > hi) {
             if (lo == hi)
-                bad(c, d, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64, side, i,
+                bad(c, d, CTOSA_DIAG_RANK, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64, side, i,
                     a->name, t->name, t->rank, x->oi->name, lo);
             else
-                bad(c, d, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64
+                bad(c, d, CTOSA_DIAG_RANK, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64
                           "..%" PRId64,
                     side, i, a->name, t->name, t->rank, x->oi->name, lo, hi);
         }
@@ -345,7 +345,7 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
         for (uint32_t li = 0; li < a->n_limits; li++)
             if (spec_arg_limit(a, li)->limit == SPEC_LIMIT_RANK &&
                 (int64_t)t->rank > lv->v[SPEC_LIMIT_RANK])
-                bad(c, d, "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64
+                bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64
                           " of level %s",
                     side, i, a->name, t->name, t->rank, lv->v[SPEC_LIMIT_RANK], lv->name);
     }
@@ -359,7 +359,7 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
     if (!mul_u64(n, eb, &bytes)) bytes = UINT64_MAX;
     int64_t l2 = lv->v[SPEC_LIMIT_LOG2_SIZE];
     if (l2 < 64 && bytes >= (1ull << l2))
-        bad(c, d, "%s %u tensor '%s' has %" PRIu64 " bytes, reaching 2^MAX_LOG2_SIZE (2^%" PRId64
+        bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s %u tensor '%s' has %" PRIu64 " bytes, reaching 2^MAX_LOG2_SIZE (2^%" PRId64
                   ") of level %s",
             side, i, t->name, bytes, l2, lv->name);
 }
@@ -387,9 +387,13 @@ static void check_variable(const spec_op_ctx *c, diag_list *d, const spec_op_inf
     char sname[512];
     ctosa_spec_format(c->spec, sname, sizeof sname);
     if (!any)
-        bad(c, d, "%s needs EXT-VARIABLE (+var), not in %s", oi->name, sname);
-    else
-        bad(c, d, "variable type %s not allowed by %s", spec_dtype_short(dt), sname);
+        bad(c, d, CTOSA_DIAG_EXTENSION, "%s needs EXT-VARIABLE (+var), not in %s", oi->name, sname);
+    else {
+        char line[640];
+        snprintf(line, sizeof line, "variable type %s not allowed by %s", spec_dtype_short(dt), sname);
+        spec_report_op(c, d, CTOSA_DIAG_TYPES, op->kind == CTOSA_OP_VARIABLE_READ ? 0 : 1,
+                       op->kind == CTOSA_OP_VARIABLE_READ ? 1 : 0, &dt, line);
+    }
 }
 
 /* ------------------------------------------------------------ entry */
@@ -399,11 +403,11 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
     const ctosa_spec *s = c->spec;
     const spec_op_info *oi = spec_op_find(op->kind);
     if (!oi) {
-        bad(c, d, "operator value %d is not a TOSA operator", (int)op->kind);
+        bad(c, d, CTOSA_DIAG_NOT_IN_VERSION, "operator value %d is not a TOSA operator", (int)op->kind);
         return;
     }
     if (!spec_version_has(s, oi->version)) {
-        bad(c, d, "%s is not in TOSA %d.%d (it is a TOSA 1.1 draft operator)", oi->name,
+        bad(c, d, CTOSA_DIAG_NOT_IN_VERSION, "%s is not in TOSA %d.%d (it is a TOSA 1.1 draft operator)", oi->name,
             (int)s->version.major, (int)s->version.minor);
         return;
     }
@@ -420,7 +424,7 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
     if (!x.in || !x.in_arg) {
         free(x.in);
         free(x.in_arg);
-        bad(c, d, "out of memory while checking types");
+        bad(c, d, CTOSA_DIAG_TYPES, "out of memory while checking types");
         return;
     }
     x.out = x.in + op->n_inputs;
@@ -429,7 +433,7 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
         uint32_t ni, no;
         bool li, lo;
         spec_operand_counts(oi, &ni, &li, &no, &lo);
-        bad(c, d, "has %u input%s and %u output%s; %s takes %s%u input%s and %s%u output%s",
+        bad(c, d, CTOSA_DIAG_OPERAND_COUNT, "has %u input%s and %u output%s; %s takes %s%u input%s and %s%u output%s",
             op->n_inputs, op->n_inputs == 1 ? "" : "s", op->n_outputs,
             op->n_outputs == 1 ? "" : "s", oi->name, li ? "at least " : "", ni,
             ni == 1 && !li ? "" : "s", lo ? "at least " : "", no, no == 1 && !lo ? "" : "s");
@@ -452,14 +456,14 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
             int e = __builtin_ctzll(need);
             char sname[512];
             ctosa_spec_format(s, sname, sizeof sname);
-            bad(c, d, "rounding_mode %s needs %s (+%s), not in %s",
+            bad(c, d, CTOSA_DIAG_EXTENSION, "rounding_mode %s needs %s (+%s), not in %s",
                 op->attr.rounding_mode == CTOSA_ROUND_DOUBLE ? "DOUBLE_ROUND" : "INEXACT_ROUND",
                 ctosa_ext_spec_name((ctosa_ext)e), ctosa_ext_token((ctosa_ext)e), sname);
         }
         /* mul_t is i32 when scale32, else i16 (spec RESCALE) */
         ctosa_dtype want = op->attr.scale32 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT16;
         if (op->n_inputs > 1 && x.in[1] && x.in[1] != want)
-            bad(c, d, "multiplier is %s but scale32 = %s needs %s", spec_dtype_short(x.in[1]),
+            bad(c, d, CTOSA_DIAG_ERROR_IF, "multiplier is %s but scale32 = %s needs %s", spec_dtype_short(x.in[1]),
                 op->attr.scale32 ? "true" : "false", spec_dtype_short(want));
     }
     if (s->u55) spec_u55_check(c, d, x.n_in, x.in, x.n_out, x.out);

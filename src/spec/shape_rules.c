@@ -32,7 +32,7 @@ static void bad(const spec_op_ctx *c, diag_list *d, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    diag_add(d, CTOSA_ERR_INVALID, "%s: %s", c->prefix, msg);
+    spec_report_op(c, d, CTOSA_DIAG_ERROR_IF, 0, 0, NULL, msg);
 }
 
 /* "[1,4,4,4]" (truncated with "..." if long). Returns buf. */

@@ -64,8 +64,9 @@ const char *spec_u55_rule(uint32_t i, ctosa_op_kind *op) {
 }
 
 static void u55_bad(const spec_op_ctx *c, diag_list *d, const char *what, const char *reason) {
-    diag_add(d, CTOSA_ERR_INVALID, "%s: %s not supported by the Ethos-U55 subset (u55): %s",
-             c->prefix ? c->prefix : "op", what, reason);
+    char line[1024];
+    snprintf(line, sizeof line, "%s not supported by the Ethos-U55 subset (u55): %s", what, reason);
+    spec_report_op(c, d, CTOSA_DIAG_U55, 0, 0, NULL, line);
 }
 
 void spec_u55_check(const spec_op_ctx *c, diag_list *d, uint32_t n_in, const ctosa_dtype *in,

@@ -41,6 +41,10 @@ typedef struct vstate {
     const ctosa_graph *g;
     const ctosa_spec *spec;
     diag_list *d;
+    ctosa_diags *sink;           /* structured copies (NULL: text only) */
+    const ctosa_region *cur_region; /* where BAD() reports: the region, block and */
+    const ctosa_block *cur_block;
+    int32_t cur_op;                 /* operator being checked (-1: block level) */
     arena a;
     uint32_t max_nesting;
     const char *level_name;
@@ -53,7 +57,12 @@ typedef struct vstate {
     bool oom;
 } vstate;
 
-#define BAD(v, ...) diag_add((v)->d, CTOSA_ERR_INVALID, __VA_ARGS__)
+/* Reports a problem of the operator or block being checked. */
+#define BAD_K(v, dk, ...)                                                                 \
+    spec_report((v)->d, (v)->sink, dk, (v)->cur_region, (v)->cur_op,                     \
+                (v)->cur_op >= 0 ? (v)->cur_block->ops[(v)->cur_op]->kind : CTOSA_OP_UNKNOWN, \
+                0, 0, NULL, __VA_ARGS__)
+#define BAD(v, ...) BAD_K(v, CTOSA_DIAG_STRUCTURE, __VA_ARGS__)
 
 /* Names in a file may be missing; messages print them as "". */
 static const char *nz(const char *s) { return s ? s : ""; }
@@ -129,7 +138,8 @@ static void var_use(vstate *v, const char *prefix, const ctosa_tensor *t, ctosa_
     if (k == CTOSA_OP_VARIABLE || k == CTOSA_OP_VARIABLE_READ || k == CTOSA_OP_VARIABLE_WRITE) return;
     if (strmap_has(&v->var_told, t->name)) return;
     put(v, &v->var_told, t->name, (void *)t);
-    BAD(v, "%s: uses variable tensor '%s', which needs EXT-VARIABLE (not in %s)", prefix, t->name,
+    BAD_K(v, CTOSA_DIAG_EXTENSION,
+          "%s: uses variable tensor '%s', which needs EXT-VARIABLE (not in %s)", prefix, t->name,
         v->spec_text);
 }
 
@@ -209,7 +219,8 @@ static void check_control_flow(vstate *v, const scope *s, const ctosa_op *op, co
      * 0); ERROR_IF(tosa_nesting_depth >= MAX_NESTING). */
     uint32_t nesting = v->depth ? v->depth - 1 : 0;
     if ((r1 || r2) && nesting >= v->max_nesting) {
-        BAD(v, "%s: control flow nested %u deep reaches MAX_NESTING %u of level %s", prefix,
+        BAD_K(v, CTOSA_DIAG_LEVEL_LIMIT,
+              "%s: control flow nested %u deep reaches MAX_NESTING %u of level %s", prefix,
             nesting + 1, v->max_nesting, v->level_name);
         return;
     }
@@ -340,6 +351,15 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
     const char *pl = r->n_blocks > 1 ? arena_printf(&v->a, "%s ", bl) : rl;
     if (!pl) pl = rl;
 
+    /* BAD() reports at this block; a region checked from inside an operator
+     * (control flow) restores the caller's place on return. */
+    const ctosa_region *saved_region = v->cur_region;
+    const ctosa_block *saved_block = v->cur_block;
+    int32_t saved_op = v->cur_op;
+    v->cur_region = r;
+    v->cur_block = b;
+    v->cur_op = -1;
+
     scope s = {parent, b, {0}};
     strmap_init(&s.defs);
     strmap prod, seen;
@@ -402,6 +422,7 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
     size_t scratch_n = 0;
     for (uint32_t i = 0; i < b->n_ops && !v->oom; i++) {
         const ctosa_op *op = b->ops[i];
+        v->cur_op = (int32_t)i;
         const char *first = op->n_outputs && op->outputs[0] ? op->outputs[0] : NULL;
         /* Per-operator scratch is reused across the block (a called
          * region's block has its own). */
@@ -454,7 +475,7 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
 
         spec_op_ctx c = {
             .g = g, .block = b, .region = r, .index = i, .op = op, .spec = v->spec,
-            .prefix = prefix, .in = in, .out = out, .in_const = in_const,
+            .prefix = prefix, .in = in, .out = out, .in_const = in_const, .sink = v->sink,
         };
         spec_check_op_rules(&c, v->d);
         spec_check_op_shapes(&c, v->d);
@@ -490,6 +511,7 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
         }
     }
 
+    v->cur_op = -1;
     for (uint32_t i = 0; i < b->n_outputs && !v->oom; i++) {
         const char *name = b->outputs[i];
         if (!name) {
@@ -509,6 +531,9 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
     strmap_free(&s.defs);
     strmap_free(&prod);
     strmap_free(&seen);
+    v->cur_region = saved_region;
+    v->cur_block = saved_block;
+    v->cur_op = saved_op;
 }
 
 static void check_region(vstate *v, const ctosa_region *r, const scope *parent) {
@@ -520,12 +545,11 @@ static void check_region(vstate *v, const ctosa_region *r, const scope *parent) 
         if (r->blocks[i]) check_block(v, r, r->blocks[i], parent);
 }
 
-ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec,
-                            const ctosa_validate_options *opt) {
-    if (!g || !spec) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate: graph or spec is NULL");
+static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec,
+                             const ctosa_validate_options *opt, ctosa_diags *sink) {
     diag_list d;
     diag_init(&d, opt ? opt->max_problems : 0);
-    vstate v = {.g = g, .spec = spec, .d = &d};
+    vstate v = {.g = g, .spec = spec, .d = &d, .sink = sink, .cur_op = -1};
     arena_init(&v.a, 0);
     strmap_init(&v.vars);
     strmap_init(&v.var_told);
@@ -566,4 +590,28 @@ ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec,
         return ctosa_error_nomem();
     }
     return diag_finish(&d);
+}
+
+ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec,
+                            const ctosa_validate_options *opt) {
+    if (!g || !spec) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate: graph or spec is NULL");
+    return validate(g, spec, opt, NULL);
+}
+
+ctosa_error *ctosa_validate_diags(const ctosa_graph *g, const ctosa_spec *spec,
+                                  const ctosa_validate_options *opt, ctosa_diags **out) {
+    if (!out) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate_diags: out is NULL");
+    *out = NULL;
+    if (!g || !spec)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate_diags: graph or spec is NULL");
+    ctosa_diags *sink = spec_diags_new();
+    if (!sink) return ctosa_error_nomem();
+    ctosa_error *e = validate(g, spec, opt, sink);
+    if (e && spec_diags_failed(sink)) {
+        ctosa_error_free(e);
+        e = ctosa_error_nomem();
+    }
+    if (e && ctosa_error_code(e) == CTOSA_ERR_INVALID) *out = sink;
+    else ctosa_diags_free(sink);
+    return e;
 }

@@ -34,7 +34,26 @@ typedef struct spec_op_ctx {
     /* Whether each input is a compile-time constant (produced by CONST or
      * CONST_SHAPE, or a constant tensor). */
     const bool *in_const;
+    /* Where structured diagnostics go (NULL: text only). */
+    ctosa_diags *sink;
 } spec_op_ctx;
+
+/* Reports one problem: the text line goes to d (diag_add) and, under the
+ * same cap, a ctosa_diag with these fields to sink (when not NULL).
+ * types: n_in + n_out dtypes for CTOSA_DIAG_TYPES, else NULL. On
+ * allocation failure the structured copy is dropped and *sink marks it
+ * (ctosa_validate_diags then fails with out-of-memory). */
+void spec_report(diag_list *d, ctosa_diags *sink, ctosa_diag_kind kind, const ctosa_region *region,
+                 int32_t op_index, ctosa_op_kind op, uint32_t n_in, uint32_t n_out,
+                 const ctosa_dtype *types, const char *fmt, ...)
+    __attribute__((format(printf, 10, 11)));
+/* A collector for ctosa_validate_diags (NULL when out of memory), and
+ * whether it lost a diagnostic to an allocation failure. */
+ctosa_diags *spec_diags_new(void);
+bool spec_diags_failed(const ctosa_diags *d);
+/* spec_report() for the operator of c: "<prefix>: <text>". */
+void spec_report_op(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, uint32_t n_in,
+                    uint32_t n_out, const ctosa_dtype *types, const char *text);
 
 void spec_check_op_rules(const spec_op_ctx *c, diag_list *d);
 void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d);
