@@ -18,5 +18,6 @@
 #include "ctosa/tensor_file.h"
 #include "ctosa/lower.h"
 #include "ctosa/custom.h"
+#include "ctosa/quantize.h"
 
 #endif

@@ -13,6 +13,7 @@
 int cmd_lower(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
     {"lower", cmd_lower, "partition an ONNX model against a TOSA spec and lower it"},
     {"run", cmd_run, "run a .tosa graph, or a whole partitioned model"},
+    {"quantize", cmd_quantize, "post-training quantization of a float model for a TOSA INT target"},
     {"verify", cmd_verify, "lower a model, run it end to end and compare its outputs"},
     {"check", cmd_check, "verify a .tosa file and validate it against a spec"},
     {"dump", cmd_dump, "print a .tosa graph (text, json or Graphviz dot)"},

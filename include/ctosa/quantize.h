@@ -1,0 +1,107 @@
+/*
+ * ctosa/quantize.h - post-training quantization of a float ONNX model for a
+ * TOSA integer target.
+ *
+ *     ctosa_quantize_calibration cal[] = {{"input", "calib.npy"}};
+ *     ctosa_quantize_options opt;
+ *     ctosa_quantize_options_init(&opt);
+ *     opt.output_dir = "out";
+ *     opt.spec = "TOSA-1.0+INT";            // or opt.target = "ethos-u55-128"
+ *     opt.n_calibration = 1; opt.calibration = cal;
+ *     ctosa_quantize_result *r;
+ *     ctosa_error *e = ctosa_quantize("model.onnx", &opt, &r);
+ *     // writes out/model.qdq.onnx and out/model.quant.json
+ *     const ctosa_quantize_summary *s = ctosa_quantize_result_summary(r);
+ *     ctosa_quantize_result_free(r);
+ *
+ * Calibration: each file holds the samples of one graph input stacked on a
+ * new first axis ([N, *input shape]; for an input whose first dimension is
+ * 1, [N, *rest] is accepted too), or is a folder of .npy files, one sample
+ * each (read in name order). float32 only. Every input needs the same
+ * number of samples.
+ *
+ * The float model runs on the interpreter (through the partitioned
+ * runtime) to collect per-tensor statistics; the QDQ model written is
+ * standard ONNX: QuantizeLinear / DequantizeLinear pairs on activations,
+ * int8 symmetric per-channel weights behind DequantizeLinear, int32 biases.
+ * Every operator the target can run in its integer profile is quantized:
+ * the model is lowered under the target and operators that cannot be
+ * delegated stay float (docs/quantize.md).
+ *
+ * Errors: a malformed model or calibration file (CTOSA_ERR_FORMAT / _IO /
+ * _USAGE, naming the file and the input), a model ctosa cannot run in
+ * float (CTOSA_ERR_UNSUPPORTED, naming the node). Nothing is written then.
+ */
+#ifndef CTOSA_QUANTIZE_H
+#define CTOSA_QUANTIZE_H
+
+#include "ctosa/lower.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ctosa_quantize_calibration {
+    const char *name; /* graph input */
+    const char *path; /* .npy with samples stacked on axis 0, or a folder of .npy */
+} ctosa_quantize_calibration;
+
+/* How activation ranges are chosen from the calibration statistics. */
+typedef enum ctosa_quantize_method {
+    CTOSA_QUANT_DEFAULT = 0,   /* mse for int8, minmax for int16 */
+    CTOSA_QUANT_MINMAX,        /* smallest and largest value seen */
+    CTOSA_QUANT_PERCENTILE,    /* clip the tails at `percentile` */
+    CTOSA_QUANT_MSE            /* clip where the quantization error is least */
+} ctosa_quantize_method;
+
+typedef struct ctosa_quantize_options {
+    const char *output_dir;    /* required: where <stem>.qdq.onnx and <stem>.quant.json go */
+    const char *stem;          /* NULL: the model file name without .onnx */
+    const char *spec;          /* target spec string; NULL: target, else TOSA-1.0+INT (+int16) */
+    const char *target;        /* a named target (ctosa_spec_from_target) */
+    int activation_bits;       /* 8 (default) or 16 (int16 activations, int8 weights: EXT-INT16) */
+    ctosa_quantize_method method;
+    double percentile;         /* PERCENTILE: kept fraction in percent; 0 = 99.99 */
+    bool no_bias_correction;   /* bias correction is on by default */
+    uint32_t n_calibration;
+    const ctosa_quantize_calibration *calibration;
+    uint32_t max_samples;      /* use at most this many samples; 0 = all */
+} ctosa_quantize_options;
+
+void ctosa_quantize_options_init(ctosa_quantize_options *opt);
+
+/* One quantized output compared with the float model on the calibration
+ * samples. */
+typedef struct ctosa_quantize_output {
+    const char *name;
+    double sqnr_db;            /* 10 log10(sum y^2 / sum (y - y_q)^2); inf when equal */
+} ctosa_quantize_output;
+
+typedef struct ctosa_quantize_summary {
+    const char *model, *spec;  /* model path as given; canonical target spec */
+    const char *qdq_path;      /* the written QDQ model */
+    const char *report_path;   /* the written JSON report */
+    const char *method;        /* "minmax", "percentile", "mse" */
+    int activation_bits;
+    uint32_t samples;
+    uint32_t nodes_total;      /* nodes of the float model */
+    uint32_t nodes_float;      /* of them left in float (the target cannot run them quantized) */
+    uint32_t tensors_quantized;
+    uint32_t partitions;       /* TOSA partitions of the QDQ model under the target */
+    uint32_t nodes_delegated, nodes_qdq_total; /* of the QDQ model under the target */
+    uint32_t n_outputs;
+    const ctosa_quantize_output *outputs;
+    const char *report_json;   /* the report text */
+} ctosa_quantize_summary;
+
+typedef struct ctosa_quantize_result ctosa_quantize_result;
+
+ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options *opt,
+                            ctosa_quantize_result **out);
+const ctosa_quantize_summary *ctosa_quantize_result_summary(const ctosa_quantize_result *r);
+void ctosa_quantize_result_free(ctosa_quantize_result *r); /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTOSA_QUANTIZE_H */

@@ -1,0 +1,219 @@
+/* cmd_quantize.c - `ctosa quantize MODEL.onnx --calibration NAME=FILE ...
+ * [--spec SPEC | --target NAME] [--activations int8|int16] [--method M]
+ * [-o DIR]`: post-training quantization of a float model into a QDQ ONNX
+ * model for a TOSA integer target (docs/quantize.md). Exit 0 on success,
+ * 2 for bad usage or input (nothing is written then). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ctosa/quantize.h"
+#include "util/util.h"
+
+static const char *CMD = "quantize";
+
+static void help(void) {
+    printf("usage: ctosa quantize MODEL.onnx --calibration NAME=FILE.npy... [options]\n"
+           "\n"
+           "Post-training quantization for a TOSA integer target. Runs the float model\n"
+           "on the calibration samples, and writes into the output directory:\n"
+           "  <stem>.qdq.onnx     QDQ ONNX: QuantizeLinear/DequantizeLinear on activations,\n"
+           "                      int8 per-channel weights, int32 biases; runs on ONNX\n"
+           "                      Runtime and 'ctosa lower' folds it into integer TOSA\n"
+           "  <stem>.quant.json   per tensor range, scale and zero point; per output SQNR\n"
+           "                      against the float model on the calibration samples\n"
+           "\n"
+           "  --calibration NAME=PATH    samples for graph input NAME: a .npy with samples\n"
+           "                             stacked on a new first axis, or a folder of .npy\n"
+           "                             files, one sample each (repeat per input; NAME= may\n"
+           "                             be left out when the model has one input)\n"
+           "  --spec SPEC                target spec (default TOSA-1.0+INT, with +int16 for\n"
+           "                             --activations int16)\n"
+           "  --target NAME              a named target instead of --spec\n"
+           "  --activations int8|int16   activation type (default int8; int16 = EXT-INT16,\n"
+           "                             int8 weights)\n"
+           "  --method mse|minmax|percentile\n"
+           "                             activation ranges (default mse for int8, minmax for int16)\n"
+           "  --percentile P             kept fraction in percent for --method percentile\n"
+           "                             (default 99.99)\n"
+           "  --no-bias-correction       keep the float biases as they are\n"
+           "  --max-samples N            use at most N calibration samples\n"
+           "  --stem NAME                output file name stem (default: the model's name)\n"
+           "  -o, --output-dir DIR       output directory (default ./output, created if missing)\n"
+           "  -q, --quiet                print no summary\n");
+}
+
+int cmd_quantize(int argc, char **argv) {
+    const char *model = NULL;
+    int rc = 2;
+    ctosa_quantize_options opt;
+    ctosa_quantize_options_init(&opt);
+    opt.output_dir = "output";
+    bool quiet = false;
+    ctosa_quantize_calibration *cal = calloc((size_t)argc + 1, sizeof *cal);
+    char **owned = calloc((size_t)argc + 1, sizeof(char *));
+    uint32_t n_cal = 0, n_owned = 0;
+    ctosa_quantize_result *res = NULL;
+    if (!cal || !owned) {
+        rc = cli_fail(CMD, ctosa_error_nomem());
+        goto out;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help();
+            rc = 0;
+            goto out;
+        }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
+        if (!strcmp(a, "--no-bias-correction")) { opt.no_bias_correction = true; continue; }
+        if ((v = cli_flag_value(argc, argv, &i, "--calibration", NULL, &missing))) {
+            const char *eq = strchr(v, '=');
+            if (eq && eq == v) {
+                rc = cli_usage(CMD, "--calibration expects NAME=PATH, got '%s'", v);
+                goto out;
+            }
+            if (eq) {
+                char *n = strndup(v, (size_t)(eq - v));
+                if (!n) {
+                    rc = cli_fail(CMD, ctosa_error_nomem());
+                    goto out;
+                }
+                owned[n_owned++] = n;
+                cal[n_cal].name = n;
+                cal[n_cal++].path = eq + 1;
+            } else {
+                cal[n_cal].name = NULL; /* the model's only input */
+                cal[n_cal++].path = v;
+            }
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) { opt.spec = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) { opt.target = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) { opt.output_dir = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { opt.stem = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--activations", NULL, &missing))) {
+            if (!strcmp(v, "int8")) opt.activation_bits = 8;
+            else if (!strcmp(v, "int16")) opt.activation_bits = 16;
+            else {
+                rc = cli_usage(CMD, "--activations expects int8 or int16, got '%s'", v);
+                goto out;
+            }
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--method", NULL, &missing))) {
+            if (!strcmp(v, "mse")) opt.method = CTOSA_QUANT_MSE;
+            else if (!strcmp(v, "minmax")) opt.method = CTOSA_QUANT_MINMAX;
+            else if (!strcmp(v, "percentile")) opt.method = CTOSA_QUANT_PERCENTILE;
+            else {
+                rc = cli_usage(CMD, "--method expects mse, minmax or percentile, got '%s'", v);
+                goto out;
+            }
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--percentile", NULL, &missing))) {
+            char *end;
+            double p = strtod(v, &end);
+            if (*end || !(p > 0 && p <= 100)) {
+                rc = cli_usage(CMD, "--percentile expects a number in (0, 100], got '%s'", v);
+                goto out;
+            }
+            opt.percentile = p;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--max-samples", NULL, &missing))) {
+            char *end;
+            unsigned long n = strtoul(v, &end, 10);
+            if (*end || !n || n > 0xffffffffUL || v[0] == '-') {
+                rc = cli_usage(CMD, "--max-samples expects a positive count, got '%s'", v);
+                goto out;
+            }
+            opt.max_samples = (uint32_t)n;
+            continue;
+        }
+        if (missing) {
+            rc = cli_usage(CMD, "%s needs a value", a);
+            goto out;
+        }
+        if (a[0] == '-' && a[1]) {
+            rc = cli_usage(CMD, "unknown option '%s'", a);
+            goto out;
+        }
+        if (model) {
+            rc = cli_usage(CMD, "more than one model given ('%s' and '%s')", model, a);
+            goto out;
+        }
+        model = a;
+    }
+    if (!model) {
+        rc = cli_usage(CMD, "no model given");
+        goto out;
+    }
+    if (!n_cal) {
+        rc = cli_usage(CMD, "--calibration NAME=FILE.npy is required");
+        goto out;
+    }
+    if (opt.spec && opt.target) {
+        rc = cli_usage(CMD, "give --spec or --target, not both");
+        goto out;
+    }
+    /* NAME= left out: the model's only input */
+    for (uint32_t k = 0; k < n_cal; k++) {
+        if (cal[k].name) continue;
+        ctosa_onnx_model *m = NULL;
+        ctosa_error *e = ctosa_onnx_load(model, NULL, &m);
+        if (e) {
+            rc = cli_fail(CMD, e);
+            goto out;
+        }
+        const ctosa_onnx_graph *g = ctosa_onnx_info(m)->graph;
+        const char *only = NULL;
+        uint32_t n_in = 0;
+        for (uint32_t i = 0; i < g->n_inputs; i++) {
+            bool init = false;
+            for (uint32_t j = 0; j < g->n_initializers && !init; j++)
+                init = !strcmp(g->initializers[j].name, g->inputs[i].name);
+            if (!init) only = g->inputs[i].name, n_in++;
+        }
+        if (n_in == 1) owned[n_owned++] = (char *)(cal[k].name = strdup(only));
+        ctosa_onnx_free(m);
+        if (n_in != 1) {
+            rc = cli_usage(CMD, "%s has %u inputs: give --calibration NAME=%s for each", model, n_in, cal[k].path);
+            goto out;
+        }
+        if (!cal[k].name) {
+            rc = cli_fail(CMD, ctosa_error_nomem());
+            goto out;
+        }
+    }
+    opt.n_calibration = n_cal;
+    opt.calibration = cal;
+    ctosa_error *e = ctosa_quantize(model, &opt, &res);
+    if (e) {
+        rc = cli_fail(CMD, e);
+        goto out;
+    }
+    const ctosa_quantize_summary *s = ctosa_quantize_result_summary(res);
+    if (!quiet) {
+        printf("%s: int%d activations, int8 weights, %s ranges, %u samples, target %s\n", s->model,
+               s->activation_bits, s->method, s->samples, s->spec);
+        printf("quantized: %u of %u nodes (%u left in float), %u tensors with Q/DQ\n", s->nodes_total - s->nodes_float,
+               s->nodes_total, s->nodes_float, s->tensors_quantized);
+        printf("lowered under the target: %u partition%s, %u of %u nodes delegated\n", s->partitions,
+               s->partitions == 1 ? "" : "s", s->nodes_delegated, s->nodes_qdq_total);
+        for (uint32_t i = 0; i < s->n_outputs; i++) {
+            if (isinf(s->outputs[i].sqnr_db)) printf("output '%s': exact (SQNR inf)\n", s->outputs[i].name);
+            else printf("output '%s': SQNR %.2f dB against float\n", s->outputs[i].name, s->outputs[i].sqnr_db);
+        }
+        printf("wrote %s\n      %s\n", s->qdq_path, s->report_path);
+    }
+    rc = 0;
+out:
+    ctosa_quantize_result_free(res);
+    for (uint32_t k = 0; owned && k < n_owned; k++) free(owned[k]);
+    free(owned);
+    free(cal);
+    return rc;
+}

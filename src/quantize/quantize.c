@@ -1,0 +1,636 @@
+/* quantize.c - ctosa_quantize(): calibrate, decide, emit, check against
+ * the target, correct biases, measure, write.
+ *
+ * Steps (docs/quantize.md):
+ * 1. the float model, with every intermediate tensor made a graph output,
+ *    runs on each calibration sample (lowered under the widest spec, on the
+ *    partitioned runtime): per-tensor statistics, per-channel output means
+ *    of weighted layers, the float outputs;
+ * 2. the QDQ model is built and lowered under the target; an original
+ *    operator that falls back for its own reason is left in float and the
+ *    model rebuilt, until nothing new falls back;
+ * 3. bias correction: the QDQ model runs with the weighted layers' outputs
+ *    exposed; each bias absorbs the mean per-channel error;
+ * 4. the final QDQ model runs lowered under the target: SQNR of every
+ *    output against the float run; report and model are moved into place
+ *    last, so a failure leaves nothing behind. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctosa/runtime.h"
+#include "quantize/qz_internal.h"
+
+struct ctosa_quantize_result {
+    arena a;
+    ctosa_quantize_summary s;
+    char *json;
+};
+
+void ctosa_quantize_options_init(ctosa_quantize_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->activation_bits = 8;
+}
+
+const ctosa_quantize_summary *ctosa_quantize_result_summary(const ctosa_quantize_result *r) { return &r->s; }
+
+void ctosa_quantize_result_free(ctosa_quantize_result *r) {
+    if (!r) return;
+    free(r->json);
+    arena_free(&r->a);
+    free(r);
+}
+
+static const char *method_name(ctosa_quantize_method m) {
+    return m == CTOSA_QUANT_MINMAX ? "minmax" : m == CTOSA_QUANT_PERCENTILE ? "percentile" : "mse";
+}
+
+/* ------------------------------------------------------------ work folder */
+
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            char *p = NULL;
+            if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) continue;
+            unlink(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static ctosa_error *make_dirs(const char *path) {
+    char *p = strdup(path);
+    if (!p) return ctosa_error_nomem();
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        mkdir(p, 0777);
+        *s = '/';
+    }
+    int r = mkdir(p, 0777);
+    ctosa_error *e = NULL;
+    struct stat st;
+    if (r != 0 && !(errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode)))
+        e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot create the output folder: %s", path, strerror(errno));
+    free(p);
+    return e;
+}
+
+/* ------------------------------------------------------------ calibration */
+
+typedef struct per_channel {
+    bool want;
+    uint32_t n_ch;
+    double *sum;
+    uint64_t per;      /* values summed per channel */
+} per_channel;
+
+typedef struct run_state {
+    qz_ctx *c;
+    /* float outputs of the model per sample ([n_outputs][n_samples]) */
+    uint32_t n_outputs;
+    const char **out_names;
+    float ***ref;
+    uint64_t *ref_n;
+    /* per-channel means of the weighted layers' outputs: tensor index -> */
+    per_channel *pc;   /* [n_t] */
+    /* evaluation */
+    double *sig, *noise;
+    ctosa_error *err;
+} run_state;
+
+static int out_index(const run_state *r, const char *name) {
+    for (uint32_t i = 0; i < r->n_outputs; i++)
+        if (!strcmp(r->out_names[i], name)) return (int)i;
+    return -1;
+}
+
+static void add_channels(per_channel *p, const float *v, uint64_t n, uint32_t rank, const int64_t *shape) {
+    /* channel axis 1: NCHW convolutions, [N, K] Gemm / MatMul inputs */
+    if (rank < 2 || !p->want || shape[1] <= 0) return;
+    if (!p->sum) {
+        p->n_ch = (uint32_t)shape[1];
+        if (!(p->sum = calloc(p->n_ch, sizeof(double)))) return;
+    }
+    uint64_t ch = (uint64_t)shape[1], inner = 1;
+    if (ch != p->n_ch) return;
+    for (uint32_t d = 2; d < rank; d++) inner *= (uint64_t)shape[d];
+    for (uint64_t i = 0; i < n; i++) p->sum[(i / inner) % ch] += v[i];
+    p->per += n / ch;
+}
+
+static void on_float(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
+                     const int64_t *shape) {
+    run_state *r = user;
+    qz_tensor *t = qz_tensor_of(r->c, name);
+    if (t && t->is_const) {
+        if (!t->cval && rank <= ONNX_MAX_RANK && (t->cval = malloc(n * sizeof(float) + 1))) {
+            memcpy(t->cval, data, n * sizeof(float));
+            t->crank = rank;
+            memcpy(t->cdims, shape, rank * sizeof(int64_t));
+            t->ccount = n;
+        }
+        t = NULL;
+    }
+    if (t) {
+        if (!t->st.hist) t->st.hist = calloc(QZ_HIST_BINS, sizeof(uint64_t));
+        if (!t->st.hist) return;
+        t->is_float = true;
+        qz_stats_add(&t->st, data, n);
+        add_channels(&r->pc[t - r->c->t], data, n, rank, shape);
+    }
+    int o = out_index(r, name);
+    if (o >= 0 && !r->err) {
+        float *copy = malloc(n * sizeof(float) + 1);
+        if (!copy) return;
+        memcpy(copy, data, n * sizeof(float));
+        r->ref[o][sample] = copy;
+        r->ref_n[o] = n;
+    }
+}
+
+static void on_quant(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
+                     const int64_t *shape) {
+    run_state *r = user;
+    int o = out_index(r, name);
+    if (o < 0 || !r->ref[o][sample] || r->ref_n[o] != n) return;
+    const float *y = r->ref[o][sample];
+    for (uint64_t i = 0; i < n; i++) {
+        double d = (double)data[i] - y[i];
+        r->sig[o] += (double)y[i] * y[i];
+        r->noise[o] += d * d;
+    }
+}
+
+/* ------------------------------------------------------------ plan loop */
+
+static void widest_spec(ctosa_spec *s) {
+    memset(s, 0, sizeof *s);
+    s->version = CTOSA_VERSION_1_1_DRAFT;
+    s->profiles = CTOSA_PRO_INT | CTOSA_PRO_FP;
+    s->extensions = (1ull << CTOSA_EXT_COUNT) - 1;
+}
+
+static bool is_reduce_with_axes_attr(const ctosa_onnx_node *n) {
+    static const char *const R[] = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                                    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx")) return false;
+    for (size_t i = 0; i < CTOSA_ARRAY_LEN(R); i++)
+        if (!strcmp(n->op_type, R[i])) return ctosa_onnx_node_attr(n, "axes") != NULL;
+    return false;
+}
+
+/* int16 QuantizeLinear / DequantizeLinear need opset 21. Between 13 and
+ * 21 only the reductions changed in a way these models meet: their axes
+ * attribute became an input (opset 18). */
+static ctosa_error *bump_opset(qz_graph *q) {
+    if (q->opset >= 21) return NULL;
+    bool cross18 = q->opset < 18;
+    q->opset = 21;
+    for (uint32_t i = 0; cross18 && i < q->n_nodes; i++) {
+        qz_node *n = &q->nodes[i];
+        if (!n->orig || !is_reduce_with_axes_attr(n->orig)) continue;
+        const ctosa_onnx_attr *a = ctosa_onnx_node_attr(n->orig, "axes");
+        int64_t cnt = a->count;
+        int64_t *ax = arena_alloc(&q->a, 8 * (size_t)(cnt + 1));
+        const char *name = qz_fresh_name(q, n->out[0], "_axes");
+        const char **in = arena_alloc(&q->a, sizeof(char *) * 2);
+        if (!ax || !name || !in) return ctosa_error_nomem();
+        memcpy(ax, a->ints, 8 * (size_t)cnt);
+        if (!qz_graph_add_init(q, name, ONNX_INT64, 1, &cnt, ax, 8 * (uint64_t)cnt)) return ctosa_error_nomem();
+        in[0] = n->in[0];
+        in[1] = name;
+        n->in = in;
+        n->n_in = 2;
+        n->drop_axes_attr = true;
+    }
+    return NULL;
+}
+
+static ctosa_error *build_qdq(qz_ctx *c, const char *path) {
+    qz_graph q;
+    ctosa_error *e = qz_graph_init(&q, c->m, c->path);
+    if (!e && c->bits == 16) e = bump_opset(&q);
+    if (!e) e = qz_plan_emit(c, &q);
+    if (!e) e = qz_graph_write(&q, path);
+    qz_graph_free(&q);
+    return e;
+}
+
+/* Lowers the QDQ model under the target; marks the original operators
+ * that fall back for their own reason as float. Returns how many. */
+static ctosa_error *check_target(qz_ctx *c, const char *path, const ctosa_spec *spec, uint32_t *newly,
+                                 ctosa_quantize_summary *s, arena *ra) {
+    ctosa_lower_options lo;
+    ctosa_lower_options_init(&lo);
+    ctosa_lower_result *r = NULL;
+    ctosa_error *e = ctosa_lower_file(path, spec, &lo, &r);
+    *newly = 0;
+    if (e) return e;
+    const ctosa_lower_summary *ls = ctosa_lower_result_summary(r);
+    s->partitions = ls->n_partitions;
+    s->nodes_delegated = ls->nodes_delegated;
+    s->nodes_qdq_total = ls->nodes_total;
+    strmap by_label;
+    strmap_init(&by_label);
+    arena a;
+    arena_init(&a, 0);
+    for (uint32_t i = 0; i < c->g->n_nodes; i++) {
+        strmap_put(&by_label, c->label[i], (void *)(uintptr_t)(i + 1));
+    }
+    for (uint32_t f = 0; f < ls->n_fallback; f++) {
+        const ctosa_lower_fallback *fb = &ls->fallback[f];
+        uintptr_t k = (uintptr_t)strmap_get(&by_label, fb->node);
+        if (!k || c->node_float[k - 1] || !c->node_quant[k - 1]) continue;
+        if (fb->reason && !strncmp(fb->reason, "quantized group:", 16)) continue;
+        c->node_float[k - 1] = true;
+        c->node_reason[k - 1] = arena_printf(ra, "%s: %s", fb->code, fb->reason ? fb->reason : "");
+        (*newly)++;
+    }
+    strmap_free(&by_label);
+    arena_free(&a);
+    ctosa_lower_result_free(r);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ report */
+
+static void json_num(strbuf *b, double v) { sb_json_double(b, v); }
+
+static char *make_report(qz_ctx *c, const ctosa_quantize_summary *s, const char *model) {
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "{\n  \"tool\": \"ctosa\", \"version\": \"%s\",\n  \"model\": ", CTOSA_VERSION_STRING);
+    sb_json_str(&b, model);
+    sb_puts(&b, ",\n  \"qdq_model\": ");
+    const char *base = strrchr(s->qdq_path, '/');
+    sb_json_str(&b, base ? base + 1 : s->qdq_path);
+    sb_puts(&b, ",\n  \"spec\": ");
+    sb_json_str(&b, s->spec);
+    sb_printf(&b, ",\n  \"activations\": \"int%d\", \"weights\": \"int8 symmetric per-channel\", \"method\": \"%s\"",
+              s->activation_bits, s->method);
+    if (c->method == CTOSA_QUANT_PERCENTILE) {
+        sb_puts(&b, ", \"percentile\": ");
+        json_num(&b, c->percentile);
+    }
+    sb_printf(&b, ",\n  \"samples\": %u, \"nodes_total\": %u, \"nodes_float\": %u, \"tensors_quantized\": %u,\n",
+              s->samples, s->nodes_total, s->nodes_float, s->tensors_quantized);
+    sb_printf(&b, "  \"lowered\": {\"partitions\": %u, \"nodes_delegated\": %u, \"nodes_total\": %u},\n", s->partitions,
+              s->nodes_delegated, s->nodes_qdq_total);
+    sb_puts(&b, "  \"outputs\": [");
+    for (uint32_t i = 0; i < s->n_outputs; i++) {
+        sb_puts(&b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
+        sb_json_str(&b, s->outputs[i].name);
+        sb_puts(&b, ", \"sqnr_db\": ");
+        json_num(&b, s->outputs[i].sqnr_db);
+        sb_puts(&b, "}");
+    }
+    sb_puts(&b, "\n  ],\n  \"float_nodes\": [");
+    bool first = true;
+    for (uint32_t i = 0; i < c->g->n_nodes; i++) {
+        if (!c->node_float[i]) continue;
+        const ctosa_onnx_node *n = &c->g->nodes[i];
+        sb_puts(&b, first ? "\n    {\"node\": " : ",\n    {\"node\": ");
+        first = false;
+        sb_json_str(&b, n->name);
+        sb_puts(&b, ", \"op_type\": ");
+        sb_json_str(&b, n->op_type);
+        sb_puts(&b, ", \"reason\": ");
+        sb_json_str(&b, c->node_reason[i] ? c->node_reason[i] : "");
+        sb_puts(&b, "}");
+    }
+    sb_puts(&b, "\n  ],\n  \"tensors\": [");
+    first = true;
+    for (uint32_t i = 0; i < c->n_t; i++) {
+        const qz_tensor *t = &c->t[i];
+        if (!t->is_float) continue;
+        sb_puts(&b, first ? "\n    {\"name\": " : ",\n    {\"name\": ");
+        first = false;
+        sb_json_str(&b, t->name);
+        sb_puts(&b, ", \"min\": ");
+        json_num(&b, t->st.min);
+        sb_puts(&b, ", \"max\": ");
+        json_num(&b, t->st.max);
+        if (t->quant) {
+            sb_puts(&b, ", \"range\": [");
+            json_num(&b, t->lo);
+            sb_puts(&b, ", ");
+            json_num(&b, t->hi);
+            sb_puts(&b, "], \"scale\": ");
+            json_num(&b, t->scale);
+            sb_printf(&b, ", \"zero_point\": %d, \"dtype\": \"int%d\"", t->zp, c->bits);
+        } else {
+            sb_printf(&b, ", \"quantized\": false%s", t->internal ? ", \"fused\": true" : "");
+        }
+        sb_puts(&b, "}");
+    }
+    sb_puts(&b, "\n  ]\n}\n");
+    return sb_take(&b);
+}
+
+/* ------------------------------------------------------------ driver */
+
+static ctosa_error *setup_tensors(qz_ctx *c) {
+    const ctosa_onnx_graph *g = c->g;
+    uint32_t cap = g->n_inputs + 1;
+    for (uint32_t i = 0; i < g->n_nodes; i++) cap += g->nodes[i].n_outputs;
+    c->t = calloc(cap, sizeof *c->t);
+    c->node_float = calloc(g->n_nodes + 1, sizeof(bool));
+    c->node_quant = calloc(g->n_nodes + 1, sizeof(bool));
+    c->node_reason = calloc(g->n_nodes + 1, sizeof(char *));
+    if (!c->t || !c->node_float || !c->node_quant || !c->node_reason) return ctosa_error_nomem();
+    strmap_init(&c->by_name);
+    arena_init(&c->a, 0);
+    c->label = arena_alloc(&c->a, sizeof(char *) * (g->n_nodes + 1));
+    if (!c->label) return ctosa_error_nomem();
+    /* unnamed nodes get a name in the QDQ model, so that the lowering's
+     * fallback list can be matched to them */
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const ctosa_onnx_node *n = &g->nodes[i];
+        c->label[i] = n->name[0] ? n->name : arena_printf(&c->a, "%s_%u", n->op_type, i);
+        if (!c->label[i]) return ctosa_error_nomem();
+    }
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        bool init = false;
+        for (uint32_t k = 0; k < g->n_initializers && !init; k++) init = !strcmp(g->initializers[k].name, g->inputs[i].name);
+        if (init || strmap_has(&c->by_name, g->inputs[i].name)) continue;
+        qz_tensor *t = &c->t[c->n_t++];
+        t->name = g->inputs[i].name;
+        t->producer = -1;
+        strmap_put(&c->by_name, t->name, t);
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        for (uint32_t k = 0; k < g->nodes[i].n_outputs; k++) {
+            const char *nm = g->nodes[i].outputs[k];
+            if (!nm[0] || strmap_has(&c->by_name, nm)) continue;
+            qz_tensor *t = &c->t[c->n_t++];
+            t->name = nm;
+            t->producer = (int32_t)i;
+            strmap_put(&c->by_name, nm, t);
+        }
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        qz_tensor *t = qz_tensor_of(c, g->outputs[i].name);
+        if (t) t->is_output = true;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        for (uint32_t k = 0; k < g->nodes[i].n_inputs; k++) {
+            qz_tensor *t = qz_tensor_of(c, g->nodes[i].inputs[k]);
+            if (!t) continue;
+            uint32_t *r = realloc(t->cons, sizeof(uint32_t) * (t->n_cons + 1));
+            if (!r) return ctosa_error_nomem();
+            t->cons = r;
+            t->cons[t->n_cons++] = i;
+        }
+    /* values made from initializers only (exporters write Identity copies
+     * of shared weights): constants, not activations */
+    strmap inits;
+    strmap_init(&inits);
+    for (uint32_t k = 0; k < g->n_initializers; k++) strmap_put(&inits, g->initializers[k].name, (void *)1);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const ctosa_onnx_node *n = &g->nodes[i];
+        /* subgraphs may read activations; random generators are not constant */
+        bool cst = strncmp(n->op_type, "Random", 6) != 0;
+        for (uint32_t k = 0; k < n->n_attrs && cst; k++)
+            cst = n->attrs[k].type != CTOSA_ONNX_ATTR_GRAPH && n->attrs[k].type != CTOSA_ONNX_ATTR_GRAPHS;
+        for (uint32_t k = 0; k < n->n_inputs && cst; k++) {
+            const char *in = n->inputs[k];
+            qz_tensor *t = qz_tensor_of(c, in);
+            cst = !in[0] || strmap_has(&inits, in) || (t && t->is_const);
+        }
+        for (uint32_t k = 0; k < n->n_outputs && cst; k++) {
+            qz_tensor *t = qz_tensor_of(c, n->outputs[k]);
+            if (t && t->producer == (int32_t)i && !t->is_output) t->is_const = true;
+        }
+    }
+    strmap_free(&inits);
+    return NULL;
+}
+
+static void free_ctx(qz_ctx *c) {
+    for (uint32_t i = 0; c->t && i < c->n_t; i++) {
+        free(c->t[i].cons);
+        free(c->t[i].st.hist);
+        free(c->t[i].cval);
+        free(c->t[i].mean);
+    }
+    free(c->t);
+    free(c->node_float);
+    free(c->node_quant);
+    free(c->node_reason);
+    strmap_free(&c->by_name);
+    arena_free(&c->a);
+}
+
+static ctosa_error *resolve_spec(const ctosa_quantize_options *opt, int bits, ctosa_spec *spec) {
+    ctosa_error *e;
+    if (opt->spec && opt->target)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "give a spec or a target, not both");
+    if (opt->spec) e = ctosa_spec_parse(opt->spec, spec);
+    else if (opt->target) e = ctosa_spec_from_target(opt->target, spec);
+    else e = ctosa_spec_parse(bits == 16 ? "TOSA-1.0+INT+int16" : "TOSA-1.0+INT", spec);
+    if (e) return e;
+    if (!(spec->profiles & CTOSA_PRO_INT))
+        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize needs a spec with the INT profile (e.g. TOSA-1.0+INT)");
+    if (bits == 16 && !(spec->extensions & CTOSA_EXT_BIT(INT16)))
+        return ctosa_error_new(CTOSA_ERR_USAGE, "int16 activations need EXT-INT16: add +int16 to the spec "
+                               "(e.g. TOSA-1.0+INT+int16)");
+    return NULL;
+}
+
+ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options *opt, ctosa_quantize_result **out) {
+    *out = NULL;
+    if (!opt || !opt->output_dir || !opt->output_dir[0])
+        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: an output folder is required");
+    int bits = opt->activation_bits ? opt->activation_bits : 8;
+    if (bits != 8 && bits != 16)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: activations must be int8 or int16 (got %d bits)", bits);
+    if (!opt->n_calibration)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: calibration data is required (--calibration NAME=FILE.npy)");
+    ctosa_spec spec;
+    ctosa_error *e = resolve_spec(opt, bits, &spec);
+    if (e) return e;
+    ctosa_quantize_result *res = calloc(1, sizeof *res);
+    if (!res) return ctosa_error_nomem();
+    arena_init(&res->a, 0);
+    ctosa_quantize_summary *s = &res->s;
+    char sbuf[256];
+    ctosa_spec_format(&spec, sbuf, sizeof sbuf);
+    s->spec = arena_strdup(&res->a, sbuf);
+    s->model = arena_strdup(&res->a, model_path);
+    s->activation_bits = bits;
+
+    qz_ctx c;
+    memset(&c, 0, sizeof c);
+    c.bits = bits;
+    c.symmetric = bits == 16;
+    c.method = opt->method ? opt->method : bits == 16 ? CTOSA_QUANT_MINMAX : CTOSA_QUANT_MSE;
+    c.percentile = opt->percentile > 0 ? opt->percentile : 99.99;
+    if (c.percentile > 100) e = ctosa_error_new(CTOSA_ERR_USAGE, "quantize: percentile %g is above 100", c.percentile);
+    s->method = method_name(c.method);
+    c.path = model_path;
+    qz_samples smp;
+    memset(&smp, 0, sizeof smp);
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    char *work = NULL, *qdq_tmp = NULL, *final_qdq = NULL, *final_json = NULL;
+    if (!e) e = ctosa_onnx_load(model_path, NULL, &c.m);
+    if (!e) {
+        c.g = ctosa_onnx_info(c.m)->graph;
+        int64_t ops = ctosa_onnx_opset_version(c.m, "");
+        if (ops < 13)
+            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: opset %lld: quantize needs opset 13 or later (per-channel "
+                                "DequantizeLinear); export the model again with a newer opset", model_path,
+                                (long long)ops);
+    }
+    if (!e) e = qz_samples_load(c.m, opt->calibration, opt->n_calibration, opt->max_samples, &smp);
+    if (!e) e = setup_tensors(&c);
+    /* output names */
+    const char *stem = opt->stem;
+    if (!e && !stem) {
+        const char *b = strrchr(model_path, '/');
+        b = b ? b + 1 : model_path;
+        size_t l = strlen(b);
+        if (l > 5 && !strcmp(b + l - 5, ".onnx")) l -= 5;
+        stem = arena_strndup(&res->a, b, l);
+    }
+    if (!e) e = make_dirs(opt->output_dir);
+    if (!e) {
+        work = arena_printf(&res->a, "%s/.%s.quantize.XXXXXX", opt->output_dir, stem);
+        if (!work || !mkdtemp(work))
+            e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot create a work folder: %s", opt->output_dir, strerror(errno));
+    }
+    bool have_work = !e;
+    if (!e) {
+        qdq_tmp = arena_printf(&res->a, "%s/qdq.onnx", work);
+        final_qdq = arena_printf(&res->a, "%s/%s.qdq.onnx", opt->output_dir, stem);
+        final_json = arena_printf(&res->a, "%s/%s.quant.json", opt->output_dir, stem);
+        s->qdq_path = final_qdq;
+        s->report_path = final_json;
+    }
+    s->samples = smp.n_samples;
+    s->nodes_total = c.g ? c.g->n_nodes : 0;
+
+    /* 1. float run with every intermediate exposed */
+    if (!e) {
+        rs.c = &c;
+        rs.n_outputs = c.g->n_outputs;
+        rs.out_names = calloc(rs.n_outputs + 1, sizeof(char *));
+        rs.ref = calloc(rs.n_outputs + 1, sizeof(float **));
+        rs.ref_n = calloc(rs.n_outputs + 1, sizeof(uint64_t));
+        rs.sig = calloc(rs.n_outputs + 1, sizeof(double));
+        rs.noise = calloc(rs.n_outputs + 1, sizeof(double));
+        rs.pc = calloc(c.n_t + 1, sizeof *rs.pc);
+        if (!rs.out_names || !rs.ref || !rs.ref_n || !rs.sig || !rs.noise || !rs.pc) e = ctosa_error_nomem();
+        for (uint32_t i = 0; i < rs.n_outputs && !e; i++) {
+            rs.out_names[i] = c.g->outputs[i].name;
+            if (!(rs.ref[i] = calloc(smp.n_samples + 1, sizeof(float *)))) e = ctosa_error_nomem();
+        }
+    }
+    if (!e) {
+        qz_graph q;
+        e = qz_graph_init(&q, c.m, c.path);
+        const char **extra = calloc(c.n_t + 1, sizeof(char *));
+        if (!extra && !e) e = ctosa_error_nomem();
+        for (uint32_t i = 0; i < c.n_t && !e; i++)
+            if (!c.t[i].is_output && c.t[i].producer >= 0) extra[q.n_extra++] = c.t[i].name;
+        /* per-channel means of the inputs of layers with a bias */
+        for (uint32_t i = 0; i < c.g->n_nodes && !e; i++) {
+            qz_tensor *t = qz_node_bias_channels(&c, &q, i) ? qz_tensor_of(&c, c.g->nodes[i].inputs[0]) : NULL;
+            if (t) rs.pc[t - c.t].want = true;
+        }
+        q.extra = extra;
+        char *probe = arena_printf(&res->a, "%s/probe.onnx", work);
+        ctosa_spec wide;
+        widest_spec(&wide);
+        if (!e) e = qz_graph_write(&q, probe);
+        if (!e) e = qz_run_samples(probe, &wide, work, &smp, on_float, &rs);
+        if (e) e = ctosa_error_prefix(e, "%s: running the float model", model_path);
+        for (uint32_t i = 0; i < smp.n_inputs && !e; i++) {
+            qz_tensor *t = qz_tensor_of(&c, smp.names[i]);
+            if (!t || !(t->st.hist = calloc(QZ_HIST_BINS, sizeof(uint64_t)))) continue;
+            t->is_float = true;
+            qz_stats_add(&t->st, smp.data[i], smp.count[i] * smp.n_samples);
+        }
+        free(extra);
+        qz_graph_free(&q);
+    }
+    c.bias_correction = !opt->no_bias_correction;
+    for (uint32_t i = 0; i < c.n_t && !e; i++) {
+        qz_tensor *t = &c.t[i];
+        per_channel *p = &rs.pc[i];
+        if (t->producer < 0 && p->want) /* graph inputs: from the samples */
+            for (uint32_t k = 0; k < smp.n_inputs; k++)
+                if (!strcmp(smp.names[k], t->name) && smp.rank[k] >= 2)
+                    add_channels(p, smp.data[k], smp.count[k] * smp.n_samples, smp.rank[k], smp.shape[k]);
+        if (p->sum && p->per) {
+            if (!(t->mean = calloc(p->n_ch, sizeof(float)))) e = ctosa_error_nomem();
+            for (uint32_t ch = 0; t->mean && ch < p->n_ch; ch++) t->mean[ch] = (float)(p->sum[ch] / (double)p->per);
+            t->n_mean = p->n_ch;
+        }
+        if (t->is_float) qz_stats_range(&t->st, c.method, c.percentile, bits, c.symmetric, &t->lo, &t->hi);
+    }
+    /* 2. quantize what the target runs */
+    for (uint32_t it = 0; it < 16 && !e; it++) {
+        qz_plan_decide(&c);
+        e = build_qdq(&c, qdq_tmp);
+        uint32_t newly = 0;
+        if (!e) e = check_target(&c, qdq_tmp, &spec, &newly, s, &res->a);
+        if (!newly) break;
+    }
+    /* 4. measure */
+    if (!e) {
+        e = qz_run_samples(qdq_tmp, &spec, work, &smp, on_quant, &rs);
+        if (e) e = ctosa_error_prefix(e, "%s: running the quantized model", model_path);
+    }
+    if (!e) {
+        ctosa_quantize_output *o = arena_zalloc(&res->a, sizeof *o * (rs.n_outputs + 1));
+        if (!o) e = ctosa_error_nomem();
+        for (uint32_t i = 0; o && i < rs.n_outputs; i++) {
+            o[i].name = arena_strdup(&res->a, rs.out_names[i]);
+            o[i].sqnr_db = rs.noise[i] > 0 ? 10 * log10(rs.sig[i] / rs.noise[i]) : INFINITY;
+        }
+        s->outputs = o;
+        s->n_outputs = rs.n_outputs;
+        for (uint32_t i = 0; i < c.g->n_nodes; i++) s->nodes_float += c.node_float[i];
+        for (uint32_t i = 0; i < c.n_t; i++) s->tensors_quantized += c.t[i].quant;
+        res->json = make_report(&c, s, model_path);
+        s->report_json = res->json;
+        if (!res->json) e = ctosa_error_nomem();
+    }
+    /* 5. move into place */
+    if (!e) e = write_whole_file(final_json, res->json, strlen(res->json));
+    if (!e && rename(qdq_tmp, final_qdq) != 0) {
+        e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot write: %s", final_qdq, strerror(errno));
+        unlink(final_json);
+    }
+    if (have_work) remove_tree(work);
+    for (uint32_t i = 0; rs.ref && i < rs.n_outputs; i++) {
+        for (uint32_t k = 0; rs.ref[i] && k < smp.n_samples; k++) free(rs.ref[i][k]);
+        free(rs.ref[i]);
+    }
+    for (uint32_t i = 0; rs.pc && i < c.n_t; i++) free(rs.pc[i].sum);
+    free(rs.pc);
+    free(rs.ref);
+    free(rs.ref_n);
+    free(rs.sig);
+    free(rs.noise);
+    free(rs.out_names);
+    free_ctx(&c);
+    qz_samples_free(&smp);
+    ctosa_onnx_free(c.m);
+    if (e) {
+        ctosa_quantize_result_free(res);
+        return e;
+    }
+    *out = res;
+    return NULL;
+}

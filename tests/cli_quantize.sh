@@ -1,0 +1,149 @@
+#!/bin/bash
+# cli_quantize.sh CTOSA SRC_DIR BUILD_DIR - `ctosa quantize` on the models
+# of tests/models/quantize (made by tools/models/make_quantize_corpus.py
+# --small): the QDQ model lowers to one TOSA-1.0+INT partition holding every
+# node but the boundary QuantizeLinear / DequantizeLinear (int8 and int16),
+# an operator the INT profile cannot run stays float with its reason, the
+# report's fields, SQNR floors against the float model, ONNX Runtime runs
+# the QDQ model (when tools/ort is installed), determinism, the folder form
+# of calibration data, and bad calibration files (exit 2, nothing written).
+set -u
+ctosa=$1; src=$2; build=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+py=/usr/bin/python3
+"$py" -c 'import numpy' 2>/dev/null || { echo "skipped: /usr/bin/python3 with numpy needed"; exit 77; }
+m=$src/tests/models/quantize/mobilenet_v3_small_x0_5_64
+t=$src/tests/models/quantize/tiny_concat_sin
+
+# mobilenet_v3_small (HardSwish islands, squeeze-excite gates, residual Adds)
+"$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" -o "$tmp/a" > "$tmp/a.txt" || bad "quantize exit $?"
+grep -q "lowered under the target: 1 partition" "$tmp/a.txt" || bad "summary: $(cat "$tmp/a.txt")"
+[ -f "$tmp/a/float.qdq.onnx" ] && [ -f "$tmp/a/float.quant.json" ] || bad "outputs missing"
+[ -z "$(ls -A "$tmp/a" | grep -v '^float\.')" ] || bad "work files left behind: $(ls -A "$tmp/a")"
+"$ctosa" lower "$tmp/a/float.qdq.onnx" --spec TOSA-1.0+INT -o "$tmp/al" -q || bad "lower the QDQ model"
+"$py" - "$tmp/a/float.quant.json" "$tmp/al/float.qdq.report.json" 13.0 int8 <<'PY' || bad "int8 report"
+import json, sys
+q = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
+floor, act = float(sys.argv[3]), sys.argv[4]
+assert q["activations"] == act and q["method"] == ("mse" if act == "int8" else "minmax"), q["method"]
+assert q["float_nodes"] == [], q["float_nodes"]
+assert q["outputs"][0]["sqnr_db"] > floor, q["outputs"]
+assert q["lowered"]["partitions"] == 1
+ts = [t for t in q["tensors"] if "scale" in t]
+assert len(ts) > 50 and all(t["scale"] > 0 and t["range"][0] <= 0 <= t["range"][1] for t in ts)
+if act == "int16":
+    assert all(t["zero_point"] == 0 for t in ts)
+assert len(r["partitions"]) == 1, len(r["partitions"])
+fb = sorted(f["op_type"] for f in r["fallback"])
+assert fb == ["DequantizeLinear", "QuantizeLinear"], fb
+# nothing float inside: the partition's boundary tensors are integers
+p = r["partitions"][0]
+assert all(io["dtype"] == act for io in p["inputs"] + p["outputs"]), p["inputs"] + p["outputs"]
+ops = p["tosa_ops"]
+assert ops.get("TABLE", 0) > 0 and ops.get("DEPTHWISE_CONV2D", 0) > 0, ops
+PY
+
+# the same with int16 activations (EXT-INT16)
+"$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --activations int16 -o "$tmp/b" -q || bad "int16 exit $?"
+"$ctosa" lower "$tmp/b/float.qdq.onnx" --spec TOSA-1.0+INT+int16 -o "$tmp/bl" -q || bad "lower int16"
+"$py" - "$tmp/b/float.quant.json" "$tmp/bl/float.qdq.report.json" 18.0 int16 <<'PY' || bad "int16 report"
+import json, sys
+q = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
+assert q["activations"] == "int16" and q["spec"] == "TOSA-1.0+INT+int16"
+assert q["outputs"][0]["sqnr_db"] > float(sys.argv[3]), q["outputs"]
+assert len(r["partitions"]) == 1
+assert sorted(f["op_type"] for f in r["fallback"]) == ["DequantizeLinear", "QuantizeLinear"]
+assert all(t["zero_point"] == 0 for t in q["tensors"] if "scale" in t)
+PY
+# int16 without EXT-INT16 in the spec is a usage error
+"$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --activations int16 --spec TOSA-1.0+INT \
+  -o "$tmp/c" -q 2> "$tmp/c.err"
+[ $? = 2 ] && grep -q "int16" "$tmp/c.err" || bad "int16 without +int16: $(cat "$tmp/c.err")"
+
+# determinism, and the folder form of the calibration data
+"$ctosa" quantize "$m/float.onnx" --calibration "$m/calib.npy" -o "$tmp/d" -q || bad "second run"
+cmp -s "$tmp/a/float.qdq.onnx" "$tmp/d/float.qdq.onnx" || bad "QDQ model differs between runs"
+cmp -s "$tmp/a/float.quant.json" "$tmp/d/float.quant.json" || bad "report differs between runs"
+mkdir -p "$tmp/folder"
+"$py" -c "
+import numpy as np, sys
+a = np.load(sys.argv[1])
+for i, s in enumerate(a): np.save(sys.argv[2] + '/s%02d.npy' % i, s)
+" "$m/calib.npy" "$tmp/folder" || bad "split samples"
+"$ctosa" quantize "$m/float.onnx" --calibration input="$tmp/folder" -o "$tmp/e" -q || bad "folder calibration"
+cmp -s "$tmp/a/float.qdq.onnx" "$tmp/e/float.qdq.onnx" || bad "folder and stacked calibration differ"
+
+# an operator the INT profile cannot run (Sin) stays float, with its reason;
+# MaxPool, the Concat of two branches and x * Sigmoid(x) are quantized
+"$ctosa" quantize "$t/float.onnx" --calibration x="$t/calib.npy" -o "$tmp/t" -q || bad "tiny exit $?"
+"$py" - "$tmp/t/float.quant.json" <<'PY' || bad "tiny report"
+import json, sys
+q = json.load(open(sys.argv[1]))
+assert [(f["node"], f["op_type"]) for f in q["float_nodes"]] == [("sin", "Sin")], q["float_nodes"]
+assert "not" in q["float_nodes"][0]["reason"] or "TOSA" in q["float_nodes"][0]["reason"], q["float_nodes"]
+t = {x["name"]: x for x in q["tensors"]}
+# the concat inputs share the output's parameters when every input spans at
+# least half of its range; MaxPool keeps its input's
+w = lambda n: t[n]["range"][1] - t[n]["range"][0]
+share = all(w(n) >= 0.5 * w("cat") for n in ("c1", "c2"))
+same = [(t[n]["scale"], t[n]["zero_point"]) == (t["cat"]["scale"], t["cat"]["zero_point"]) for n in ("c1", "c2")]
+assert all(same) == share, (t["c1"], t["c2"], t["cat"])
+assert (t["p0"]["scale"], t["p0"]["zero_point"]) == (t["r0"]["scale"], t["r0"]["zero_point"])
+assert t["sg"].get("quantized") is False and "scale" in t["silu"], (t["sg"], t["silu"])
+assert t["c0"].get("fused") and "scale" not in t["c0"], t["c0"]
+assert q["outputs"][0]["sqnr_db"] > 20, q["outputs"]
+assert q["lowered"]["partitions"] == 2, q["lowered"]
+PY
+
+# ONNX Runtime runs the QDQ models; on the calibration samples its SQNR
+# against the float model is what ctosa's integer run reported
+if [ -d "$src/tools/ort/node_modules/onnxruntime-node" ]; then
+  for x in "a $m" "b $m" "t $t"; do
+    set -- $x
+    node "$src/tools/ort/run_ort.js" "$2/float.onnx" --out "$tmp/o_f$1" --batch --quiet "$2/calib.npy" || bad "ORT float $1"
+    node "$src/tools/ort/run_ort.js" "$tmp/$1/float.qdq.onnx" --out "$tmp/o_q$1" --batch --quiet "$2/calib.npy" \
+      || bad "ORT on the QDQ model $1"
+    "$py" -c "
+import json, numpy as np, sys
+f = np.load(sys.argv[1]).astype(np.float64); q = np.load(sys.argv[2]).astype(np.float64)
+s = 10 * np.log10(np.sum(f * f) / np.sum((f - q) ** 2))
+r = json.load(open(sys.argv[3]))['outputs'][0]['sqnr_db']
+assert abs(s - r) < 1.5, (s, r)
+" "$tmp/o_f$1/output_0.npy" "$tmp/o_q$1/output_0.npy" "$tmp/$1/float.quant.json" || bad "ORT SQNR $1"
+  done
+else
+  echo "note: onnxruntime-node missing, ORT checks skipped"
+fi
+
+# bad calibration data: exit 2, the file named, nothing written
+"$py" - "$tmp" <<'PY' || bad "make bad files"
+import numpy as np, sys
+d = sys.argv[1]
+np.save(d + "/shape.npy", np.zeros((4, 3, 32, 32), np.float32))
+np.save(d + "/dtype.npy", np.zeros((4, 1, 3, 64, 64), np.int64))
+np.save(d + "/empty.npy", np.zeros((0, 1, 3, 64, 64), np.float32))
+np.save(d + "/nan.npy", np.full((1, 1, 3, 64, 64), np.nan, np.float32))
+open(d + "/trunc.npy", "wb").write(open(d + "/shape.npy", "rb").read()[:200])
+PY
+for f in shape dtype empty nan trunc; do
+  "$ctosa" quantize "$m/float.onnx" --calibration input="$tmp/$f.npy" -o "$tmp/bad_$f" -q 2> "$tmp/$f.err"
+  rc=$?
+  [ $rc = 2 ] || bad "$f.npy: exit $rc, want 2"
+  grep -q "$f.npy" "$tmp/$f.err" || bad "$f.npy: message does not name the file: $(cat "$tmp/$f.err")"
+  [ -z "$(ls -A "$tmp/bad_$f" 2>/dev/null)" ] || bad "$f.npy: output left: $(ls -A "$tmp/bad_$f")"
+done
+grep -q "float32" "$tmp/dtype.err" || bad "dtype message: $(cat "$tmp/dtype.err")"
+grep -q "empty" "$tmp/empty.err" || bad "empty message: $(cat "$tmp/empty.err")"
+grep -q "\[N,1,3,64,64\]" "$tmp/shape.err" || bad "shape message: $(cat "$tmp/shape.err")"
+"$ctosa" quantize "$m/float.onnx" --calibration nosuch="$m/calib.npy" -o "$tmp/bad_name" -q 2> "$tmp/n.err"
+[ $? = 2 ] && grep -q "no input 'nosuch'" "$tmp/n.err" || bad "unknown input: $(cat "$tmp/n.err")"
+"$ctosa" quantize "$m/float.onnx" -o "$tmp/bad_none" -q 2>/dev/null
+[ $? = 2 ] || bad "missing --calibration should be exit 2"
+"$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --method nosuch -q 2>/dev/null
+[ $? = 2 ] || bad "unknown --method should be exit 2"
+
+[ $fail = 0 ] && echo "cli_quantize: ok"
+exit $((fail > 0))
