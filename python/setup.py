@@ -1,7 +1,7 @@
 """Build of the ctosa Python package.
 
 The C library (src/util, src/tosa, src/spec, src/interp, src/onnx,
-src/partition, src/lower, src/runtime of the repository) is compiled together with the
+src/partition, src/lower, src/runtime, src/quantize of the repository) is compiled together with the
 CPython extension (ctosa/_ext/*.c) into one module, ctosa._ctosa. Only
 setuptools and a C compiler are needed: no network, no numpy headers.
 
@@ -22,7 +22,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.chdir(HERE)  # extension sources are given relative to this folder
-MODULES = ["util", "tosa", "spec", "interp", "onnx", "partition", "lower", "runtime"]
+MODULES = ["util", "tosa", "spec", "interp", "onnx", "partition", "lower", "runtime", "quantize"]
 
 
 def repo_root():

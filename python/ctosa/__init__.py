@@ -29,7 +29,7 @@ from ._ctosa import Block, DataView, Operator, Region, Tensor, TosaGraph
 __version__ = "0.1.0"
 __all__ = [
     "Spec", "TosaGraph", "Region", "Block", "Tensor", "Operator", "DataView", "CustomOps",
-    "lower", "read", "run", "check", "Interpreter", "LowerResult", "Partition", "Fallback", "BoundaryTensor",
+    "lower", "quantize", "QuantizeResult", "read", "run", "check", "Interpreter", "LowerResult", "Partition", "Fallback", "BoundaryTensor",
     "Violation", "CustomNode", "CustomInput", "Error", "UsageError", "SpecError", "FileError", "ParseError",
     "UnsupportedError", "LimitError", "OutOfMemoryError", "InvalidError", "InternalError",
     "OPERATORS", "DTYPES", "pack_int4", "unpack_int4", "Model", "ModelTensor", "verify", "VerifyResult",
@@ -568,6 +568,59 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
     r = LowerResult(c, (reg, tmp))
     r.output_dir = output_dir
     return r
+
+
+# ---------------------------------------------------------------- quantize
+
+class QuantizeResult:
+    """What quantize() returns: .qdq_path (the QDQ ONNX model written),
+    .report_path and .report (the JSON report as a dict), .sqnr
+    ({output: SQNR in dB against the float model on the calibration
+    samples}), .float_nodes (nodes left in float, with the reason)."""
+
+    def __init__(self, d):
+        import json
+        self.qdq_path = d["qdq_path"]
+        self.report_path = d["report_path"]
+        self.report = json.loads(d["report"])
+        self.sqnr = {o["name"]: o["sqnr_db"] for o in self.report["outputs"]}
+        self.float_nodes = self.report["float_nodes"]
+
+    def __repr__(self):
+        return "<ctosa.QuantizeResult %s: %s>" % (
+            self.qdq_path, ", ".join("%s %.2f dB" % kv for kv in self.sqnr.items()))
+
+
+def quantize(model, calibration, output_dir, *, spec=None, target=None, activations="int8", method=None,
+             percentile=None, bias_correction=True, max_samples=0, stem=None):
+    """Post-training quantization (`ctosa quantize`, docs/quantize.md):
+    writes <output_dir>/<stem>.qdq.onnx and <stem>.quant.json.
+
+    calibration: {graph input: array of samples stacked on axis 0, or a
+    .npy path, or a folder of .npy files (one sample each)}. spec / target:
+    the TOSA target (default TOSA-1.0+INT, +int16 for int16 activations).
+    activations: "int8" or "int16". method: "mse" (default for int8),
+    "minmax" (default for int16) or "percentile" (with percentile, default
+    99.99). The GIL is released while quantizing."""
+    import numpy as np
+    if activations not in ("int8", "int16"):
+        raise UsageError("activations must be 'int8' or 'int16', got %r" % (activations,))
+    tmp = tempfile.TemporaryDirectory(prefix="ctosa-py-")
+    with tmp:
+        cal = []
+        for i, (name, value) in enumerate(calibration.items()):
+            if isinstance(value, (str, os.PathLike)):
+                cal.append((name, os.fspath(value)))
+            else:
+                p = os.path.join(tmp.name, "calibration%d.npy" % i)
+                np.save(p, np.ascontiguousarray(value, dtype=np.float32))
+                cal.append((name, p))
+        d = _ctosa.quantize(os.fspath(model), os.fspath(output_dir), cal,
+                            spec=None if spec is None else str(spec), target=target,
+                            activation_bits=16 if activations == "int16" else 8, method=method,
+                            percentile=float(percentile or 0), bias_correction=bool(bias_correction),
+                            max_samples=int(max_samples), stem=stem)
+    return QuantizeResult(d)
 
 
 # ------------------------------------------------------- partitioned models

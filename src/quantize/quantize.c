@@ -128,17 +128,29 @@ static void add_channels(per_channel *p, const float *v, uint64_t n, uint32_t ra
     p->per += n / ch;
 }
 
+static void keep_const(qz_tensor *t, int32_t dtype, const void *data, uint64_t size, uint32_t rank,
+                       const int64_t *shape) {
+    if (t->cval || rank > ONNX_MAX_RANK || dtype == ONNX_UNDEFINED || !(t->cval = malloc(size + 1))) return;
+    memcpy(t->cval, data, size);
+    t->cdtype = dtype;
+    t->csize = size;
+    t->crank = rank;
+    memcpy(t->cdims, shape, rank * sizeof(int64_t));
+}
+
+static void on_other(void *user, const char *name, int32_t dtype, const void *data, uint64_t size, uint32_t rank,
+                     const int64_t *shape) {
+    run_state *r = user;
+    qz_tensor *t = qz_tensor_of(r->c, name);
+    if (t && t->is_const) keep_const(t, dtype, data, size, rank, shape);
+}
+
 static void on_float(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
                      const int64_t *shape) {
     run_state *r = user;
     qz_tensor *t = qz_tensor_of(r->c, name);
     if (t && t->is_const) {
-        if (!t->cval && rank <= ONNX_MAX_RANK && (t->cval = malloc(n * sizeof(float) + 1))) {
-            memcpy(t->cval, data, n * sizeof(float));
-            t->crank = rank;
-            memcpy(t->cdims, shape, rank * sizeof(int64_t));
-            t->ccount = n;
-        }
+        keep_const(t, ONNX_FLOAT, data, n * sizeof(float), rank, shape);
         t = NULL;
     }
     if (t) {
@@ -390,8 +402,9 @@ static ctosa_error *setup_tensors(qz_ctx *c) {
             t->cons = r;
             t->cons[t->n_cons++] = i;
         }
-    /* values made from initializers only (exporters write Identity copies
-     * of shared weights): constants, not activations */
+    /* values made from initializers and static shapes only (exporters
+     * write Identity copies of shared weights, and Slice bounds computed
+     * from Shape): constants, not activations */
     strmap inits;
     strmap_init(&inits);
     for (uint32_t k = 0; k < g->n_initializers; k++) strmap_put(&inits, g->initializers[k].name, (void *)1);
@@ -399,9 +412,10 @@ static ctosa_error *setup_tensors(qz_ctx *c) {
         const ctosa_onnx_node *n = &g->nodes[i];
         /* subgraphs may read activations; random generators are not constant */
         bool cst = strncmp(n->op_type, "Random", 6) != 0;
+        bool shape_of = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
         for (uint32_t k = 0; k < n->n_attrs && cst; k++)
             cst = n->attrs[k].type != CTOSA_ONNX_ATTR_GRAPH && n->attrs[k].type != CTOSA_ONNX_ATTR_GRAPHS;
-        for (uint32_t k = 0; k < n->n_inputs && cst; k++) {
+        for (uint32_t k = 0; k < n->n_inputs && cst && !shape_of; k++) {
             const char *in = n->inputs[k];
             qz_tensor *t = qz_tensor_of(c, in);
             cst = !in[0] || strmap_has(&inits, in) || (t && t->is_const);
@@ -552,7 +566,7 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
         ctosa_spec wide;
         widest_spec(&wide);
         if (!e) e = qz_graph_write(&q, probe);
-        if (!e) e = qz_run_samples(probe, &wide, work, &smp, on_float, &rs);
+        if (!e) e = qz_run_samples(probe, &wide, work, &smp, on_float, on_other, &rs);
         if (e) e = ctosa_error_prefix(e, "%s: running the float model", model_path);
         for (uint32_t i = 0; i < smp.n_inputs && !e; i++) {
             qz_tensor *t = qz_tensor_of(&c, smp.names[i]);
@@ -588,7 +602,7 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     }
     /* 4. measure */
     if (!e) {
-        e = qz_run_samples(qdq_tmp, &spec, work, &smp, on_quant, &rs);
+        e = qz_run_samples(qdq_tmp, &spec, work, &smp, on_quant, NULL, &rs);
         if (e) e = ctosa_error_prefix(e, "%s: running the quantized model", model_path);
     }
     if (!e) {

@@ -211,8 +211,19 @@ void qz_samples_free(qz_samples *s) {
 
 /* ------------------------------------------------------------ running */
 
+static int32_t onnx_dtype_of_numpy(const char *np) {
+    static const struct {
+        const char *n;
+        int32_t t;
+    } T[] = {{"float32", ONNX_FLOAT}, {"uint8", ONNX_UINT8}, {"int8", ONNX_INT8}, {"int16", ONNX_INT16},
+             {"int32", ONNX_INT32}, {"int64", ONNX_INT64}, {"bool", ONNX_BOOL}, {"float16", ONNX_FLOAT16}};
+    for (size_t i = 0; i < CTOSA_ARRAY_LEN(T); i++)
+        if (!strcmp(T[i].n, np)) return T[i].t;
+    return ONNX_UNDEFINED;
+}
+
 ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, const char *work_dir,
-                            const qz_samples *smp, qz_output_fn fn, void *user) {
+                            const qz_samples *smp, qz_output_fn fn, qz_other_fn other, void *user) {
     ctosa_lower_options lo;
     ctosa_lower_options_init(&lo);
     lo.output_dir = work_dir;
@@ -237,9 +248,11 @@ ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, cons
         for (uint32_t o = 0; o < n_out && !e; o++) {
             ctosa_runtime_tensor info, t;
             if ((e = ctosa_runtime_output_info(rt, o, &info))) break;
-            if (strcmp(info.dtype, "float32")) continue;
+            bool f32 = !strcmp(info.dtype, "float32");
+            if (!f32 && (!other || s > 0)) continue;
             if ((e = ctosa_runtime_get_output(rt, info.name, &t))) break;
-            fn(user, s, t.name, t.data, t.count, t.rank, t.shape);
+            if (f32) fn(user, s, t.name, t.data, t.count, t.rank, t.shape);
+            else other(user, t.name, onnx_dtype_of_numpy(t.dtype), t.data, t.size, t.rank, t.shape);
         }
     }
     ctosa_runtime_free(rt);

@@ -121,8 +121,11 @@ void qz_samples_free(qz_samples *s);
  * every float32 output of every sample. */
 typedef void (*qz_output_fn)(void *user, uint32_t sample, const char *name, const float *data, uint64_t n,
                              uint32_t rank, const int64_t *shape);
+/* Outputs of other dtypes (onnx_dtype, size bytes), for constants. */
+typedef void (*qz_other_fn)(void *user, const char *name, int32_t onnx_dtype, const void *data, uint64_t size,
+                            uint32_t rank, const int64_t *shape);
 ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, const char *work_dir,
-                            const qz_samples *smp, qz_output_fn fn, void *user);
+                            const qz_samples *smp, qz_output_fn fn, qz_other_fn other, void *user);
 
 /* ------------------------------------------------------------ the plan */
 
@@ -141,11 +144,13 @@ typedef struct qz_tensor {
     uint32_t group;                /* parameter-sharing group: index of its representative */
     bool quant;                    /* gets QuantizeLinear / DequantizeLinear */
     bool internal;                 /* inside a fused activation or an island: no Q/DQ */
-    bool is_const;                 /* computed from initializers only (e.g. Identity of a weight) */
-    float *cval;                   /* its float32 value, seen in calibration */
+    bool is_const;                 /* computed from initializers and shapes only (Identity of a
+                                    * weight, Shape -> Gather -> Slice arguments) */
+    void *cval;                    /* its value, seen in calibration */
+    int32_t cdtype;                /* its ONNX dtype */
+    uint64_t csize;                /* bytes */
     uint32_t crank;
     int64_t cdims[ONNX_MAX_RANK];
-    uint64_t ccount;
     float *mean;                   /* per-channel means (axis 1) in the float run, inputs of weighted layers */
     uint32_t n_mean;
     const char *dq_name;           /* set while emitting */

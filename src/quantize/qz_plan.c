@@ -412,7 +412,7 @@ ctosa_error *qz_plan_emit(qz_ctx *c, qz_graph *q) {
         gone[i] = all;
         for (uint32_t k = 0; k < n->n_outputs && all && !e; k++) {
             qz_tensor *t = qz_tensor_of(c, n->outputs[k]);
-            if (!qz_graph_add_init(q, t->name, ONNX_FLOAT, t->crank, t->cdims, t->cval, t->ccount * 4))
+            if (!qz_graph_add_init(q, t->name, t->cdtype, t->crank, t->cdims, t->cval, t->csize))
                 e = ctosa_error_nomem();
         }
     }

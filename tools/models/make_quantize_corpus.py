@@ -139,8 +139,14 @@ def make_one(name, out_root, with_fx, torch, onnx, n_calib=N_CALIB, n_eval=N_EVA
                 pm(torch.from_numpy(x))
         qm = convert_fx(pm)
         fx = os.path.join(d, "fx.onnx")
-        torch.onnx.export(qm, (x0,), fx + ".tmp", opset_version=13,
-                          input_names=["input"], output_names=["output"])
+        try:
+            torch.onnx.export(qm, (x0,), fx + ".tmp", opset_version=13,
+                              input_names=["input"], output_names=["output"])
+        except Exception as ex:  # squeezenet: torch 1.13 cannot export a quantized Concat
+            meta["fx_error"] = f"{type(ex).__name__}: {str(ex).splitlines()[0]}"
+            common.write_json(os.path.join(d, "meta.json"), meta)
+            common.log(f"{name}: {meta}")
+            return
         os.replace(fx + ".tmp", fx)
         meta["fx_nodes"] = len(onnx.load(fx).graph.node)
         meta["seconds_fx"] = round(t.lap(), 2)

@@ -82,6 +82,7 @@ extern PyTypeObject cx_CustomOps_Type;
 /* Module functions defined outside module.c. */
 PyObject *cx_read(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw);
 /* The partitioned-model runtime (runtime.c). */
 int cx_runtime_types_ready(PyObject *m);
 PyObject *cx_verify_compare(PyObject *self, PyObject *args);

@@ -618,6 +618,8 @@ static PyMethodDef methods[] = {
      "read(path_or_buffer, require_identifier=False) -> TosaGraph"},
     {"lower", (PyCFunction)(void (*)(void))cx_lower, METH_VARARGS | METH_KEYWORDS,
      "lower(path, spec, ...) -> LowerResult"},
+    {"quantize", (PyCFunction)(void (*)(void))cx_quantize, METH_VARARGS | METH_KEYWORDS,
+     "quantize(path, output_dir, calibration, ...) -> dict (qdq_path, report_path, report)"},
     {"verify_compare", cx_verify_compare, METH_VARARGS, "compare one output (ctosa_verify_compare) -> dict"},
     {"op_table", py_op_names, METH_NOARGS, "{op name: (value, attribute field names)}"},
     {"dtype_table", py_dtypes, METH_NOARGS, "{dtype: (value, bits, host numpy dtype, host size)}"},

@@ -1,0 +1,49 @@
+"""ctosa.quantize(): the Python form of `ctosa quantize` (docs/quantize.md)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import ctosa
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(REPO, "tests", "models", "quantize", "tiny_concat_sin")
+
+
+def test_quantize_arrays_and_paths(tmp_path):
+    calib = np.load(os.path.join(TINY, "calib.npy"))
+    r = ctosa.quantize(os.path.join(TINY, "float.onnx"), {"x": calib}, tmp_path / "a")
+    assert os.path.exists(r.qdq_path) and r.qdq_path.endswith("float.qdq.onnx")
+    assert r.report["activations"] == "int8" and r.report["method"] == "mse"
+    assert r.sqnr["y"] > 20
+    assert [f["op_type"] for f in r.float_nodes] == ["Sin"]
+    # the same samples from the file give the same model
+    r2 = ctosa.quantize(os.path.join(TINY, "float.onnx"), {"x": os.path.join(TINY, "calib.npy")}, tmp_path / "b")
+    assert open(r.qdq_path, "rb").read() == open(r2.qdq_path, "rb").read()
+    # the QDQ model lowers: Sin and the boundaries stay on the CPU
+    low = ctosa.lower(r.qdq_path, "TOSA-1.0+INT")
+    assert sorted({f.op_type for f in low.fallback}) == ["DequantizeLinear", "QuantizeLinear", "Sin"]
+
+
+def test_quantize_int16_and_methods(tmp_path):
+    calib = np.load(os.path.join(TINY, "calib.npy"))
+    r = ctosa.quantize(os.path.join(TINY, "float.onnx"), {"x": calib}, tmp_path, activations="int16",
+                       method="percentile", percentile=99.9, stem="t16")
+    assert r.report["spec"] == "TOSA-1.0+INT+int16" and r.report["percentile"] == 99.9
+    assert os.path.basename(r.qdq_path) == "t16.qdq.onnx"
+    assert all(t["zero_point"] == 0 for t in r.report["tensors"] if "scale" in t)
+    with open(r.report_path) as f:
+        assert json.load(f)["outputs"] == r.report["outputs"]
+
+
+def test_quantize_errors(tmp_path):
+    m = os.path.join(TINY, "float.onnx")
+    with pytest.raises(ctosa.UsageError):
+        ctosa.quantize(m, {"x": np.zeros((2, 1, 3, 16, 16), np.float32)}, tmp_path, activations="int4")
+    with pytest.raises(ctosa.Error) as ei:
+        ctosa.quantize(m, {"x": np.zeros((2, 1, 3, 8, 8), np.float32)}, tmp_path / "bad")
+    assert "calibration" in str(ei.value) and "[N,1,3,16,16]" in str(ei.value)
+    assert not os.path.exists(tmp_path / "bad" / "float.qdq.onnx")
+    with pytest.raises(ctosa.UsageError):
+        ctosa.quantize(m, {"x": np.zeros((2, 1, 3, 16, 16), np.float32)}, tmp_path, method="entropy")
