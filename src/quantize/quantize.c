@@ -103,6 +103,7 @@ typedef struct run_state {
     uint64_t *ref_n;
     /* per-channel means of the weighted layers' outputs: tensor index -> */
     per_channel *pc;   /* [n_t] */
+    per_channel *qpc;  /* [n_t] the same of the fake-quantized values (second pass) */
     /* evaluation */
     double *sig, *noise;
     ctosa_error *err;
@@ -168,6 +169,30 @@ static void on_float(void *user, uint32_t sample, const char *name, const float 
         r->ref[o][sample] = copy;
         r->ref_n[o] = n;
     }
+}
+
+/* x as its QuantizeLinear -> DequantizeLinear pair gives it */
+static void fake_quant(const qz_ctx *c, const qz_tensor *t, const float *v, uint64_t n, float *out) {
+    double qmin = -(double)(1 << (c->bits - 1)), qmax = (double)((1 << (c->bits - 1)) - 1);
+    for (uint64_t i = 0; i < n; i++) {
+        double q = nearbyint((double)v[i] / t->scale) + t->zp;
+        q = q < qmin ? qmin : q > qmax ? qmax : q;
+        out[i] = (float)((q - t->zp) * t->scale);
+    }
+}
+
+/* Second float pass: per-channel means of the quantized inputs of
+ * weighted layers. */
+static void on_fq(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
+                  const int64_t *shape) {
+    run_state *r = user;
+    qz_tensor *t = qz_tensor_of(r->c, name);
+    if (!t || !t->quant || !r->pc[t - r->c->t].want) return;
+    float *f = malloc(n * sizeof(float) + 1);
+    if (!f) return;
+    fake_quant(r->c, t, data, n, f);
+    add_channels(&r->qpc[t - r->c->t], f, n, rank, shape);
+    free(f);
 }
 
 static void on_quant(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
@@ -435,6 +460,7 @@ static void free_ctx(qz_ctx *c) {
         free(c->t[i].st.hist);
         free(c->t[i].cval);
         free(c->t[i].mean);
+        free(c->t[i].qmean);
     }
     free(c->t);
     free(c->node_float);
@@ -600,6 +626,39 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
         if (!e) e = check_target(&c, qdq_tmp, &spec, &newly, s, &res->a);
         if (!newly) break;
     }
+    /* 3. bias correction: the quantized inputs' per-channel means */
+    if (!e && c.bias_correction) {
+        rs.qpc = calloc(c.n_t + 1, sizeof *rs.qpc);
+        if (!rs.qpc) e = ctosa_error_nomem();
+        for (uint32_t i = 0; i < c.n_t && !e; i++) rs.qpc[i].want = rs.pc[i].want;
+        char *probe = arena_printf(&res->a, "%s/probe.onnx", work);
+        ctosa_spec wide;
+        widest_spec(&wide);
+        if (!e) e = qz_run_samples(probe, &wide, work, &smp, on_fq, NULL, &rs);
+        for (uint32_t i = 0; i < c.n_t && !e; i++) {
+            qz_tensor *t = &c.t[i];
+            per_channel *p = &rs.qpc[i];
+            if (t->producer < 0 && p->want && t->quant)
+                for (uint32_t k = 0; k < smp.n_inputs; k++) {
+                    if (strcmp(smp.names[k], t->name) || smp.rank[k] < 2) continue;
+                    uint64_t n = smp.count[k] * smp.n_samples;
+                    float *f = malloc(n * sizeof(float) + 1);
+                    if (!f) {
+                        e = ctosa_error_nomem();
+                        break;
+                    }
+                    fake_quant(&c, t, smp.data[k], n, f);
+                    add_channels(p, f, n, smp.rank[k], smp.shape[k]);
+                    free(f);
+                }
+            if (!p->sum || !p->per || p->n_ch != t->n_mean) continue;
+            if (!(t->qmean = calloc(p->n_ch, sizeof(float)))) e = ctosa_error_nomem();
+            for (uint32_t ch = 0; t->qmean && ch < p->n_ch; ch++) t->qmean[ch] = (float)(p->sum[ch] / (double)p->per);
+        }
+        uint32_t newly = 0;
+        if (!e) e = build_qdq(&c, qdq_tmp);
+        if (!e) e = check_target(&c, qdq_tmp, &spec, &newly, s, &res->a);
+    }
     /* 4. measure */
     if (!e) {
         e = qz_run_samples(qdq_tmp, &spec, work, &smp, on_quant, NULL, &rs);
@@ -632,6 +691,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
         free(rs.ref[i]);
     }
     for (uint32_t i = 0; rs.pc && i < c.n_t; i++) free(rs.pc[i].sum);
+    for (uint32_t i = 0; rs.qpc && i < c.n_t; i++) free(rs.qpc[i].sum);
+    free(rs.qpc);
     free(rs.pc);
     free(rs.ref);
     free(rs.ref_n);

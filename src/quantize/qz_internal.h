@@ -152,6 +152,7 @@ typedef struct qz_tensor {
     uint32_t crank;
     int64_t cdims[ONNX_MAX_RANK];
     float *mean;                   /* per-channel means (axis 1) in the float run, inputs of weighted layers */
+    float *qmean;                  /* the same of its quantized values (NULL: not measured) */
     uint32_t n_mean;
     const char *dq_name;           /* set while emitting */
 } qz_tensor;

@@ -256,15 +256,17 @@ static ctosa_error *quant_weight(qz_graph *q, const qz_init *w, int64_t axis, co
     return add_dq(q, qn, sn, zn, dn, true, axis);
 }
 
-/* Bias correction: the mean shift of each output channel that rounding
- * the weights causes, sum over the kernel of (w_q - w) * E[x], with E[x]
- * the per-channel input means of the float run (border padding ignored).
- * Subtracted from the bias, it removes the systematic part of the weight
- * error, which otherwise adds up layer after layer in depthwise networks.
- * Returns NULL when the input means are not known. */
+/* Bias correction: the mean shift of each output channel that quantizing
+ * the layer causes, sum over the kernel of w_q * E[x_q] - w * E[x], with
+ * E[x] the per-channel input means of the float run and E[x_q] those of
+ * the input after its QuantizeLinear / DequantizeLinear (clipping moves
+ * them; border padding is ignored). Subtracted from the bias, it removes
+ * the systematic part of the error, which otherwise adds up layer after
+ * layer. Returns NULL when the input means are not known. */
 static float *weight_shift(qz_graph *q, const ctosa_onnx_node *n, const qz_init *w, int64_t axis, const float *sc,
                            const int8_t *wq, const qz_tensor *x) {
     if (!x || !x->mean || w->rank < 2) return NULL;
+    const float *xq = x->qmean ? x->qmean : x->mean;
     uint64_t count = w->nbytes / 4;
     uint32_t n_out = (uint32_t)w->dims[axis];
     float *d = arena_zalloc(&q->a, 4 * (size_t)n_out + 4);
@@ -278,7 +280,7 @@ static float *weight_shift(qz_graph *q, const ctosa_onnx_node *n, const qz_init 
         uint64_t per_group = n_out / groups;
         for (uint64_t i = 0; i < count; i++) {
             uint64_t co = i / (cin_g * k), ci = (i / k) % cin_g, cin = (co / per_group) * cin_g + ci;
-            d[co] += (float)(((double)wq[i] * sc[co] - rd_f32(w->data, i)) * x->mean[cin]);
+            d[co] += (float)((double)wq[i] * sc[co] * xq[cin] - (double)rd_f32(w->data, i) * x->mean[cin]);
         }
         return d;
     }
@@ -288,7 +290,7 @@ static float *weight_shift(qz_graph *q, const ctosa_onnx_node *n, const qz_init 
     if (kdim != x->n_mean) return NULL;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t r = i / cols, cl = i % cols, o = axis == 0 ? r : cl, kk = axis == 0 ? cl : r;
-        d[o] += (float)(((double)wq[i] * sc[o] - rd_f32(w->data, i)) * x->mean[kk]);
+        d[o] += (float)((double)wq[i] * sc[o] * xq[kk] - (double)rd_f32(w->data, i) * x->mean[kk]);
     }
     return d;
 }
