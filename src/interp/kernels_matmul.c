@@ -122,10 +122,12 @@ static ctosa_error *mm_float_zp(const interp_op *o, const itensor *t, int64_t *z
 /* Few rows of A (a fully-connected layer on one sample: GEMV): every
  * element of B is used by only H products, so packing B (a full copy) would
  * cost as much as the product itself, for the weights of a single run.
- * Instead B's rows stream once, each scaled by A[h][c] into H output rows
- * kept in registers per 64-column chunk (c in order, as the reference). */
+ * Instead B streams once, row by row: each worker owns a range of
+ * MM_GEMV_COLS columns, whose H output rows stay in L1 while every row of B
+ * adds A[h][c] times its contiguous segment (c in order, as the
+ * reference). */
 #define MM_GEMV_MAX_H 4
-typedef float mm_vf __attribute__((vector_size(64)));
+#define MM_GEMV_COLS 1024
 typedef struct mm_gemv {
     const float *a, *b;
     float *out;
@@ -136,27 +138,15 @@ static inline IM_INLINE void mm_gemv_impl(void *arg, size_t begin, size_t end) {
     const mm_gemv *g = arg;
     const int64_t H = g->H, C = g->C, W = g->W;
     for (size_t chunk = begin; chunk < end; chunk++) {
-        int64_t w0 = (int64_t)chunk * 64, nw = W - w0 < 64 ? W - w0 : 64;
-        mm_vf acc[MM_GEMV_MAX_H][4];
-        for (int64_t h = 0; h < MM_GEMV_MAX_H; h++)
-            for (int q = 0; q < 4; q++) acc[h][q] = (mm_vf){0};
-        if (nw == 64) {
-            for (int64_t c = 0; c < C; c++) {
-                mm_vf bv[4];
-                memcpy(bv, g->b + c * W + w0, sizeof bv);
-                for (int64_t h = 0; h < H; h++) {
-                    float av = g->a[h * C + c];
-                    for (int q = 0; q < 4; q++) acc[h][q] += av * bv[q];
-                }
+        int64_t w0 = (int64_t)chunk * MM_GEMV_COLS, nw = W - w0 < MM_GEMV_COLS ? W - w0 : MM_GEMV_COLS;
+        for (int64_t h = 0; h < H; h++) memset(g->out + h * W + w0, 0, (size_t)nw * sizeof(float));
+        for (int64_t c = 0; c < C; c++) {
+            const float *restrict b = g->b + c * W + w0;
+            for (int64_t h = 0; h < H; h++) {
+                float *restrict o = g->out + h * W + w0;
+                const float av = g->a[h * C + c];
+                for (int64_t w = 0; w < nw; w++) o[w] += av * b[w];
             }
-            for (int64_t h = 0; h < H; h++) memcpy(g->out + h * W + w0, acc[h], sizeof acc[h]);
-        } else {
-            for (int64_t h = 0; h < H; h++)
-                for (int64_t w = 0; w < nw; w++) {
-                    float s = 0;
-                    for (int64_t c = 0; c < C; c++) s += g->a[h * C + c] * g->b[c * W + w0 + w];
-                    g->out[h * W + w0 + w] = s;
-                }
         }
     }
 }
@@ -230,7 +220,7 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
         for (int64_t n = 0; n < N; n++) {
             mm_gemv g = {(const float *)A->data + n * H * C, (const float *)B->data + n * C * W,
                          (float *)out->data + n * H * W, H, C, W};
-            size_t chunks = (size_t)((W + 63) / 64);
+            size_t chunks = (size_t)((W + MM_GEMV_COLS - 1) / MM_GEMV_COLS);
             if (o->ctx && (double)H * (double)C * (double)W >= IM_PAR_MIN_MACS)
                 interp_parallel_for(o->ctx, chunks, mm_gemv_rows, &g);
             else mm_gemv_rows(&g, 0, chunks);
