@@ -79,6 +79,10 @@ extern const lower_entry lower_table_attention[];
 extern const lower_entry lower_table_mvn[];
 #define HAVE_mvn 1
 #endif
+#if __has_include("lower_gridsample.c")
+extern const lower_entry lower_table_gridsample[];
+#define HAVE_gridsample 1
+#endif
 #if __has_include("lower_misc.c")
 extern const lower_entry lower_table_misc[];
 #define HAVE_misc 1
@@ -135,6 +139,9 @@ static const lower_entry *const tables[] = {
 #endif
 #ifdef HAVE_mvn
     lower_table_mvn,
+#endif
+#ifdef HAVE_gridsample
+    lower_table_gridsample,
 #endif
 #ifdef HAVE_misc
     lower_table_misc,

@@ -422,7 +422,8 @@ def ort_case(name, op, inputs, attrs=None, inits=(), n_out=1, opset=18, out_dtyp
 
 # the variants run by the default suite (every one with CTOSA_LONG_TESTS=1)
 SAMPLE = {"ln_fp16_stash", "mvn_default", "rl2_noaxes_nokeep", "cumsum_ex1_rev1", "einsum_1", "mean_3in",
-          "resize_linear_pytorch_half_pixel_x", "avgpool_ceil_incl", "swish_alpha", "tscatter_circular"}
+          "resize_linear_pytorch_half_pixel_x", "avgpool_ceil_incl", "swish_alpha", "tscatter_circular",
+          "gridsample_bilinear_zeros_ac0", "gridsample_nearest_zeros_ac0"}
 
 
 def variant_cases():
@@ -499,6 +500,17 @@ def variant_cases():
     ort_case("avgpool_dil_excl", "AveragePool", [("x", xp)],
              attrs={"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 0, 1, 0]}, opset=19,
              expect="reject unsupported_attribute dilations")
+    # GridSample with a run-time grid, slightly beyond [-1, 1] so padding matters
+    xg, grid = rnd(2, 3, 5, 6), (rng.random((2, 4, 7, 2)) * 2.4 - 1.2).astype(np.float32)
+    grid[0, 0, 0] = [0.0, 0.0]  # x = 2.5 exactly without align_corners (W = 6): nearest rounds to even
+    grid[0, 0, 1] = [0.2, -1.0]  # y = -0.5 on the edge
+    for mode, pad, align, opset in (("bilinear", "zeros", 0, 16), ("bilinear", "border", 1, 16),
+                                    ("linear", "zeros", 1, 20), ("linear", "border", 0, 22),
+                                    ("nearest", "zeros", 0, 20), ("nearest", "border", 1, 16)):
+        ort_case("gridsample_%s_%s_ac%d" % (mode, pad, align), "GridSample", [("x", xg), ("grid", grid)],
+                 attrs={"mode": mode, "padding_mode": pad, "align_corners": align}, opset=opset)
+    ort_case("gridsample_reflection", "GridSample", [("x", xg), ("grid", grid)],
+             attrs={"padding_mode": "reflection"}, opset=20, expect="reject unsupported_attribute reflection")
     ort_case("swish_alpha", "Swish", [("x", rnd(2, 3, 4) * 3)], attrs={"alpha": 0.7}, opset=24)
     ort_case("swish", "Swish", [("x", rnd(2, 3, 4) * 3)], opset=24)
     cache, upd = rnd(2, 3, 6, 4), rnd(2, 3, 2, 4)
