@@ -11,5 +11,6 @@ $py "$here/make_models.py" --out "$dst" --models transformer_encoder,mobilenet_v
 $py "$here/make_quantized.py" --out "$dst" --models mobilenet_v2_x0_25
 $py "$here/make_llm.py" --preset tiny --out "$dst/llm_tiny_fp32" --check
 $py "$here/make_llm.py" --preset tiny --int8 --out "$dst/llm_tiny_int8" --check
+$py "$here/make_quantize_corpus.py" --small   # tests/models/quantize/
 $py "$here/make_rnn.py"   # tests/models/{kws_gru,seq_lstm}_* and tests/data/lower/rnn/
 find "$dst" -type f -size +2000k -exec echo "update_committed: too big to commit: {}" \; >&2
