@@ -456,6 +456,29 @@ static void rescale_case(uint64_t seed) {
     kt_free_all();
 }
 
+/* ------------------------------------------------------------ SIGMOID */
+
+/* fp32 SIGMOID's vector path against the libm double formula: equal floats
+ * (ties aside, which random data does not hit), over magnitudes from tiny
+ * to far past where the result saturates, with infinities and NaN. */
+static void sigmoid_case(uint64_t seed) {
+    kt_rng = seed;
+    int64_t n = coin(30) ? ri(1, 20) : ri(100, 5000);
+    itensor *in = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(n)), *out = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(n));
+    static const double scale[] = {1e-6, 1, 8, 30, 120, 1000};
+    double sc = scale[ri(0, 5)];
+    float *x = in->data;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)(kt_randf() * sc);
+        if (coin(2)) x[i] = coin(50) ? INFINITY : -INFINITY;
+        if (coin(1)) x[i] = NAN;
+    }
+    char what[120];
+    snprintf(what, sizeof what, "SIGMOID fp32 n %lld scale %g", (long long)n, sc);
+    diff_run(interp_k_SIGMOID, CTOSA_OP_SIGMOID, NULL, 1, &in, out, 0, what, seed);
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static uint64_t case_seed(int op, int i) { return 0x9E3779B97F4A7C15ull * (uint64_t)(op * 1000003 + i + 1) | 1; }
@@ -468,6 +491,7 @@ static void run_op(const char *name, int op) {
         if (op <= OP_TRANSPOSE) conv_case(op, seed);
         else if (op == 4) matmul_case(seed);
         else if (op == 7) rescale_case(seed);
+        else if (op == 8) sigmoid_case(seed);
         else pool_case(op == 5, seed);
     }
     printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
@@ -485,6 +509,7 @@ static void test_matmul(void) { run_op("MATMUL", 4); }
 static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
 static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
 static void test_rescale(void) { run_op("RESCALE", 7); }
+static void test_sigmoid(void) { run_op("SIGMOID", 8); }
 
 /* The int8 dot-product engine, once per instruction set this CPU has (the
  * tests above run with it switched off, so they cover the fp32 / int16
@@ -524,6 +549,7 @@ int main(void) {
     RUN(test_avg_pool);
     RUN(test_max_pool);
     RUN(test_rescale);
+    RUN(test_sigmoid);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
     kt_free_all();

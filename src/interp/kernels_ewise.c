@@ -108,8 +108,26 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
 #define FAIL(kind) do { ew_fail(A, kind, i, (double)a, (double)b); return; } while (0)
 
 /* Binary loop: a from X, b from Y, result r into Z. */
+/* The broadcast walk goes a row (innermost dimension) at a time: along a
+ * row each input either advances (stride 1) or repeats one value (stride 0),
+ * and those loops vectorise; the odometer steps once per row. */
+#define BIN_ROW(COND, XA, YB, STMT)                                                        \
+    if (COND) {                                                                            \
+        for (size_t e_ = i + seg, i0_ = i; i < e_; i++) {                                  \
+            T1_T a = XA;                                                                   \
+            T2_T b = YB;                                                                   \
+            TO_T r;                                                                        \
+            STMT;                                                                          \
+            Z[i] = r;                                                                      \
+            (void)i0_;                                                                     \
+        }                                                                                  \
+    }
+/* Binary loop: a from X, b from Y, result r into Z. */
 #define BIN_FN(NAME, T1, T2, TO, STMT)                                                     \
     static void NAME(void *vp, size_t begin, size_t end) {                                 \
+        typedef T1 T1_T;                                                                   \
+        typedef T2 T2_T;                                                                   \
+        typedef TO TO_T;                                                                   \
         ew_arg *A = vp;                                                                    \
         const T1 *X = A->x;                                                                \
         const T2 *Y = A->y;                                                                \
@@ -125,13 +143,26 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
             return;                                                                        \
         }                                                                                  \
         int64_t idx[INTERP_MAX_RANK], off[3];                                              \
+        const int last = (int)A->rank - 1;                                                 \
+        const int64_t L = last >= 0 ? A->shape[last] : 1;                                  \
+        const int64_t sx = last >= 0 ? A->st[0][last] : 0, sy = last >= 0 ? A->st[1][last] : 0; \
         bc_start(A, begin, idx, off);                                                      \
-        for (size_t i = begin; i < end; i++) {                                             \
-            T1 a = X[off[0]];                                                              \
-            T2 b = Y[off[1]];                                                              \
-            TO r;                                                                          \
-            STMT;                                                                          \
-            Z[i] = r;                                                                      \
+        size_t i = begin;                                                                  \
+        while (i < end) {                                                                  \
+            int64_t at = last >= 0 ? idx[last] : 0;                                        \
+            size_t seg = end - i < (size_t)(L - at) ? end - i : (size_t)(L - at);          \
+            const T1 *xp = X + off[0];                                                     \
+            const T2 *yp = Y + off[1];                                                     \
+            BIN_ROW(sx == 1 && sy == 1, xp[i - i0_], yp[i - i0_], STMT)                    \
+            else BIN_ROW(sx == 1 && sy == 0, xp[i - i0_], yp[0], STMT)                     \
+            else BIN_ROW(sx == 0 && sy == 1, xp[0], yp[i - i0_], STMT)                     \
+            else BIN_ROW(1, xp[(int64_t)(i - i0_) * sx], yp[(int64_t)(i - i0_) * sy], STMT) \
+            if (i >= end) break;                                                           \
+            /* at the row's last element: the odometer carries from there */               \
+            if (last >= 0) {                                                               \
+                idx[last] += (int64_t)seg - 1;                                             \
+                for (int k = 0; k < 3; k++) off[k] += ((int64_t)seg - 1) * A->st[k][last]; \
+            }                                                                              \
             bc_next(A, idx, off);                                                          \
         }                                                                                  \
     }
