@@ -416,7 +416,7 @@ static void test_cond_if(void) {
     ctosa_graph_region(g, 0)->blocks[0]->ops[0]->attr.else_graph = "nowhere";
     CHECK_OK(ctosa_interp_create(g, NULL, &it));
     CHECK_OK(ctosa_interp_set_input(it, "c", CTOSA_DTYPE_BOOL, 1, dc, &c0, 1));
-    CHECK_ERR(run1(it, "x", x, 1, dx, 2, "y", y, 2), INV, "op #0 COND_IF 'y': region 'nowhere' does not exist");
+    CHECK_ERR(run1(it, "x", x, 1, dx, 2, "y", y, 2), INV, "op #0 COND_IF 'y': region or block 'nowhere' does not exist");
     ctosa_interp_free(it);
     ctosa_graph_free(g);
 }

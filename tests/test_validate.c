@@ -208,7 +208,7 @@ static void test_control_flow(void) {
     op2(t, CTOSA_OP_ABS, "a", NULL, "b");
     CHECK_OK(ctosa_block_add_output(G, t, "b"));
     m = validate("TOSA-1.0+FP+cf", 0);
-    HAS(m, "op #0 COND_IF 'y': else_graph 'nowhere' names no region of the graph");
+    HAS(m, "op #0 COND_IF 'y': else_graph 'nowhere' names no region or block of the graph");
     HAS(m, "op #0 COND_IF 'y': input_list has 1 tensor(s) but then_graph 'then' has 2 input(s)");
     HAS(m, "region 'then' block 'then': block input 'a2' is not a tensor of the block");
     free(m);

@@ -213,6 +213,21 @@ uint32_t ctosa_graph_region_count(const ctosa_graph *g);
 ctosa_region *ctosa_graph_region(const ctosa_graph *g, uint32_t i);
 ctosa_region *ctosa_graph_find_region(const ctosa_graph *g, const char *name);
 
+/* The block a COND_IF / WHILE_LOOP attribute (then_graph, else_graph,
+ * cond_graph, body_graph) names, in either form files use: a region of
+ * that name (its first block; the form the specification and the official
+ * serializer document, and the one to build), or else a block of that name
+ * in the calling region `from` (Arm's conformance generator puts the
+ * sub-graphs there; from may be NULL), or else in any region. *region (may
+ * be NULL) receives the region holding the block. NULL when nothing has
+ * that name. Use it wherever such a name is resolved:
+ *
+ *     const ctosa_region *r;
+ *     const ctosa_block *b = ctosa_graph_find_called(g, caller, op->attr.then_graph, &r);
+ */
+const ctosa_block *ctosa_graph_find_called(const ctosa_graph *g, const ctosa_region *from,
+                                           const char *name, const ctosa_region **region);
+
 /* Finds a tensor or shape of block b by name (hash lookup; NULL if none). */
 ctosa_tensor *ctosa_block_find_tensor(const ctosa_graph *g, const ctosa_block *b,
                                       const char *name);

@@ -250,3 +250,50 @@ def test_host_encodings_through_cast(dtype, values):
     if dtype == "bf16":  # float input rounded to bf16, to nearest even at the ties
         want = np.array([1.5, -2.25, 1.0, 1.015625], np.float32)
     np.testing.assert_array_equal(y, want)
+
+
+def control_flow_graph(blocks_form):
+    """z = COND_IF(c, x) with then x + x and else |x|, the sub-graphs as
+    regions (the form ctosa writes) or as blocks of the main region (the
+    form Arm's conformance generator writes)."""
+    g = ctosa.TosaGraph()
+    main_r = g.add_region("main")
+    b = main_r.add_block("main")
+    b.add_tensor("c", "bool", (1,))
+    b.add_tensor("x", "fp32", (3,))
+    b.add_tensor("z", "fp32", (3,))
+    b.add_input("c")
+    b.add_input("x")
+    b.add_op("COND_IF", ["c", "x"], ["z"], then_graph="THEN_BLOCK", else_graph="ELSE_BLOCK")
+    b.add_output("z")
+    for name, op, ins in (("THEN_BLOCK", "ADD", ["a", "a"]), ("ELSE_BLOCK", "ABS", ["a"])):
+        r = main_r if blocks_form else g.add_region(name)
+        s = r.add_block(name)
+        s.add_tensor("a", "fp32", (3,))
+        s.add_tensor("r", "fp32", (3,))
+        s.add_input("a")
+        s.add_op(op, ins, ["r"])
+        s.add_output("r")
+    return g
+
+
+def test_control_flow_blocks_and_regions_forms():
+    x = np.array([-1.5, 2.0, -3.0], np.float32)
+    results, mlir = {}, {}
+    for blocks_form in (False, True):
+        g = control_flow_graph(blocks_form)
+        assert ctosa.check(g, "TOSA-1.0+FP+cf") == []
+        back = ctosa.read(g.serialize())
+        assert len(back.regions) == (1 if blocks_form else 3)
+        assert ctosa.check(back, "TOSA-1.0+FP+cf") == []
+        then_b = back.called("THEN_BLOCK", back.regions[0])
+        assert then_b.name == "THEN_BLOCK" and [op.op for op in then_b.ops] == ["ADD"]
+        for c in (True, False):
+            results[blocks_form, c] = ctosa.run(back, {"c": np.array([c]), "x": x})["z"]
+        mlir[blocks_form] = back.to_mlir()
+    for c, want in ((True, x + x), (False, np.abs(x))):
+        np.testing.assert_array_equal(results[False, c], want)
+        np.testing.assert_array_equal(results[True, c], want)
+    assert mlir[False] == mlir[True] and '"tosa.cond_if"' in mlir[True]
+    with pytest.raises(KeyError):
+        control_flow_graph(True).called("NO_SUCH_BLOCK")

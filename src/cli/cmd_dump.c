@@ -570,26 +570,25 @@ static void dot_edges(strbuf *b, const ctosa_graph *g, uint32_t ri, uint32_t bi,
         /* Control flow: a dashed edge to each region (or block) it runs. */
         uint32_t nf = 0;
         const ctosa_attr_field *f = ctosa_op_attr_fields(op->kind, &nf);
-        for (uint32_t k = 0; f && k < nf; k++) {
+        bool cf = op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP;
+        for (uint32_t k = 0; cf && f && k < nf; k++) {
             if (f[k].kind != CTOSA_FIELD_STRING) continue;
             const char *target = *(const char *const *)((const char *)&op->attr + f[k].offset);
             if (!target) continue;
-            for (uint32_t rj = 0; rj < ctosa_graph_region_count(g); rj++) {
-                const ctosa_region *r = ctosa_graph_region(g, rj);
-                bool hit = r->name && strcmp(r->name, target) == 0 && r->n_blocks;
-                uint32_t bj = 0;
-                for (uint32_t q = 0; !hit && q < r->n_blocks; q++)
-                    if (r->blocks[q]->name && strcmp(r->blocks[q]->name, target) == 0) hit = true, bj = q;
-                if (!hit) continue;
-                bool region = r->name && strcmp(r->name, target) == 0;
-                sb_printf(&e, "  \"r%u_b%u_op%u\" -> \"r%u_b%u_anchor\" [style=dashed, color=\"#b08000\", lhead=\"cluster_r%u",
-                          ri, bi, i, rj, bj, rj);
-                if (!region) sb_printf(&e, "_b%u", bj);
-                sb_puts(&e, "\", label=");
-                dot_str(&e, f[k].name);
-                sb_puts(&e, "];\n");
-                break;
-            }
+            /* a region, or a block of the calling region: both forms */
+            const ctosa_region *r = NULL;
+            const ctosa_block *cb = ctosa_graph_find_called(g, ctosa_graph_region(g, ri), target, &r);
+            uint32_t rj = 0, bj = 0;
+            while (cb && ctosa_graph_region(g, rj) != r) rj++;
+            while (cb && r->blocks[bj] != cb) bj++;
+            if (!cb) continue;
+            bool region = r->name && strcmp(r->name, target) == 0;
+            sb_printf(&e, "  \"r%u_b%u_op%u\" -> \"r%u_b%u_anchor\" [style=dashed, color=\"#b08000\", lhead=\"cluster_r%u",
+                      ri, bi, i, rj, bj, rj);
+            if (!region) sb_printf(&e, "_b%u", bj);
+            sb_puts(&e, "\", label=");
+            dot_str(&e, f[k].name);
+            sb_puts(&e, "];\n");
         }
     }
     for (uint32_t i = 0; i < blk->n_outputs; i++) {

@@ -384,18 +384,20 @@ static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
 
 static ctosa_error *plan_subregion(ctosa_interp *it, rplan *p, uint32_t op_index,
                                    const char *name) {
-    const ctosa_region *r = ctosa_graph_find_region(it->g, name);
-    if (!r) return NULL; /* reported when the operator runs */
+    const ctosa_region *r;
+    const ctosa_block *b = ctosa_graph_find_called(it->g, p->region, name, &r);
+    if (!b) return NULL; /* reported when the operator runs */
     uint32_t depth = 0;
     for (rplan *c = p; c; c = c->parent, depth++)
-        if (c->region == r)
-            return ctosa_error_new(CTOSA_ERR_INVALID, "%s: region '%s' calls itself",
-                                   p->ops[op_index].where, name);
+        if (c->block == b)
+            return ctosa_error_new(CTOSA_ERR_INVALID, "%s: %s '%s' calls itself",
+                                   p->ops[op_index].where, b == r->blocks[0] ? "region" : "block",
+                                   name);
     if (depth >= it->opt.max_depth)
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: control flow nesting passes the limit of %u",
                                p->ops[op_index].where, it->opt.max_depth);
     rplan *sub;
-    return interp_get_plan(it, r, p, op_index, &sub);
+    return interp_get_plan(it, r, b, p, op_index, &sub);
 }
 
 static slot *slot_of(itensor *t) { return (slot *)((char *)t - offsetof(slot, t)); }
@@ -492,32 +494,33 @@ void *interp_cache_put(const interp_op *o, size_t bytes) {
 
 /* ------------------------------------------------------------ slices */
 
-/* Adds every name the operators of region `name` read (and the regions it
- * calls, each once) to need: a called region may read tensors of the
- * calling block without naming them as operator inputs. */
-static bool add_region_reads(const ctosa_graph *g, const char *name, strmap *need,
-                             strmap *seen) {
-    const ctosa_region *r = name ? ctosa_graph_find_region(g, name) : NULL;
-    if (!r || strmap_has(seen, r->name ? r->name : "")) return true;
-    if (!strmap_put(seen, r->name ? r->name : "", (void *)r)) return false;
-    for (uint32_t bi = 0; bi < r->n_blocks; bi++) {
-        const ctosa_block *b = r->blocks[bi];
-        for (uint32_t i = 0; i < b->n_outputs; i++)
-            if (b->outputs[i] && !strmap_put(need, b->outputs[i], (void *)1)) return false;
-        for (uint32_t i = 0; i < b->n_ops; i++) {
-            const ctosa_op *op = b->ops[i];
-            for (uint32_t k = 0; k < op->n_inputs; k++)
-                if (op->inputs[k] && !strmap_put(need, op->inputs[k], (void *)1)) return false;
-            const ctosa_attr *a = &op->attr;
-            if (op->kind == CTOSA_OP_COND_IF &&
-                (!add_region_reads(g, a->then_graph, need, seen) ||
-                 !add_region_reads(g, a->else_graph, need, seen)))
-                return false;
-            if (op->kind == CTOSA_OP_WHILE_LOOP &&
-                (!add_region_reads(g, a->cond_graph, need, seen) ||
-                 !add_region_reads(g, a->body_graph, need, seen)))
-                return false;
-        }
+/* Adds every name the operators of the block `name` calls from region
+ * `from` read (and the blocks it calls, each once) to need: a called block
+ * may read tensors of the calling block without naming them as operator
+ * inputs. */
+static bool add_region_reads(const ctosa_graph *g, const ctosa_region *from, const char *name,
+                             strmap *need, strmap *seen) {
+    const ctosa_region *r;
+    const ctosa_block *b = name ? ctosa_graph_find_called(g, from, name, &r) : NULL;
+    char key[2 * sizeof(void *) + 8];
+    snprintf(key, sizeof key, "%p", (const void *)b);
+    if (!b || strmap_has(seen, key)) return true;
+    if (!strmap_put(seen, key, (void *)b)) return false;
+    for (uint32_t i = 0; i < b->n_outputs; i++)
+        if (b->outputs[i] && !strmap_put(need, b->outputs[i], (void *)1)) return false;
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        const ctosa_op *op = b->ops[i];
+        for (uint32_t k = 0; k < op->n_inputs; k++)
+            if (op->inputs[k] && !strmap_put(need, op->inputs[k], (void *)1)) return false;
+        const ctosa_attr *a = &op->attr;
+        if (op->kind == CTOSA_OP_COND_IF &&
+            (!add_region_reads(g, r, a->then_graph, need, seen) ||
+             !add_region_reads(g, r, a->else_graph, need, seen)))
+            return false;
+        if (op->kind == CTOSA_OP_WHILE_LOOP &&
+            (!add_region_reads(g, r, a->cond_graph, need, seen) ||
+             !add_region_reads(g, r, a->body_graph, need, seen)))
+            return false;
     }
     return true;
 }
@@ -568,11 +571,11 @@ static ctosa_error *select_ops(ctosa_interp *it, rplan *p, strmap *need, bool **
             }
             const ctosa_attr *a = &op->attr;
             if (ok && op->kind == CTOSA_OP_COND_IF)
-                ok = add_region_reads(it->g, a->then_graph, need, &seen) &&
-                     add_region_reads(it->g, a->else_graph, need, &seen);
+                ok = add_region_reads(it->g, p->region, a->then_graph, need, &seen) &&
+                     add_region_reads(it->g, p->region, a->else_graph, need, &seen);
             if (ok && op->kind == CTOSA_OP_WHILE_LOOP)
-                ok = add_region_reads(it->g, a->cond_graph, need, &seen) &&
-                     add_region_reads(it->g, a->body_graph, need, &seen);
+                ok = add_region_reads(it->g, p->region, a->cond_graph, need, &seen) &&
+                     add_region_reads(it->g, p->region, a->body_graph, need, &seen);
             if (ok && (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP)) {
                 /* names the regions read may be variables of this block */
                 for (uint32_t j = 0; j < p->n_slots && !vars; j++)
@@ -586,11 +589,10 @@ static ctosa_error *select_ops(ctosa_interp *it, rplan *p, strmap *need, bool **
     return NULL;
 }
 
-static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p) {
+static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b,
+                               rplan *p) {
     arena *A = &it->arena;
     p->region = r;
-    if (r->n_blocks < 1) return ctosa_error_new(CTOSA_ERR_INVALID, "region '%s' has no block", r->name);
-    const ctosa_block *b = r->blocks[0];
     p->block = b;
     strmap_init(&p->by_name);
     uint32_t ns = b->n_tensors + b->n_shapes;
@@ -764,10 +766,10 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, rplan *p
     return place_activations(it, p);
 }
 
-ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, rplan *parent,
-                             uint32_t parent_op, rplan **out) {
+ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b,
+                             rplan *parent, uint32_t parent_op, rplan **out) {
     for (rplan *p = it->plans; p; p = p->next)
-        if (p->region == r && p->parent == parent) {
+        if (p->block == b && p->parent == parent) {
             *out = p;
             return NULL;
         }
@@ -775,11 +777,11 @@ ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, rplan *par
     if (!p) return ctosa_error_nomem();
     p->parent = parent;
     p->parent_op = parent_op;
-    ctosa_error *e = build_plan(it, r, p);
+    ctosa_error *e = build_plan(it, r, b, p);
     p->next = it->plans;
     it->plans = p; /* kept even on failure so its map is freed */
     if (e) {
-        p->region = NULL; /* never found again: a half-built plan must not run */
+        p->block = NULL; /* never found again: a half-built plan must not run */
         return e;
     }
     *out = p;
@@ -830,13 +832,15 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
 ctosa_error *interp_call_region(const interp_op *o, const char *name, itensor *const *in,
                                 uint32_t n_in, itensor ***outs, uint32_t *n_outs) {
     ctosa_interp *it = o->ctx->it;
-    const ctosa_region *r = ctosa_graph_find_region(it->g, name);
-    if (!r) return interp_fail(o, "region '%s' does not exist", name ? name : "(none)");
+    rplan *cur = o->ctx->cur;
+    const ctosa_region *r;
+    const ctosa_block *b = ctosa_graph_find_called(it->g, cur ? cur->region : NULL, name, &r);
+    if (!b) return interp_fail(o, "region or block '%s' does not exist", name ? name : "(none)");
     if (o->ctx->depth >= it->opt.max_depth)
         return interp_fail(o, "control flow nesting depth passes the limit of %u",
                            it->opt.max_depth);
     rplan *p;
-    ctosa_error *e = interp_get_plan(it, r, o->ctx->cur, o->index, &p);
+    ctosa_error *e = interp_get_plan(it, r, b, cur, o->index, &p);
     if (e) return ctosa_error_prefix(e, "%s", o->where);
     if (p->active) return interp_fail(o, "region '%s' is already running (recursive call)", name);
     if (p->n_in != n_in)
@@ -883,7 +887,11 @@ ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_option
     arena_init(&it->arena, 0);
     it->ctx.it = it;
     it->ctx.pool = it->opt.threads > 1 ? tpool_create(it->opt.threads) : NULL;
-    ctosa_error *e = interp_get_plan(it, ctosa_graph_region(g, 0), NULL, 0, &it->main);
+    const ctosa_region *main_r = ctosa_graph_region(g, 0);
+    ctosa_error *e = main_r->n_blocks && main_r->blocks[0]
+                         ? interp_get_plan(it, main_r, main_r->blocks[0], NULL, 0, &it->main)
+                         : ctosa_error_new(CTOSA_ERR_INVALID, "region '%s' has no block",
+                                           main_r->name ? main_r->name : "");
     if (!e) {
         it->out_host = arena_zalloc(&it->arena, (it->main->n_out + 1) * sizeof(void *));
         if (!it->out_host) e = ctosa_error_nomem();

@@ -113,13 +113,16 @@ struct ctosa_interp {
     bool ran;
 };
 
-/* Prepares (once per calling block) the plan of region r called by op
- * parent_op of parent (NULL for the main region). */
-ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, rplan *parent,
-                             uint32_t parent_op, rplan **out);
+/* Prepares (once per calling block) the plan of block b of region r
+ * called by op parent_op of parent (NULL for the main block). Plans are
+ * keyed by block: a called graph may be a region (its first block) or a
+ * block of the calling region (ctosa_graph_find_called). */
+ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b,
+                             rplan *parent, uint32_t parent_op, rplan **out);
 /* Runs a prepared plan whose inputs are set. */
 ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p);
-/* Runs region name of the graph with in[] copied into its block inputs.
+/* Runs the region or block `region` names (ctosa_graph_find_called from
+ * the running plan's region) with in[] copied into its block inputs.
  * On success *outs points at the region's output tensors (valid until the
  * region runs again). Checks the ERROR_IF rules on counts, dtypes and
  * shapes of the inputs; o is the calling operator (for messages). */

@@ -48,9 +48,12 @@ typedef struct vstate {
     arena a;
     uint32_t max_nesting;
     const char *level_name;
-    const ctosa_region **stack; /* regions being validated (call chain) */
+    const ctosa_block **stack; /* blocks being validated (call chain) */
     uint32_t depth;
     bool *visited;  /* per region index */
+    /* per block (ordinal over all regions): called as a block of a region
+     * by name (the blocks-in-region form of control flow), validated */
+    bool *called_block, *block_done;
     strmap vars;     /* variables declared by VARIABLE ops: name -> tensor */
     strmap var_told; /* variable tensors already reported for EXT-VARIABLE */
     char spec_text[128];
@@ -108,6 +111,17 @@ static int32_t region_index(const ctosa_graph *g, const ctosa_region *r) {
     return -1;
 }
 
+/* Index of block b over every block of every region (-1 if none). */
+static int32_t block_index(const ctosa_graph *g, const ctosa_block *b) {
+    int32_t k = 0;
+    for (uint32_t i = 0; i < ctosa_graph_region_count(g); i++) {
+        const ctosa_region *r = ctosa_graph_region(g, i);
+        for (uint32_t j = 0; j < r->n_blocks; j++, k++)
+            if (r->blocks[j] == b) return k;
+    }
+    return -1;
+}
+
 /* "region 'x' " for blocks outside the main region. */
 static const char *region_label(vstate *v, const ctosa_region *r) {
     if (region_index(v->g, r) == 0) return "";
@@ -146,6 +160,7 @@ static void var_use(vstate *v, const char *prefix, const ctosa_tensor *t, ctosa_
 /* --------------------------------------------------------- control flow */
 
 static void check_region(vstate *v, const ctosa_region *r, const scope *parent);
+static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, const scope *parent);
 
 /* Compares a tensor list of the calling operator with a block's input or
  * output names. */
@@ -174,47 +189,65 @@ static void match_list(vstate *v, const char *prefix, const char *list_name,
     }
 }
 
-static const ctosa_region *called_region(vstate *v, const char *prefix, const char *attr,
-                                         const char *name) {
+/* The region or block (ctosa_graph_find_called) attribute attr names;
+ * *cb receives the block that runs. */
+static const ctosa_region *called_region(vstate *v, const ctosa_region *from, const char *prefix,
+                                         const char *attr, const char *name, const ctosa_block **cb) {
+    *cb = NULL;
     if (!name || !*name) {
         BAD(v, "%s: attribute %s is missing", prefix, attr);
         return NULL;
     }
     const ctosa_region *r = ctosa_graph_find_region(v->g, name);
-    if (!r) {
-        BAD(v, "%s: %s '%s' names no region of the graph", prefix, attr, name);
+    if (r && (r->n_blocks == 0 || !r->blocks[0])) {
+        BAD(v, "%s: %s '%s' has no blocks", prefix, attr, name);
         return NULL;
     }
-    if (r->n_blocks == 0 || !r->blocks[0]) {
-        BAD(v, "%s: %s '%s' has no blocks", prefix, attr, name);
+    *cb = ctosa_graph_find_called(v->g, from, name, &r);
+    if (!*cb) {
+        BAD(v, "%s: %s '%s' names no region or block of the graph", prefix, attr, name);
         return NULL;
     }
     return r;
 }
 
-/* Validates a called region once, with the caller's scope. */
-static void descend(vstate *v, const char *prefix, const ctosa_region *r, const scope *s) {
+/* Validates a called region (or a called block of a region) once, with
+ * the caller's scope. */
+static void descend(vstate *v, const char *prefix, const ctosa_region *r, const ctosa_block *b,
+                    const scope *s) {
     for (uint32_t i = 0; i < v->depth; i++) {
-        if (v->stack[i] == r) {
-            BAD(v, "%s: region '%s' is called recursively", prefix, nz(r->name));
+        if (v->stack[i] == b) {
+            BAD(v, "%s: %s '%s' is called recursively", prefix, b == r->blocks[0] ? "region" : "block",
+                nz(b == r->blocks[0] ? r->name : b->name));
             return;
         }
+    }
+    int32_t bx = block_index(v->g, b);
+    if (bx >= 0 && v->called_block[bx]) {
+        if (v->block_done[bx]) return;
+        v->block_done[bx] = true;
+        v->stack[v->depth++] = b;
+        check_block(v, r, b, s);
+        v->depth--;
+        return;
     }
     int32_t ix = region_index(v->g, r);
     if (ix < 0 || v->visited[ix]) return;
     v->visited[ix] = true;
-    v->stack[v->depth++] = r;
+    v->stack[v->depth++] = b;
     check_region(v, r, s);
     v->depth--;
 }
 
-static void check_control_flow(vstate *v, const scope *s, const ctosa_op *op, const char *prefix,
-                               const ctosa_tensor *const *in, const ctosa_tensor *const *out) {
+static void check_control_flow(vstate *v, const ctosa_region *from, const scope *s, const ctosa_op *op,
+                               const char *prefix, const ctosa_tensor *const *in,
+                               const ctosa_tensor *const *out) {
     bool is_if = op->kind == CTOSA_OP_COND_IF;
     const char *a1 = is_if ? "then_graph" : "cond_graph";
     const char *a2 = is_if ? "else_graph" : "body_graph";
-    const ctosa_region *r1 = called_region(v, prefix, a1, is_if ? op->attr.then_graph : op->attr.cond_graph);
-    const ctosa_region *r2 = called_region(v, prefix, a2, is_if ? op->attr.else_graph : op->attr.body_graph);
+    const ctosa_block *b1, *b2;
+    const ctosa_region *r1 = called_region(v, from, prefix, a1, is_if ? op->attr.then_graph : op->attr.cond_graph, &b1);
+    const ctosa_region *r2 = called_region(v, from, prefix, a2, is_if ? op->attr.else_graph : op->attr.body_graph, &b2);
     /* MAX_NESTING: the operator runs at depth v->depth - 1 (main region is
      * 0); ERROR_IF(tosa_nesting_depth >= MAX_NESTING). */
     uint32_t nesting = v->depth ? v->depth - 1 : 0;
@@ -232,16 +265,16 @@ static void check_control_flow(vstate *v, const scope *s, const ctosa_op *op, co
     const char *const *onames = (const char *const *)op->outputs;
     if (is_if) {
         const ctosa_region *rs[2] = {r1, r2};
+        const ctosa_block *bs[2] = {b1, b2};
         const char *as[2] = {a1, a2};
         for (int k = 0; k < 2; k++) {
             if (!rs[k]) continue;
-            match_list(v, prefix, "input_list", list, names, nl, as[k], rs[k], rs[k]->blocks[0], false);
-            match_list(v, prefix, "output_list", out, onames, op->n_outputs, as[k], rs[k],
-                       rs[k]->blocks[0], true);
+            match_list(v, prefix, "input_list", list, names, nl, as[k], rs[k], bs[k], false);
+            match_list(v, prefix, "output_list", out, onames, op->n_outputs, as[k], rs[k], bs[k], true);
         }
     } else {
         if (r1) {
-            const ctosa_block *cb = r1->blocks[0];
+            const ctosa_block *cb = b1;
             match_list(v, prefix, "input_list", list, names, nl, a1, r1, cb, false);
             const ctosa_tensor *ct = cb->n_outputs == 1
                                          ? ctosa_block_find_tensor(v->g, cb, cb->outputs[0])
@@ -257,12 +290,12 @@ static void check_control_flow(vstate *v, const scope *s, const ctosa_op *op, co
             }
         }
         if (r2) {
-            match_list(v, prefix, "input_list", list, names, nl, a2, r2, r2->blocks[0], false);
-            match_list(v, prefix, "input_list", list, names, nl, a2, r2, r2->blocks[0], true);
+            match_list(v, prefix, "input_list", list, names, nl, a2, r2, b2, false);
+            match_list(v, prefix, "input_list", list, names, nl, a2, r2, b2, true);
         }
     }
-    if (r1) descend(v, prefix, r1, s);
-    if (r2 && r2 != r1) descend(v, prefix, r2, s);
+    if (r1) descend(v, prefix, r1, b1, s);
+    if (r2 && b2 != b1) descend(v, prefix, r2, b2, s);
 }
 
 /* ------------------------------------------------------------ variables */
@@ -481,7 +514,7 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
         spec_check_op_shapes(&c, v->d);
 
         if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP)
-            check_control_flow(v, &s, op, prefix, in, out);
+            check_control_flow(v, r, &s, op, prefix, in, out);
         else if (op->kind == CTOSA_OP_VARIABLE || op->kind == CTOSA_OP_VARIABLE_READ ||
                  op->kind == CTOSA_OP_VARIABLE_WRITE)
             check_variable_op(v, op, prefix, in, out);
@@ -541,8 +574,11 @@ static void check_region(vstate *v, const ctosa_region *r, const scope *parent) 
         BAD(v, "region '%s' has no blocks", r->name ? r->name : "");
         return;
     }
+    int32_t b0 = block_index(v->g, r->blocks[0]);
     for (uint32_t i = 0; i < r->n_blocks && !v->oom; i++)
-        if (r->blocks[i]) check_block(v, r, r->blocks[i], parent);
+        /* blocks that control flow calls by name: validated when called */
+        if (r->blocks[i] && !(b0 >= 0 && v->called_block[b0 + (int32_t)i]))
+            check_block(v, r, r->blocks[i], parent);
 }
 
 static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec,
@@ -559,8 +595,28 @@ static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec,
 
     uint32_t nr = ctosa_graph_region_count(g);
     v.visited = arena_zalloc(&v.a, nr + 1);
-    v.stack = arena_zalloc(&v.a, (nr + 1) * sizeof *v.stack);
-    if (!v.visited || !v.stack) v.oom = true;
+    uint32_t nb = 0;
+    for (uint32_t i = 0; i < nr; i++) nb += ctosa_graph_region(g, i)->n_blocks;
+    v.stack = arena_zalloc(&v.a, (nb + 1) * sizeof *v.stack);
+    v.called_block = arena_zalloc(&v.a, nb + 1);
+    v.block_done = arena_zalloc(&v.a, nb + 1);
+    if (!v.visited || !v.stack || !v.called_block || !v.block_done) v.oom = true;
+    /* control-flow graphs given as blocks of a region (not regions) */
+    for (uint32_t i = 0; i < nr && !v.oom; i++) {
+        const ctosa_region *r = ctosa_graph_region(g, i);
+        for (uint32_t j = 0; j < r->n_blocks; j++)
+            for (uint32_t k = 0; r->blocks[j] && k < r->blocks[j]->n_ops; k++) {
+                const ctosa_op *op = r->blocks[j]->ops[k];
+                const char *nm[2] = {NULL, NULL};
+                if (op->kind == CTOSA_OP_COND_IF) nm[0] = op->attr.then_graph, nm[1] = op->attr.else_graph;
+                if (op->kind == CTOSA_OP_WHILE_LOOP) nm[0] = op->attr.cond_graph, nm[1] = op->attr.body_graph;
+                for (int m = 0; m < 2; m++) {
+                    if (!nm[m] || ctosa_graph_find_region(g, nm[m])) continue;
+                    int32_t bx = block_index(g, ctosa_graph_find_called(g, r, nm[m], NULL));
+                    if (bx > 0) v.called_block[bx] = true; /* never the main block */
+                }
+            }
+    }
     if (nr == 0) BAD(&v, "graph has no regions (a main region is required)");
     for (uint32_t i = 0; i < nr && !v.oom; i++) {
         const ctosa_region *r = ctosa_graph_region(g, i);
@@ -576,10 +632,24 @@ static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec,
     for (uint32_t i = 0; i < nr && !v.oom; i++) {
         if (v.visited[i]) continue;
         v.visited[i] = true;
-        v.stack[0] = ctosa_graph_region(g, i);
+        const ctosa_region *r = ctosa_graph_region(g, i);
+        v.stack[0] = r->n_blocks ? r->blocks[0] : NULL;
         v.depth = 1;
-        check_region(&v, v.stack[0], NULL);
+        check_region(&v, r, NULL);
         v.depth = 0;
+    }
+    /* Called blocks no validated operator reached (their callers call each
+     * other only): validated on their own, without an enclosing scope. */
+    for (uint32_t i = 0, k = 0; i < nr && !v.oom; i++) {
+        const ctosa_region *r = ctosa_graph_region(g, i);
+        for (uint32_t j = 0; j < r->n_blocks && !v.oom; j++, k++) {
+            if (!v.called_block[k] || v.block_done[k] || !r->blocks[j]) continue;
+            v.block_done[k] = true;
+            v.stack[0] = r->blocks[j];
+            v.depth = 1;
+            check_block(&v, r, r->blocks[j], NULL);
+            v.depth = 0;
+        }
     }
 
     strmap_free(&v.vars);

@@ -71,6 +71,25 @@ ctosa_region *ctosa_graph_find_region(const ctosa_graph *g, const char *name) {
     return NULL;
 }
 
+static const ctosa_block *region_block(const ctosa_region *r, const char *name) {
+    for (uint32_t i = 0; r && i < r->n_blocks; i++)
+        if (r->blocks[i] && r->blocks[i]->name && strcmp(r->blocks[i]->name, name) == 0) return r->blocks[i];
+    return NULL;
+}
+
+const ctosa_block *ctosa_graph_find_called(const ctosa_graph *g, const ctosa_region *from,
+                                           const char *name, const ctosa_region **region) {
+    const ctosa_region *r = ctosa_graph_find_region(g, name);
+    const ctosa_block *b = r && r->n_blocks ? r->blocks[0] : NULL;
+    if (!b && name) {
+        r = from;
+        b = region_block(from, name);
+        for (uint32_t i = 0; !b && i < g->n_regions; i++) b = region_block(r = g->regions[i], name);
+    }
+    if (region) *region = b ? r : NULL;
+    return b;
+}
+
 ctosa_file_info ctosa_graph_file_info(const ctosa_graph *g) { return g->info; }
 
 void *ctosa_graph_alloc(ctosa_graph *g, size_t size) { return arena_alloc(&g->arena, size); }

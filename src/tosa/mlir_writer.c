@@ -30,6 +30,7 @@ typedef struct mw_scope {
     const char *blk_label; /* NULL for the main block */
     strmap vals;           /* tensor name -> mw_val */
     struct mw_scope *up;
+    const ctosa_region *rgn; /* the region holding blk: where called blocks are looked up */
 } mw_scope;
 
 typedef struct mw {
@@ -373,7 +374,7 @@ static void mw_variables(mw *w) {
                 for (uint32_t d = 0; d < t->rank; d++) sb_printf(&w->b, d ? ", %d" : "%d", t->shape[d]);
                 sb_printf(&w->b, t->rank ? "]> : tensor<%uxindex>" : "> : tensor<%uxindex>", t->rank);
                 sb_puts(&w->b, "}> : () -> ()");
-                mw_scope top = {blk, ri ? r->name : NULL, {0}, NULL};
+                mw_scope top = {blk, ri ? r->name : NULL, {0}, NULL, r};
                 mw_loc(w, &top, i, NULL);
                 mw_maybe_flush(w);
             }
@@ -522,28 +523,27 @@ static void mw_attrs(mw *w, const ctosa_op *op, const ctosa_tensor *in0) {
     if (open) sb_puts(&w->b, "}>");
 }
 
-/* Where a control-flow operator's region name leads. */
-static const ctosa_block *mw_cf_block(const ctosa_graph *g, const char *name) {
-    if (!name) return NULL;
-    const ctosa_region *r = ctosa_graph_find_region(g, name);
-    if (r && r->n_blocks) return r->blocks[0];
-    const ctosa_region *m = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
-    for (uint32_t i = 0; m && i < m->n_blocks; i++)
-        if (m->blocks[i]->name && strcmp(m->blocks[i]->name, name) == 0) return m->blocks[i];
-    return NULL;
+/* Where a control-flow operator's graph name leads: a region, or a block
+ * of the calling region (both forms are read; ctosa_graph_find_called). */
+static const ctosa_block *mw_cf_block(const ctosa_graph *g, const mw_scope *sc, const char *name,
+                                      const ctosa_region **r) {
+    const ctosa_region *from = NULL;
+    for (; sc && !from; sc = sc->up) from = sc->rgn;
+    return name ? ctosa_graph_find_called(g, from, name, r) : NULL;
 }
 
 /* One region of a control-flow operator: block arguments bound to the
  * sub-block's inputs (typed like args), its operators, tosa.yield of its
  * outputs. */
-static void mw_region(mw *w, mw_scope *sc, const ctosa_block *sub, const char *label,
-                      const mw_val *const *args, uint32_t n_args, uint32_t op_index) {
+static void mw_region(mw *w, mw_scope *sc, const ctosa_region *rgn, const ctosa_block *sub,
+                      const char *label, const mw_val *const *args, uint32_t n_args,
+                      uint32_t op_index) {
     if (sub->n_inputs != n_args) {
         mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u: region '%s' has %u inputs, the operator "
                 "passes %u", w->file, op_index, label, sub->n_inputs, n_args);
         return;
     }
-    mw_scope in = {sub, label, {0}, sc};
+    mw_scope in = {sub, label, {0}, sc, rgn};
     strmap_init(&in.vals);
     sb_puts(&w->b, "{\n");
     w->depth++;
@@ -663,14 +663,15 @@ static void mw_op(mw *w, mw_scope *sc, uint32_t index) {
         if (cond_if && n_in < 1) mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u: COND_IF without a condition", w->file, index);
         sb_puts(&w->b, " (");
         for (int k = 0; k < 2 && !w->err; k++) {
-            const ctosa_block *sub = mw_cf_block(w->g, names[k]);
+            const ctosa_region *rgn = NULL;
+            const ctosa_block *sub = mw_cf_block(w->g, sc, names[k], &rgn);
             if (!sub) {
-                mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s): region '%s' does not exist", w->file,
+                mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s): region or block '%s' does not exist", w->file,
                         index, name, names[k] ? names[k] : "(none)");
                 break;
             }
             if (k) sb_puts(&w->b, ", ");
-            mw_region(w, sc, sub, names[k], (const mw_val *const *)in + skip, n_in - skip, index);
+            mw_region(w, sc, rgn, sub, names[k], (const mw_val *const *)in + skip, n_in - skip, index);
         }
         sb_putc(&w->b, ')');
     }
@@ -707,8 +708,8 @@ static void mw_block_ops(mw *w, mw_scope *sc) {
 /* ------------------------------------------------------------ functions */
 
 /* func.func @main: arguments = main block inputs, results = its outputs. */
-static void mw_main(mw *w, const ctosa_block *blk) {
-    mw_scope sc = {blk, NULL, {0}, NULL};
+static void mw_main(mw *w, const ctosa_region *rgn, const ctosa_block *blk) {
+    mw_scope sc = {blk, NULL, {0}, NULL, rgn};
     strmap_init(&sc.vals);
     sb_puts(&w->b, "  func.func @main(");
     for (uint32_t i = 0; i < blk->n_inputs && !w->err; i++) {
@@ -896,7 +897,7 @@ ctosa_error *ctosa_mlir_write(const ctosa_graph *g, const ctosa_mlir_options *op
     mw_cstr(&w.b, w.file);
     sb_puts(&w.b, ", written by ctosa\nmodule {\n");
     mw_variables(&w);
-    if (!w.err) mw_main(&w, main_r->blocks[0]);
+    if (!w.err) mw_main(&w, main_r, main_r->blocks[0]);
     if (!w.err && (opt->run || opt->n_inputs)) mw_run(&w, main_r->blocks[0]);
     if (!w.err) sb_puts(&w.b, "}\n");
     mw_flush(&w);

@@ -214,6 +214,20 @@ static PyObject *graph_region(GraphObject *go, PyObject *args) {
     return view_new(&cx_Region_Type, go, r);
 }
 
+/* called(name, caller=None): the block a COND_IF / WHILE_LOOP attribute
+ * names, in either form (ctosa_graph_find_called). */
+static PyObject *graph_called(GraphObject *go, PyObject *args) {
+    const char *name;
+    PyObject *caller = Py_None;
+    if (!PyArg_ParseTuple(args, "s|O", &name, &caller)) return NULL;
+    if (caller != Py_None && !PyObject_TypeCheck(caller, &cx_Region_Type))
+        return PyErr_Format(PyExc_TypeError, "caller must be a Region or None");
+    const ctosa_region *from = caller == Py_None ? NULL : ((ViewObject *)caller)->ptr;
+    const ctosa_block *b = go->g ? ctosa_graph_find_called(go->g, from, name, NULL) : NULL;
+    if (!b) return PyErr_Format(PyExc_KeyError, "no region or block '%s'", name);
+    return view_new(&cx_Block_Type, go, (void *)b);
+}
+
 static int parse_layout(const char *s, ctosa_layout *out) {
     if (!s || !strcmp(s, "auto")) *out = CTOSA_LAYOUT_AUTO;
     else if (!strcmp(s, "inline")) *out = CTOSA_LAYOUT_INLINE;
@@ -382,6 +396,9 @@ static PyObject *graph_borrowed_count(GraphObject *go, void *c) { return PyLong_
 static PyMethodDef graph_methods[] = {
     {"add_region", (PyCFunction)graph_add_region, METH_VARARGS, "add_region(name) -> Region"},
     {"region", (PyCFunction)graph_region, METH_VARARGS, "region(name) -> Region (KeyError if none)"},
+    {"called", (PyCFunction)graph_called, METH_VARARGS,
+     "called(name, caller=None) -> Block: the graph a COND_IF / WHILE_LOOP attribute names, "
+     "a region (its first block) or else a block of the calling Region caller (KeyError if none)"},
     {"serialize", (PyCFunction)(void (*)(void))graph_serialize, METH_VARARGS | METH_KEYWORDS,
      "serialize(layout='auto', alignment=0, copy=True) -> bytes (memoryview when copy=False)"},
     {"write", (PyCFunction)(void (*)(void))graph_write, METH_VARARGS | METH_KEYWORDS,
