@@ -16,7 +16,6 @@
 
 #include "lower/lower_cv.h"
 #include "lower/lower_qdq.h"
-#include "lower/qdq_ext.h"
 #include "lower/qdq_island.h"
 
 #define QTRY(x)                                                                     \
@@ -306,15 +305,12 @@ lower_status qdq_lower_u8_reject(lower_ctx *c) {
 
 /* --------------------------------------------------------------- heads */
 
-/* A head operand in the signed domain (qx_in, shared with qdq_ext.h). */
-typedef qx_in qa;
-
 /* Input i of the head (a folded DequantizeLinear output) as a signed
  * int8/int16 tensor with its scale and zero point. */
 /* Operand behind DequantizeLinear node dq (its runtime integer input is
  * the TOSA tensor x, or NULL to read input i of the head). */
 static bool dq_operand(lower_ctx *c, uint32_t dq, const char *x, int32_t i, uint32_t rank, const int64_t *shape,
-                       const char *name, qa *o) {
+                       const char *name, qx_in *o) {
     lower_session *s = c->s;
     const ctosa_onnx_node *d = &s->g->nodes[dq];
     lw_val *xv = lw_lookup(s, d->inputs[0]);
@@ -355,7 +351,7 @@ static bool dq_operand(lower_ctx *c, uint32_t dq, const char *x, int32_t i, uint
     return o->x != NULL;
 }
 
-static bool head_in(lower_ctx *c, uint32_t i, qa *o) {
+bool qdq_in(lower_ctx *c, uint32_t i, qx_in *o) {
     lower_session *s = c->s;
     const lower_value *V = lw_in(c, i);
     lw_val *hv = lw_lookup(s, lw_node(c)->inputs[i]);
@@ -367,11 +363,7 @@ bool qdq_dq_operand(lower_ctx *c, uint32_t dq, const char *x, uint32_t rank, con
     return dq_operand(c, dq, x, -1, rank, shape, c->s->g->nodes[dq].outputs[0], o);
 }
 
-/* The group output (qx_out, shared with qdq_ext.h): scale, signed zero
- * point, clamp range (with the fused activation), whether it is uint8. */
-typedef qx_out qo;
-
-static bool head_out(lower_ctx *c, uint32_t rank, qo *o) {
+bool qdq_out(lower_ctx *c, uint32_t rank, qx_out *o) {
     const qdq_node *qn = qdq_info(c);
     lower_session *s = c->s;
     qparam p;
@@ -428,7 +420,7 @@ static bool head_out(lower_ctx *c, uint32_t rank, qo *o) {
 
 /* Clamp to the activation range when narrower than the type, convert to
  * uint8 bits when the output is uint8, bind output 0. */
-static lower_status head_finish(lower_ctx *c, const char *y, const qo *o, uint32_t rank, const int64_t *shape) {
+lower_status qdq_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t rank, const int64_t *shape) {
     int64_t tlo = o->t == CTOSA_DTYPE_INT8 ? -128 : -32768, thi = o->t == CTOSA_DTYPE_INT8 ? 127 : 32767;
     if (o->lo > tlo || o->hi < thi) y = qdq_clamp(c, y, o->t, rank, shape, o->lo, o->hi);
     if (o->u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, 128, false, true);
@@ -438,20 +430,12 @@ static lower_status head_finish(lower_ctx *c, const char *y, const qo *o, uint32
 }
 
 /* Requantises a signed operand to the output's scale / zero point. */
-static const char *requant(lower_ctx *c, const qa *a, const qo *o, uint32_t rank, const int64_t *shape) {
+const char *qdq_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape) {
     if (a->s == o->s && a->zp == o->zp && a->t == o->t) return a->x;
     return qdq_rescale(c, a->x, a->t, o->t, rank, shape, a->s / o->s, a->zp, o->zp, false, false);
 }
 
-/* Constant weight of input i behind its DequantizeLinear: int8 values,
- * per-output-channel scales (n = 1 or channels along `axis`), zero point. */
-typedef struct qw {
-    const lw_val *xv;
-    qparam p;
-    int64_t zp;
-} qw;
-
-static bool head_weight(lower_ctx *c, uint32_t i, uint32_t rank, qw *w) {
+bool qdq_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
     lower_session *s = c->s;
     lw_val *hv = lw_lookup(s, lw_node(c)->inputs[i]);
     if (!hv || hv->producer < 0) return false;
@@ -466,11 +450,17 @@ static bool head_weight(lower_ctx *c, uint32_t i, uint32_t rank, qw *w) {
                 onnx_dtype_numpy_name(xv->v.onnx_dtype) ? onnx_dtype_numpy_name(xv->v.onnx_dtype) : "?");
         return false;
     }
-    if (!qp_of(c, (uint32_t)hv->producer, rank, &w->p)) return false;
-    w->xv = xv;
-    w->zp = w->p.zp[0];
-    for (int64_t k = 1; k < w->p.n; k++)
-        if (w->p.zp[k] != w->zp) {
+    qparam p;
+    if (!qp_of(c, (uint32_t)hv->producer, rank, &p)) return false;
+    w->data = (const int8_t *)xv->v.data;
+    w->rank = xv->v.rank;
+    memcpy(w->shape, xv->v.shape, sizeof w->shape);
+    w->n = p.n;
+    w->scale = p.scale;
+    w->axis = p.axis;
+    w->zp = p.zp[0];
+    for (int64_t k = 1; k < p.n; k++)
+        if (p.zp[k] != w->zp) {
             lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-channel weight zero points differ", lw_node(c)->op_type);
             return false;
         }
@@ -479,7 +469,7 @@ static bool head_weight(lower_ctx *c, uint32_t i, uint32_t rank, qw *w) {
 
 /* Real bias values (n of them) of input i: a DequantizeLinear of a
  * constant or a float constant; NULL (no rejection) when absent. */
-static const double *head_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad) {
+const double *qdq_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad) {
     *bad = false;
     if (!lw_has_input(c, i)) return NULL;
     lower_session *s = c->s;
@@ -530,8 +520,8 @@ typedef struct qwt {
  * has no grouped convolution). Bias either real values (bias_q false) or
  * already in accumulator units; with o, requantised to o, otherwise the
  * int32 accumulator is the output. */
-static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, const qwt *w, const double *bias,
-                              bool bias_q, const qo *o) {
+static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, const qwt *w, const double *bias,
+                              bool bias_q, const qx_out *o) {
     uint32_t rank = a->rank, nsp = rank >= 3 ? rank - 2 : 0;
     if (nsp < 1 || nsp > 3)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: 1-D, 2-D or 3-D convolutions only");
@@ -691,23 +681,23 @@ static lower_status conv_core(lower_ctx *c, const qa *a, const int64_t *wsh, con
     y = cv_to_first(c, y, o->t, tr, os);
     if (nsp == 1) y = lw_reshape(c, y, o->t, 3, ofs);
     QTRY(y);
-    return head_finish(c, y, o, orank, ofs);
+    return qdq_finish(c, y, o, orank, ofs);
 }
 
 static lower_status head_conv(lower_ctx *c) {
     const lower_value *W = lw_in(c, 1);
-    qa a;
-    qw w;
-    qo o;
+    qx_in a;
+    qx_w w;
+    qx_out o;
     if (!W || W->rank < 3 || W->rank > 5)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: 1-D, 2-D or 3-D convolutions only");
-    if (!head_in(c, 0, &a) || !head_weight(c, 1, W->rank, &w) || !head_out(c, W->rank, &o)) return LOWER_REJECT;
-    if (w.p.n > 1 && w.p.axis != 0)
+    if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, W->rank, &w) || !qdq_out(c, W->rank, &o)) return LOWER_REJECT;
+    if (w.n > 1 && w.axis != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: weight scales must be per output channel");
     bool bbad;
-    const double *bias = head_bias(c, 2, W->shape[0], &bbad);
+    const double *bias = qdq_bias(c, 2, W->shape[0], &bbad);
     if (bbad) return LOWER_REJECT;
-    qwt wt = {w.xv->v.data, false, w.zp, w.p.n, w.p.scale};
+    qwt wt = {(const uint8_t *)w.data, false, w.zp, w.n, w.scale};
     return conv_core(c, &a, W->shape, &wt, bias, false, &o);
 }
 
@@ -715,9 +705,9 @@ static lower_status head_conv(lower_ctx *c) {
  * constant [bb, K, Nn] weight (bits wkn, int8 after subtracting `off`),
  * per-column scales (wn = 1 or Nn; NULL: integer output) and optional real
  * bias; requantised to o, or the int32 accumulator when o is NULL. */
-static lower_status matmul_core(lower_ctx *c, const qa *a, int64_t bb, int64_t rows, int64_t K, int64_t Nn,
+static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_t rows, int64_t K, int64_t Nn,
                                 const uint8_t *wkn, uint8_t off, int64_t wzp, int64_t wn, const double *wscale,
-                                const double *bias, double alpha, const qo *o, uint32_t out_rank,
+                                const double *bias, double alpha, const qx_out *o, uint32_t out_rank,
                                 const int64_t *out_shape) {
     if (a->t == CTOSA_DTYPE_INT16 && o && o->t == CTOSA_DTYPE_INT16 && bb == 1) {
         /* a16w8: as a 1x1 CONV2D, whose int48 accumulator takes the int48
@@ -727,7 +717,7 @@ static lower_status matmul_core(lower_ctx *c, const qa *a, int64_t bb, int64_t r
         if (!wt) return cv_fail(c);
         for (int64_t k = 0; k < K; k++)
             for (int64_t n = 0; n < Nn; n++) wt[n * K + k] = wkn[k * Nn + n];
-        qa a4 = *a;
+        qx_in a4 = *a;
         a4.rank = 4;
         a4.shape[0] = 1; a4.shape[1] = K; a4.shape[2] = rows; a4.shape[3] = 1;
         int64_t s2[2] = {rows, K}, s4[4] = {1, rows, K, 1};
@@ -740,7 +730,7 @@ static lower_status matmul_core(lower_ctx *c, const qa *a, int64_t bb, int64_t r
         if (!sc) return cv_fail(c);
         for (int64_t n = 0; n < Nn; n++) sc[n] = alpha * wscale[wn > 1 ? n : 0];
         qwt w = {wt, off != 0, wzp, wn > 1 ? Nn : 1, sc};
-        qo o4 = *o;
+        qx_out o4 = *o;
         /* conv_core binds [1, Nn, rows, 1]; re-bind in the output shape */
         lower_status st = conv_core(c, &a4, wsh, &w, bias, false, &o4);
         if (st != LOWER_OK) return st;
@@ -790,7 +780,7 @@ static lower_status matmul_core(lower_ctx *c, const qa *a, int64_t bb, int64_t r
                                 o->zp, false, false);
     y = lw_reshape(c, y, CTOSA_DTYPE_INT8, out_rank, out_shape);
     QTRY(y);
-    return head_finish(c, y, o, out_rank, out_shape);
+    return qdq_finish(c, y, o, out_rank, out_shape);
 }
 
 static lower_status head_gemm(lower_ctx *c) {
@@ -801,15 +791,15 @@ static lower_status head_gemm(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Gemm: transA = 1 is not handled");
     bool tb = lw_attr_int(c, "transB", 0) != 0;
     double alpha = lw_attr_float(c, "alpha", 1.0f), beta = lw_attr_float(c, "beta", 1.0f);
-    qa a;
-    qw w;
-    if (!head_in(c, 0, &a) || !head_weight(c, 1, 2, &w)) return LOWER_REJECT;
+    qx_in a;
+    qx_w w;
+    if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, 2, &w)) return LOWER_REJECT;
     int64_t M = A->shape[0], K = A->shape[1], Nn = tb ? B->shape[0] : B->shape[1];
-    if (w.p.n > 1 && (w.p.n != Nn || w.p.axis != (tb ? 0 : 1)))
+    if (w.n > 1 && (w.n != Nn || w.axis != (tb ? 0 : 1)))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Gemm: weight scales must be per output column");
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(K * Nn) + 8);
     if (!buf) return cv_fail(c);
-    const uint8_t *src = w.xv->v.data;
+    const uint8_t *src = (const uint8_t *)w.data;
     for (int64_t k = 0; k < K; k++)
         for (int64_t n = 0; n < Nn; n++) buf[k * Nn + n] = tb ? src[n * K + k] : src[k * Nn + n];
     bool bbad;
@@ -818,7 +808,7 @@ static lower_status head_gemm(lower_ctx *c) {
         const lower_value *Cv = lw_in(c, 2);
         if (!Cv || (int64_t)cv_count(Cv->rank, Cv->shape) != Nn)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Gemm: C must have N elements");
-        bias = head_bias(c, 2, Nn, &bbad);
+        bias = qdq_bias(c, 2, Nn, &bbad);
         if (bbad) return LOWER_REJECT;
         if (bias && beta != 1.0) {
             double *b2 = arena_alloc(lw_arena(c), (size_t)Nn * sizeof(double) + 8);
@@ -828,32 +818,34 @@ static lower_status head_gemm(lower_ctx *c) {
         }
     }
     int64_t os[2] = {M, Nn};
-    qo o;
-    if (!head_out(c, 2, &o)) return LOWER_REJECT;
-    return matmul_core(c, &a, 1, M, K, Nn, buf, 0, w.zp, w.p.n, w.p.scale, bias, alpha, &o, 2, os);
+    qx_out o;
+    if (!qdq_out(c, 2, &o)) return LOWER_REJECT;
+    return matmul_core(c, &a, 1, M, K, Nn, buf, 0, w.zp, w.n, w.scale, bias, alpha, &o, 2, os);
 }
 
 static lower_status head_matmul(lower_ctx *c) {
+    bool bconst = true;
+    if (lw_node(c)->n_inputs == 2 && qdq_in_dtype(c, 1, &bconst) && !bconst) return qdq_matmul_rt(c);
     const lower_value *A = lw_in(c, 0), *B = lw_in(c, 1);
     if (!A || !B || A->rank < 2 || B->rank != 2)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: needs a 2-D constant right operand");
-    qa a;
-    qw w;
-    if (!head_in(c, 0, &a) || !head_weight(c, 1, 2, &w)) return LOWER_REJECT;
+    qx_in a;
+    qx_w w;
+    if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, 2, &w)) return LOWER_REJECT;
     int64_t K = B->shape[0], Nn = B->shape[1], rows = 1;
     for (uint32_t i = 0; i + 1 < A->rank; i++) rows *= A->shape[i];
-    if (w.p.n > 1 && (w.p.n != Nn || w.p.axis != 1))
+    if (w.n > 1 && (w.n != Nn || w.axis != 1))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: weight scales must be per column");
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, A->shape, sizeof os);
     os[A->rank - 1] = Nn;
-    qo o;
-    if (!head_out(c, A->rank, &o)) return LOWER_REJECT;
-    return matmul_core(c, &a, 1, rows, K, Nn, w.xv->v.data, 0, w.zp, w.p.n, w.p.scale, NULL, 1.0, &o, A->rank, os);
+    qx_out o;
+    if (!qdq_out(c, A->rank, &o)) return LOWER_REJECT;
+    return matmul_core(c, &a, 1, rows, K, Nn, (const uint8_t *)w.data, 0, w.zp, w.n, w.scale, NULL, 1.0, &o, A->rank, os);
 }
 
 /* Broadcast shape of two operands (numpy rules, leading ones). */
-bool qdq_bcast(const qa *a, const qa *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs) {
+bool qdq_bcast(const qx_in *a, const qx_in *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs) {
     uint32_t r = a->rank > b->rank ? a->rank : b->rank;
     for (uint32_t i = 0; i < r; i++) {
         int64_t da = i + a->rank >= r ? a->shape[i + a->rank - r] : 1;
@@ -868,13 +860,13 @@ bool qdq_bcast(const qa *a, const qa *b, uint32_t *rank, int64_t *os, int64_t *a
 }
 
 static lower_status head_addmul(lower_ctx *c, bool is_mul) {
-    qa a, b;
-    qo o;
-    if (!head_in(c, 0, &a) || !head_in(c, 1, &b)) return LOWER_REJECT;
+    qx_in a, b;
+    qx_out o;
+    if (!qdq_in(c, 0, &a) || !qdq_in(c, 1, &b)) return LOWER_REJECT;
     uint32_t r;
     int64_t os[LOWER_MAX_RANK], as[LOWER_MAX_RANK], bs[LOWER_MAX_RANK];
     if (!qdq_bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "shapes do not broadcast");
-    if (!head_out(c, r, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8 || b.t != CTOSA_DTYPE_INT8)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int8/uint8 only", lw_node(c)->op_type);
     const char *x, *y, *z;
@@ -900,15 +892,15 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
             z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
     }
     QTRY(z);
-    return head_finish(c, z, &o, r, os);
+    return qdq_finish(c, z, &o, r, os);
 }
 
 static lower_status head_gap(lower_ctx *c) {
-    qa a;
-    qo o;
-    if (!head_in(c, 0, &a)) return LOWER_REJECT;
+    qx_in a;
+    qx_out o;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     if (a.rank < 3) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GlobalAveragePool: rank below 3");
-    if (!head_out(c, a.rank, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, a.rank, &o)) return LOWER_REJECT;
     const char *x = qdq_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1.0, a.zp, 0, false, false);
     int64_t sh[LOWER_MAX_RANK];
     memcpy(sh, a.shape, sizeof sh);
@@ -925,7 +917,7 @@ static lower_status head_gap(lower_ctx *c) {
     if (!y && !c->rejected)
         y = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
     QTRY(y);
-    return head_finish(c, y, &o, a.rank, sh);
+    return qdq_finish(c, y, &o, a.rank, sh);
 }
 
 static lower_status head_maxpool(lower_ctx *c) {
@@ -935,12 +927,12 @@ static lower_status head_maxpool(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "MaxPool: the Indices output is used");
     if (avg && lw_attr_int(c, "count_include_pad", 0))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized AveragePool: count_include_pad = 1");
-    qa a;
-    qo o;
-    if (!head_in(c, 0, &a)) return LOWER_REJECT;
+    qx_in a;
+    qx_out o;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     if (a.rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: 2-D only", n->op_type);
     if (avg && a.t != CTOSA_DTYPE_INT8 && a.t != CTOSA_DTYPE_INT16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized AveragePool: int8 / int16 only");
-    if (!head_out(c, 4, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, 4, &o)) return LOWER_REJECT;
     cv_dim dm[2];
     lower_status st;
     if ((st = cv_read_window(c, 2, a.shape, NULL, dm)) != LOWER_OK) return st;
@@ -979,81 +971,97 @@ static lower_status head_maxpool(lower_ctx *c) {
     int64_t fs[4];
     cv_shape_first(4, os, fs);
     y = cv_to_first(c, y, a.t, 4, os);
-    qa m = a;
+    qx_in m = a;
     m.x = y;
-    y = requant(c, &m, &o, 4, fs);
+    y = qdq_requant(c, &m, &o, 4, fs);
     QTRY(y);
-    return head_finish(c, y, &o, 4, fs);
+    return qdq_finish(c, y, &o, 4, fs);
 }
 
-/* Flatten / Reshape / Transpose / Relu / Clip: data movement (or a clamp)
- * on the integers, then requantisation to the output. */
-static lower_status head_move(lower_ctx *c) {
-    const ctosa_onnx_node *n = lw_node(c);
-    qa a;
-    if (!head_in(c, 0, &a)) return LOWER_REJECT;
+/* The end of the data-movement heads: the moved integers x (rank r, shape
+ * os) requantised to the output. Relu / Clip heads move nothing: their
+ * range is the output's clamp (qdq_out). */
+static lower_status move_finish(lower_ctx *c, const qx_in *a, const char *x, uint32_t r, const int64_t *os) {
+    qx_out o;
+    if (!qdq_out(c, r, &o)) return LOWER_REJECT;
+    qx_in m = *a;
+    m.x = x;
+    x = qdq_requant(c, &m, &o, r, os);
+    QTRY(x);
+    return qdq_finish(c, x, &o, r, os);
+}
+
+static lower_status head_clamp(lower_ctx *c) {
+    qx_in a;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
+    return move_finish(c, &a, a.x, a.rank, a.shape);
+}
+
+static lower_status head_flatten(lower_ctx *c) {
+    qx_in a;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     uint32_t r = a.rank;
+    int64_t axis = lw_attr_int(c, "axis", 1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis > (int64_t)r) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Flatten: axis");
+    int64_t p0 = 1, p1 = 1;
+    for (uint32_t i = 0; i < r; i++) {
+        if ((int64_t)i < axis) p0 *= a.shape[i];
+        else p1 *= a.shape[i];
+    }
+    int64_t os[LOWER_MAX_RANK] = {p0, p1};
+    return move_finish(c, &a, lw_reshape(c, a.x, a.t, 2, os), 2, os);
+}
+
+static lower_status head_reshape(lower_ctx *c) {
+    const ctosa_onnx_node *n = lw_node(c);
+    qx_in a;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, a.shape, sizeof os);
-    const char *x = a.x;
-    if (strcmp(n->op_type, "Flatten") == 0) {
-        int64_t axis = lw_attr_int(c, "axis", 1);
-        if (axis < 0) axis += r;
-        if (axis < 0 || axis > (int64_t)r) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Flatten: axis");
-        int64_t p0 = 1, p1 = 1;
-        for (uint32_t i = 0; i < r; i++) {
-            if ((int64_t)i < axis) p0 *= a.shape[i];
-            else p1 *= a.shape[i];
-        }
-        os[0] = p0;
-        os[1] = p1;
-        r = 2;
-        x = lw_reshape(c, x, a.t, r, os);
-    } else if (strcmp(n->op_type, "Reshape") == 0) {
-        const int64_t *sv = NULL;
-        int64_t k = lw_const_i64(c, 1, &sv);
-        if (k < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL, "Reshape: shape must be a constant");
-        if (k > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: rank too large");
-        int64_t total = cv_count(a.rank, a.shape), known = 1;
-        int neg = -1;
-        for (int64_t i = 0; i < k; i++) {
-            os[i] = sv[i] == 0 && !lw_attr_int(c, "allowzero", 0) && i < (int64_t)a.rank ? a.shape[i] : sv[i];
-            if (os[i] == -1 && neg < 0) neg = (int)i;
-            else if (os[i] < 0 || __builtin_mul_overflow(known, os[i], &known))
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: invalid target shape");
-        }
-        if (neg >= 0) os[neg] = known ? total / known : 0;
-        if (neg >= 0 ? (known == 0 || os[neg] * known != total) : known != total)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "Reshape: target shape does not match the %lld input elements", (long long)total);
-        r = (uint32_t)k;
-        x = lw_reshape(c, x, a.t, r, os);
-    } else if (strcmp(n->op_type, "Transpose") == 0) {
-        const int64_t *pv = NULL;
-        int64_t k = lw_attr_ints(c, "perm", &pv);
-        int32_t perm[LOWER_MAX_RANK];
-        if (k >= 0 && k != (int64_t)r)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm has %lld entries for rank %u",
-                             (long long)k, r);
-        bool seen[LOWER_MAX_RANK] = {false};
-        for (uint32_t i = 0; i < r; i++) {
-            int64_t pi = k == (int64_t)r ? pv[i] : (int64_t)(r - 1 - i);
-            if (pi < 0 || pi >= (int64_t)r || seen[pi])
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm is not a permutation of 0..%u",
-                                 r - 1);
-            seen[pi] = true;
-            perm[i] = (int32_t)pi;
-        }
-        for (uint32_t i = 0; i < r; i++) os[i] = a.shape[perm[i]];
-        x = lw_transpose(c, x, a.t, r, a.shape, perm);
+    const int64_t *sv = NULL;
+    int64_t k = lw_const_i64(c, 1, &sv);
+    if (k < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL, "Reshape: shape must be a constant");
+    if (k > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: rank too large");
+    int64_t total = cv_count(a.rank, a.shape), known = 1;
+    int neg = -1;
+    for (int64_t i = 0; i < k; i++) {
+        os[i] = sv[i] == 0 && !lw_attr_int(c, "allowzero", 0) && i < (int64_t)a.rank ? a.shape[i] : sv[i];
+        if (os[i] == -1 && neg < 0) neg = (int)i;
+        else if (os[i] < 0 || __builtin_mul_overflow(known, os[i], &known))
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: invalid target shape");
     }
-    qo o;
-    if (!head_out(c, r, &o)) return LOWER_REJECT;
-    qa m = a;
-    m.x = x;
-    x = requant(c, &m, &o, r, os);
-    QTRY(x);
-    return head_finish(c, x, &o, r, os);
+    if (neg >= 0) os[neg] = known ? total / known : 0;
+    if (neg >= 0 ? (known == 0 || os[neg] * known != total) : known != total)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Reshape: target shape does not match the %lld input elements", (long long)total);
+    uint32_t r = (uint32_t)k;
+    return move_finish(c, &a, lw_reshape(c, a.x, a.t, r, os), r, os);
+}
+
+static lower_status head_transpose(lower_ctx *c) {
+    qx_in a;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
+    uint32_t r = a.rank;
+    const int64_t *pv = NULL;
+    int64_t k = lw_attr_ints(c, "perm", &pv);
+    int32_t perm[LOWER_MAX_RANK];
+    if (k >= 0 && k != (int64_t)r)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm has %lld entries for rank %u",
+                         (long long)k, r);
+    bool seen[LOWER_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < r; i++) {
+        int64_t pi = k == (int64_t)r ? pv[i] : (int64_t)(r - 1 - i);
+        if (pi < 0 || pi >= (int64_t)r || seen[pi])
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm is not a permutation of 0..%u",
+                             r - 1);
+        seen[pi] = true;
+        perm[i] = (int32_t)pi;
+    }
+    int64_t os[LOWER_MAX_RANK];
+    memcpy(os, a.shape, sizeof os);
+    for (uint32_t i = 0; i < r; i++) os[i] = a.shape[perm[i]];
+    return move_finish(c, &a, lw_transpose(c, a.x, a.t, r, a.shape, perm), r, os);
 }
 
 static lower_status head_concat(lower_ctx *c) {
@@ -1061,73 +1069,77 @@ static lower_status head_concat(lower_ctx *c) {
     uint32_t k = n->n_inputs;
     const char **xs = arena_alloc(lw_arena(c), (k + 1) * sizeof *xs);
     if (!xs) return cv_fail(c);
-    qa a0;
-    if (!head_in(c, 0, &a0)) return LOWER_REJECT;
-    qo o;
-    if (!head_out(c, a0.rank, &o)) return LOWER_REJECT;
+    qx_in a0;
+    if (!qdq_in(c, 0, &a0)) return LOWER_REJECT;
+    qx_out o;
+    if (!qdq_out(c, a0.rank, &o)) return LOWER_REJECT;
     int32_t axis;
     if (!cv_axis(c, lw_attr_int(c, "axis", 0), a0.rank, "axis", &axis)) return LOWER_REJECT;
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, a0.shape, sizeof os);
     os[axis] = 0;
     for (uint32_t i = 0; i < k; i++) {
-        qa a;
-        if (!head_in(c, i, &a)) return LOWER_REJECT;
+        qx_in a;
+        if (!qdq_in(c, i, &a)) return LOWER_REJECT;
         if (a.rank != a0.rank) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Concat: ranks differ");
-        xs[i] = requant(c, &a, &o, a.rank, a.shape);
+        xs[i] = qdq_requant(c, &a, &o, a.rank, a.shape);
         QTRY(xs[i]);
         os[axis] += a.shape[axis];
     }
     const char *y = cv_concat(c, k, xs, o.t, a0.rank, os, axis);
     QTRY(y);
-    return head_finish(c, y, &o, a0.rank, os);
+    return qdq_finish(c, y, &o, a0.rank, os);
 }
 
-/* Float function of a table activation; false when op is not one. */
-static bool act_fn(lower_ctx *c, const char *op, double x, double *y) {
-    if (!strcmp(op, "Sigmoid")) *y = 1.0 / (1.0 + exp(-x));
-    else if (!strcmp(op, "Tanh")) *y = tanh(x);
-    else if (!strcmp(op, "Exp")) *y = exp(x);
-    else if (!strcmp(op, "Log")) *y = log(x);
-    else if (!strcmp(op, "Erf")) *y = erf(x);
-    else if (!strcmp(op, "Softplus")) *y = x > 30 ? x : log1p(exp(x));
-    else if (!strcmp(op, "HardSigmoid")) {
-        double a = lw_attr_float(c, "alpha", 0.2f), b = lw_attr_float(c, "beta", 0.5f);
-        double v = a * x + b;
-        *y = v < 0 ? 0 : v > 1 ? 1 : v;
-    } else if (!strcmp(op, "HardSwish")) {
-        double v = x / 6.0 + 0.5;
-        *y = x * (v < 0 ? 0 : v > 1 ? 1 : v);
-    } else if (!strcmp(op, "LeakyRelu")) {
-        double a = lw_attr_float(c, "alpha", 0.01f);
-        *y = x >= 0 ? x : a * x;
-    } else if (!strcmp(op, "Elu")) {
-        double a = lw_attr_float(c, "alpha", 1.0f);
-        *y = x >= 0 ? x : a * expm1(x);
-    } else if (!strcmp(op, "Gelu")) {
-        const char *ap = lw_attr_str(c, "approximate", "none");
-        if (ap && !strcmp(ap, "tanh"))
-            *y = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-        else
-            *y = 0.5 * x * (1.0 + erf(x / 1.4142135623730951));
-    } else return false;
-    return true;
+/* Float functions of the table activations (rows of the head table). */
+static double act_sigmoid(lower_ctx *c, double x) { return 1.0 / (1.0 + exp(-x)); }
+static double act_tanh(lower_ctx *c, double x) { return tanh(x); }
+static double act_exp(lower_ctx *c, double x) { return exp(x); }
+static double act_log(lower_ctx *c, double x) { return log(x); }
+static double act_erf(lower_ctx *c, double x) { return erf(x); }
+static double act_softplus(lower_ctx *c, double x) { return x > 30 ? x : log1p(exp(x)); }
+
+static double act_hardsigmoid(lower_ctx *c, double x) {
+    double a = lw_attr_float(c, "alpha", 0.2f), b = lw_attr_float(c, "beta", 0.5f);
+    double v = a * x + b;
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+static double act_hardswish(lower_ctx *c, double x) {
+    double v = x / 6.0 + 0.5;
+    return x * (v < 0 ? 0 : v > 1 ? 1 : v);
+}
+
+static double act_leakyrelu(lower_ctx *c, double x) {
+    double a = lw_attr_float(c, "alpha", 0.01f);
+    return x >= 0 ? x : a * x;
+}
+
+static double act_elu(lower_ctx *c, double x) {
+    double a = lw_attr_float(c, "alpha", 1.0f);
+    return x >= 0 ? x : a * expm1(x);
+}
+
+static double act_gelu(lower_ctx *c, double x) {
+    const char *ap = lw_attr_str(c, "approximate", "none");
+    if (ap && !strcmp(ap, "tanh")) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + erf(x / 1.4142135623730951));
 }
 
 /* int8 activations through a 256-entry TABLE: entry i holds the output
  * quantisation of f((i - 128 - zp_x) * s_x). */
 static lower_status head_table(lower_ctx *c) {
     const char *op = lw_node(c)->op_type;
-    qa a;
-    qo o;
-    if (!head_in(c, 0, &a) || !head_out(c, a.rank, &o)) return LOWER_REJECT;
+    qx_in a;
+    qx_out o;
+    if (!qdq_in(c, 0, &a) || !qdq_out(c, a.rank, &o)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8 || o.t != CTOSA_DTYPE_INT8)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int16 tables (513 entries) are not "
                          "built yet", op);
     int8_t tab[256];
     for (int i = 0; i < 256; i++) {
         double x = (double)((i - 128) - a.zp) * a.s, y = 0;
-        if (!act_fn(c, op, x, &y)) return lw_reject(c, LOWER_UNSUPPORTED_OP, NULL, "%s has no table form", op);
+        if (!qdq_act_fn(c, op, x, &y)) return lw_reject(c, LOWER_UNSUPPORTED_OP, NULL, "%s has no table form", op);
         double qv = isnan(y) ? (double)o.lo : nearbyint(y / o.s) + (double)o.zp;
         if (!(qv >= (double)o.lo)) qv = (double)o.lo;
         if (qv > (double)o.hi) qv = (double)o.hi;
@@ -1139,7 +1151,7 @@ static lower_status head_table(lower_ctx *c) {
     QTRY(tc && y);
     const char *in[2] = {a.x, tc};
     QTRY(lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL));
-    return head_finish(c, y, &o, a.rank, a.shape);
+    return qdq_finish(c, y, &o, a.rank, a.shape);
 }
 
 /* Other pure data movement (Squeeze, Unsqueeze, Slice, Gather, Tile,
@@ -1162,8 +1174,8 @@ static lower_status head_generic_move(lower_ctx *c) {
     const char *y = c->out_names[0];
     const ctosa_tensor *yt = y ? lw_tensor_info(c, y) : NULL;
     if (!yt) return lw_reject(c, LOWER_INTERNAL, NULL, "%s produced no output", n->op_type);
-    qo o;
-    if (!head_out(c, yt->rank, &o)) return LOWER_REJECT;
+    qx_out o;
+    if (!qdq_out(c, yt->rank, &o)) return LOWER_REJECT;
     bool in_u8 = xv->v.onnx_dtype == ONNX_UINT8;
     int64_t izp = pi.zp[0] - (in_u8 ? 128 : 0);
     if (pi.n == 1 && pi.scale[0] == o.s && izp == o.zp && in_u8 == o.u8 && yt->dtype == o.t &&
@@ -1173,48 +1185,127 @@ static lower_status head_generic_move(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s with per-axis or int16 input", n->op_type);
     int64_t sh[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < yt->rank; i++) sh[i] = yt->shape[i];
-    qa a = {y, yt->dtype, pi.scale[0], izp, yt->rank, {0}};
+    qx_in a = {y, yt->dtype, pi.scale[0], izp, yt->rank, {0}};
     memcpy(a.shape, sh, sizeof sh);
     if (in_u8) a.x = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true, false);
     QTRY(a.x);
-    const char *z = requant(c, &a, &o, yt->rank, sh);
+    const char *z = qdq_requant(c, &a, &o, yt->rank, sh);
     QTRY(z);
-    return head_finish(c, z, &o, yt->rank, sh);
+    return qdq_finish(c, z, &o, yt->rank, sh);
 }
 
-static bool is_generic_move(const char *op) {
-    static const char *const ops[] = {"Squeeze", "Unsqueeze", "Slice", "Gather", "Tile", "Expand",
-                                      "DepthToSpace", "SpaceToDepth"};
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
-        if (!strcmp(op, ops[i])) return true;
+static lower_status head_add(lower_ctx *c) { return head_addmul(c, false); }
+static lower_status head_mul(lower_ctx *c) { return head_addmul(c, true); }
+
+/* ------------------------------------------------------ the head table */
+
+#define ACT(op, f)                                                                                  \
+    {op, QDQ_W8, 1, false, NULL, head_table, f}, {op, QDQ_W16, 1, false, NULL, qdq_table16, f}
+#define MOVE(op) {op, QDQ_WANY, 1, false, NULL, head_generic_move, NULL}
+
+static const qdq_head heads[] = {
+    /* integer accumulation, one RESCALE to the output */
+    {"Conv", QDQ_WANY, 2, true, NULL, head_conv, NULL},
+    {"ConvTranspose", QDQ_WANY, 2, true, qdq_convtranspose_groupable, qdq_convtranspose, NULL},
+    {"Gemm", QDQ_WANY, 2, true, NULL, head_gemm, NULL},
+    {"MatMul", QDQ_WANY, 2, true, NULL, head_matmul, NULL},
+    {"Add", QDQ_W8, 2, true, NULL, head_add, NULL},
+    {"Add", QDQ_W16, 2, true, NULL, qdq_add16, NULL},
+    {"Sub", QDQ_WANY, 2, true, NULL, qdq_sub, NULL},
+    {"Mul", QDQ_W8, 2, false, NULL, head_mul, NULL},
+    {"Mul", QDQ_W16, 2, false, NULL, qdq_mul16, NULL},
+    {"GlobalAveragePool", QDQ_WANY, 1, false, NULL, head_gap, NULL},
+    {"ReduceMean", QDQ_WANY, 1, false, NULL, qdq_reducemean, NULL},
+    {"MaxPool", QDQ_WANY, 1, false, NULL, head_maxpool, NULL},
+    {"AveragePool", QDQ_WANY, 1, false, NULL, head_maxpool, NULL},
+    {"Concat", QDQ_WANY, 0, false, NULL, head_concat, NULL},
+    /* decompositions with constant scales / pads / sizes */
+    {"Resize", QDQ_WANY, 1, false, NULL, qdq_resize, NULL},
+    {"Pad", QDQ_WANY, 1, false, qdq_pad_groupable, qdq_pad, NULL},
+    {"Softmax", QDQ_WANY, 1, false, NULL, qdq_softmax, NULL},
+    {"LayerNormalization", QDQ_WANY, 1, false, NULL, qdq_layernorm, NULL},
+    /* data movement (or a clamp) on the integers, then a requantisation */
+    {"Flatten", QDQ_WANY, 1, false, NULL, head_flatten, NULL},
+    {"Reshape", QDQ_WANY, 1, false, NULL, head_reshape, NULL},
+    {"Transpose", QDQ_WANY, 1, false, NULL, head_transpose, NULL},
+    {"Relu", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
+    {"Clip", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
+    MOVE("Squeeze"), MOVE("Unsqueeze"), MOVE("Slice"), MOVE("Gather"), MOVE("Tile"), MOVE("Expand"),
+    MOVE("DepthToSpace"), MOVE("SpaceToDepth"),
+    /* TABLE activations: 256 entries for int8, 513 for int16 */
+    ACT("Sigmoid", act_sigmoid), ACT("Tanh", act_tanh), ACT("Exp", act_exp), ACT("Log", act_log),
+    ACT("Erf", act_erf), ACT("Softplus", act_softplus), ACT("HardSigmoid", act_hardsigmoid),
+    ACT("HardSwish", act_hardswish), ACT("LeakyRelu", act_leakyrelu), ACT("Elu", act_elu), ACT("Gelu", act_gelu),
+};
+#undef ACT
+#undef MOVE
+
+static bool default_domain(const ctosa_onnx_node *n) {
+    return !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w) {
+    if (!default_domain(n)) return NULL;
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
+        if ((heads[i].widths & w) && strcmp(heads[i].op, n->op_type) == 0) return &heads[i];
+    return NULL;
+}
+
+bool qdq_act_fn(lower_ctx *c, const char *op, double x, double *y) {
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
+        if (heads[i].act && strcmp(heads[i].op, op) == 0) {
+            *y = heads[i].act(c, x);
+            return true;
+        }
     return false;
 }
 
+int32_t qdq_in_dtype(lower_ctx *c, uint32_t i, bool *konst) {
+    lower_session *s = c->s;
+    const ctosa_onnx_node *n = lw_node(c);
+    if (konst) *konst = false;
+    if (i >= n->n_inputs) return 0;
+    lw_val *hv = lw_lookup(s, n->inputs[i]);
+    if (!hv || hv->producer < 0) return 0;
+    const ctosa_onnx_node *p = &s->g->nodes[hv->producer];
+    if (!default_domain(p) || strcmp(p->op_type, "DequantizeLinear") != 0 || p->n_inputs < 1) return 0;
+    lw_val *xv = lw_lookup(s, p->inputs[0]);
+    if (!xv) return 0;
+    if (konst) *konst = xv->v.data != NULL;
+    return xv->v.onnx_dtype;
+}
+
+/* QDQ_W16 when input 0, input 1 or the group's QuantizeLinear output is
+ * int16, QDQ_W8 otherwise. */
+static unsigned group_width(lower_ctx *c) {
+    const qdq_node *qn = qdq_info(c);
+    int32_t od = 0;
+    if (qn->q >= 0) {
+        const ctosa_onnx_node *q = &c->s->g->nodes[qn->q];
+        if (q->n_inputs < 3 || !q->inputs[2][0]) od = ONNX_UINT8;
+        else {
+            lw_val *z = lw_lookup(c->s, q->inputs[2]);
+            od = z ? z->v.onnx_dtype : 0;
+        }
+    }
+    bool wide = qdq_in_dtype(c, 0, NULL) == ONNX_INT16 || od == ONNX_INT16;
+    if (lw_node(c)->n_inputs > 1 && qdq_in_dtype(c, 1, NULL) == ONNX_INT16) wide = true;
+    return wide ? QDQ_W16 : QDQ_W8;
+}
+
 lower_status qdq_lower_head(lower_ctx *c) {
-    const char *op = lw_node(c)->op_type;
-    lower_status ext_st;
+    const ctosa_onnx_node *n = lw_node(c);
     if (qdq_info(c)->isl) return qdq_island_head(c); /* a float island of one input: one TABLE */
-    if (qdq_ext_head(c, &ext_st)) return ext_st; /* int16 tables/elementwise, Resize, Pad, ... (qdq_ext.h) */
-    if (strcmp(op, "Conv") == 0) return head_conv(c);
-    if (strcmp(op, "Gemm") == 0) return head_gemm(c);
-    if (strcmp(op, "MatMul") == 0) return head_matmul(c);
-    if (strcmp(op, "Add") == 0) return head_addmul(c, false);
-    if (strcmp(op, "Mul") == 0) return head_addmul(c, true);
-    if (strcmp(op, "GlobalAveragePool") == 0) return head_gap(c);
-    if (strcmp(op, "ReduceMean") == 0) return qdq_reducemean(c);
-    if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0) return head_maxpool(c);
-    if (strcmp(op, "Concat") == 0) return head_concat(c);
-    double dummy;
-    if (act_fn(c, op, 0.5, &dummy)) return head_table(c);
-    if (is_generic_move(op)) return head_generic_move(c);
-    return head_move(c);
+    const qdq_head *h = qdq_head_of(n, group_width(c));
+    if (!h) return lw_reject(c, LOWER_INTERNAL, NULL, "%s heads no quantized group", n->op_type);
+    return h->fn(c);
 }
 
 /* ------------------------------------------------- QLinear* / *Integer */
 
 /* Operand from the node's own inputs: data ix, scale is (UINT32_MAX: 1),
  * zero point iz (absent: 0), as a signed tensor. */
-static bool qa_explicit(lower_ctx *c, uint32_t ix, uint32_t is, uint32_t iz, qa *o) {
+static bool qa_explicit(lower_ctx *c, uint32_t ix, uint32_t is, uint32_t iz, qx_in *o) {
     const lower_value *X = lw_in(c, ix);
     if (!X) return false;
     memset(o, 0, sizeof *o);
@@ -1267,7 +1358,7 @@ static bool qa_explicit(lower_ctx *c, uint32_t ix, uint32_t is, uint32_t iz, qa 
     return o->x != NULL;
 }
 
-static bool qo_explicit(lower_ctx *c, uint32_t is, uint32_t iz, qo *o) {
+static bool qo_explicit(lower_ctx *c, uint32_t is, uint32_t iz, qx_out *o) {
     const double *sv = NULL;
     if (lw_const_f64(c, is, &sv) != 1) {
         lw_fail(c, LOWER_NEEDS_CONSTANT, lw_has_input(c, is) ? lw_node(c)->inputs[is] : NULL,
@@ -1346,9 +1437,9 @@ static bool qwt_explicit(lower_ctx *c, uint32_t iw, uint32_t is, uint32_t iz, qw
 }
 
 static lower_status explicit_conv(lower_ctx *c, bool qlinear) {
-    qa a;
+    qx_in a;
     qwt w;
-    qo o;
+    qx_out o;
     const lower_value *W;
     if (qlinear) {
         if (!qa_explicit(c, 0, 1, 2, &a) || !qwt_explicit(c, 3, 4, 5, &w, &W) || !qo_explicit(c, 6, 7, &o))
@@ -1364,9 +1455,9 @@ static lower_status explicit_conv(lower_ctx *c, bool qlinear) {
 }
 
 static lower_status explicit_matmul(lower_ctx *c, bool qlinear) {
-    qa a;
+    qx_in a;
     qwt w;
-    qo o;
+    qx_out o;
     const lower_value *B;
     if (qlinear) {
         if (!qa_explicit(c, 0, 1, 2, &a) || !qwt_explicit(c, 3, 4, 5, &w, &B) || !qo_explicit(c, 6, 7, &o))
@@ -1394,41 +1485,3 @@ lower_status qdq_lower_qlinearconv(lower_ctx *c) { return explicit_conv(c, true)
 lower_status qdq_lower_convinteger(lower_ctx *c) { return explicit_conv(c, false); }
 lower_status qdq_lower_qlinearmatmul(lower_ctx *c) { return explicit_matmul(c, true); }
 lower_status qdq_lower_matmulinteger(lower_ctx *c) { return explicit_matmul(c, false); }
-
-/* ------------------------------------------ exported for qdq_ext.h users */
-/* The second-layer heads (qdq_table.c, qdq_ops16.c, qdq_ops8.c,
- * qdq_softmax.c) share this file's operand, output and requantisation
- * logic through these (qa / qo are qx_in / qx_out). */
-
-bool qdq_x_in(lower_ctx *c, uint32_t i, qx_in *o) { return head_in(c, i, o); }
-
-bool qdq_x_out(lower_ctx *c, uint32_t rank, qx_out *o) { return head_out(c, rank, o); }
-
-bool qdq_x_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
-    qw q;
-    if (!head_weight(c, i, rank, &q)) return false;
-    w->data = (const int8_t *)q.xv->v.data;
-    w->rank = q.xv->v.rank;
-    memcpy(w->shape, q.xv->v.shape, sizeof w->shape);
-    w->n = q.p.n; w->scale = q.p.scale; w->axis = q.p.axis; w->zp = q.zp;
-    return true;
-}
-
-const double *qdq_x_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad) { return head_bias(c, i, n, bad); }
-
-lower_status qdq_x_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t rank, const int64_t *shape) {
-    return head_finish(c, y, o, rank, shape);
-}
-
-const char *qdq_x_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                          const int64_t *shape, int64_t nc, const double *ratio, int64_t izp, int64_t ozp) {
-    return qdq_rescale_n(c, x, ti, to, rank, shape, nc, ratio, izp, ozp, false, false);
-}
-
-
-const char *qdq_x_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape) {
-    return requant(c, a, o, rank, shape);
-}
-
-bool qdq_x_act_fn(lower_ctx *c, const char *op, double x, double *y) { return act_fn(c, op, x, y); }
-

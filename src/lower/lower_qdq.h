@@ -1,6 +1,8 @@
-/* lower_qdq.h - shared between qdq_fold.c (the pre-pass that marks
- * DequantizeLinear -> op -> QuantizeLinear groups, and the framework hooks)
- * and lower_qdq.c (the integer lowerings).
+/* lower_qdq.h - the quantized lowerings: qdq_fold.c (the pre-pass that
+ * marks DequantizeLinear -> op -> QuantizeLinear groups, and the framework
+ * hooks), lower_qdq.c (operands, outputs, the table of group heads and the
+ * 8-bit heads), qdq_rescale.c (requantisation arithmetic) and the heads in
+ * qdq_ops8.c, qdq_ops16.c, qdq_softmax.c and qdq_table.c.
  *
  * Carrier convention: a quantized ONNX value (the output of a
  * QuantizeLinear, and, inside a folded group, the float values standing for
@@ -37,7 +39,7 @@ struct qdq_state {
     bool resolved; /* candidates turned into groups (qdq_fold.c resolve) */
 };
 
-/* Lowerings (lower_qdq.c). */
+/* Lowerings of the framework hooks (qdq_entry, lower_qdq.c). */
 lower_status qdq_lower_quantize(lower_ctx *c);
 lower_status qdq_lower_dequantize(lower_ctx *c);
 lower_status qdq_lower_alias(lower_ctx *c);
@@ -84,5 +86,110 @@ double qdq_acc_ratio(double sx, double sw, double sy);
 /* CLAMP of x (int8/int16/int32) to [lo, hi]. */
 const char *qdq_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
                       int64_t lo, int64_t hi);
+
+/* A head operand in the signed domain: carrier x (INT8 / INT16), scale,
+ * signed zero point (uint8 already converted), static shape. */
+typedef struct qx_in {
+    const char *x;
+    ctosa_dtype t;
+    double s;
+    int64_t zp;
+    uint32_t rank;
+    int64_t shape[LOWER_MAX_RANK];
+} qx_in;
+
+/* The group output: scale, signed zero point, carrier, uint8 flag, clamp
+ * range (fused activation included). */
+typedef struct qx_out {
+    double s;
+    int64_t zp;
+    ctosa_dtype t;
+    bool u8;
+    int64_t lo, hi;
+} qx_out;
+
+/* Constant int8 weight behind a DequantizeLinear: raw int8 values, scales
+ * (n = 1 or per channel along axis), common zero point. */
+typedef struct qx_w {
+    const int8_t *data;
+    uint32_t rank;
+    int64_t shape[LOWER_MAX_RANK];
+    int64_t n;
+    const double *scale;
+    int32_t axis;
+    int64_t zp;
+} qx_w;
+
+/* Group operands and output (lower_qdq.c); each rejects through lw_fail on
+ * failure. Input i of the head (a folded DequantizeLinear output) in the
+ * signed domain; the group output with the fused activation's range. */
+bool qdq_in(lower_ctx *c, uint32_t i, qx_in *o);
+bool qdq_out(lower_ctx *c, uint32_t rank, qx_out *o);
+bool qdq_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w);
+/* Real bias values (n) of input i; NULL and *bad false when absent. */
+const double *qdq_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad);
+/* Clamp to the fused range, uint8 conversion, binds output 0. */
+lower_status qdq_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t rank, const int64_t *shape);
+/* Operand requantised to the output's scale / zero point / carrier. */
+const char *qdq_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape);
+/* Broadcast shape of two operands (numpy rules, leading ones); false when
+ * they do not broadcast. as / bs: the operands' shapes padded to *rank. */
+bool qdq_bcast(const qx_in *a, const qx_in *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs);
+/* Float function of a table activation at x (false: op is not one). */
+bool qdq_act_fn(lower_ctx *c, const char *op, double x, double *y);
+/* ONNX dtype of the quantized value behind head input i (the
+ * DequantizeLinear's input), 0 when unknown; *konst: it is a constant. */
+int32_t qdq_in_dtype(lower_ctx *c, uint32_t i, bool *konst);
+
+/* The heads of a group, one row per (operator, operand width): the
+ * pre-pass forms a group only around an operator with a row, and
+ * qdq_lower_head() calls the row's function. */
+enum {
+    QDQ_W8 = 1,  /* int8 / uint8 operands and output */
+    QDQ_W16 = 2, /* input 0, input 1 or the output is int16 */
+    QDQ_WANY = 3
+};
+typedef struct qdq_head {
+    const char *op;
+    uint8_t widths;   /* QDQ_W8 | QDQ_W16 */
+    uint8_t n_data;   /* leading inputs that must come from DequantizeLinear; 0: all */
+    bool fuse_act;    /* a following Relu / Clip folds into the head */
+    /* attributes the head rejects by themselves (NULL: none): such a node
+     * is better left as DequantizeLinear -> float op -> QuantizeLinear (a
+     * spec with FP can still delegate it) than a group that must go to the
+     * CPU whole */
+    bool (*groupable)(const ctosa_onnx_node *n);
+    lower_status (*fn)(lower_ctx *c);
+    /* the float function of a TABLE activation (NULL: not one) */
+    double (*act)(lower_ctx *c, double x);
+} qdq_head;
+
+/* The row of node n for operand width w (QDQ_W8 or QDQ_W16; QDQ_WANY: the
+ * first row of the operator); NULL when n cannot head a group. */
+const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w);
+
+/* Heads outside lower_qdq.c (rows of its table). */
+lower_status qdq_table16(lower_ctx *c);       /* qdq_table.c: int16 TABLE activations */
+/* The int16 TABLE path for operand a, output o and float function fn. */
+lower_status qdq_table16_of(lower_ctx *c, const qx_in *a, const qx_out *o, double (*fn)(void *, double), void *arg);
+lower_status qdq_add16(lower_ctx *c);         /* qdq_ops16.c: Add with an int16 side */
+lower_status qdq_sub(lower_ctx *c);           /* qdq_ops16.c: Sub, any width */
+lower_status qdq_mul16(lower_ctx *c);         /* qdq_ops16.c: Mul with an int16 side */
+lower_status qdq_matmul_rt(lower_ctx *c);     /* qdq_ops16.c: two runtime operands */
+lower_status qdq_pad(lower_ctx *c);           /* qdq_ops8.c */
+bool qdq_pad_groupable(const ctosa_onnx_node *n);
+lower_status qdq_resize(lower_ctx *c);        /* qdq_ops8.c */
+lower_status qdq_convtranspose(lower_ctx *c); /* qdq_ops8.c */
+bool qdq_convtranspose_groupable(const ctosa_onnx_node *n);
+lower_status qdq_softmax(lower_ctx *c);       /* qdq_softmax.c */
+lower_status qdq_layernorm(lower_ctx *c);     /* qdq_softmax.c */
+
+/* The 513-entry int16 table of f for input scale sx (zero point 0):
+ * entries for the knots -32768 + 128 j, j = 0..512, in units of *ts,
+ * midpoint-corrected (qdq_table.c). Also used by the softmax/layernorm
+ * decompositions. Returns false when f is not finite anywhere it is
+ * needed and no table can be made. */
+bool qdq_table16_build(double (*f)(void *, double), void *arg, double sx, double lo_clip, double hi_clip,
+                       int16_t *tab, double *ts);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h" /* qdq_x_rescale: integer bilinear RESIZE */
+#include "lower/lower_qdq.h" /* qdq_rescale_n: integer bilinear RESIZE */
 
 static int64_t rs_gcd(int64_t a, int64_t b) {
     if (a < 0) a = -a;
@@ -208,7 +208,7 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
     const char *in[4] = {x, s, o, b};
     CV_TRY(lw_op(c, CTOSA_OP_RESIZE, 4, in, 1, &y, &a));
     if (ilin) {
-        y = qdq_x_rescale(c, y, rt, t, 4, os, 1, &(double){1.0 / ((double)ax[0].n * (double)ax[1].n)}, 0, 0);
+        y = qdq_rescale_n(c, y, rt, t, 4, os, 1, &(double){1.0 / ((double)ax[0].n * (double)ax[1].n)}, 0, 0, false, false);
         if (!y) return c->rejected ? LOWER_REJECT : cv_fail(c);
     }
     y = cv_to_first(c, y, t, 4, os);

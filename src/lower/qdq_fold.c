@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "lower/lower_qdq.h"
-#include "lower/qdq_ext.h"
 #include "lower/qdq_island.h"
 
 static bool is_op(const ctosa_onnx_node *n, const char *op) {
@@ -23,46 +22,19 @@ static bool is_op(const ctosa_onnx_node *n, const char *op) {
     return def && strcmp(n->op_type, op) == 0;
 }
 
-/* Data inputs of a head (that must come from DequantizeLinear); bias
- * inputs are optional; returns false if op is not a head kind. */
-static bool head_inputs(const ctosa_onnx_node *n, uint32_t *first, uint32_t *count, int32_t *bias) {
-    *first = 0;
-    *bias = -1;
-    if (!qdq_ext_groupable(n)) return false; /* attributes the integer heads reject (qdq_ext.h) */
-    static const char *const one[] = {"GlobalAveragePool", "ReduceMean", "Flatten", "Reshape", "Relu", "Clip",
-                                      "MaxPool", "AveragePool", "Transpose",
-                                      /* TABLE activations */
-                                      "Sigmoid", "Tanh", "Exp", "Log", "Erf", "Softplus", "HardSigmoid",
-                                      "HardSwish", "LeakyRelu", "Elu", "Gelu",
-                                      /* data movement through the op's own lowering */
-                                      "Squeeze", "Unsqueeze", "Slice", "Gather", "Tile", "Expand",
-                                      "DepthToSpace", "SpaceToDepth",
-                                      /* second layer (qdq_ext.h): scales / pads / sizes are constants */
-                                      "Resize", "Pad", "Softmax", "LayerNormalization"};
-    for (size_t i = 0; i < sizeof one / sizeof *one; i++)
-        if (is_op(n, one[i])) {
-            *count = 1;
-            return true;
-        }
-    if (is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "ConvTranspose")) {
-        *count = 2;
-        *bias = 2;
-        return true;
-    }
-    if (is_op(n, "MatMul") || is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Sub")) {
-        *count = 2;
-        return true;
-    }
-    if (is_op(n, "Concat")) {
-        *count = n->n_inputs;
-        return true;
-    }
-    return false;
+/* Inputs of a head that must come from DequantizeLinear (the first
+ * *count); false when n cannot head a group (no row in the head table, or
+ * attributes its head rejects). */
+static bool head_inputs(const ctosa_onnx_node *n, uint32_t *count) {
+    const qdq_head *h = qdq_head_of(n, QDQ_WANY);
+    if (!h || (h->groupable && !h->groupable(n))) return false;
+    *count = h->n_data ? h->n_data : n->n_inputs;
+    return true;
 }
 
 static bool can_fuse_act(const ctosa_onnx_node *h) {
-    return is_op(h, "Conv") || is_op(h, "Gemm") || is_op(h, "MatMul") || is_op(h, "Add") || is_op(h, "Sub") ||
-           is_op(h, "ConvTranspose");
+    const qdq_head *row = qdq_head_of(h, QDQ_WANY);
+    return row && row->fuse_act;
 }
 
 static int32_t producer_of(lower_session *s, const char *name) {
@@ -97,11 +69,10 @@ ctosa_error *qdq_prepass(lower_session *s) {
     for (uint32_t i = 0; i < nn; i++) {
         q->n[i].act = q->n[i].q = q->n[i].head = -1;
         const ctosa_onnx_node *n = &s->g->nodes[i];
-        uint32_t first, count;
-        int32_t bias;
-        if (!head_inputs(n, &first, &count, &bias)) continue;
+        uint32_t count = 0;
+        if (!head_inputs(n, &count)) continue;
         bool ok = count > 0 && n->n_inputs >= count;
-        for (uint32_t k = first; ok && k < first + count; k++) {
+        for (uint32_t k = 0; ok && k < count; k++) {
             int32_t p = producer_of(s, n->inputs[k]);
             ok = p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear");
         }
@@ -132,7 +103,7 @@ ctosa_error *qdq_prepass(lower_session *s) {
         if (!isl) return ctosa_error_nomem();
         if (!qdq_island_collect(s, &s->a, i, true, isl, NULL)) continue;
         /* a lone operator that is a head kind of its own forms its group above */
-        if (isl->n == 1 && head_inputs(&s->g->nodes[i], &(uint32_t){0}, &(uint32_t){0}, &(int32_t){0}) &&
+        if (isl->n == 1 && head_inputs(&s->g->nodes[i], &(uint32_t){0}) &&
             isl->n_dq == s->g->nodes[i].n_inputs)
             continue;
         q->n[i].cand = true;
@@ -164,15 +135,14 @@ static void resolve(lower_session *s) {
         bool custom = lw_custom_find(s, i) || (q->n[i].act >= 0 && lw_custom_find(s, (uint32_t)q->n[i].act)) ||
                       lw_custom_find(s, (uint32_t)q->n[i].q);
         const ctosa_onnx_node *n = &s->g->nodes[i];
-        uint32_t first, count;
-        int32_t bias;
+        uint32_t count = 0;
         if (q->n[i].isl) {
             const qdq_island *isl = q->n[i].isl;
             for (uint32_t k = 0; !custom && k < isl->n; k++) custom = lw_custom_find(s, isl->nodes[k].node) != NULL;
             for (uint32_t k = 0; !custom && k < isl->n_dq; k++) custom = lw_custom_find(s, isl->dq[k]) != NULL;
         } else {
-            head_inputs(n, &first, &count, &bias);
-            for (uint32_t k = first; !custom && k < first + count; k++)
+            head_inputs(n, &count);
+            for (uint32_t k = 0; !custom && k < count; k++)
                 custom = lw_custom_find(s, (uint32_t)producer_of(s, n->inputs[k])) != NULL;
         }
         if (custom) q->n[i].cand = false;
@@ -184,8 +154,7 @@ static void resolve(lower_session *s) {
         for (uint32_t i = 0; i < nn; i++) {
             if (!q->n[i].cand) continue;
             const ctosa_onnx_node *n = &s->g->nodes[i];
-            uint32_t first, count;
-            int32_t bias;
+            uint32_t count = 0;
             bool ok = true;
             if (q->n[i].isl) {
                 const qdq_island *isl = q->n[i].isl;
@@ -197,8 +166,8 @@ static void resolve(lower_session *s) {
                              island_member(q, dv->consumers[u]);
                 }
             } else {
-                head_inputs(n, &first, &count, &bias);
-                for (uint32_t k = first; ok && k < first + count; k++) {
+                head_inputs(n, &count);
+                for (uint32_t k = 0; ok && k < count; k++) {
                     int32_t p = producer_of(s, n->inputs[k]);
                     lw_val *dv = lw_lookup(s, s->g->nodes[p].outputs[0]);
                     if (!dv || dv->graph_output) ok = false;
@@ -217,8 +186,7 @@ static void resolve(lower_session *s) {
         if (!q->n[i].cand) continue;
         const ctosa_onnx_node *n = &s->g->nodes[i];
         q->n[i].role = QR_HEAD;
-        uint32_t first, count;
-        int32_t bias;
+        uint32_t count = 0;
         if (q->n[i].isl) {
             const qdq_island *isl = q->n[i].isl;
             for (uint32_t k = 0; k < isl->n_dq; k++) q->n[isl->dq[k]].role = QR_DQ;
@@ -227,8 +195,8 @@ static void resolve(lower_session *s) {
                 q->n[isl->nodes[k].node].head = (int32_t)i;
             }
         } else {
-            head_inputs(n, &first, &count, &bias);
-            for (uint32_t k = first; k < first + count; k++) q->n[producer_of(s, n->inputs[k])].role = QR_DQ;
+            head_inputs(n, &count);
+            for (uint32_t k = 0; k < count; k++) q->n[producer_of(s, n->inputs[k])].role = QR_DQ;
         }
         if (q->n[i].act >= 0) {
             q->n[q->n[i].act].role = QR_ACT;
@@ -239,17 +207,17 @@ static void resolve(lower_session *s) {
     }
 }
 
-static const lower_entry e_quantize = {"QuantizeLinear", 1, 0, qdq_lower_quantize};
-static const lower_entry e_dequantize = {"DequantizeLinear", 1, 0, qdq_lower_dequantize};
 static const lower_entry e_alias = {"(alias)", 1, 0, qdq_lower_alias};
 static const lower_entry e_island = {"(island operator)", 1, 0, qdq_lower_island_member};
 static const lower_entry e_cast = {"Cast", 1, 0, qdq_lower_cast};
 static const lower_entry e_head = {"(qdq head)", 1, 0, qdq_lower_head};
 static const lower_entry e_u8 = {"(uint8)", 1, 0, qdq_lower_u8_reject};
-static const lower_entry e_qlconv = {"QLinearConv", 10, 0, qdq_lower_qlinearconv};
-static const lower_entry e_qlmm = {"QLinearMatMul", 10, 0, qdq_lower_qlinearmatmul};
-static const lower_entry e_convint = {"ConvInteger", 10, 0, qdq_lower_convinteger};
-static const lower_entry e_mmint = {"MatMulInteger", 10, 0, qdq_lower_matmulinteger};
+/* Operators whose lowering is quantization-aware wherever they stand. */
+static const lower_entry quant_ops[] = {
+    {"QuantizeLinear", 1, 0, qdq_lower_quantize},   {"DequantizeLinear", 1, 0, qdq_lower_dequantize},
+    {"QLinearConv", 10, 0, qdq_lower_qlinearconv},  {"QLinearMatMul", 10, 0, qdq_lower_qlinearmatmul},
+    {"ConvInteger", 10, 0, qdq_lower_convinteger},  {"MatMulInteger", 10, 0, qdq_lower_matmulinteger},
+};
 
 const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
     if (!s->qdq || ni >= s->qdq->count) return NULL;
@@ -259,12 +227,8 @@ const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
     if (qn->role == QR_HEAD) return &e_head;
     if (qn->role == QR_ACT || qn->role == QR_Q) return &e_alias;
     if (qn->role == QR_ISLAND) return &e_island;
-    if (is_op(n, "QuantizeLinear")) return &e_quantize;
-    if (is_op(n, "DequantizeLinear")) return &e_dequantize;
-    if (is_op(n, "QLinearConv")) return &e_qlconv;
-    if (is_op(n, "QLinearMatMul")) return &e_qlmm;
-    if (is_op(n, "ConvInteger")) return &e_convint;
-    if (is_op(n, "MatMulInteger")) return &e_mmint;
+    for (size_t i = 0; i < sizeof quant_ops / sizeof *quant_ops; i++)
+        if (is_op(n, quant_ops[i].op_type)) return &quant_ops[i];
     /* uint8 runtime values are INT8 bits: only quantization-aware
      * lowerings may read them */
     bool u8 = false;

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h"
 #include "lower/qdq_island.h"
 
 static bool is_def(const ctosa_onnx_node *n) { return !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0; }
@@ -330,7 +329,7 @@ lower_status qdq_island_head(lower_ctx *c) {
                          "shape", n->op_type);
     qx_in a;
     qx_out o;
-    if (!qdq_dq_operand(c, isl.dq[0], xt, xv->v.rank, xv->v.shape, &a) || !qdq_x_out(c, a.rank, &o))
+    if (!qdq_dq_operand(c, isl.dq[0], xt, xv->v.rank, xv->v.shape, &a) || !qdq_out(c, a.rank, &o))
         return LOWER_REJECT;
     isl_arg arg = {s, &isl};
     if (a.t != CTOSA_DTYPE_INT8 || o.t != CTOSA_DTYPE_INT8) return qdq_table16_of(c, &a, &o, isl_call, &arg);
@@ -353,5 +352,5 @@ lower_status qdq_island_head(lower_ctx *c) {
     if (!tc || !y || !a.x) return cv_fail(c);
     const char *in[2] = {a.x, tc};
     if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return cv_fail(c);
-    return qdq_x_finish(c, y, &o, a.rank, a.shape);
+    return qdq_finish(c, y, &o, a.rank, a.shape);
 }

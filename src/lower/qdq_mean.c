@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h"
 #include "lower/qdq_island.h"
 
 /* P and j with ratio = P / 2^j exactly, P < 2^15, j <= 20; false if none. */
@@ -73,7 +72,7 @@ const char *qdq_mean_exact(lower_ctx *c, const char *S, uint32_t rank, const int
         y = out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
     }
     double one = 1.0;
-    return qdq_x_rescale(c, y, i32, to, rank, shape, 1, &one, 0, ozp);
+    return qdq_rescale_n(c, y, i32, to, rank, shape, 1, &one, 0, ozp, false, false);
 }
 
 /* ReduceMean of a quantized input: REDUCE_SUM in int32 over the reduced
@@ -81,7 +80,7 @@ const char *qdq_mean_exact(lower_ctx *c, const char *S, uint32_t rank, const int
 lower_status qdq_reducemean(lower_ctx *c) {
     const ctosa_onnx_node *nd = lw_node(c);
     qx_in a;
-    if (!qdq_x_in(c, 0, &a)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     const int64_t *axes = NULL;
     int64_t na;
     if (lw_opset(c) >= 18) {
@@ -110,19 +109,19 @@ lower_status qdq_reducemean(lower_ctx *c) {
         if (keep || !(mask >> i & 1)) os[orank++] = ks[i];
     }
     qx_out o;
-    if (!qdq_x_out(c, orank, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, orank, &o)) return LOWER_REJECT;
     double one = 1.0;
-    const char *x = qdq_x_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1, &one, a.zp, 0);
+    const char *x = qdq_rescale_n(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1, &one, a.zp, 0, false, false);
     int64_t sh[LOWER_MAX_RANK];
     x = cv_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, a.shape, mask, false, sh);
     int64_t smax = n * (a.t == CTOSA_DTYPE_INT16 ? 65535 : 255);
     const char *y = qdq_mean_exact(c, x, a.rank, ks, n, smax, a.s / o.s, o.t, o.zp);
     if (!y && !c->rejected) {
         double r = a.s / ((double)n * o.s);
-        y = qdq_x_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, ks, 1, &r, 0, o.zp);
+        y = qdq_rescale_n(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, ks, 1, &r, 0, o.zp, false, false);
     }
     if (!y) return c->rejected ? LOWER_REJECT : cv_fail(c);
     if (!keep) y = lw_reshape(c, y, o.t, orank, os);
     if (!y) return cv_fail(c);
-    return qdq_x_finish(c, y, &o, orank, os);
+    return qdq_finish(c, y, &o, orank, os);
 }

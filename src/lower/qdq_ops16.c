@@ -1,6 +1,6 @@
-/* qdq_ops16.c - the ext dispatcher (qdq_ext_head), elementwise Add / Sub /
- * Mul on int8, uint8 and int16 (a16w8, EXT-INT16) operands, and MatMul of
- * two runtime quantized operands.
+/* qdq_ops16.c - elementwise Add / Sub / Mul on int8, uint8 and int16
+ * (a16w8, EXT-INT16) operands, and MatMul of two runtime quantized
+ * operands.
  *
  * Add / Sub: both operands are RESCALEd to int32 at a common scale
  * s_c = 2 max(s_a, s_b) / 2^S, added or subtracted exactly, and RESCALEd
@@ -15,101 +15,22 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h"
+#include "lower/lower_qdq.h"
 
 #define XTRY(x)                                                      \
     do {                                                             \
         if (!(x)) return c->rejected ? LOWER_REJECT : cv_fail(c);    \
     } while (0)
 
-static bool is_def(const ctosa_onnx_node *n, const char *op) {
-    return (!n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
-}
-
-/* ONNX dtype of the quantized value behind head input i (the
- * DequantizeLinear's input), 0 when unknown; *konst: it is a constant. */
-static int32_t in_od(lower_ctx *c, uint32_t i, bool *konst) {
-    lower_session *s = c->s;
-    const ctosa_onnx_node *n = lw_node(c);
-    if (konst) *konst = false;
-    if (i >= n->n_inputs) return 0;
-    lw_val *hv = lw_lookup(s, n->inputs[i]);
-    if (!hv || hv->producer < 0) return 0;
-    const ctosa_onnx_node *p = &s->g->nodes[hv->producer];
-    if (!is_def(p, "DequantizeLinear") || p->n_inputs < 1) return 0;
-    lw_val *xv = lw_lookup(s, p->inputs[0]);
-    if (!xv) return 0;
-    if (konst) *konst = xv->v.data != NULL;
-    return xv->v.onnx_dtype;
-}
-
-/* ONNX dtype of the group's QuantizeLinear output. */
-static int32_t out_od(lower_ctx *c) {
-    const qdq_node *qn = qdq_info(c);
-    if (qn->q < 0) return 0;
-    const ctosa_onnx_node *q = &c->s->g->nodes[qn->q];
-    if (q->n_inputs < 3 || !q->inputs[2][0]) return ONNX_UINT8;
-    lw_val *z = lw_lookup(c->s, q->inputs[2]);
-    return z ? z->v.onnx_dtype : 0;
-}
-
-bool qdq_ext_groupable(const ctosa_onnx_node *n) {
-    /* what the integer heads reject by attribute alone: better left as
-     * DequantizeLinear -> float op -> QuantizeLinear (a spec with FP can
-     * still delegate it) than a group that must go to the CPU whole */
-    if (is_def(n, "Pad")) {
-        const ctosa_onnx_attr *m = ctosa_onnx_node_attr(n, "mode");
-        return !m || (m->s.n == 8 && !memcmp(m->s.p, "constant", 8));
-    }
-    if (is_def(n, "ConvTranspose")) {
-        const ctosa_onnx_attr *g = ctosa_onnx_node_attr(n, "group");
-        const ctosa_onnx_attr *os = ctosa_onnx_node_attr(n, "output_shape");
-        return (!g || g->i == 1) && !os;
-    }
-    return true;
-}
-
-bool qdq_ext_head(lower_ctx *c, lower_status *st) {
-    const ctosa_onnx_node *n = lw_node(c);
-    bool wide = in_od(c, 0, NULL) == ONNX_INT16 || out_od(c) == ONNX_INT16;
-    if (n->n_inputs > 1 && in_od(c, 1, NULL) == ONNX_INT16) wide = true;
-    double dummy;
-    if (wide && qdq_x_act_fn(c, n->op_type, 0.5, &dummy)) {
-        *st = qdq_table16(c);
-        return true;
-    }
-    if (is_def(n, "Sub") || (wide && (is_def(n, "Add") || is_def(n, "Mul")))) {
-        *st = qdq_addsubmul(c, is_def(n, "Add") ? 0 : is_def(n, "Sub") ? 1 : 2);
-        return true;
-    }
-    bool bconst = true;
-    if (is_def(n, "MatMul") && n->n_inputs == 2 && in_od(c, 1, &bconst) && !bconst) {
-        *st = qdq_matmul_rt(c);
-        return true;
-    }
-    struct {
-        const char *op;
-        lower_status (*fn)(lower_ctx *);
-    } const tab[] = {{"Pad", qdq_pad},           {"Resize", qdq_resize},
-                     {"ConvTranspose", qdq_convtranspose}, {"Softmax", qdq_softmax},
-                     {"LayerNormalization", qdq_layernorm}};
-    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
-        if (is_def(n, tab[i].op)) {
-            *st = tab[i].fn(c);
-            return true;
-        }
-    return false;
-}
-
-lower_status qdq_addsubmul(lower_ctx *c, int kind) {
+static lower_status addsubmul(lower_ctx *c, int kind) {
     const char *op = lw_node(c)->op_type;
     qx_in a, b;
     qx_out o;
-    if (!qdq_x_in(c, 0, &a) || !qdq_x_in(c, 1, &b)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a) || !qdq_in(c, 1, &b)) return LOWER_REJECT;
     uint32_t r;
     int64_t os[LOWER_MAX_RANK], as[LOWER_MAX_RANK], bs[LOWER_MAX_RANK];
     if (!qdq_bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: shapes do not broadcast", op);
-    if (!qdq_x_out(c, r, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: int16 output zero point %lld (TOSA needs 0)",
                          op, (long long)o.zp);
@@ -126,21 +47,25 @@ lower_status qdq_addsubmul(lower_ctx *c, int kind) {
         rb = b.s / sm;
         ro = sm / o.s;
     }
-    x = qdq_x_rescale(c, a.x, a.t, I32, a.rank, a.shape, 1, &ra, a.zp, 0);
-    y = qdq_x_rescale(c, b.x, b.t, I32, b.rank, b.shape, 1, &rb, b.zp, 0);
+    x = qdq_rescale_n(c, a.x, a.t, I32, a.rank, a.shape, 1, &ra, a.zp, 0, false, false);
+    y = qdq_rescale_n(c, b.x, b.t, I32, b.rank, b.shape, 1, &rb, b.zp, 0, false, false);
     x = cv_reshape_if(c, x, I32, a.rank, a.shape, r, as);
     y = cv_reshape_if(c, y, I32, b.rank, b.shape, r, bs);
     XTRY(x && y);
     z = kind == 0 ? cv_add(c, x, y, I32, r, os) : kind == 1 ? cv_sub(c, x, y, I32, r, os) : cv_mul(c, x, y, I32, r, os);
-    z = qdq_x_rescale(c, z, I32, o.t, r, os, 1, &ro, 0, o.zp);
+    z = qdq_rescale_n(c, z, I32, o.t, r, os, 1, &ro, 0, o.zp, false, false);
     XTRY(z);
-    return qdq_x_finish(c, z, &o, r, os);
+    return qdq_finish(c, z, &o, r, os);
 }
+
+lower_status qdq_add16(lower_ctx *c) { return addsubmul(c, 0); }
+lower_status qdq_sub(lower_ctx *c) { return addsubmul(c, 1); }
+lower_status qdq_mul16(lower_ctx *c) { return addsubmul(c, 2); }
 
 lower_status qdq_matmul_rt(lower_ctx *c) {
     qx_in a, b;
     qx_out o;
-    if (!qdq_x_in(c, 0, &a) || !qdq_x_in(c, 1, &b)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a) || !qdq_in(c, 1, &b)) return LOWER_REJECT;
     if (a.rank < 2 || b.rank < 2)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: 1-D operands are not handled");
     if (a.t != b.t)
@@ -163,7 +88,7 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
     }
     os[r - 2] = M;
     os[r - 1] = N;
-    if (!qdq_x_out(c, r, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: int16 output zero point %lld (TOSA needs 0)",
                          (long long)o.zp);
@@ -177,8 +102,8 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
     const char *in[4] = {x, y, az, bz};
     XTRY(lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &z, NULL));
     double ro = a.s * b.s / o.s;
-    z = qdq_x_rescale(c, z, acc, o.t, 3, s3o, 1, &ro, 0, o.zp);
+    z = qdq_rescale_n(c, z, acc, o.t, 3, s3o, 1, &ro, 0, o.zp, false, false);
     z = cv_reshape_if(c, z, o.t, 3, s3o, r, os);
     XTRY(z);
-    return qdq_x_finish(c, z, &o, r, os);
+    return qdq_finish(c, z, &o, r, os);
 }

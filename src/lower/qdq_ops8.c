@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h"
+#include "lower/lower_qdq.h"
 
 #define XTRY(x)                                                      \
     do {                                                             \
@@ -28,13 +28,18 @@ static int64_t type_hi(ctosa_dtype t) { return t == CTOSA_DTYPE_INT8 ? 127 : 327
 
 /* ------------------------------------------------------------------ Pad */
 
+bool qdq_pad_groupable(const ctosa_onnx_node *n) {
+    const ctosa_onnx_attr *m = ctosa_onnx_node_attr(n, "mode");
+    return !m || (m->s.n == 8 && !memcmp(m->s.p, "constant", 8));
+}
+
 lower_status qdq_pad(lower_ctx *c) {
     const char *mode = lw_attr_str(c, "mode", "constant");
     if (!mode || strcmp(mode, "constant") != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: mode '%s' (constant only)", mode ? mode : "?");
     qx_in a;
     qx_out o;
-    if (!qdq_x_in(c, 0, &a)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     uint32_t r = a.rank;
     int64_t pads[2 * LOWER_MAX_RANK];
     memset(pads, 0, sizeof pads);
@@ -81,7 +86,7 @@ lower_status qdq_pad(lower_ctx *c) {
                              "quantized Pad: constant_value must be a one-element constant");
         cval = cv[0];
     }
-    if (!qdq_x_out(c, r, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     /* the pad value in the input's quantisation (DequantizeLinear of it is
      * the float constant_value, up to the input's step) */
     double pq = nearbyint(cval / a.s) + (double)a.zp;
@@ -92,9 +97,9 @@ lower_status qdq_pad(lower_ctx *c) {
     qx_in m = a;
     m.x = y;
     memcpy(m.shape, os, sizeof os);
-    y = qdq_x_requant(c, &m, &o, r, os);
+    y = qdq_requant(c, &m, &o, r, os);
     XTRY(y);
-    return qdq_x_finish(c, y, &o, r, os);
+    return qdq_finish(c, y, &o, r, os);
 }
 
 /* --------------------------------------------------------------- Resize */
@@ -104,14 +109,14 @@ lower_status qdq_resize(lower_ctx *c) {
     const lower_entry *ent = lower_find(n->domain, n->op_type, lw_opset(c));
     if (!ent) return lw_reject(c, LOWER_UNSUPPORTED_OP, NULL, "Resize has no lowering");
     qx_in a;
-    if (!qdq_x_in(c, 0, &a)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     const lower_value *X = lw_in(c, 0);
     if (!X || X->data) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Resize of a constant");
     lw_val *hv = lw_lookup(c->s, n->inputs[0]);
     lw_val *xv = hv && hv->producer >= 0 ? lw_lookup(c->s, c->s->g->nodes[hv->producer].inputs[0]) : NULL;
     bool u8 = xv && xv->v.onnx_dtype == ONNX_UINT8;
     /* uint8 bits cannot be interpolated as int8: the float lowering reads
-     * the signed conversion qdq_x_in made (the block's binding of the
+     * the signed conversion qdq_in made (the block's binding of the
      * input name is swapped for the call and restored after) */
     const char *prev = u8 ? strmap_get(c->tmap, n->inputs[0]) : NULL;
     if (u8 && (!prev || !strmap_put(c->tmap, n->inputs[0], (void *)a.x))) return cv_fail(c);
@@ -123,19 +128,25 @@ lower_status qdq_resize(lower_ctx *c) {
     if (!yt || yt->dtype != a.t) return lw_reject(c, LOWER_INTERNAL, NULL, "quantized Resize produced no %s output",
                                                   ctosa_dtype_short(a.t));
     qx_out o;
-    if (!qdq_x_out(c, yt->rank, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, yt->rank, &o)) return LOWER_REJECT;
     int64_t sh[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < yt->rank; i++) sh[i] = yt->shape[i];
     qx_in m = a;
     m.x = y;
     m.rank = yt->rank;
     memcpy(m.shape, sh, sizeof sh);
-    y = qdq_x_requant(c, &m, &o, yt->rank, sh);
+    y = qdq_requant(c, &m, &o, yt->rank, sh);
     XTRY(y);
-    return qdq_x_finish(c, y, &o, yt->rank, sh);
+    return qdq_finish(c, y, &o, yt->rank, sh);
 }
 
 /* -------------------------------------------------------- ConvTranspose */
+
+bool qdq_convtranspose_groupable(const ctosa_onnx_node *n) {
+    const ctosa_onnx_attr *g = ctosa_onnx_node_attr(n, "group");
+    const ctosa_onnx_attr *os = ctosa_onnx_node_attr(n, "output_shape");
+    return (!g || g->i == 1) && !os;
+}
 
 lower_status qdq_convtranspose(lower_ctx *c) {
     qx_in a;
@@ -143,7 +154,7 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     qx_out o;
     const lower_value *W = lw_in(c, 1);
     if (!W || W->rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: 2-D only");
-    if (!qdq_x_in(c, 0, &a) || !qdq_x_weight(c, 1, 4, &w) || !qdq_x_out(c, 4, &o)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, 4, &w) || !qdq_out(c, 4, &o)) return LOWER_REJECT;
     if (a.rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: 2-D only");
     int64_t group = lw_attr_int(c, "group", 1);
     if (group != 1) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: group %lld", (long long)group);
@@ -197,7 +208,7 @@ lower_status qdq_convtranspose(lower_ctx *c) {
                     buf[((m * kd[0] + ky * dm[0].d) * kd[1] + kx * dm[1].d) * C + i] =
                         w.data[((i * M + m) * KH + ky) * KW + kx];
     bool bbad;
-    const double *bias = qdq_x_bias(c, 2, M, &bbad);
+    const double *bias = qdq_bias(c, 2, M, &bbad);
     if (bbad) return LOWER_REJECT;
     for (int64_t m = 0; m < M; m++) {
         double acc_s = a.s * w.scale[w.n > 1 ? m : 0];
@@ -224,7 +235,7 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     at.acc_type = acc_t;
     const char *in[5] = {x, wc, bc, izp, wzp};
     XTRY(lw_op(c, CTOSA_OP_TRANSPOSE_CONV2D, 5, in, 1, &acc, &at));
-    const char *y = qdq_x_rescale(c, acc, acc_t, o.t, 4, full, w.n > 1 ? M : 1, ratio, 0, o.zp);
+    const char *y = qdq_rescale_n(c, acc, acc_t, o.t, 4, full, w.n > 1 ? M : 1, ratio, 0, o.zp, false, false);
     if (crop[0] || crop[1] || full[1] != os[1] || full[2] != os[2]) {
         int64_t s0[4] = {0, crop[0], crop[1], 0};
         y = cv_slice(c, y, o.t, 4, full, s0, os);
@@ -233,5 +244,5 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     XTRY(y);
     int64_t fs[4];
     cv_shape_first(4, os, fs);
-    return qdq_x_finish(c, y, &o, 4, fs);
+    return qdq_finish(c, y, &o, 4, fs);
 }

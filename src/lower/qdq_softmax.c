@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h"
+#include "lower/lower_qdq.h"
 
 #define XTRY(x)                                                      \
     do {                                                             \
@@ -41,7 +41,7 @@ static const char *table8(lower_ctx *c, const char *x, uint32_t rank, const int6
 lower_status qdq_softmax(lower_ctx *c) {
     qx_in a;
     qx_out o;
-    if (!qdq_x_in(c, 0, &a)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized Softmax: int8 / uint8 input only");
     uint32_t r = a.rank;
@@ -54,19 +54,19 @@ lower_status qdq_softmax(lower_ctx *c) {
     if (a.shape[axis] > 65535)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Softmax: axis of %lld elements (at most 65535 "
                          "keep the int32 sum exact)", (long long)a.shape[axis]);
-    if (!qdq_x_out(c, r, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     const ctosa_dtype I8 = CTOSA_DTYPE_INT8, I32 = CTOSA_DTYPE_INT32;
     const int64_t *sh = a.shape;
     int64_t rs[LOWER_MAX_RANK];
     double one = 1.0, r256 = 256.0;
     /* 1. d = x - max(x) */
     const char *m = cv_reduce(c, CTOSA_OP_REDUCE_MAX, a.x, I8, r, sh, axis, rs);
-    const char *x32 = qdq_x_rescale(c, a.x, I8, I32, r, sh, 1, &one, 0, 0);
-    const char *m32 = qdq_x_rescale(c, m, I8, I32, r, rs, 1, &one, 0, 0);
+    const char *x32 = qdq_rescale_n(c, a.x, I8, I32, r, sh, 1, &one, 0, 0, false, false);
+    const char *m32 = qdq_rescale_n(c, m, I8, I32, r, rs, 1, &one, 0, 0, false, false);
     XTRY(x32 && m32);
     const char *d = cv_sub(c, x32, m32, I32, r, sh);
     /* 2. exp through two int8 tables */
-    const char *v = qdq_x_rescale(c, d, I32, I8, r, sh, 1, &one, 0, 127);
+    const char *v = qdq_rescale_n(c, d, I32, I8, r, sh, 1, &one, 0, 127, false, false);
     int8_t hi[256], lo[256];
     for (int i = 0; i < 256; i++) {
         int dv = i - 255; /* table index i holds input value i - 128 = d + 127 */
@@ -77,8 +77,8 @@ lower_status qdq_softmax(lower_ctx *c) {
         lo[i] = (int8_t)((e & 255) - 128);
     }
     const char *th = table8(c, v, r, sh, hi), *tl = table8(c, v, r, sh, lo);
-    const char *h32 = qdq_x_rescale(c, th, I8, I32, r, sh, 1, &r256, 0, 0);
-    const char *l32 = qdq_x_rescale(c, tl, I8, I32, r, sh, 1, &one, -128, 0);
+    const char *h32 = qdq_rescale_n(c, th, I8, I32, r, sh, 1, &r256, 0, 0, false, false);
+    const char *l32 = qdq_rescale_n(c, tl, I8, I32, r, sh, 1, &one, -128, 0, false, false);
     XTRY(h32 && l32);
     const char *e = cv_add(c, h32, l32, I32, r, sh);
     /* 3. sum */
@@ -101,9 +101,9 @@ lower_status qdq_softmax(lower_ctx *c) {
     XTRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &q, NULL));
     /* 5. to the output */
     double ro = 1.0 / (16384.0 * o.s);
-    const char *y = qdq_x_rescale(c, q, I32, o.t, r, sh, 1, &ro, 0, o.zp);
+    const char *y = qdq_rescale_n(c, q, I32, o.t, r, sh, 1, &ro, 0, o.zp, false, false);
     XTRY(y);
-    return qdq_x_finish(c, y, &o, r, sh);
+    return qdq_finish(c, y, &o, r, sh);
 }
 
 /* ------------------------------------------------- LayerNormalization
@@ -155,7 +155,7 @@ lower_status qdq_layernorm(lower_ctx *c) {
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized LayerNormalization: Mean / InvStdDev outputs");
     qx_in a;
     qx_out o;
-    if (!qdq_x_in(c, 0, &a)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized LayerNormalization: int8 / uint8 input only");
     uint32_t rank = a.rank;
@@ -181,13 +181,13 @@ lower_status qdq_layernorm(lower_ctx *c) {
             return lw_reject(c, LOWER_NEEDS_CONSTANT, n->inputs[2],
                              "quantized LayerNormalization: B must be a constant of %lld values", (long long)N);
     }
-    if (!qdq_x_out(c, rank, &o)) return LOWER_REJECT;
+    if (!qdq_out(c, rank, &o)) return LOWER_REJECT;
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     const ctosa_dtype I32 = CTOSA_DTYPE_INT32;
     int64_t s2[2] = {outer, N}, s1[2] = {outer, 1};
     double one = 1.0;
     const char *x = cv_reshape_if(c, a.x, a.t, rank, a.shape, 2, s2);
-    x = qdq_x_rescale(c, x, a.t, I32, 2, s2, 1, &one, a.zp, 0);
+    x = qdq_rescale_n(c, x, a.t, I32, 2, s2, 1, &one, a.zp, 0, false, false);
     XTRY(x);
     const char *S = cv_reduce(c, CTOSA_OP_REDUCE_SUM, x, I32, 2, s2, 1, NULL);
     const char *Nc = lw_scalar(c, I32, 2, (double)N);
@@ -223,7 +223,7 @@ lower_status qdq_layernorm(lower_ctx *c) {
     const char *Wn = shift_op(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, Wp, k, 2, s1, false);
     /* seed: index Wn >> 23 in [64, 255] as int8 (- 128) */
     double r23 = 1.0 / 8388608.0;
-    const char *idx = qdq_x_rescale(c, Wn, I32, CTOSA_DTYPE_INT8, 2, s1, 1, &r23, 0, -128);
+    const char *idx = qdq_rescale_n(c, Wn, I32, CTOSA_DTYPE_INT8, 2, s1, 1, &r23, 0, -128, false, false);
     int8_t tab[256];
     for (int i = 0; i < 256; i++) {
         double av = i < 64 ? 0.5 : (double)i / 128.0; /* RESCALE rounds: bin i is centred on i */
@@ -232,7 +232,7 @@ lower_status qdq_layernorm(lower_ctx *c) {
     const char *seed = table8(c, idx, 2, s1, tab);
     /* Q6 -> Q29 by a shift (a RESCALE by 2^23 would need shift 7, which
      * limits its input to +-2^6) */
-    const char *r = qdq_x_rescale(c, seed, CTOSA_DTYPE_INT8, I32, 2, s1, 1, &one, 0, 0);
+    const char *r = qdq_rescale_n(c, seed, CTOSA_DTYPE_INT8, I32, 2, s1, 1, &one, 0, 0, false, false);
     r = shift_op(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, r, lw_scalar(c, I32, 2, 23.0), 2, s1, false);
     const char *three = lw_scalar(c, I32, 2, 3.0 * 536870912.0);
     for (int it = 0; it < 2; it++) {
@@ -269,11 +269,11 @@ lower_status qdq_layernorm(lower_ctx *c) {
     }
     int64_t ns[2] = {1, N};
     if (neg) T = cv_mul(c, T, lw_const_from_f64(c, I32, 2, ns, sign), I32, 2, s2);
-    const char *Y = qdq_x_rescale(c, T, I32, I32, 2, s2, N, ratio, 0, 0);
+    const char *Y = qdq_rescale_n(c, T, I32, I32, 2, s2, N, ratio, 0, 0, false, false);
     if (bet) Y = cv_add(c, Y, lw_const_from_f64(c, I32, 2, ns, bq), I32, 2, s2);
     double r8 = 1.0 / 256.0;
-    Y = qdq_x_rescale(c, Y, I32, o.t, 2, s2, 1, &r8, 0, o.zp);
+    Y = qdq_rescale_n(c, Y, I32, o.t, 2, s2, 1, &r8, 0, o.zp, false, false);
     Y = cv_reshape_if(c, Y, o.t, 2, s2, rank, a.shape);
     XTRY(Y);
-    return qdq_x_finish(c, Y, &o, rank, a.shape);
+    return qdq_finish(c, Y, &o, rank, a.shape);
 }

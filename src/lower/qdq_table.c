@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "lower/lower_cv.h"
-#include "lower/qdq_ext.h"
+#include "lower/lower_qdq.h"
 
 static double clipv(double v, double lo, double hi) {
     if (isnan(v)) return lo; /* log of 0 and below: the most negative value */
@@ -76,7 +76,7 @@ typedef struct act_arg {
 static double act_call(void *p, double x) {
     act_arg *a = p;
     double y = 0;
-    qdq_x_act_fn(a->c, a->op, x, &y);
+    qdq_act_fn(a->c, a->op, x, &y);
     return y;
 }
 
@@ -84,7 +84,7 @@ lower_status qdq_table16(lower_ctx *c) {
     const char *op = lw_node(c)->op_type;
     qx_in a;
     qx_out o;
-    if (!qdq_x_in(c, 0, &a) || !qdq_x_out(c, a.rank, &o)) return LOWER_REJECT;
+    if (!qdq_in(c, 0, &a) || !qdq_out(c, a.rank, &o)) return LOWER_REJECT;
     act_arg arg = {c, op};
     return qdq_table16_of(c, &a, &o, act_call, &arg);
 }
@@ -106,7 +106,7 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
         int k = 8;
         while (k > 0 && (span << k) > 32767) k--;
         double r = ldexp(1.0, k);
-        x = qdq_x_rescale(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, a.rank, a.shape, 1, &r, a.zp, 0);
+        x = qdq_rescale_n(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, a.rank, a.shape, 1, &r, a.zp, 0, false, false);
         sx = a.s / r;
         if (!x) return c->rejected ? LOWER_REJECT : cv_fail(c);
     }
@@ -126,7 +126,7 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
     const char *in[2] = {x, tc};
     if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return cv_fail(c);
     double r = ts / (128.0 * o.s);
-    const char *z = qdq_x_rescale(c, y, CTOSA_DTYPE_INT32, o.t, a.rank, a.shape, 1, &r, 0, o.zp);
+    const char *z = qdq_rescale_n(c, y, CTOSA_DTYPE_INT32, o.t, a.rank, a.shape, 1, &r, 0, o.zp, false, false);
     if (!z) return c->rejected ? LOWER_REJECT : cv_fail(c);
-    return qdq_x_finish(c, z, &o, a.rank, a.shape);
+    return qdq_finish(c, z, &o, a.rank, a.shape);
 }
