@@ -17,7 +17,7 @@
 
 #include "ctosa/interp.h"
 #include "ctosa/tosa_io.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 #include "util/util.h"
 
 static int cmp_d(const void *a, const void *b) {

@@ -7,7 +7,7 @@
 
 #include "ctosa/tensor_file.h"
 #include "fuzz_common.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 
 static const ctosa_dtype targets[] = {
     CTOSA_DTYPE_BOOL, CTOSA_DTYPE_INT4, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16,

@@ -3,7 +3,7 @@
  * also holds a fixed external-data file ext.bin, so that external data
  * resolution (locations, offsets, lengths, escapes) is exercised too. */
 #include "fuzz_common.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 
 FUZZ_ENTRY(tensor_pb) {
     if (!fuzz_sandbox_with_ext()) return 0;
@@ -17,7 +17,7 @@ FUZZ_ENTRY(tensor_pb) {
         /* Touch every byte so that ASan sees a short buffer. */
         const volatile uint8_t *p = v.data;
         uint8_t acc = 0;
-        for (uint64_t i = 0; i < v.nbytes && v.dtype != ONNX_STRING; i++) acc ^= p[i];
+        for (uint64_t i = 0; i < v.nbytes && v.dtype != CTOSA_ONNX_STRING; i++) acc ^= p[i];
         (void)acc;
         (void)onnx_dtype_numpy_name(v.dtype);
     }

@@ -1,7 +1,8 @@
 """Build of the ctosa Python package.
 
 The C library (src/util, src/tosa, src/spec, src/interp, src/onnx,
-src/partition, src/lower, src/runtime, src/quantize of the repository) is compiled together with the
+src/tensorfile, src/lower, src/pipeline, src/runtime, src/quantize of the
+repository, subfolders included) is compiled together with the
 CPython extension (ctosa/_ext/*.c) into one module, ctosa._ctosa. Only
 setuptools and a C compiler are needed: no network, no numpy headers.
 
@@ -22,7 +23,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.chdir(HERE)  # extension sources are given relative to this folder
-MODULES = ["util", "tosa", "spec", "interp", "onnx", "partition", "lower", "runtime", "quantize"]
+MODULES = ["util", "tosa", "spec", "interp", "onnx", "tensorfile", "lower", "pipeline", "runtime", "quantize"]
 
 
 def repo_root():
@@ -38,18 +39,26 @@ def repo_root():
              % " or ".join(os.path.abspath(c) for c in candidates if c))
 
 
+def files_below(d, ext):
+    """Files ending in ext in folder d and its subfolders, sorted."""
+    out = []
+    for base, dirs, files in os.walk(d):
+        dirs.sort()
+        out += sorted(os.path.join(base, f) for f in files if f.endswith(ext))
+    return out
+
+
 def library_sources(root):
     out = []
     for m in MODULES:
-        d = os.path.join(root, "src", m)
-        out += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".c"))
+        out += files_below(os.path.join(root, "src", m), ".c")
     return out
 
 
 def library_headers(root):
     out = []
     for base in (os.path.join(root, "include", "ctosa"),) + tuple(os.path.join(root, "src", m) for m in MODULES):
-        out += sorted(os.path.join(base, f) for f in os.listdir(base) if f.endswith(".h"))
+        out += files_below(base, ".h")
     return out
 
 

@@ -21,8 +21,8 @@
 #include "ctosa/interp.h"
 #include "ctosa/lower.h"
 #include "ctosa/onnx.h"
-#include "interp/npy.h"
-#include "onnx/tensor_file.h"
+#include "tensorfile/tensorfile.h"
+#include "onnx/onnx_tensor.h"
 #include "util/util.h"
 
 static inline bool lt_ends_with(const char *s, const char *suf) {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 #include "util/json_parse.h"
 
 #define DATA CTOSA_SOURCE_DIR "/tests/data/lower/custom/"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 
 /* The strings of JSON array `key` in text (desc.json is simple). */
 static int json_strings(const char *text, const char *key, char out[][128], int max) {

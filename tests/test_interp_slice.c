@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 
 #define N 1024
 #define W 4

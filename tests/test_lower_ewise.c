@@ -24,7 +24,7 @@
 #include "ctosa/spec.h"
 #include "harness.h"
 #include "lower_testutil.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 #include "util/floatfmt.h"
 #include "util/util.h"
 
@@ -35,20 +35,20 @@
 static double onnx_elem(const onnx_tensor_value *v, uint64_t i) {
     const uint8_t *p = v->data;
     switch (v->dtype) {
-    case ONNX_FLOAT: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-    case ONNX_DOUBLE: { double d; memcpy(&d, p + 8 * i, 8); return d; }
-    case ONNX_FLOAT16: return ff_fp16_to_f32(rd_u16(p + 2 * i));
-    case ONNX_BFLOAT16: return ff_bf16_to_f32(rd_u16(p + 2 * i));
-    case ONNX_BOOL: case ONNX_UINT8: return p[i];
-    case ONNX_INT8: return (int8_t)p[i];
-    case ONNX_INT16: return (int16_t)rd_u16(p + 2 * i);
-    case ONNX_UINT16: return rd_u16(p + 2 * i);
-    case ONNX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-    case ONNX_UINT32: { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-    case ONNX_INT64: { int64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
-    case ONNX_UINT64: { uint64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
-    case ONNX_FLOAT8E4M3FN: return ff_fp8e4m3_to_f32(p[i]);
-    case ONNX_FLOAT8E5M2: return ff_fp8e5m2_to_f32(p[i]);
+    case CTOSA_ONNX_FLOAT: { float f; memcpy(&f, p + 4 * i, 4); return f; }
+    case CTOSA_ONNX_DOUBLE: { double d; memcpy(&d, p + 8 * i, 8); return d; }
+    case CTOSA_ONNX_FLOAT16: return ff_fp16_to_f32(rd_u16(p + 2 * i));
+    case CTOSA_ONNX_BFLOAT16: return ff_bf16_to_f32(rd_u16(p + 2 * i));
+    case CTOSA_ONNX_BOOL: case CTOSA_ONNX_UINT8: return p[i];
+    case CTOSA_ONNX_INT8: return (int8_t)p[i];
+    case CTOSA_ONNX_INT16: return (int16_t)rd_u16(p + 2 * i);
+    case CTOSA_ONNX_UINT16: return rd_u16(p + 2 * i);
+    case CTOSA_ONNX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+    case CTOSA_ONNX_UINT32: { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+    case CTOSA_ONNX_INT64: { int64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
+    case CTOSA_ONNX_UINT64: { uint64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
+    case CTOSA_ONNX_FLOAT8E4M3FN: return ff_fp8e4m3_to_f32(p[i]);
+    case CTOSA_ONNX_FLOAT8E5M2: return ff_fp8e5m2_to_f32(p[i]);
     default: return NAN;
     }
 }
@@ -90,14 +90,14 @@ static void host_store(ctosa_dtype t, void *data, uint64_t i, double v) {
 /* Element i of a test tensor carried in TOSA dtype t. Old ONNX test data
  * stores bfloat16 tensors as uint16 bit patterns: reinterpret those. */
 static double ref_elem(const onnx_tensor_value *v, uint64_t i, ctosa_dtype t) {
-    if (v->dtype == ONNX_UINT16 && t == CTOSA_DTYPE_BF16)
+    if (v->dtype == CTOSA_ONNX_UINT16 && t == CTOSA_DTYPE_BF16)
         return ff_bf16_to_f32(rd_u16((const uint8_t *)v->data + 2 * i));
     return onnx_elem(v, i);
 }
 
 static bool is_float_onnx(int32_t dt) {
-    return dt == ONNX_FLOAT || dt == ONNX_DOUBLE || dt == ONNX_FLOAT16 || dt == ONNX_BFLOAT16 ||
-           dt == ONNX_FLOAT8E4M3FN || dt == ONNX_FLOAT8E5M2;
+    return dt == CTOSA_ONNX_FLOAT || dt == CTOSA_ONNX_DOUBLE || dt == CTOSA_ONNX_FLOAT16 || dt == CTOSA_ONNX_BFLOAT16 ||
+           dt == CTOSA_ONNX_FLOAT8E4M3FN || dt == CTOSA_ONNX_FLOAT8E5M2;
 }
 
 /* ------------------------------------------------------------ one case */

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 
 static void roundtrip(ctosa_dtype t, const void *data, uint32_t rank, const int64_t *shape,
                       uint64_t count) {

@@ -8,7 +8,7 @@
 
 #include "ctosa/onnx.h"
 #include "harness.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 #include "util/util.h"
 
 #define DATA CTOSA_SOURCE_DIR "/tests/data/onnx/"
@@ -79,7 +79,7 @@ static void test_conv_net(void) {
     const ctosa_onnx_tensor *w = find_init(g, "W"), *b = find_init(g, "B"), *sh = find_init(g, "shape");
     CHECK(w && b && sh);
     if (w && b && sh) {
-        CHECK(w->dtype == ONNX_FLOAT && w->rank == 4 && w->dims[0] == 4 && w->count == 108);
+        CHECK(w->dtype == CTOSA_ONNX_FLOAT && w->rank == 4 && w->dims[0] == 4 && w->count == 108);
         CHECK(w->storage == CTOSA_ONNX_DATA_RAW && w->nbytes == 432);
         /* Zero copy: raw_data points into the mapped file. */
         const void *d;
@@ -95,14 +95,14 @@ static void test_conv_net(void) {
         const void *d2;
         CHECK_OK(ctosa_onnx_tensor_data(m, b, &d2, &nb));
         CHECK(d2 == d); /* decoded once */
-        CHECK(sh->dtype == ONNX_INT64 && sh->storage == CTOSA_ONNX_DATA_TYPED && sh->typed_field == 7);
+        CHECK(sh->dtype == CTOSA_ONNX_INT64 && sh->storage == CTOSA_ONNX_DATA_TYPED && sh->typed_field == 7);
         CHECK_OK(ctosa_onnx_tensor_data(m, sh, &d, &nb));
         CHECK(nb == 16 && i64_at(d, 0) == -1 && i64_at(d, 1) == 64);
     }
     /* Symbolic and unknown dims. */
     CHECK(g->n_inputs == 1 && g->n_outputs == 1 && g->n_value_infos == 2);
     const ctosa_onnx_type *xt = g->inputs[0].type;
-    CHECK(xt && xt->kind == CTOSA_ONNX_TYPE_TENSOR && xt->elem_type == ONNX_FLOAT && xt->has_shape && xt->rank == 4);
+    CHECK(xt && xt->kind == CTOSA_ONNX_TYPE_TENSOR && xt->elem_type == CTOSA_ONNX_FLOAT && xt->has_shape && xt->rank == 4);
     if (xt && xt->rank == 4) {
         CHECK(!xt->dims[0].has_value && xt->dims[0].param && !strcmp(xt->dims[0].param, "N"));
         CHECK(xt->dims[1].has_value && xt->dims[1].value == 3 && !xt->dims[1].param);
@@ -243,7 +243,7 @@ static void test_control_flow(void) {
     if (body && body->g && body->g->n_nodes == 3) {
         const ctosa_onnx_attr *inner = ctosa_onnx_node_attr(&body->g->nodes[1], "then_branch");
         CHECK(inner && inner->g && inner->g->depth == 2 && inner->g->parent == body->g);
-        CHECK(body->g->inputs[1].type && body->g->inputs[1].type->elem_type == ONNX_BOOL);
+        CHECK(body->g->inputs[1].type && body->g->inputs[1].type->elem_type == CTOSA_ONNX_BOOL);
         CHECK(body->g->inputs[0].type && body->g->inputs[0].type->has_shape && body->g->inputs[0].type->rank == 0);
     }
     /* Scan. */
@@ -269,7 +269,7 @@ static void test_attrs(void) {
     a = ctosa_onnx_node_attr(n, "a_string");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_STRING && a->s.n == 5 && !memcmp(a->s.p, "hello", 5));
     a = ctosa_onnx_node_attr(n, "a_tensor");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_TENSOR && a->t && a->t->dtype == ONNX_INT32 && a->t->count == 3);
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_TENSOR && a->t && a->t->dtype == CTOSA_ONNX_INT32 && a->t->count == 3);
     if (a && a->t) {
         const void *d;
         uint64_t nb;
@@ -293,25 +293,25 @@ static void test_attrs(void) {
     a = ctosa_onnx_node_attr(n, "a_sparse");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_SPARSE_TENSOR && a->sparse_tensor && a->sparse_tensor->rank == 1 &&
           a->sparse_tensor->dims[0] == 4 && a->sparse_tensor->values.count == 2 &&
-          a->sparse_tensor->indices.dtype == ONNX_INT64);
+          a->sparse_tensor->indices.dtype == CTOSA_ONNX_INT64);
     a = ctosa_onnx_node_attr(n, "a_sparses");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_SPARSE_TENSORS && a->count == 2);
     a = ctosa_onnx_node_attr(n, "a_tp");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_TYPE_PROTO && a->tp && a->tp->elem_type == ONNX_INT8 && a->tp->rank == 2 &&
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_TYPE_PROTO && a->tp && a->tp->elem_type == CTOSA_ONNX_INT8 && a->tp->rank == 2 &&
           a->tp->dims[1].param && !strcmp(a->tp->dims[1].param, "K"));
     a = ctosa_onnx_node_attr(n, "a_tps");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_TYPE_PROTOS && a->count == 2 &&
           a->type_protos[1]->kind == CTOSA_ONNX_TYPE_SEQUENCE && a->type_protos[1]->elem &&
-          a->type_protos[1]->elem->elem_type == ONNX_FLOAT && !a->type_protos[1]->elem->has_shape);
+          a->type_protos[1]->elem->elem_type == CTOSA_ONNX_FLOAT && !a->type_protos[1]->elem->has_shape);
 
     /* Sequence / optional / map value types. */
     const ctosa_onnx_value_info *v = find_vi(g->value_infos, g->n_value_infos, "seq_v");
     CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_SEQUENCE && v->type->elem->kind == CTOSA_ONNX_TYPE_TENSOR &&
           v->type->elem->rank == 2 && !strcmp(v->type->elem->dims[0].param, "S"));
     v = find_vi(g->value_infos, g->n_value_infos, "opt_v");
-    CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_OPTIONAL && v->type->elem->elem_type == ONNX_INT64);
+    CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_OPTIONAL && v->type->elem->elem_type == CTOSA_ONNX_INT64);
     v = find_vi(g->value_infos, g->n_value_infos, "map_v");
-    CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_MAP && v->type->key_type == ONNX_STRING &&
+    CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_MAP && v->type->key_type == CTOSA_ONNX_STRING &&
           v->type->elem->kind == CTOSA_ONNX_TYPE_TENSOR && v->type->elem->has_shape && v->type->elem->rank == 0);
     ctosa_onnx_free(m);
 }
@@ -322,36 +322,36 @@ static void test_dtypes(void) {
     if (!m) return;
     const ctosa_onnx_graph *g = ctosa_onnx_info(m)->graph;
     struct { const char *name; int32_t dtype; uint64_t count; const char *bytes; uint64_t nbytes; } cases[] = {
-        {"f16_typed", ONNX_FLOAT16, 5, "\x00\xc0\x00\xbc\x00\x00\x00\x3c\x00\x40", 10},
-        {"f16_raw", ONNX_FLOAT16, 4, "\x00\x00\x00\x38\x00\x3c\x00\x3e", 8},
-        {"bf16_typed", ONNX_BFLOAT16, 2, "\x80\x3f\x00\xc0", 4},
-        {"f8_raw", ONNX_FLOAT8E4M3FN, 2, "\x38\xc0", 2},
-        {"f8_typed", ONNX_FLOAT8E4M3FN, 2, "\x38\xc0", 2},
-        {"f8e4m3fnuz", ONNX_FLOAT8E4M3FNUZ, 3, "\x01\x02\x03", 3},
-        {"f8e5m2", ONNX_FLOAT8E5M2, 3, "\x01\x02\x03", 3},
-        {"f8e5m2fnuz", ONNX_FLOAT8E5M2FNUZ, 3, "\x01\x02\x03", 3},
+        {"f16_typed", CTOSA_ONNX_FLOAT16, 5, "\x00\xc0\x00\xbc\x00\x00\x00\x3c\x00\x40", 10},
+        {"f16_raw", CTOSA_ONNX_FLOAT16, 4, "\x00\x00\x00\x38\x00\x3c\x00\x3e", 8},
+        {"bf16_typed", CTOSA_ONNX_BFLOAT16, 2, "\x80\x3f\x00\xc0", 4},
+        {"f8_raw", CTOSA_ONNX_FLOAT8E4M3FN, 2, "\x38\xc0", 2},
+        {"f8_typed", CTOSA_ONNX_FLOAT8E4M3FN, 2, "\x38\xc0", 2},
+        {"f8e4m3fnuz", CTOSA_ONNX_FLOAT8E4M3FNUZ, 3, "\x01\x02\x03", 3},
+        {"f8e5m2", CTOSA_ONNX_FLOAT8E5M2, 3, "\x01\x02\x03", 3},
+        {"f8e5m2fnuz", CTOSA_ONNX_FLOAT8E5M2FNUZ, 3, "\x01\x02\x03", 3},
         {"f8e8m0", CTOSA_ONNX_FLOAT8E8M0, 3, "\x01\x02\x03", 3},
-        {"i4_raw", ONNX_INT4, 5, "\xe1\xc3\x05", 3},
-        {"i4_typed", ONNX_INT4, 5, "\xe1\xc3\x05", 3},
-        {"u4_raw", ONNX_UINT4, 3, "\x21\x03", 2},
-        {"f4_raw", ONNX_FLOAT4E2M1, 2, "\x21", 1},
+        {"i4_raw", CTOSA_ONNX_INT4, 5, "\xe1\xc3\x05", 3},
+        {"i4_typed", CTOSA_ONNX_INT4, 5, "\xe1\xc3\x05", 3},
+        {"u4_raw", CTOSA_ONNX_UINT4, 3, "\x21\x03", 2},
+        {"f4_raw", CTOSA_ONNX_FLOAT4E2M1, 2, "\x21", 1},
         {"u2_raw", CTOSA_ONNX_UINT2, 5, "\xe4\x01", 2},
         {"i2_raw", CTOSA_ONNX_INT2, 4, "\xe4", 1},
-        {"bool_typed", ONNX_BOOL, 4, "\x01\x00\x01\x01", 4},
-        {"i8_typed", ONNX_INT8, 3, "\xff\x02\x80", 3},
-        {"u8_typed", ONNX_UINT8, 2, "\xff\x07", 2},
-        {"i16_typed", ONNX_INT16, 2, "\xd4\xfe\x2c\x01", 4},
-        {"u16_typed", ONNX_UINT16, 1, "\xff\xff", 2},
-        {"i32_typed", ONNX_INT32, 4, "\xfb\xff\xff\xff\x06\x00\x00\x00\xf9\xff\xff\xff\xff\xff\xff\x7f", 16},
-        {"i64_typed", ONNX_INT64, 3,
+        {"bool_typed", CTOSA_ONNX_BOOL, 4, "\x01\x00\x01\x01", 4},
+        {"i8_typed", CTOSA_ONNX_INT8, 3, "\xff\x02\x80", 3},
+        {"u8_typed", CTOSA_ONNX_UINT8, 2, "\xff\x07", 2},
+        {"i16_typed", CTOSA_ONNX_INT16, 2, "\xd4\xfe\x2c\x01", 4},
+        {"u16_typed", CTOSA_ONNX_UINT16, 1, "\xff\xff", 2},
+        {"i32_typed", CTOSA_ONNX_INT32, 4, "\xfb\xff\xff\xff\x06\x00\x00\x00\xf9\xff\xff\xff\xff\xff\xff\x7f", 16},
+        {"i64_typed", CTOSA_ONNX_INT64, 3,
          "\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xc0", 24},
-        {"u32_typed", ONNX_UINT32, 2, "\xff\xff\xff\xff\x01\x00\x00\x00", 8},
-        {"u64_typed", ONNX_UINT64, 2, "\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00\x00\x00\x00\x00\x00\x00", 16},
-        {"f64_typed", ONNX_DOUBLE, 2, "\x00\x00\x00\x00\x00\x00\xf4\x3f\x00\x00\x00\x00\x00\x00\x0c\xc0", 16},
-        {"c64_typed", ONNX_COMPLEX64, 2, "\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\xc0", 16},
-        {"c128_typed", ONNX_COMPLEX128, 1, "\x00\x00\x00\x00\x00\x00\xe0\x3f\x00\x00\x00\x00\x00\x00\xd0\xbf", 16},
-        {"f32_scalar", ONNX_FLOAT, 1, "\x00\x00\x28\x42", 4},
-        {"empty", ONNX_FLOAT, 0, "", 0},
+        {"u32_typed", CTOSA_ONNX_UINT32, 2, "\xff\xff\xff\xff\x01\x00\x00\x00", 8},
+        {"u64_typed", CTOSA_ONNX_UINT64, 2, "\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00\x00\x00\x00\x00\x00\x00", 16},
+        {"f64_typed", CTOSA_ONNX_DOUBLE, 2, "\x00\x00\x00\x00\x00\x00\xf4\x3f\x00\x00\x00\x00\x00\x00\x0c\xc0", 16},
+        {"c64_typed", CTOSA_ONNX_COMPLEX64, 2, "\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\xc0", 16},
+        {"c128_typed", CTOSA_ONNX_COMPLEX128, 1, "\x00\x00\x00\x00\x00\x00\xe0\x3f\x00\x00\x00\x00\x00\x00\xd0\xbf", 16},
+        {"f32_scalar", CTOSA_ONNX_FLOAT, 1, "\x00\x00\x28\x42", 4},
+        {"empty", CTOSA_ONNX_FLOAT, 0, "", 0},
     };
     for (size_t i = 0; i < CTOSA_ARRAY_LEN(cases); i++) {
         const ctosa_onnx_tensor *t = find_init(g, cases[i].name);
@@ -371,7 +371,7 @@ static void test_dtypes(void) {
     CHECK(f32 && f32->rank == 0);
     /* Strings: readable, as records pointing into the file. */
     const ctosa_onnx_tensor *s = find_init(g, "str_typed");
-    CHECK(s && s->dtype == ONNX_STRING && s->count == 3 && s->storage == CTOSA_ONNX_DATA_TYPED);
+    CHECK(s && s->dtype == CTOSA_ONNX_STRING && s->count == 3 && s->storage == CTOSA_ONNX_DATA_TYPED);
     if (s) {
         const void *d;
         uint64_t nb;
@@ -379,7 +379,7 @@ static void test_dtypes(void) {
         const ctosa_onnx_bytes *sv = d;
         CHECK(nb == 3 * sizeof *sv && sv[0].n == 2 && !memcmp(sv[0].p, "ab", 2) && sv[1].n == 0 && sv[2].n == 3);
         uint64_t x;
-        CHECK(!ctosa_onnx_dtype_storage(ONNX_STRING, 3, &x));
+        CHECK(!ctosa_onnx_dtype_storage(CTOSA_ONNX_STRING, 3, &x));
     }
     /* Sparse initializer. */
     CHECK(g->n_sparse_initializers == 1);
@@ -392,7 +392,7 @@ static void test_dtypes(void) {
         CHECK_OK(ctosa_onnx_tensor_data(m, &sp->indices, &d, &nb));
         CHECK(nb == 24 && i64_at(d, 2) == 11);
     }
-    CHECK(!strcmp(ctosa_onnx_dtype_name(ONNX_FLOAT8E4M3FN), "FLOAT8E4M3FN") && ctosa_onnx_dtype_name(99) == NULL);
+    CHECK(!strcmp(ctosa_onnx_dtype_name(CTOSA_ONNX_FLOAT8E4M3FN), "FLOAT8E4M3FN") && ctosa_onnx_dtype_name(99) == NULL);
     ctosa_onnx_free(m);
 }
 
@@ -672,7 +672,7 @@ static void check_pb(const char *path, const ctosa_onnx_value_info *vi, corpus_s
         CHECK_MSG(count == v.count, "%s", path);
         /* Known quirks of the 1.12 data sets: bfloat16 data written as
          * UINT16, and CastLike's "like" input given as a 1-element tensor. */
-        bool bf16_quirk = vi->type->elem_type == ONNX_BFLOAT16 && v.dtype == ONNX_UINT16;
+        bool bf16_quirk = vi->type->elem_type == CTOSA_ONNX_BFLOAT16 && v.dtype == CTOSA_ONNX_UINT16;
         bool like_quirk = strstr(path, "castlike") && strstr(path, "input_1.pb") && vi->type->has_shape &&
                           v.rank != vi->type->rank;
         if (bf16_quirk || like_quirk) st->quirks++;
@@ -681,7 +681,7 @@ static void check_pb(const char *path, const ctosa_onnx_value_info *vi, corpus_s
         if (vi->type->has_shape && !like_quirk)
             CHECK_MSG(v.rank == vi->type->rank, "%s: rank %u vs %u", path, v.rank, vi->type->rank);
         uint64_t want;
-        if (v.dtype == ONNX_STRING)
+        if (v.dtype == CTOSA_ONNX_STRING)
             CHECK(v.nbytes == v.count * sizeof(ctosa_onnx_bytes));
         else
             CHECK_MSG(ctosa_onnx_dtype_storage(v.dtype, v.count, &want) && want == v.nbytes, "%s", path);

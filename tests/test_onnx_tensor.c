@@ -5,7 +5,7 @@
 
 #include "ctosa/onnx.h"
 #include "harness.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 #include "util/util.h"
 
 #define TDATA CTOSA_SOURCE_DIR "/tests/data/onnx/tensors/"
@@ -54,7 +54,7 @@ static void test_files(void) {
     onnx_tensor_value v;
 
     CHECK_OK(read_t(TDATA "f32_raw.pb", &a, &v));
-    CHECK(v.dtype == ONNX_FLOAT && v.rank == 3 && v.dims[0] == 2 && v.dims[2] == 4 && v.count == 24 && v.nbytes == 96);
+    CHECK(v.dtype == CTOSA_ONNX_FLOAT && v.rank == 3 && v.dims[0] == 2 && v.dims[2] == 4 && v.count == 24 && v.nbytes == 96);
     CHECK(!strcmp(v.name, "x"));
     bool ok = true;
     for (int i = 0; i < 24; i++) {
@@ -77,13 +77,13 @@ static void test_files(void) {
     CHECK(i4[0] == 1 && i4[1] == -1 && i4[2] == (int64_t)1 << 33 && i4[3] == 0);
 
     CHECK_OK(read_t(TDATA "f16_typed.pb", &a, &v));
-    CHECK(v.dtype == ONNX_FLOAT16 && v.nbytes == 4 && !memcmp(v.data, "\x00\x3c\x00\xc0", 4));
+    CHECK(v.dtype == CTOSA_ONNX_FLOAT16 && v.nbytes == 4 && !memcmp(v.data, "\x00\x3c\x00\xc0", 4));
 
     CHECK_OK(read_t(TDATA "bool_raw.pb", &a, &v));
-    CHECK(v.dtype == ONNX_BOOL && v.nbytes == 3 && !memcmp(v.data, "\x01\x00\x01", 3));
+    CHECK(v.dtype == CTOSA_ONNX_BOOL && v.nbytes == 3 && !memcmp(v.data, "\x01\x00\x01", 3));
 
     CHECK_OK(read_t(TDATA "str.pb", &a, &v));
-    CHECK(v.dtype == ONNX_STRING && v.count == 2);
+    CHECK(v.dtype == CTOSA_ONNX_STRING && v.count == 2);
     if (v.count == 2) {
         const ctosa_onnx_bytes *s = v.data;
         CHECK(s[0].n == 5 && !memcmp(s[0].p, "hello", 5) && s[1].n == 1 && s[1].p[0] == 'w');
@@ -98,20 +98,20 @@ static void test_files(void) {
 }
 
 static void test_numpy_names(void) {
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_FLOAT), "float32"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_INT64), "int64"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_BOOL), "bool"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_FLOAT16), "float16"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_DOUBLE), "float64"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_UINT8), "uint8"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_BFLOAT16), "bfloat16"));
-    CHECK(!strcmp(onnx_dtype_numpy_name(ONNX_INT4), "int4"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_FLOAT), "float32"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_INT64), "int64"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_BOOL), "bool"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_FLOAT16), "float16"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_DOUBLE), "float64"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_UINT8), "uint8"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_BFLOAT16), "bfloat16"));
+    CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_INT4), "int4"));
     CHECK(onnx_dtype_numpy_name(0) == NULL && onnx_dtype_numpy_name(27) == NULL && onnx_dtype_numpy_name(-1) == NULL);
     uint64_t b;
-    CHECK(ctosa_onnx_dtype_storage(ONNX_INT4, 5, &b) && b == 3);
+    CHECK(ctosa_onnx_dtype_storage(CTOSA_ONNX_INT4, 5, &b) && b == 3);
     CHECK(ctosa_onnx_dtype_storage(CTOSA_ONNX_INT2, 5, &b) && b == 2);
-    CHECK(ctosa_onnx_dtype_storage(ONNX_COMPLEX128, 2, &b) && b == 32);
-    CHECK(!ctosa_onnx_dtype_storage(ONNX_DOUBLE, UINT64_MAX / 4, &b));
+    CHECK(ctosa_onnx_dtype_storage(CTOSA_ONNX_COMPLEX128, 2, &b) && b == 32);
+    CHECK(!ctosa_onnx_dtype_storage(CTOSA_ONNX_DOUBLE, UINT64_MAX / 4, &b));
 }
 
 /* ---------------------------------------------------- typed-field layouts */
@@ -122,7 +122,7 @@ static void test_typed_layouts(void) {
     wbuf w = {0};
     /* float_data unpacked: three separate fixed32 fields. */
     w_uint(&w, 1, 3);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_f32(&w, 4, 1.0f);
     w_f32(&w, 4, 2.0f);
     w_f32(&w, 4, 3.0f);
@@ -136,7 +136,7 @@ static void test_typed_layouts(void) {
     w.n = 0;
     w_uint(&w, 1, 2);
     w_uint(&w, 1, 2);
-    w_uint(&w, 2, ONNX_INT64);
+    w_uint(&w, 2, CTOSA_ONNX_INT64);
     uint8_t run1[] = {0x05, 0x7f}, run2[] = {0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
     w_bytes(&w, 7, run1, sizeof run1);
     w_bytes(&w, 8, "nm", 2);
@@ -150,20 +150,20 @@ static void test_typed_layouts(void) {
     /* uint64_data carrying UINT32; int32_data carrying INT16 negatives. */
     w.n = 0;
     w_uint(&w, 1, 2);
-    w_uint(&w, 2, ONNX_UINT32);
+    w_uint(&w, 2, CTOSA_ONNX_UINT32);
     w_uint(&w, 11, 4294967295u);
     w_uint(&w, 11, 7);
     CHECK_OK(read_t(write_tmp("u32.pb", &w), &a, &v));
     CHECK(v.nbytes == 8 && !memcmp(v.data, "\xff\xff\xff\xff\x07\x00\x00\x00", 8));
     w.n = 0;
     w_uint(&w, 1, 1);
-    w_uint(&w, 2, ONNX_INT16);
+    w_uint(&w, 2, CTOSA_ONNX_INT16);
     w_uint(&w, 5, (uint64_t)(int64_t)-2); /* int32 negatives are 10-byte varints */
     CHECK_OK(read_t(write_tmp("i16.pb", &w), &a, &v));
     CHECK(v.nbytes == 2 && !memcmp(v.data, "\xfe\xff", 2));
     /* Unknown fields (including a group) are skipped. */
     w.n = 0;
-    w_uint(&w, 2, ONNX_UINT8);
+    w_uint(&w, 2, CTOSA_ONNX_UINT8);
     w_uint(&w, 99, 1);
     w_tag(&w, 98, 3);
     w_uint(&w, 1, 5);
@@ -183,19 +183,19 @@ static void test_bad_tensors(void) {
     const char *p;
 
     for (int i = 0; i < 17; i++) w_uint(&w, 1, 1);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     p = write_tmp("rank17.pb", &w);
     CHECK_ERR(read_t(p, &a, &v), CTOSA_ERR_LIMIT, "byte 32: tensor '': more than 16 dims");
 
     w.n = 0;
     w_bytes(&w, 8, "neg", 3);
     w_uint(&w, 1, (uint64_t)(int64_t)-3);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     CHECK_ERR(read_t(write_tmp("neg.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "tensor 'neg': dims[0] = -3 is negative");
 
     w.n = 0;
     w_uint(&w, 1, 1);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_bytes(&w, 8, "r", 1);
     w_bytes(&w, 9, "abc", 3);
     p = write_tmp("rawsize.pb", &w);
@@ -204,20 +204,20 @@ static void test_bad_tensors(void) {
     CHECK_ERR(read_t(p, &a, &v), CTOSA_ERR_FORMAT, want);
 
     w.n = 0;
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_bytes(&w, 9, "abcd", 4);
     w_f32(&w, 4, 1.0f);
     CHECK_ERR(read_t(write_tmp("both.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "data is given in more than one form");
 
     w.n = 0;
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_uint(&w, 7, 1);
     CHECK_ERR(read_t(write_tmp("wrongfield.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
               "int64_data cannot carry FLOAT elements (they go in float_data)");
 
     w.n = 0;
     w_uint(&w, 1, 3);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_bytes(&w, 8, "c", 1);
     w_bytes(&w, 4, "\0\0\0\0\0\0\0\0", 8);
     CHECK_ERR(read_t(write_tmp("count.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
@@ -225,7 +225,7 @@ static void test_bad_tensors(void) {
 
     w.n = 0;
     w_uint(&w, 1, 3);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     CHECK_ERR(read_t(write_tmp("nodata.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "no data for 3 elements");
 
     w.n = 0;
@@ -234,12 +234,12 @@ static void test_bad_tensors(void) {
     CHECK_ERR(read_t(write_tmp("dtype99.pb", &w), &a, &v), CTOSA_ERR_UNSUPPORTED, "unknown data_type 99");
 
     w.n = 0;
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_uint(&w, 14, 2);
     CHECK_ERR(read_t(write_tmp("loc2.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "data_location 2 is neither");
 
     w.n = 0;
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_uint(&w, 14, 1);
     wbuf kv = {0};
     w_bytes(&kv, 1, "location", 8);
@@ -248,7 +248,7 @@ static void test_bad_tensors(void) {
     CHECK_ERR(read_t(write_tmp("extabs.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "is an absolute path (refused)");
 
     w.n = 0;
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_uint(&w, 14, 1);
     kv.n = 0;
     w_bytes(&kv, 1, "offset", 6);
@@ -257,7 +257,7 @@ static void test_bad_tensors(void) {
     CHECK_ERR(read_t(write_tmp("extoff.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "offset '-1' is not a non-negative integer");
 
     w.n = 0;
-    w_uint(&w, 2, ONNX_STRING);
+    w_uint(&w, 2, CTOSA_ONNX_STRING);
     w_bytes(&w, 9, "ab", 2);
     CHECK_ERR(read_t(write_tmp("strraw.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "STRING tensors cannot use raw_data");
 
@@ -270,13 +270,13 @@ static void test_bad_tensors(void) {
     /* Overflowing element count. */
     w.n = 0;
     for (int i = 0; i < 4; i++) w_uint(&w, 1, (uint64_t)1 << 40);
-    w_uint(&w, 2, ONNX_FLOAT);
+    w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     CHECK_ERR(read_t(write_tmp("overflow.pb", &w), &a, &v), CTOSA_ERR_LIMIT, "element count overflows");
 
     /* Huge dims, tiny data: rejected before any allocation of that size. */
     w.n = 0;
     w_uint(&w, 1, (uint64_t)1 << 40);
-    w_uint(&w, 2, ONNX_INT64);
+    w_uint(&w, 2, CTOSA_ONNX_INT64);
     w_uint(&w, 7, 1);
     CHECK_ERR(read_t(write_tmp("huge.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "int64_data has 1 values, INT64 [1099511627776] needs 1099511627776");
     arena_free(&a);

@@ -20,7 +20,7 @@
 #include "ctosa/lower.h"
 #include "harness.h"
 #include "lower_testutil.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 #include "lower/lower_internal.h"
 #include "util/util.h"
 

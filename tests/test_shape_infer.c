@@ -1,5 +1,5 @@
 /* test_shape_infer.c - shape inference over CPU-side nodes
- * (src/partition/shape_infer.c).
+ * (src/lower/core/shape_infer.c).
  *
  * 1. Rules: tests/data/lower/shape_infer/rules.onnx has one node per rule
  *    and no value_info; every node is run through lw_infer_fallback() as if
@@ -19,7 +19,7 @@
 
 #include "harness.h"
 #include "lower_testutil.h"
-#include "partition/shape_infer.h"
+#include "lower/core/shape_infer.h"
 
 #define DATA CTOSA_SOURCE_DIR "/tests/data/lower/shape_infer"
 

@@ -25,7 +25,7 @@
 #include "ctosa/lower.h"
 #include "harness.h"
 #include "lower_testutil.h"
-#include "lower/opt_transpose_int.h"
+#include "lower/opt/opt_transpose_int.h"
 
 /* ------------------------------------------------------ ot_gen_fill units */
 

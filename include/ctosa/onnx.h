@@ -52,12 +52,19 @@ typedef struct ctosa_onnx_bytes {
 
 /* ---------------------------------------------------------------- tensors */
 
-/* ONNX TensorProto.DataType values beyond src/onnx/tensor_file.h's list
- * (IR 12 / 13). */
-#define CTOSA_ONNX_FLOAT8E8M0 24
-#define CTOSA_ONNX_UINT2 25
-#define CTOSA_ONNX_INT2 26
-#define CTOSA_ONNX_DTYPE_MAX 26
+/* ONNX TensorProto.DataType values (the `dtype` / `elem_type` fields below
+ * hold one as int32_t, since a model may carry values this list does not
+ * know). */
+typedef enum ctosa_onnx_dtype {
+    CTOSA_ONNX_UNDEFINED = 0, CTOSA_ONNX_FLOAT = 1, CTOSA_ONNX_UINT8 = 2, CTOSA_ONNX_INT8 = 3,
+    CTOSA_ONNX_UINT16 = 4, CTOSA_ONNX_INT16 = 5, CTOSA_ONNX_INT32 = 6, CTOSA_ONNX_INT64 = 7,
+    CTOSA_ONNX_STRING = 8, CTOSA_ONNX_BOOL = 9, CTOSA_ONNX_FLOAT16 = 10, CTOSA_ONNX_DOUBLE = 11,
+    CTOSA_ONNX_UINT32 = 12, CTOSA_ONNX_UINT64 = 13, CTOSA_ONNX_COMPLEX64 = 14, CTOSA_ONNX_COMPLEX128 = 15,
+    CTOSA_ONNX_BFLOAT16 = 16, CTOSA_ONNX_FLOAT8E4M3FN = 17, CTOSA_ONNX_FLOAT8E4M3FNUZ = 18,
+    CTOSA_ONNX_FLOAT8E5M2 = 19, CTOSA_ONNX_FLOAT8E5M2FNUZ = 20, CTOSA_ONNX_UINT4 = 21, CTOSA_ONNX_INT4 = 22,
+    CTOSA_ONNX_FLOAT4E2M1 = 23, CTOSA_ONNX_FLOAT8E8M0 = 24, CTOSA_ONNX_UINT2 = 25, CTOSA_ONNX_INT2 = 26,
+    CTOSA_ONNX_DTYPE_MAX = 26 /* the largest value above */
+} ctosa_onnx_dtype;
 
 typedef enum ctosa_onnx_storage {
     CTOSA_ONNX_DATA_NONE = 0, /* no data field present (empty tensor, or data missing) */
@@ -76,7 +83,7 @@ typedef struct ctosa_onnx_external {
 
 typedef struct ctosa_onnx_tensor {
     const char *name;
-    int32_t dtype;            /* ONNX_FLOAT (1) ... CTOSA_ONNX_INT2 (26) */
+    int32_t dtype;            /* a ctosa_onnx_dtype value */
     uint32_t rank;
     const int64_t *dims;
     uint64_t count;           /* product of dims (1 for a scalar) */

@@ -1,6 +1,6 @@
 /*
  * lower.h - ONNX -> TOSA lowering: the contract between the framework
- * (lower_core.c, lower_emit.c, src/partition/) and the operator families
+ * (lower_core.c, lower_emit.c, src/pipeline/) and the operator families
  * (one small file per family: lower_ewise.c, lower_conv.c, ...).
  *
  * How a node is lowered
@@ -50,15 +50,15 @@
  *         {0}
  *     };
  *
- * and lower_registry.c lists every family table (declared weak, so a family
- * not yet written does not break the link).
+ * and core/lower_registry.c lists every family table (ctest
+ * cli_lower_families fails when one is missing from the list).
  */
 #ifndef CTOSA_LOWER_H
 #define CTOSA_LOWER_H
 
 #include "ctosa/ctosa.h"
 #include "ctosa/onnx.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 #include "util/util.h"
 
 #define LOWER_MAX_RANK 8

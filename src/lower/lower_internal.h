@@ -1,7 +1,7 @@
 /* lower_internal.h - the lowering framework's own state: the value table,
  * per-node decisions, the lowering context, and the pieces shared between
  * lower_core.c (session, support decisions, folding), lower_emit.c (lw_*
- * helpers), opt_transpose.c and src/partition/ (grouping, per-partition
+ * helpers), opt_transpose.c and src/pipeline/ (grouping, per-partition
  * graphs, report, partitioned ONNX). Not used by the operator families. */
 #ifndef CTOSA_LOWER_INTERNAL_H
 #define CTOSA_LOWER_INTERNAL_H
@@ -10,7 +10,7 @@
 
 /* Constants of at least this many bytes are "weights" for the large-model
  * paths (docs/lowering.md, "Large models"): they stay file ranges of the
- * model (partition/lower_api.c), transforms of them are streamed
+ * model (pipeline/lower_api.c), transforms of them are streamed
  * (opt_transpose_layout.c), and a DequantizeLinear of one is left to run
  * time instead of being folded (lower_qdq.c). */
 #define LW_LARGE_CONST_BYTES ((uint64_t)64 << 10)

@@ -7,7 +7,7 @@
 
 #include "ctosa/onnx.h"
 #include "onnx/pb.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 #include "util/util.h"
 
 /* External data files of one model: resolved once, mapped once. */

@@ -25,29 +25,29 @@ typedef struct dtype_info {
 } dtype_info;
 
 static const dtype_info DTYPES[CTOSA_ONNX_DTYPE_MAX + 1] = {
-    [ONNX_FLOAT] = {"FLOAT", "float32", 32, TP_FLOAT_DATA},
-    [ONNX_UINT8] = {"UINT8", "uint8", 8, TP_INT32_DATA},
-    [ONNX_INT8] = {"INT8", "int8", 8, TP_INT32_DATA},
-    [ONNX_UINT16] = {"UINT16", "uint16", 16, TP_INT32_DATA},
-    [ONNX_INT16] = {"INT16", "int16", 16, TP_INT32_DATA},
-    [ONNX_INT32] = {"INT32", "int32", 32, TP_INT32_DATA},
-    [ONNX_INT64] = {"INT64", "int64", 64, TP_INT64_DATA},
-    [ONNX_STRING] = {"STRING", "object", 0, TP_STRING_DATA},
-    [ONNX_BOOL] = {"BOOL", "bool", 8, TP_INT32_DATA},
-    [ONNX_FLOAT16] = {"FLOAT16", "float16", 16, TP_INT32_DATA},
-    [ONNX_DOUBLE] = {"DOUBLE", "float64", 64, TP_DOUBLE_DATA},
-    [ONNX_UINT32] = {"UINT32", "uint32", 32, TP_UINT64_DATA},
-    [ONNX_UINT64] = {"UINT64", "uint64", 64, TP_UINT64_DATA},
-    [ONNX_COMPLEX64] = {"COMPLEX64", "complex64", 64, TP_FLOAT_DATA},
-    [ONNX_COMPLEX128] = {"COMPLEX128", "complex128", 128, TP_DOUBLE_DATA},
-    [ONNX_BFLOAT16] = {"BFLOAT16", "bfloat16", 16, TP_INT32_DATA},
-    [ONNX_FLOAT8E4M3FN] = {"FLOAT8E4M3FN", "float8_e4m3fn", 8, TP_INT32_DATA},
-    [ONNX_FLOAT8E4M3FNUZ] = {"FLOAT8E4M3FNUZ", "float8_e4m3fnuz", 8, TP_INT32_DATA},
-    [ONNX_FLOAT8E5M2] = {"FLOAT8E5M2", "float8_e5m2", 8, TP_INT32_DATA},
-    [ONNX_FLOAT8E5M2FNUZ] = {"FLOAT8E5M2FNUZ", "float8_e5m2fnuz", 8, TP_INT32_DATA},
-    [ONNX_UINT4] = {"UINT4", "uint4", 4, TP_INT32_DATA},
-    [ONNX_INT4] = {"INT4", "int4", 4, TP_INT32_DATA},
-    [ONNX_FLOAT4E2M1] = {"FLOAT4E2M1", "float4_e2m1fn", 4, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT] = {"FLOAT", "float32", 32, TP_FLOAT_DATA},
+    [CTOSA_ONNX_UINT8] = {"UINT8", "uint8", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_INT8] = {"INT8", "int8", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_UINT16] = {"UINT16", "uint16", 16, TP_INT32_DATA},
+    [CTOSA_ONNX_INT16] = {"INT16", "int16", 16, TP_INT32_DATA},
+    [CTOSA_ONNX_INT32] = {"INT32", "int32", 32, TP_INT32_DATA},
+    [CTOSA_ONNX_INT64] = {"INT64", "int64", 64, TP_INT64_DATA},
+    [CTOSA_ONNX_STRING] = {"STRING", "object", 0, TP_STRING_DATA},
+    [CTOSA_ONNX_BOOL] = {"BOOL", "bool", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT16] = {"FLOAT16", "float16", 16, TP_INT32_DATA},
+    [CTOSA_ONNX_DOUBLE] = {"DOUBLE", "float64", 64, TP_DOUBLE_DATA},
+    [CTOSA_ONNX_UINT32] = {"UINT32", "uint32", 32, TP_UINT64_DATA},
+    [CTOSA_ONNX_UINT64] = {"UINT64", "uint64", 64, TP_UINT64_DATA},
+    [CTOSA_ONNX_COMPLEX64] = {"COMPLEX64", "complex64", 64, TP_FLOAT_DATA},
+    [CTOSA_ONNX_COMPLEX128] = {"COMPLEX128", "complex128", 128, TP_DOUBLE_DATA},
+    [CTOSA_ONNX_BFLOAT16] = {"BFLOAT16", "bfloat16", 16, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT8E4M3FN] = {"FLOAT8E4M3FN", "float8_e4m3fn", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT8E4M3FNUZ] = {"FLOAT8E4M3FNUZ", "float8_e4m3fnuz", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT8E5M2] = {"FLOAT8E5M2", "float8_e5m2", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT8E5M2FNUZ] = {"FLOAT8E5M2FNUZ", "float8_e5m2fnuz", 8, TP_INT32_DATA},
+    [CTOSA_ONNX_UINT4] = {"UINT4", "uint4", 4, TP_INT32_DATA},
+    [CTOSA_ONNX_INT4] = {"INT4", "int4", 4, TP_INT32_DATA},
+    [CTOSA_ONNX_FLOAT4E2M1] = {"FLOAT4E2M1", "float4_e2m1fn", 4, TP_INT32_DATA},
     [CTOSA_ONNX_FLOAT8E8M0] = {"FLOAT8E8M0", "float8_e8m0fnu", 8, TP_INT32_DATA},
     [CTOSA_ONNX_UINT2] = {"UINT2", "uint2", 2, TP_INT32_DATA},
     [CTOSA_ONNX_INT2] = {"INT2", "int2", 2, TP_INT32_DATA},
@@ -259,7 +259,7 @@ static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_
     bool sized = di && ctosa_onnx_dtype_storage(t->dtype, count, &need);
     if (has_raw) {
         t->storage = CTOSA_ONNX_DATA_RAW;
-        if (t->dtype == ONNX_STRING) return pb_error(d, p, "STRING tensors cannot use raw_data");
+        if (t->dtype == CTOSA_ONNX_STRING) return pb_error(d, p, "STRING tensors cannot use raw_data");
         if (sized && t->nbytes != need) {
             char dt[256];
             dims_text(t, dt, sizeof dt);
@@ -275,7 +275,7 @@ static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_
     } else if (external) {
         t->storage = CTOSA_ONNX_DATA_EXTERNAL;
         if (!t->ext.location[0]) return pb_error(d, p, "external data without a location");
-        if (t->dtype == ONNX_STRING) return pb_error(d, p, "STRING tensors cannot use external data");
+        if (t->dtype == CTOSA_ONNX_STRING) return pb_error(d, p, "STRING tensors cannot use external data");
         if (ctx->ext && !ctx->ext->skip) {
             if ((e = onnx_ext_resolve(ctx, p, t))) return e;
             if (sized && t->nbytes != need) {
@@ -383,8 +383,8 @@ static ctosa_error *decode_typed(pb_doc *d, const ctosa_onnx_tensor *t, arena *a
     /* Values the field must hold, and bytes each one becomes. */
     uint64_t units = t->count, width = 0;
     switch (num) {
-    case TP_FLOAT_DATA: width = 4; if (t->dtype == ONNX_COMPLEX64) units *= 2; break;
-    case TP_DOUBLE_DATA: width = 8; if (t->dtype == ONNX_COMPLEX128) units *= 2; break;
+    case TP_FLOAT_DATA: width = 4; if (t->dtype == CTOSA_ONNX_COMPLEX64) units *= 2; break;
+    case TP_DOUBLE_DATA: width = 8; if (t->dtype == CTOSA_ONNX_COMPLEX128) units *= 2; break;
     case TP_INT64_DATA: width = 8; break;
     case TP_UINT64_DATA: width = di->bits / 8; break;
     case TP_STRING_DATA: width = sizeof(ctosa_onnx_bytes); break;
@@ -516,7 +516,7 @@ ctosa_error *onnx_read_tensor_file(const char *path, arena *a, onnx_tensor_value
             goto done;
         }
         out->data = copy;
-    } else if (t.dtype == ONNX_STRING) {
+    } else if (t.dtype == CTOSA_ONNX_STRING) {
         ctosa_onnx_bytes *s = (ctosa_onnx_bytes *)out->data;
         for (uint64_t i = 0; i < out->count; i++) {
             uint8_t *c = arena_memdup(a, s[i].p, s[i].n);

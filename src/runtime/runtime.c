@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ctosa/tosa_io.h"
-#include "interp/npy.h"
+#include "tensorfile/tensorfile.h"
 #include "runtime/rt_internal.h"
 
 typedef struct rt_value {

@@ -1,7 +1,7 @@
 /* describe.h - the text and JSON description of what a spec allows
  * (version, profiles, extensions, level limits, every allowed operator and
  * type signature): the body of ctosa_spec_describe() without the ONNX part
- * (src/partition/spec_describe.c), which needs the lowering registry. */
+ * (src/pipeline/spec_describe.c), which needs the lowering registry. */
 #ifndef CTOSA_SPEC_DESCRIBE_H
 #define CTOSA_SPEC_DESCRIBE_H
 

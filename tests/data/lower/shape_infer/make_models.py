@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Models for tests/test_shape_infer.c (shape inference over CPU-side nodes).
 
-rules.onnx: one node per shape rule of src/partition/shape_infer.c, no
+rules.onnx: one node per shape rule of src/lower/core/shape_infer.c, no
   value_info; expected.txt holds what ONNX's own shape inference
   (onnx.shape_inference, full static shapes) says for every node output:
   "name elem_type rank d0 d1 ...". The test runs ctosa's rules on every node

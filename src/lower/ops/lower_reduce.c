@@ -1,0 +1,336 @@
+/*
+ * lower_reduce.c - ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/
+ * SumSquare and ArgMax/ArgMin.
+ *
+ * TOSA reduces one axis per operator and keeps it as size 1, so a
+ * multi-axis reduction is a chain of REDUCE_* followed by a RESHAPE when
+ * keepdims = 0. The composite reductions are built around it:
+ *   L1 = sum |x|, L2 = sqrt(sum x*x) (RECIPROCAL(RSQRT(.)), exact at 0),
+ *   SumSquare = sum x*x, LogSum = log(sum x), Mean = sum * (1/N),
+ *   LogSumExp = m + log(sum exp(x - m)) with m = max over the axes (the
+ *   stable form; the plain form overflows for x > 88 in fp32).
+ * Bool ReduceMax/ReduceMin (opset 20) map to REDUCE_ANY/REDUCE_ALL.
+ * fp16 arithmetic reductions run in fp32 (CAST in and out).
+ *
+ * ArgMax: TOSA ARGMAX drops the axis and returns the first maximum as i32;
+ * select_last_index reverses the axis first and maps i -> K-1-i. ArgMin is
+ * ARGMAX of NEGATE (floats) or of BITWISE_NOT (integers: ~x = -x-1 orders
+ * exactly reversed and never overflows). ONNX wants int64: under specs with
+ * int64 the i32 result is CAST; otherwise the i32 tensor is bound and the
+ * framework's int64 rules apply to it.
+ */
+#include "lower/lower_dm.h"
+
+#include <string.h>
+
+typedef enum red_kind {
+    RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L1, RED_L2, RED_LOGSUM, RED_LOGSUMEXP,
+    RED_SUMSQUARE
+} red_kind;
+
+/* Chains REDUCE_<op> over the marked axes (keepdims form). */
+static const char *reduce_chain(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dtype t,
+                                uint32_t rank, int64_t *shape, const bool *mark) {
+    for (uint32_t i = 0; i < rank && x; i++) {
+        if (!mark[i] || shape[i] == 1) continue;
+        ctosa_attr a = {0};
+        a.axis = (int32_t)i;
+        if (op == CTOSA_OP_REDUCE_MAX || op == CTOSA_OP_REDUCE_MIN)
+            a.nan_mode = CTOSA_NAN_PROPAGATE;
+        shape[i] = 1;
+        x = lw_unary(c, op, x, t, rank, shape, &a);
+    }
+    return x;
+}
+
+static const char *unary(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dtype t,
+                         uint32_t rank, const int64_t *shape) {
+    return x ? lw_unary(c, op, x, t, rank, shape, NULL) : NULL;
+}
+
+/* Integer reductions of constant inputs (shape arithmetic such as
+ * ReduceProd of a Shape slice): computed here, because TOSA has no integer
+ * REDUCE_PRODUCT and folding on the interpreter cannot run it. Wraps like
+ * two's complement arithmetic. */
+static lower_status const_reduce(lower_ctx *c, const lower_value *v, red_kind kind,
+                                 const bool *mark, bool keep) {
+    const int64_t *in;
+    int64_t n = lw_const_i64(c, 0, &in);
+    uint32_t r = v->rank;
+    int64_t os[LOWER_MAX_RANK], ks[LOWER_MAX_RANK], stride[LOWER_MAX_RANK];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < r; i++) {
+        ks[i] = mark[i] ? 1 : v->shape[i];
+        if (!mark[i]) os[k++] = v->shape[i];
+    }
+    int64_t m = dm_count(r, ks);
+    size_t es = dm_onnx_elem_size(v->onnx_dtype);
+    uint64_t *acc = arena_alloc(lw_arena(c), (size_t)m * sizeof *acc + 1);
+    uint8_t *out = arena_alloc(lw_arena(c), (size_t)m * es + 1);
+    if (n < 0 || !acc || !out || !es) return dm_fail(c);
+    for (int64_t j = 0; j < m; j++) acc[j] = kind == RED_PROD ? 1 : 0;
+    bool *first = arena_alloc(lw_arena(c), (size_t)m + 1);
+    if (!first) return dm_fail(c);
+    memset(first, 1, (size_t)m);
+    if (r) stride[r - 1] = 1;
+    for (uint32_t i = r; i > 1; i--) stride[i - 2] = stride[i - 1] * ks[i - 1];
+    int64_t p[LOWER_MAX_RANK] = {0};
+    for (int64_t e = 0; e < n; e++) {
+        int64_t j = 0;
+        for (uint32_t i = 0; i < r; i++)
+            if (!mark[i]) j += p[i] * stride[i];
+        int64_t x = in[e];
+        switch (kind) {
+        case RED_SUM: acc[j] += (uint64_t)x; break;
+        case RED_L1: acc[j] += (uint64_t)(x < 0 ? -x : x); break;
+        case RED_SUMSQUARE: acc[j] += (uint64_t)x * (uint64_t)x; break;
+        case RED_PROD: acc[j] *= (uint64_t)x; break;
+        case RED_MAX:
+            if (first[j] || x > (int64_t)acc[j]) acc[j] = (uint64_t)x;
+            break;
+        default:
+            if (first[j] || x < (int64_t)acc[j]) acc[j] = (uint64_t)x;
+            break;
+        }
+        first[j] = false;
+        for (int32_t i = (int32_t)r - 1; i >= 0; i--) {
+            if (++p[i] < v->shape[i]) break;
+            p[i] = 0;
+        }
+    }
+    for (int64_t j = 0; j < m; j++) {
+        int64_t x = (int64_t)acc[j];
+        if (es == 8) memcpy(out + 8 * j, &x, 8);
+        else if (v->onnx_dtype == CTOSA_ONNX_BOOL) out[j] = x != 0;
+        else dm_onnx_encode(v->onnx_dtype, (double)x, out + (size_t)j * es);
+    }
+    lw_set_output_const(c, 0, v->onnx_dtype, keep ? r : k, keep ? ks : os, out, (uint64_t)m * es);
+    return LOWER_OK;
+}
+
+static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
+    lower_status st = LOWER_REJECT;
+    const ctosa_onnx_node *nd = lw_node(c);
+    const lower_value *v = dm_data_input(c, 0, &st);
+    if (!v) return st;
+    uint32_t r = v->rank;
+    ctosa_dtype t = v->t;
+    bool fl = ctosa_dtype_is_float(t), bl = t == CTOSA_DTYPE_BOOL;
+    if (bl && kind != RED_MAX && kind != RED_MIN)
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "%s: bool input", nd->op_type);
+    if (!fl && (kind == RED_MEAN || kind == RED_L2 || kind == RED_LOGSUM || kind == RED_LOGSUMEXP))
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name,
+                         "%s: integer input is not supported (needs float math)", nd->op_type);
+    int64_t axes_opset = kind == RED_SUM ? 13 : 18;
+    const int64_t *axes = NULL;
+    int64_t na = -1;
+    bool noop = false;
+    if (lw_opset(c) >= axes_opset) {
+        noop = lw_attr_int(c, "noop_with_empty_axes", 0) != 0;
+        if (lw_has_input(c, 1)) {
+            na = lw_const_i64(c, 1, &axes);
+            if (na < 0)
+                return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->inputs[1],
+                                 "%s: axes '%s' must be a compile-time constant", nd->op_type,
+                                 nd->inputs[1]);
+        }
+    } else {
+        na = lw_attr_ints(c, "axes", &axes);
+    }
+    bool keep = lw_attr_int(c, "keepdims", 1) != 0;
+    bool mark[LOWER_MAX_RANK] = {false};
+    const char *x = lw_input(c, 0);
+    if (!x) return dm_fail(c);
+    if (na <= 0) {
+        if (noop) {
+            x = lw_unary(c, CTOSA_OP_IDENTITY, x, t, r, v->shape, NULL);
+            if (!x) return dm_fail(c);
+            lw_set_output(c, 0, x);
+            return LOWER_OK;
+        }
+        for (uint32_t i = 0; i < r; i++) mark[i] = true;
+    } else {
+        for (int64_t k = 0; k < na; k++) {
+            int32_t a;
+            if (!dm_axis(c, axes[k], r, "axis", &a, &st)) return st;
+            mark[a] = true;
+        }
+    }
+    int64_t shape[LOWER_MAX_RANK], red_shape[LOWER_MAX_RANK], n_red = 1;
+    memcpy(shape, v->shape, r * sizeof *shape);
+    for (uint32_t i = 0; i < r; i++) {
+        red_shape[i] = mark[i] ? 1 : shape[i];
+        if (mark[i]) n_red *= shape[i];
+    }
+    if (dm_count(r, shape) == 0)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: empty input", nd->op_type);
+    if (v->data && !dm_onnx_is_float(v->onnx_dtype) && dm_onnx_elem_size(v->onnx_dtype) &&
+        (kind == RED_SUM || kind == RED_PROD || kind == RED_MAX || kind == RED_MIN ||
+         kind == RED_L1 || kind == RED_SUMSQUARE))
+        return const_reduce(c, v, kind, mark, keep);
+    /* fp16 sums accumulate in fp16 in TOSA; compute in fp32 and cast back
+     * so long reductions keep their precision. */
+    ctosa_dtype out_t = t;
+    if (t == CTOSA_DTYPE_FP16 && kind != RED_MAX && kind != RED_MIN) {
+        x = lw_cast(c, x, t, CTOSA_DTYPE_FP32, r, shape);
+        t = CTOSA_DTYPE_FP32;
+    }
+    ctosa_op_kind op = CTOSA_OP_REDUCE_SUM;
+    const char *m = NULL;
+    switch (kind) {
+    case RED_MAX: op = bl ? CTOSA_OP_REDUCE_ANY : CTOSA_OP_REDUCE_MAX; break;
+    case RED_MIN: op = bl ? CTOSA_OP_REDUCE_ALL : CTOSA_OP_REDUCE_MIN; break;
+    case RED_PROD: op = CTOSA_OP_REDUCE_PRODUCT; break;
+    case RED_L1: x = unary(c, CTOSA_OP_ABS, x, t, r, shape); break;
+    case RED_L2:
+    case RED_SUMSQUARE: x = dm_mul(c, x, x, t, r, shape); break;
+    case RED_LOGSUMEXP: {
+        int64_t ms[LOWER_MAX_RANK];
+        memcpy(ms, shape, r * sizeof *ms);
+        m = reduce_chain(c, CTOSA_OP_REDUCE_MAX, x, t, r, ms, mark);
+        if (m) x = lw_binary(c, CTOSA_OP_SUB, x, m, t, r, shape);
+        x = unary(c, CTOSA_OP_EXP, x, t, r, shape);
+        break;
+    }
+    default: break;
+    }
+    if (!x) return dm_fail(c);
+    x = reduce_chain(c, op, x, t, r, shape, mark);
+    switch (kind) {
+    case RED_MEAN:
+        if (n_red != 1) x = dm_mul(c, x, lw_scalar(c, t, r, 1.0 / (double)n_red), t, r, shape);
+        break;
+    case RED_L2:
+        x = unary(c, CTOSA_OP_RSQRT, x, t, r, shape);
+        x = unary(c, CTOSA_OP_RECIPROCAL, x, t, r, shape);
+        break;
+    case RED_LOGSUM: x = unary(c, CTOSA_OP_LOG, x, t, r, shape); break;
+    case RED_LOGSUMEXP:
+        x = unary(c, CTOSA_OP_LOG, x, t, r, shape);
+        if (x) x = lw_binary(c, CTOSA_OP_ADD, x, m, t, r, shape);
+        break;
+    default: break;
+    }
+    if (x && out_t != t) {
+        x = lw_cast(c, x, t, out_t, r, shape);
+        t = out_t;
+    }
+    if (!x) return dm_fail(c);
+    if (!keep) {
+        int64_t os[LOWER_MAX_RANK];
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < r; i++)
+            if (!mark[i]) os[k++] = shape[i];
+        x = lw_reshape(c, x, t, k, os);
+    } else if (x == lw_input(c, 0)) {
+        x = lw_unary(c, CTOSA_OP_IDENTITY, x, t, r, red_shape, NULL);
+    }
+    if (!x) return dm_fail(c);
+    lw_set_output(c, 0, x);
+    return LOWER_OK;
+}
+
+static lower_status lower_reduce_sum(lower_ctx *c) { return lower_reduce(c, RED_SUM); }
+static lower_status lower_reduce_mean(lower_ctx *c) { return lower_reduce(c, RED_MEAN); }
+static lower_status lower_reduce_max(lower_ctx *c) { return lower_reduce(c, RED_MAX); }
+static lower_status lower_reduce_min(lower_ctx *c) { return lower_reduce(c, RED_MIN); }
+static lower_status lower_reduce_prod(lower_ctx *c) { return lower_reduce(c, RED_PROD); }
+static lower_status lower_reduce_l1(lower_ctx *c) { return lower_reduce(c, RED_L1); }
+static lower_status lower_reduce_l2(lower_ctx *c) { return lower_reduce(c, RED_L2); }
+static lower_status lower_reduce_logsum(lower_ctx *c) { return lower_reduce(c, RED_LOGSUM); }
+static lower_status lower_reduce_lse(lower_ctx *c) { return lower_reduce(c, RED_LOGSUMEXP); }
+static lower_status lower_reduce_sumsq(lower_ctx *c) { return lower_reduce(c, RED_SUMSQUARE); }
+
+/* --------------------------------------------------------- ArgMax/ArgMin */
+
+static lower_status lower_arg(lower_ctx *c, bool is_min) {
+    lower_status st = LOWER_REJECT;
+    const ctosa_onnx_node *nd = lw_node(c);
+    const lower_value *v = dm_data_input(c, 0, &st);
+    if (!v) return st;
+    uint32_t r = v->rank;
+    ctosa_dtype t = v->t;
+    if (r == 0)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: scalar input", nd->op_type);
+    if (t == CTOSA_DTYPE_BOOL)
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "%s: bool input", nd->op_type);
+    int32_t axis;
+    if (!dm_axis(c, lw_attr_int(c, "axis", 0), r, "axis", &axis, &st)) return st;
+    bool keep = lw_attr_int(c, "keepdims", 1) != 0;
+    bool last = lw_attr_int(c, "select_last_index", 0) != 0;
+    int64_t K = v->shape[axis];
+    if (dm_count(r, v->shape) == 0)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: empty input", nd->op_type);
+    const char *x = lw_input(c, 0);
+    if (!x) return dm_fail(c);
+    if (is_min) {
+        if (ctosa_dtype_is_float(t)) {
+            const char *in[3] = {x, lw_zero_point(c, t, 0), lw_zero_point(c, t, 0)};
+            const char *o = lw_tensor(c, t, r, v->shape);
+            if (!in[1] || !in[2] || !o || !lw_op(c, CTOSA_OP_NEGATE, 3, in, 1, &o, NULL))
+                return dm_fail(c);
+            x = o;
+        } else {
+            x = lw_unary(c, CTOSA_OP_BITWISE_NOT, x, t, r, v->shape, NULL);
+        }
+    }
+    if (x && last) x = dm_reverse(c, x, t, r, v->shape, axis);
+    if (!x) return dm_fail(c);
+    int64_t os[LOWER_MAX_RANK], ks[LOWER_MAX_RANK];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < r; i++) {
+        ks[i] = (int32_t)i == axis ? 1 : v->shape[i];
+        if ((int32_t)i != axis) os[k++] = v->shape[i];
+    }
+    /* TOSA 1.1 with int64 has ARGMAX rows with an i64 output (for every
+     * input type) and none for i32 inputs with an i32 output. */
+    const ctosa_dtype I = lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64 ? CTOSA_DTYPE_INT64 : CTOSA_DTYPE_INT32;
+    ctosa_attr a = {0};
+    a.axis = axis;
+    a.nan_mode = CTOSA_NAN_PROPAGATE;
+    uint32_t orank = keep ? r : k;
+    const int64_t *oshape = keep ? ks : os;
+    if (keep && r < LOWER_MAX_RANK) {
+        /* keepdims: give the input an extra 1 before the axis, so ARGMAX
+         * (which drops the axis) yields the kept shape directly. This keeps
+         * the RESHAPE on the input's dtype: an i32 RESHAPE is PRO-INT only. */
+        int64_t xs[LOWER_MAX_RANK];
+        for (uint32_t i = 0, j = 0; i < r; i++) {
+            if ((int32_t)i == axis) xs[j++] = 1;
+            xs[j++] = v->shape[i];
+        }
+        x = lw_reshape(c, x, t, r + 1, xs);
+        a.axis = axis + 1;
+        x = lw_unary(c, CTOSA_OP_ARGMAX, x, I, r, ks, &a);
+    } else {
+        x = lw_unary(c, CTOSA_OP_ARGMAX, x, I, k, os, &a);
+        if (x && keep) x = lw_reshape(c, x, I, r, ks);
+    }
+    if (x && last && K > 1)
+        x = lw_binary(c, CTOSA_OP_SUB, lw_scalar(c, I, orank, (double)(K - 1)), x, I, orank,
+                      oshape);
+    if (x && lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64)
+        x = lw_cast(c, x, I, CTOSA_DTYPE_INT64, orank, oshape);
+    if (!x) return dm_fail(c);
+    lw_set_output(c, 0, x);
+    return LOWER_OK;
+}
+
+static lower_status lower_argmax(lower_ctx *c) { return lower_arg(c, false); }
+static lower_status lower_argmin(lower_ctx *c) { return lower_arg(c, true); }
+
+const lower_entry lower_table_reduce[] = {
+    {"ReduceSum", 1, 0, lower_reduce_sum},
+    {"ReduceMean", 1, 0, lower_reduce_mean},
+    {"ReduceMax", 1, 0, lower_reduce_max},
+    {"ReduceMin", 1, 0, lower_reduce_min},
+    {"ReduceProd", 1, 0, lower_reduce_prod},
+    {"ReduceL1", 1, 0, lower_reduce_l1},
+    {"ReduceL2", 1, 0, lower_reduce_l2},
+    {"ReduceLogSum", 1, 0, lower_reduce_logsum},
+    {"ReduceLogSumExp", 1, 0, lower_reduce_lse},
+    {"ReduceSumSquare", 1, 0, lower_reduce_sumsq},
+    {"ArgMax", 1, 0, lower_argmax},
+    {"ArgMin", 1, 0, lower_argmin},
+    {0},
+};
