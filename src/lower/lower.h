@@ -97,7 +97,7 @@ typedef enum lower_status { LOWER_OK = 0, LOWER_REJECT = 1 } lower_status;
 /* What the lowering knows about one ONNX value. */
 typedef struct lower_value {
     const char *name;        /* ONNX name */
-    int32_t onnx_dtype;      /* ONNX_* */
+    int32_t onnx_dtype;      /* CTOSA_ONNX_* */
     ctosa_dtype t;           /* TOSA dtype it is carried in (UNKNOWN if none) */
     uint32_t rank;
     int64_t shape[LOWER_MAX_RANK]; /* -1 where not static */
