@@ -29,6 +29,7 @@
 #                                 inference, custom operators
 #   pipeline                      lower API, partitions, report, describe
 #   runtime                       the partitioned-model runtime
+#   quantize                      post-training quantization
 #
 #   A folder not in this list fails the check until it is given its place.
 #
@@ -97,7 +98,7 @@ if [ -n "$lib" ]; then
     awk -v root="$root/src/" -v list="$tmp.files" '
     BEGIN {
         split("util:0 tosa:1 spec:1 onnx:1 interp:1 tensorfile:2 lower:3 lower/opt:4 lower/quant:5 lower/ops:6 " \
-              "lower/core:7 pipeline:8 runtime:9", kv, " ")
+              "lower/core:7 pipeline:8 runtime:9 quantize:10", kv, " ")
         for (i in kv) { split(kv[i], p, ":"); rank[p[1]] = p[2] }
         while ((getline l < list) > 0) have[l] = 1
     }

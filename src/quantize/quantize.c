@@ -131,7 +131,7 @@ static void add_channels(per_channel *p, const float *v, uint64_t n, uint32_t ra
 
 static void keep_const(qz_tensor *t, int32_t dtype, const void *data, uint64_t size, uint32_t rank,
                        const int64_t *shape) {
-    if (t->cval || rank > ONNX_MAX_RANK || dtype == ONNX_UNDEFINED || !(t->cval = malloc(size + 1))) return;
+    if (t->cval || rank > ONNX_MAX_RANK || dtype == CTOSA_ONNX_UNDEFINED || !(t->cval = malloc(size + 1))) return;
     memcpy(t->cval, data, size);
     t->cdtype = dtype;
     t->csize = size;
@@ -151,7 +151,7 @@ static void on_float(void *user, uint32_t sample, const char *name, const float 
     run_state *r = user;
     qz_tensor *t = qz_tensor_of(r->c, name);
     if (t && t->is_const) {
-        keep_const(t, ONNX_FLOAT, data, n * sizeof(float), rank, shape);
+        keep_const(t, CTOSA_ONNX_FLOAT, data, n * sizeof(float), rank, shape);
         t = NULL;
     }
     if (t) {
@@ -243,7 +243,7 @@ static ctosa_error *bump_opset(qz_graph *q) {
         const char **in = arena_alloc(&q->a, sizeof(char *) * 2);
         if (!ax || !name || !in) return ctosa_error_nomem();
         memcpy(ax, a->ints, 8 * (size_t)cnt);
-        if (!qz_graph_add_init(q, name, ONNX_INT64, 1, &cnt, ax, 8 * (uint64_t)cnt)) return ctosa_error_nomem();
+        if (!qz_graph_add_init(q, name, CTOSA_ONNX_INT64, 1, &cnt, ax, 8 * (uint64_t)cnt)) return ctosa_error_nomem();
         in[0] = n->in[0];
         in[1] = name;
         n->in = in;

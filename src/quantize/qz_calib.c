@@ -170,7 +170,7 @@ ctosa_error *qz_samples_load(const ctosa_onnx_model *m, const ctosa_quantize_cal
             return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input '%s' has no calibration data (--calibration %s=FILE.npy)",
                                    info->path, v->name, v->name);
         const ctosa_onnx_type *ty = v->type;
-        if (!ty || ty->kind != CTOSA_ONNX_TYPE_TENSOR || ty->elem_type != ONNX_FLOAT || !ty->has_shape ||
+        if (!ty || ty->kind != CTOSA_ONNX_TYPE_TENSOR || ty->elem_type != CTOSA_ONNX_FLOAT || !ty->has_shape ||
             ty->rank > ONNX_MAX_RANK)
             return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: input '%s': quantize needs float32 inputs with a "
                                    "declared shape", info->path, v->name);
@@ -215,11 +215,11 @@ static int32_t onnx_dtype_of_numpy(const char *np) {
     static const struct {
         const char *n;
         int32_t t;
-    } T[] = {{"float32", ONNX_FLOAT}, {"uint8", ONNX_UINT8}, {"int8", ONNX_INT8}, {"int16", ONNX_INT16},
-             {"int32", ONNX_INT32}, {"int64", ONNX_INT64}, {"bool", ONNX_BOOL}, {"float16", ONNX_FLOAT16}};
+    } T[] = {{"float32", CTOSA_ONNX_FLOAT}, {"uint8", CTOSA_ONNX_UINT8}, {"int8", CTOSA_ONNX_INT8}, {"int16", CTOSA_ONNX_INT16},
+             {"int32", CTOSA_ONNX_INT32}, {"int64", CTOSA_ONNX_INT64}, {"bool", CTOSA_ONNX_BOOL}, {"float16", CTOSA_ONNX_FLOAT16}};
     for (size_t i = 0; i < CTOSA_ARRAY_LEN(T); i++)
         if (!strcmp(T[i].n, np)) return T[i].t;
-    return ONNX_UNDEFINED;
+    return CTOSA_ONNX_UNDEFINED;
 }
 
 ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, const char *work_dir,

@@ -54,7 +54,7 @@ ctosa_error *qz_graph_init(qz_graph *q, ctosa_onnx_model *m, const char *path) {
     }
     for (uint32_t i = 0; i < g->n_initializers; i++) {
         const ctosa_onnx_tensor *t = &g->initializers[i];
-        if (t->dtype == ONNX_STRING)
+        if (t->dtype == CTOSA_ONNX_STRING)
             return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: initializer '%s': string tensors are not supported "
                                    "by quantize", path, t->name);
         if (t->rank > ONNX_MAX_RANK)

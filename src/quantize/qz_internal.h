@@ -10,7 +10,7 @@
 
 #include "ctosa/onnx.h"
 #include "ctosa/quantize.h"
-#include "onnx/tensor_file.h"
+#include "onnx/onnx_tensor.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------------ the graph */

@@ -201,8 +201,8 @@ static ctosa_error *add_scalar_params(qz_graph *q, const char *base, float scale
         int8_t v = (int8_t)zp;
         memcpy(z, &v, 1);
     }
-    if (!qz_graph_add_init(q, *s_name, ONNX_FLOAT, 0, NULL, s, 4) ||
-        !qz_graph_add_init(q, *z_name, bits == 16 ? ONNX_INT16 : ONNX_INT8, 0, NULL, z, bits == 16 ? 2 : 1))
+    if (!qz_graph_add_init(q, *s_name, CTOSA_ONNX_FLOAT, 0, NULL, s, 4) ||
+        !qz_graph_add_init(q, *z_name, bits == 16 ? CTOSA_ONNX_INT16 : CTOSA_ONNX_INT8, 0, NULL, z, bits == 16 ? 2 : 1))
         return ctosa_error_nomem();
     return NULL;
 }
@@ -245,9 +245,9 @@ static ctosa_error *quant_weight(qz_graph *q, const qz_init *w, int64_t axis, co
     const char *qn = qz_fresh_name(q, w->name, "_quantized"), *sn = qz_fresh_name(q, w->name, "_scale"),
                *zn = qz_fresh_name(q, w->name, "_zero_point"), *dn = qz_fresh_name(q, w->name, "_dq");
     int64_t cd = (int64_t)ch;
-    if (!qn || !sn || !zn || !dn || !qz_graph_add_init(q, qn, ONNX_INT8, w->rank, w->dims, wq, count) ||
-        !qz_graph_add_init(q, sn, ONNX_FLOAT, 1, &cd, sc, ch * 4) ||
-        !qz_graph_add_init(q, zn, ONNX_INT8, 1, &cd, zp, ch))
+    if (!qn || !sn || !zn || !dn || !qz_graph_add_init(q, qn, CTOSA_ONNX_INT8, w->rank, w->dims, wq, count) ||
+        !qz_graph_add_init(q, sn, CTOSA_ONNX_FLOAT, 1, &cd, sc, ch * 4) ||
+        !qz_graph_add_init(q, zn, CTOSA_ONNX_INT8, 1, &cd, zp, ch))
         return ctosa_error_nomem();
     *out = dn;
     *scales = sc;
@@ -308,9 +308,9 @@ static ctosa_error *quant_bias(qz_graph *q, const qz_init *b, double s_x, const 
     const char *qn = qz_fresh_name(q, b->name, "_quantized"), *sn = qz_fresh_name(q, b->name, "_scale"),
                *zn = qz_fresh_name(q, b->name, "_zero_point"), *dn = qz_fresh_name(q, b->name, "_dq");
     int64_t cd = n_ch;
-    if (!qn || !sn || !zn || !dn || !qz_graph_add_init(q, qn, ONNX_INT32, 1, &cd, bq, 4 * (uint64_t)n_ch) ||
-        !qz_graph_add_init(q, sn, ONNX_FLOAT, 1, &cd, sc, 4 * (uint64_t)n_ch) ||
-        !qz_graph_add_init(q, zn, ONNX_INT32, 1, &cd, zp, 4 * (uint64_t)n_ch))
+    if (!qn || !sn || !zn || !dn || !qz_graph_add_init(q, qn, CTOSA_ONNX_INT32, 1, &cd, bq, 4 * (uint64_t)n_ch) ||
+        !qz_graph_add_init(q, sn, CTOSA_ONNX_FLOAT, 1, &cd, sc, 4 * (uint64_t)n_ch) ||
+        !qz_graph_add_init(q, zn, CTOSA_ONNX_INT32, 1, &cd, zp, 4 * (uint64_t)n_ch))
         return ctosa_error_nomem();
     *out = dn;
     return add_dq(q, qn, sn, zn, dn, true, 0);
@@ -337,7 +337,7 @@ static ctosa_error *quant_const(qz_ctx *c, qz_graph *q, const qz_init *k, const 
         } else d[i] = (uint8_t)(int8_t)v;
     }
     const char *qn = qz_fresh_name(q, k->name, "_quantized"), *dn = qz_fresh_name(q, k->name, "_dq"), *sn, *zn;
-    if (!qn || !dn || !qz_graph_add_init(q, qn, w == 2 ? ONNX_INT16 : ONNX_INT8, k->rank, k->dims, d, n * (uint64_t)w))
+    if (!qn || !dn || !qz_graph_add_init(q, qn, w == 2 ? CTOSA_ONNX_INT16 : CTOSA_ONNX_INT8, k->rank, k->dims, d, n * (uint64_t)w))
         return ctosa_error_nomem();
     ctosa_error *e = add_scalar_params(q, k->name, s, z, c->bits, &sn, &zn);
     if (!e) e = add_dq(q, qn, sn, zn, dn, false, 0);
@@ -358,7 +358,7 @@ static ctosa_error *add_qdq(qz_ctx *c, qz_graph *q, qz_tensor *t, const char *sr
 }
 
 static bool weight_axis(const ctosa_onnx_node *n, const qz_init *w, int64_t *axis) {
-    if (!w || w->dtype != ONNX_FLOAT || w->rank < 1) return false;
+    if (!w || w->dtype != CTOSA_ONNX_FLOAT || w->rank < 1) return false;
     if (!strcmp(n->op_type, "Conv")) return *axis = 0, w->rank >= 3;
     if (!strcmp(n->op_type, "ConvTranspose")) {
         const ctosa_onnx_attr *ga = ctosa_onnx_node_attr(n, "group");
@@ -379,7 +379,7 @@ uint32_t qz_node_bias_channels(const qz_ctx *c, const qz_graph *q, uint32_t node
     int64_t axis;
     if (!(flags_of(n) & QT_WEIGHT) || n->n_inputs < 3 || !n->inputs[2][0]) return 0;
     const qz_init *w = qz_graph_find_init(q, n->inputs[1]), *b = qz_graph_find_init(q, n->inputs[2]);
-    if (!weight_axis(n, w, &axis) || !b || b->dtype != ONNX_FLOAT || b->rank != 1) return 0;
+    if (!weight_axis(n, w, &axis) || !b || b->dtype != CTOSA_ONNX_FLOAT || b->rank != 1) return 0;
     return b->dims[0] == w->dims[axis] ? (uint32_t)b->dims[0] : 0;
 }
 
@@ -438,13 +438,13 @@ ctosa_error *qz_plan_emit(qz_ctx *c, qz_graph *q) {
                 const qz_init *b = qz_graph_find_init(q, n->inputs[2]);
                 qz_tensor *x = qz_tensor_of(c, n->inputs[0]);
                 const float *shift = c->bias_correction ? weight_shift(q, n, w, axis, s_w, wq, x) : NULL;
-                if (b && b->dtype == ONNX_FLOAT && b->rank == 1 && (uint32_t)b->dims[0] == n_ch && x && x->quant)
+                if (b && b->dtype == CTOSA_ONNX_FLOAT && b->rank == 1 && (uint32_t)b->dims[0] == n_ch && x && x->quant)
                     e = quant_bias(q, b, x->scale, s_w, n_ch, shift, &nd.in[2]);
             }
             for (uint32_t k = 0; k < n->n_inputs && k < n_data && !e; k++) {
                 if (has_w && k == 1) continue;
                 const qz_init *ki = n->inputs[k][0] ? qz_graph_find_init(q, n->inputs[k]) : NULL;
-                if (!ki || ki->dtype != ONNX_FLOAT || ki->nbytes <= 4 || !traits_of(n)) continue;
+                if (!ki || ki->dtype != CTOSA_ONNX_FLOAT || ki->nbytes <= 4 || !traits_of(n)) continue;
                 const char *dq = strmap_get(&consts_done, ki->name);
                 if (!dq && !(e = quant_const(c, q, ki, &dq))) strmap_put(&consts_done, ki->name, (void *)dq);
                 nd.in[k] = dq;
