@@ -28,21 +28,15 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
-#include "lower/lower_ew.h"
+#include "lower/lower_build.h"
 
 /* ------------------------------------------------------------- helpers */
 
-static ew_v at_fail(void) {
-    ew_v v;
-    memset(&v, 0, sizeof v);
-    return v;
-}
 
-static ew_v at_reshape(lower_ctx *c, ew_v a, uint32_t r, const int64_t *s) {
+static lw_v at_reshape(lower_ctx *c, lw_v a, uint32_t r, const int64_t *s) {
     if (!a.n) return a;
     if (a.r == r && !memcmp(a.s, s, r * sizeof *s)) return a;
-    ew_v o = a;
+    lw_v o = a;
     o.cin = 0;
     o.r = r;
     memcpy(o.s, s, r * sizeof *s);
@@ -50,9 +44,9 @@ static ew_v at_reshape(lower_ctx *c, ew_v a, uint32_t r, const int64_t *s) {
     return o;
 }
 
-static ew_v at_transpose(lower_ctx *c, ew_v a, const int32_t *perm) {
+static lw_v at_transpose(lower_ctx *c, lw_v a, const int32_t *perm) {
     if (!a.n) return a;
-    ew_v o = a;
+    lw_v o = a;
     o.cin = 0;
     for (uint32_t i = 0; i < a.r; i++) o.s[i] = a.s[perm[i]];
     o.n = lw_transpose(c, a.n, a.t, a.r, a.s, perm);
@@ -60,61 +54,61 @@ static ew_v at_transpose(lower_ctx *c, ew_v a, const int32_t *perm) {
 }
 
 /* a[..., from : from + len] along axis. */
-static ew_v at_slice(lower_ctx *c, ew_v a, uint32_t axis, int64_t from, int64_t len) {
+static lw_v at_slice(lower_ctx *c, lw_v a, uint32_t axis, int64_t from, int64_t len) {
     if (!a.n) return a;
     if (from == 0 && len == a.s[axis]) return a;
     int64_t st[LOWER_MAX_RANK] = {0}, sz[LOWER_MAX_RANK];
     memcpy(sz, a.s, a.r * sizeof *sz);
     st[axis] = from;
     sz[axis] = len;
-    ew_v o = a;
+    lw_v o = a;
     o.cin = 0;
     o.s[axis] = len;
-    o.n = cv_slice(c, a.n, a.t, a.r, a.s, st, sz);
+    o.n = lw_slice(c, a.n, a.t, a.r, a.s, st, sz);
     return o;
 }
 
-static ew_v at_concat(lower_ctx *c, uint32_t n, const ew_v *xs, uint32_t axis) {
+static lw_v at_concat(lower_ctx *c, uint32_t n, const lw_v *xs, uint32_t axis) {
     const char *names[4];
-    ew_v o = xs[0];
+    lw_v o = xs[0];
     o.cin = 0;
     o.s[axis] = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (!xs[i].n) return at_fail();
+        if (!xs[i].n) return lw_v_none();
         names[i] = xs[i].n;
         o.s[axis] += xs[i].s[axis];
     }
-    o.n = cv_concat(c, n, names, o.t, o.r, o.s, (int32_t)axis);
+    o.n = lw_concat(c, n, names, o.t, o.r, (int32_t)axis);
     return o;
 }
 
 /* REDUCE_<kind> over the last axis, kept as size 1. */
-static ew_v at_reduce_last(lower_ctx *c, ctosa_op_kind kind, ew_v a) {
+static lw_v at_reduce_last(lower_ctx *c, ctosa_op_kind kind, lw_v a) {
     if (!a.n) return a;
-    ew_v o = a;
+    lw_v o = a;
     o.cin = 0;
-    o.n = cv_reduce(c, kind, a.n, a.t, a.r, a.s, (int32_t)a.r - 1, o.s);
+    o.n = lw_reduce(c, kind, a.n, a.t, a.r, a.s, (int32_t)a.r - 1, o.s);
     return o;
 }
 
 /* Batched MATMUL [N, M, K] x [N, K, W] -> [N, M, W] (float, no zero points). */
-static ew_v at_matmul(lower_ctx *c, ew_v a, ew_v b) {
-    if (!a.n || !b.n) return at_fail();
-    ew_v o = a;
+static lw_v at_matmul(lower_ctx *c, lw_v a, lw_v b) {
+    if (!a.n || !b.n) return lw_v_none();
+    lw_v o = a;
     o.cin = 0;
     o.s[2] = b.s[2];
     const char *azp = lw_zero_point(c, a.t, 0), *bzp = lw_zero_point(c, b.t, 0);
     const char *out = lw_tensor(c, o.t, 3, o.s);
-    if (!azp || !bzp || !out) return at_fail();
+    if (!azp || !bzp || !out) return lw_v_none();
     const char *in[4] = {a.n, b.n, azp, bzp};
-    if (!lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &out, NULL)) return at_fail();
+    if (!lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &out, NULL)) return lw_v_none();
     o.n = out;
     return o;
 }
 
 /* Input i as a float value of static shape (or rejects). */
-static lower_status at_float_in(lower_ctx *c, uint32_t i, ew_v *v) {
-    lower_status st = ew_in(c, i, v);
+static lower_status at_float_in(lower_ctx *c, uint32_t i, lw_v *v) {
+    lower_status st = lw_v_in(c, i, v);
     if (st != LOWER_OK) return st;
     if (!ctosa_dtype_is_float(v->t))
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, lw_node(c)->inputs[i], "%s: input '%s' is not a float tensor",
@@ -130,7 +124,7 @@ static bool at_wants_output(lower_ctx *c, uint32_t i) {
 /* ----------------------------------------------------------- Attention */
 
 /* [B, S, H * D] -> [B, H, S, D]; a 4-D input is returned as is. */
-static ew_v at_heads(lower_ctx *c, ew_v x, int64_t heads) {
+static lw_v at_heads(lower_ctx *c, lw_v x, int64_t heads) {
     if (x.r == 4) return x;
     int64_t s4[4] = {x.s[0], x.s[1], heads, x.s[2] / heads};
     static const int32_t perm[4] = {0, 2, 1, 3};
@@ -140,9 +134,9 @@ static ew_v at_heads(lower_ctx *c, ew_v x, int64_t heads) {
 /* The mask input (index 3) as a value of rank 4 whose last axis spans all
  * T keys: a shorter last axis is padded with False / -inf as the
  * definition says. */
-static lower_status at_mask(lower_ctx *c, int64_t T, ctosa_dtype ct, ew_v *m) {
+static lower_status at_mask(lower_ctx *c, int64_t T, ctosa_dtype ct, lw_v *m) {
     const char *name = lw_node(c)->inputs[3];
-    lower_status st = ew_in(c, 3, m);
+    lower_status st = lw_v_in(c, 3, m);
     if (st != LOWER_OK) return st;
     if (m->t != CTOSA_DTYPE_BOOL && !ctosa_dtype_is_float(m->t))
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, name,
@@ -151,12 +145,12 @@ static lower_status at_mask(lower_ctx *c, int64_t T, ctosa_dtype ct, ew_v *m) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, name,
                          "Attention: attn_mask '%s' has rank %u / last dimension %lld for %lld keys", name, m->r,
                          (long long)(m->r ? m->s[m->r - 1] : 0), (long long)T);
-    if (m->t != CTOSA_DTYPE_BOOL) *m = ew_cast(c, *m, ct);
-    *m = ew_rank(c, *m, 4);
+    if (m->t != CTOSA_DTYPE_BOOL) *m = lw_v_cast(c, *m, ct);
+    *m = lw_v_rank(c, *m, 4);
     int64_t pad = T - m->s[3];
     if (pad > 0 && m->n) {
         int64_t pads[8] = {0, 0, 0, 0, 0, 0, 0, pad};
-        m->n = cv_pad(c, m->n, m->t, 4, m->s, pads, m->t == CTOSA_DTYPE_BOOL ? 0.0 : -INFINITY);
+        m->n = lw_pad(c, m->n, m->t, 4, m->s, pads, m->t == CTOSA_DTYPE_BOOL ? 0.0 : -INFINITY);
         m->s[3] = T;
         m->cin = 0;
     }
@@ -165,7 +159,7 @@ static lower_status at_mask(lower_ctx *c, int64_t T, ctosa_dtype ct, ew_v *m) {
 
 static lower_status lower_attention(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
-    ew_v q, k, v;
+    lw_v q, k, v;
     lower_status st;
     if ((st = at_float_in(c, 0, &q)) != LOWER_OK || (st = at_float_in(c, 1, &k)) != LOWER_OK ||
         (st = at_float_in(c, 2, &v)) != LOWER_OK)
@@ -203,17 +197,17 @@ static lower_status lower_attention(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: past_key and past_value must be given together");
     int64_t P = 0;
     if (has_pk) {
-        ew_v pk, pv;
+        lw_v pk, pv;
         if ((st = at_float_in(c, 4, &pk)) != LOWER_OK || (st = at_float_in(c, 5, &pv)) != LOWER_OK) return st;
         if (pk.r != 4 || pv.r != 4 || pk.s[0] != B || pk.s[1] != Hkv || pk.s[3] != D || pv.s[0] != B ||
             pv.s[1] != Hkv || pv.s[2] != pk.s[2] || pv.s[3] != v.s[3])
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: past_key / past_value shapes do not fit K / V");
         P = pk.s[2];
-        ew_v kk[2] = {ew_cast(c, pk, t), k}, vv[2] = {ew_cast(c, pv, t), v};
+        lw_v kk[2] = {lw_v_cast(c, pk, t), k}, vv[2] = {lw_v_cast(c, pv, t), v};
         k = at_concat(c, 2, kk, 2);
         v = at_concat(c, 2, vv, 2);
     }
-    if (!k.n || !v.n) return cv_fail(c);
+    if (!k.n || !v.n) return lw_failed(c);
     if (at_wants_output(c, 1)) lw_set_output(c, 1, k.n);
     if (at_wants_output(c, 2)) lw_set_output(c, 2, v.n);
     int64_t T = k.s[2], Dv = v.s[3], reps = Hq / Hkv;
@@ -233,11 +227,11 @@ static lower_status lower_attention(lower_ctx *c) {
                              "Attention: nonpad_kv_seqlen '%s' has %lld values for batch %lld", n->inputs[6],
                              (long long)nn, (long long)B);
     }
-    ew_v allow = at_fail();
+    lw_v allow = lw_v_none();
     if (causal || nonpad) {
         int64_t Bm = nonpad ? B : 1, ms[4] = {Bm, 1, S, T};
         uint8_t *mask = arena_alloc(lw_arena(c), (size_t)(Bm * S * T));
-        if (!mask) return cv_fail(c);
+        if (!mask) return lw_failed(c);
         for (int64_t b = 0; b < Bm; b++) {
             int64_t off = nonpad && !has_pk ? nonpad[b] - S : P;
             for (int64_t i = 0; i < S; i++)
@@ -249,48 +243,48 @@ static lower_status lower_attention(lower_ctx *c) {
         memcpy(allow.s, ms, sizeof ms);
         allow.n = lw_const(c, CTOSA_DTYPE_BOOL, 4, ms, mask);
     }
-    ew_v mask = at_fail();
+    lw_v mask = lw_v_none();
     if (lw_has_input(c, 3) && (st = at_mask(c, T, ct, &mask)) != LOWER_OK) return st;
 
     /* scores = (Q * scale) K^T, heads grouped per kv head */
     double scale = lw_has_attr(c, "scale") ? lw_attr_float(c, "scale", 1.0f) : 1.0 / sqrt((double)D);
-    ew_v qc = ew_mulk(c, ew_cast(c, q, ct), scale);
+    lw_v qc = lw_v_mulk(c, lw_v_cast(c, q, ct), scale);
     int64_t q3[3] = {B * Hkv, reps * S, D}, k3[3] = {B * Hkv, D, T}, v3[3] = {B * Hkv, T, Dv};
     static const int32_t swap_last[4] = {0, 1, 3, 2};
-    ew_v kt = at_reshape(c, at_transpose(c, ew_cast(c, k, ct), swap_last), 3, k3);
+    lw_v kt = at_reshape(c, at_transpose(c, lw_v_cast(c, k, ct), swap_last), 3, k3);
     int64_t s4[4] = {B, Hq, S, T};
-    ew_v sc = at_reshape(c, at_matmul(c, at_reshape(c, qc, 3, q3), kt), 4, s4);
-    ew_v qk_out[4];
+    lw_v sc = at_reshape(c, at_matmul(c, at_reshape(c, qc, 3, q3), kt), 4, s4);
+    lw_v qk_out[4];
     qk_out[0] = sc;
     double cap = lw_attr_float(c, "softcap", 0.0f);
-    if (cap > 0) sc = ew_mulk(c, ew_un(c, CTOSA_OP_TANH, ew_mulk(c, sc, 1.0 / cap)), cap);
+    if (cap > 0) sc = lw_v_mulk(c, lw_v_un(c, CTOSA_OP_TANH, lw_v_mulk(c, sc, 1.0 / cap)), cap);
     qk_out[1] = sc;
-    if (mask.n && mask.t == CTOSA_DTYPE_BOOL) sc = ew_select(c, mask, sc, ew_k(c, sc, -INFINITY));
-    else if (mask.n) sc = ew_add(c, sc, mask);
-    if (allow.n) sc = ew_select(c, allow, sc, ew_k(c, sc, -INFINITY));
+    if (mask.n && mask.t == CTOSA_DTYPE_BOOL) sc = lw_v_select(c, mask, sc, lw_v_k(c, sc, -INFINITY));
+    else if (mask.n) sc = lw_v_add(c, sc, mask);
+    if (allow.n) sc = lw_v_select(c, allow, sc, lw_v_k(c, sc, -INFINITY));
     qk_out[2] = sc;
 
     /* softmax over the keys, zero for fully masked rows */
-    ew_v mx = ew_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_MAX, sc), ew_k(c, sc, -FLT_MAX));
-    ew_v e = ew_un(c, CTOSA_OP_EXP, ew_sub(c, sc, mx));
-    ew_v sum = ew_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_SUM, e), ew_k(c, sc, 1.0));
-    ew_v p = ew_mul(c, e, ew_un(c, CTOSA_OP_RECIPROCAL, sum));
+    lw_v mx = lw_v_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_MAX, sc), lw_v_k(c, sc, -FLT_MAX));
+    lw_v e = lw_v_un(c, CTOSA_OP_EXP, lw_v_sub(c, sc, mx));
+    lw_v sum = lw_v_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_SUM, e), lw_v_k(c, sc, 1.0));
+    lw_v p = lw_v_mul(c, e, lw_v_un(c, CTOSA_OP_RECIPROCAL, sum));
     qk_out[3] = p;
 
     int64_t p3[3] = {B * Hkv, reps * S, T}, y4[4] = {B, Hq, S, Dv};
-    ew_v y = at_matmul(c, at_reshape(c, p, 3, p3), at_reshape(c, ew_cast(c, v, ct), 3, v3));
+    lw_v y = at_matmul(c, at_reshape(c, p, 3, p3), at_reshape(c, lw_v_cast(c, v, ct), 3, v3));
     y = at_reshape(c, y, 4, y4);
     if (in_rank == 3) {
         static const int32_t perm[4] = {0, 2, 1, 3};
         int64_t y3[3] = {B, S, Hq * Dv};
         y = at_reshape(c, at_transpose(c, y, perm), 3, y3);
     }
-    if ((st = ew_out(c, 0, ew_cast(c, y, t))) != LOWER_OK) return st;
+    if ((st = lw_v_out(c, 0, lw_v_cast(c, y, t))) != LOWER_OK) return st;
     if (at_wants_output(c, 3)) {
         int64_t mode = lw_attr_int(c, "qk_matmul_output_mode", 0);
         if (mode < 0 || mode > 3)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: qk_matmul_output_mode=%lld", (long long)mode);
-        if ((st = ew_out(c, 3, ew_cast(c, qk_out[mode], t))) != LOWER_OK) return st;
+        if ((st = lw_v_out(c, 3, lw_v_cast(c, qk_out[mode], t))) != LOWER_OK) return st;
     }
     return LOWER_OK;
 }
@@ -301,12 +295,12 @@ static lower_status lower_attention(lower_ctx *c) {
  * directly, or gathered by position_ids (input 3) from [max_pos, half]:
  * at compile time when the ids are constant, else with GATHER. */
 static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, int64_t half, ctosa_dtype t,
-                               ew_v *out) {
+                               lw_v *out) {
     const ctosa_onnx_node *n = lw_node(c);
-    ew_v cache;
+    lw_v cache;
     lower_status st = at_float_in(c, i, &cache);
     if (st != LOWER_OK) return st;
-    cache = ew_cast(c, cache, t);
+    cache = lw_v_cast(c, cache, t);
     if (!lw_has_input(c, 3)) {
         if (cache.r != 3 || cache.s[0] != B || cache.s[1] != S || cache.s[2] != half)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[i],
@@ -329,7 +323,7 @@ static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, i
     int64_t s3[3] = {B, S, half};
     if (lw_const_i64(c, 3, &ids) == B * S && lw_const_f64(c, i, &vals) == maxpos * half) {
         double *g = arena_alloc(lw_arena(c), (size_t)(B * S * half) * sizeof *g);
-        if (!g) return cv_fail(c);
+        if (!g) return lw_failed(c);
         for (int64_t r = 0; r < B * S; r++) {
             if (ids[r] < 0 || ids[r] >= maxpos)
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[3],
@@ -345,16 +339,16 @@ static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, i
         return LOWER_OK;
     }
     /* runtime ids: GATHER rows of the [1, max_pos, half] cache */
-    ew_v idv;
-    if ((st = ew_in(c, 3, &idv)) != LOWER_OK) return st;
+    lw_v idv;
+    if ((st = lw_v_in(c, 3, &idv)) != LOWER_OK) return st;
     int64_t i2[2] = {1, B * S}, c3[3] = {1, maxpos, half}, o3[3] = {1, B * S, half};
-    ew_v idx = ew_cast(c, at_reshape(c, idv, 2, i2), CTOSA_DTYPE_INT32);
-    ew_v tab = at_reshape(c, cache, 3, c3);
+    lw_v idx = lw_v_cast(c, at_reshape(c, idv, 2, i2), CTOSA_DTYPE_INT32);
+    lw_v tab = at_reshape(c, cache, 3, c3);
     const char *g = lw_tensor(c, t, 3, o3);
-    if (!idx.n || !tab.n || !g) return cv_fail(c);
+    if (!idx.n || !tab.n || !g) return lw_failed(c);
     const char *in[2] = {tab.n, idx.n};
-    if (!lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return cv_fail(c);
-    ew_v gv = tab;
+    if (!lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
+    lw_v gv = tab;
     gv.n = g;
     memcpy(gv.s, o3, sizeof o3);
     *out = at_reshape(c, gv, 3, s3);
@@ -362,7 +356,7 @@ static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, i
 }
 
 static lower_status lower_rotary(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = at_float_in(c, 0, &x);
     if (st != LOWER_OK) return st;
     ctosa_dtype t = x.t;
@@ -389,7 +383,7 @@ static lower_status lower_rotary(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "RotaryEmbedding: rotary_embedding_dim=%lld for head size %lld",
                          (long long)rot, (long long)D);
     int64_t half = rot / 2;
-    ew_v cs, sn;
+    lw_v cs, sn;
     if ((st = rope_cache(c, 1, B, S, half, t, &cs)) != LOWER_OK) return st;
     if ((st = rope_cache(c, 2, B, S, half, t, &sn)) != LOWER_OK) return st;
     /* caches [B, S, half] -> broadcast against the head axis */
@@ -397,36 +391,36 @@ static lower_status lower_rotary(lower_ctx *c) {
     if (r0 == 3) cb[1] = S, cb[2] = 1;
     cs = at_reshape(c, cs, 4, cb);
     sn = at_reshape(c, sn, 4, cb);
-    ew_v xr = at_slice(c, x, 3, 0, rot);
+    lw_v xr = at_slice(c, x, 3, 0, rot);
     bool inter = lw_attr_int(c, "interleaved", 0) != 0;
-    ew_v x1, x2;
+    lw_v x1, x2;
     int64_t s5[5] = {x.s[0], x.s[1], x.s[2], half, 2}, s4h[4] = {x.s[0], x.s[1], x.s[2], half};
     if (inter) {
-        ew_v pairs = at_reshape(c, xr, 5, s5);
+        lw_v pairs = at_reshape(c, xr, 5, s5);
         x1 = at_reshape(c, at_slice(c, pairs, 4, 0, 1), 4, s4h);
         x2 = at_reshape(c, at_slice(c, pairs, 4, 1, 1), 4, s4h);
     } else {
         x1 = at_slice(c, xr, 3, 0, half);
         x2 = at_slice(c, xr, 3, half, half);
     }
-    ew_v re = ew_sub(c, ew_mul(c, x1, cs), ew_mul(c, x2, sn));
-    ew_v im = ew_add(c, ew_mul(c, x1, sn), ew_mul(c, x2, cs));
-    ew_v rotated;
+    lw_v re = lw_v_sub(c, lw_v_mul(c, x1, cs), lw_v_mul(c, x2, sn));
+    lw_v im = lw_v_add(c, lw_v_mul(c, x1, sn), lw_v_mul(c, x2, cs));
+    lw_v rotated;
     if (inter) {
         int64_t s5one[5] = {x.s[0], x.s[1], x.s[2], half, 1};
-        ew_v parts[2] = {at_reshape(c, re, 5, s5one), at_reshape(c, im, 5, s5one)};
+        lw_v parts[2] = {at_reshape(c, re, 5, s5one), at_reshape(c, im, 5, s5one)};
         int64_t sr[4] = {x.s[0], x.s[1], x.s[2], rot};
         rotated = at_reshape(c, at_concat(c, 2, parts, 4), 4, sr);
     } else {
-        ew_v parts[2] = {re, im};
+        lw_v parts[2] = {re, im};
         rotated = at_concat(c, 2, parts, 3);
     }
-    ew_v y = rotated;
+    lw_v y = rotated;
     if (rot < D) {
-        ew_v parts[2] = {rotated, at_slice(c, x, 3, rot, D - rot)};
+        lw_v parts[2] = {rotated, at_slice(c, x, 3, rot, D - rot)};
         y = at_concat(c, 2, parts, 3);
     }
-    return ew_out(c, 0, at_reshape(c, y, r0, in_shape));
+    return lw_v_out(c, 0, at_reshape(c, y, r0, in_shape));
 }
 
 /* ------------------------------------------------------- TensorScatter */
@@ -439,11 +433,11 @@ static lower_status lower_rotary(lower_ctx *c) {
  * int64 arithmetic feeding SCATTER's indices). */
 static lower_status lower_tensor_scatter(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
-    ew_v past, upd;
+    lw_v past, upd;
     lower_status st;
-    if ((st = ew_in(c, 0, &past)) != LOWER_OK || (st = ew_in(c, 1, &upd)) != LOWER_OK) return st;
+    if ((st = lw_v_in(c, 0, &past)) != LOWER_OK || (st = lw_v_in(c, 1, &upd)) != LOWER_OK) return st;
     int32_t axis;
-    if (!cv_axis(c, lw_attr_int(c, "axis", -2), past.r, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -2), past.r, "axis", &axis)) return LOWER_REJECT;
     const char *mode = lw_attr_str(c, "mode", "linear");
     bool circular = !strcmp(mode, "circular");
     if (!circular && strcmp(mode, "linear"))
@@ -465,7 +459,7 @@ static lower_status lower_tensor_scatter(lower_ctx *c) {
                              n->inputs[2], (long long)B);
     }
     int32_t *idx = arena_alloc(lw_arena(c), (size_t)(pre * L) * sizeof *idx);
-    if (!idx) return cv_fail(c);
+    if (!idx) return lw_failed(c);
     int64_t per_b = pre / B;
     for (int64_t p = 0; p < pre; p++)
         for (int64_t i = 0; i < L; i++) {
@@ -478,26 +472,26 @@ static lower_status lower_tensor_scatter(lower_ctx *c) {
             idx[p * L + i] = (int32_t)pos;
         }
     int64_t v3[3] = {pre, M, C}, u3[3] = {pre, L, C}, i2[2] = {pre, L};
-    ew_v vin = at_reshape(c, past, 3, v3), uin = at_reshape(c, upd, 3, u3);
+    lw_v vin = at_reshape(c, past, 3, v3), uin = at_reshape(c, upd, 3, u3);
     const char *ix = lw_const(c, CTOSA_DTYPE_INT32, 2, i2, idx);
     const char *out = lw_tensor(c, past.t, 3, v3);
-    if (!vin.n || !uin.n || !ix || !out) return cv_fail(c);
+    if (!vin.n || !uin.n || !ix || !out) return lw_failed(c);
     const char *in[3] = {vin.n, ix, uin.n};
-    if (!lw_op(c, CTOSA_OP_SCATTER, 3, in, 1, &out, NULL)) return cv_fail(c);
-    ew_v o = vin;
+    if (!lw_op(c, CTOSA_OP_SCATTER, 3, in, 1, &out, NULL)) return lw_failed(c);
+    lw_v o = vin;
     o.n = out;
-    return ew_out(c, 0, at_reshape(c, o, past.r, past.s));
+    return lw_v_out(c, 0, at_reshape(c, o, past.r, past.s));
 }
 
 /* ---------------------------------------------------------------- Swish */
 
 /* x * sigmoid(alpha * x) */
 static lower_status lower_swish(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = at_float_in(c, 0, &x);
     if (st != LOWER_OK) return st;
     double alpha = lw_attr_float(c, "alpha", 1.0f);
-    return ew_out(c, 0, ew_mul(c, x, ew_un(c, CTOSA_OP_SIGMOID, ew_mulk(c, x, alpha))));
+    return lw_v_out(c, 0, lw_v_mul(c, x, lw_v_un(c, CTOSA_OP_SIGMOID, lw_v_mulk(c, x, alpha))));
 }
 
 const lower_entry lower_table_attention[] = {

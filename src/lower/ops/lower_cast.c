@@ -20,20 +20,20 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_ew.h"
+#include "lower/lower_build.h"
 
-static ew_v trunc_(lower_ctx *c, ew_v x) {
-    ew_v neg = ew_bin(c, CTOSA_OP_GREATER, ew_k(c, x, 0), x);
-    return ew_select(c, neg, ew_un(c, CTOSA_OP_CEIL, x), ew_un(c, CTOSA_OP_FLOOR, x));
+static lw_v trunc_(lower_ctx *c, lw_v x) {
+    lw_v neg = lw_v_bin(c, CTOSA_OP_GREATER, lw_v_k(c, x, 0), x);
+    return lw_v_select(c, neg, lw_v_un(c, CTOSA_OP_CEIL, x), lw_v_un(c, CTOSA_OP_FLOOR, x));
 }
 
 static bool is_fp8(ctosa_dtype t) { return t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2; }
 
-static ew_v convert(lower_ctx *c, ew_v x, ctosa_dtype to, bool saturate) {
+static lw_v convert(lower_ctx *c, lw_v x, ctosa_dtype to, bool saturate) {
     ctosa_dtype from = x.t;
-    if (from == to) return ew_identity(c, x);
+    if (from == to) return lw_v_identity(c, x);
     if (is_fp8(from) && !ctosa_dtype_is_float(to)) {
-        x = ew_cast(c, x, CTOSA_DTYPE_FP32);
+        x = lw_v_cast(c, x, CTOSA_DTYPE_FP32);
         from = x.t;
     }
     if (is_fp8(to) && !ctosa_dtype_is_float(from)) {
@@ -42,29 +42,29 @@ static ew_v convert(lower_ctx *c, ew_v x, ctosa_dtype to, bool saturate) {
     }
     if (to == CTOSA_DTYPE_BOOL) {
         if (ctosa_dtype_is_float(from))
-            return ew_un(c, CTOSA_OP_LOGICAL_NOT, ew_bin(c, CTOSA_OP_EQUAL, x, ew_k(c, x, 0)));
-        return ew_cast(c, x, to);
+            return lw_v_un(c, CTOSA_OP_LOGICAL_NOT, lw_v_bin(c, CTOSA_OP_EQUAL, x, lw_v_k(c, x, 0)));
+        return lw_v_cast(c, x, to);
     }
     if (from == CTOSA_DTYPE_BOOL && ctosa_dtype_is_float(to)) {
-        ew_v one = ew_kt(c, to, x.r, 1.0), zero = ew_kt(c, to, x.r, 0.0);
-        return ew_select(c, x, one, zero);
+        lw_v one = lw_v_kt(c, to, x.r, 1.0), zero = lw_v_kt(c, to, x.r, 0.0);
+        return lw_v_select(c, x, one, zero);
     }
-    if (ctosa_dtype_is_float(from) && !ctosa_dtype_is_float(to)) return ew_cast(c, trunc_(c, x), to);
+    if (ctosa_dtype_is_float(from) && !ctosa_dtype_is_float(to)) return lw_v_cast(c, trunc_(c, x), to);
     if (is_fp8(to) && saturate) {
         double mx = to == CTOSA_DTYPE_FP8E4M3 ? 448.0 : 57344.0;
-        x = ew_clamp(c, x, -mx, mx);
+        x = lw_v_clamp(c, x, -mx, mx);
     }
-    return ew_cast(c, x, to);
+    return lw_v_cast(c, x, to);
 }
 
 static lower_status cast_to(lower_ctx *c, int32_t onnx_to) {
-    ew_v x;
-    EW_IN(c, 0, &x);
+    lw_v x;
+    LW_V_IN(c, 0, &x);
     ctosa_dtype to;
-    lower_status st = ew_dtype(c, onnx_to, "the target type", &to);
+    lower_status st = lw_v_dtype(c, onnx_to, "the target type", &to);
     if (st) return st;
     bool saturate = lw_attr_int(c, "saturate", 1) != 0;
-    return ew_out(c, 0, convert(c, x, to, saturate));
+    return lw_v_out(c, 0, convert(c, x, to, saturate));
 }
 
 static lower_status lower_cast_op(lower_ctx *c) {

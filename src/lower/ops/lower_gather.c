@@ -27,7 +27,7 @@
  * unique positions (GATHER current values, combine, SCATTER back), so
  * duplicate indices accumulate as ONNX requires.
  */
-#include "lower/lower_dm.h"
+#include "lower/lower_build.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +57,13 @@ static const char *runtime_indices(lower_ctx *c, uint32_t i, const lower_value *
         const char *x = lw_input(c, i);
         if (x && v->t == CTOSA_DTYPE_INT64)
             x = lw_cast(c, x, CTOSA_DTYPE_INT64, CTOSA_DTYPE_INT32, v->rank, v->shape);
-        if (!x) *st = dm_fail(c);
+        if (!x) *st = lw_failed(c);
         return x;
     }
     *st = lw_reject(c, LOWER_NEEDS_CONSTANT, v->name,
                     "%s: runtime %s indices '%s' cannot be carried without int64 in the spec; "
                     "bind them as a constant",
-                    nd->op_type, dm_dtype_name(v->onnx_dtype), v->name);
+                    nd->op_type, lw_onnx_dtype_name(v->onnx_dtype), v->name);
     return NULL;
 }
 
@@ -77,7 +77,7 @@ static const char *wrap_runtime(lower_ctx *c, const char *idx, uint32_t rank,
     if (!t) return NULL;
     const char *q = lw_binary(c, CTOSA_OP_INTDIV, t, k_name, I, rank, shape);
     if (!q) return NULL;
-    const char *qk = dm_mul(c, q, k_name, I, rank, shape);
+    const char *qk = lw_mul(c, q, k_name, I, rank, shape);
     if (!qk) return NULL;
     return lw_binary(c, CTOSA_OP_SUB, t, qk, I, rank, shape);
 }
@@ -105,15 +105,15 @@ static const char *index_for(lower_ctx *c, const char *idx, ctosa_dtype values_t
 
 static lower_status lower_gather(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     int32_t axis;
-    if (!dm_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis, &st)) return st;
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis)) return LOWER_REJECT;
     const lower_value *iv = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
     if (!iv || !iv->static_shape)
         return lw_reject(c, iv ? LOWER_DYNAMIC_SHAPE : LOWER_INPUT_FALLBACK, iv ? iv->name : NULL,
                          "Gather: indices are missing or not static");
-    int64_t N = 1, K = v->shape[axis], C = 1, W = dm_count(iv->rank, iv->shape);
+    int64_t N = 1, K = v->shape[axis], C = 1, W = lw_count(iv->rank, iv->shape);
     for (int32_t i = 0; i < axis; i++) N *= v->shape[i];
     for (uint32_t i = (uint32_t)axis + 1; i < v->rank; i++) C *= v->shape[i];
     uint32_t out_rank = v->rank - 1 + iv->rank;
@@ -144,23 +144,23 @@ static lower_status lower_gather(lower_ctx *c) {
     if (const_indices(c, 1, &ci) >= 0) {
         int32_t *buf = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *buf);
         double *dbuf = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *dbuf);
-        if (!buf || !dbuf) return dm_fail(c);
+        if (!buf || !dbuf) return lw_failed(c);
         for (int64_t w = 0; w < W; w++) {
             int64_t x = ci[w] < 0 ? ci[w] + K : ci[w];
             if (x < 0 || x >= K) return index_range(c, ci[w], K);
             for (int64_t n = 0; n < N; n++) buf[n * W + w] = (int32_t)x, dbuf[n * W + w] = (double)x;
         }
-        idx = wide ? lw_const_from_f64(c, I, 2, nw, dbuf) : dm_const_i32(c, 2, nw, buf);
+        idx = wide ? lw_const_from_f64(c, I, 2, nw, dbuf) : lw_const_i32(c, 2, nw, buf);
     } else if (wide) {
         idx = lw_input(c, 1);
         if (idx && iv->t != I) idx = lw_cast(c, idx, iv->t, I, iv->rank, iv->shape);
-        if (!idx) return dm_fail(c);
+        if (!idx) return lw_failed(c);
         int64_t one_w[2] = {1, W};
         idx = lw_reshape(c, idx, I, 2, one_w);
         if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, I, 2, (double)K));
         if (idx && N > 1) {
             int64_t mult[2] = {N, 1};
-            idx = dm_tile(c, idx, I, 2, one_w, mult);
+            idx = lw_tile(c, idx, I, 2, one_w, mult);
         }
     } else {
         const lower_value *rv;
@@ -171,21 +171,21 @@ static lower_status lower_gather(lower_ctx *c) {
         if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, I, 2, (double)K));
         if (idx && N > 1) {
             int64_t mult[2] = {N, 1};
-            idx = dm_tile(c, idx, I, 2, one_w, mult);
+            idx = lw_tile(c, idx, I, 2, one_w, mult);
         }
     }
-    if (!idx) return dm_fail(c);
+    if (!idx) return lw_failed(c);
     if (!wide) idx = index_for(c, idx, v->t, 2, nw);
-    if (!idx) return dm_fail(c);
+    if (!idx) return lw_failed(c);
     int64_t vals_shape[3] = {N, K, C}, g_shape[3] = {N, W, C};
     const char *vals = lw_input(c, 0);
     if (vals) vals = lw_reshape(c, vals, v->t, 3, vals_shape);
-    if (!vals) return dm_fail(c);
+    if (!vals) return lw_failed(c);
     const char *in[2] = {vals, idx};
     const char *g = lw_tensor(c, v->t, 3, g_shape);
-    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return dm_fail(c);
+    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
     const char *o = lw_reshape(c, g, v->t, out_rank, out_shape);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
@@ -202,7 +202,7 @@ static const char *element_positions(lower_ctx *c, const lower_value *dv, const 
     int64_t stride[LOWER_MAX_RANK];
     stride[r - 1] = 1;
     for (uint32_t i = r - 1; i > 0; i--) stride[i - 1] = stride[i] * dv->shape[i];
-    int64_t W = dm_count(iv->rank, iv->shape), K = dv->shape[axis];
+    int64_t W = lw_count(iv->rank, iv->shape), K = dv->shape[axis];
     int64_t one_w[2] = {1, W};
     const ctosa_dtype I = CTOSA_DTYPE_INT32;
     /* base[p] = position of p with p[axis] = 0 */
@@ -230,8 +230,8 @@ static const char *element_positions(lower_ctx *c, const lower_value *dv, const 
             base[w] += (int32_t)(x * stride[axis]);
         }
         *cpos = base;
-        const char *r_ = dm_const_i32(c, 2, one_w, base);
-        if (!r_) *st = dm_fail(c);
+        const char *r_ = lw_const_i32(c, 2, one_w, base);
+        if (!r_) *st = lw_failed(c);
         return r_;
     }
     const lower_value *rv;
@@ -253,17 +253,17 @@ static const char *element_positions(lower_ctx *c, const lower_value *dv, const 
     if (idx) idx = lw_reshape(c, idx, J, 2, one_w);
     if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, J, 2, (double)K));
     if (idx && stride[axis] != 1)
-        idx = dm_mul(c, idx, lw_scalar(c, J, 2, (double)stride[axis]), J, 2, one_w);
+        idx = lw_mul(c, idx, lw_scalar(c, J, 2, (double)stride[axis]), J, 2, one_w);
     const char *bn = NULL;
     if (idx && wide) {
         double *db = arena_alloc(lw_arena(c), (size_t)W * sizeof *db);
         for (int64_t w = 0; db && w < W; w++) db[w] = base[w];
         bn = db ? lw_const_from_f64(c, J, 2, one_w, db) : NULL;
     } else if (idx) {
-        bn = dm_const_i32(c, 2, one_w, base);
+        bn = lw_const_i32(c, 2, one_w, base);
     }
     if (idx) idx = lw_binary(c, CTOSA_OP_ADD, idx, bn, J, 2, one_w);
-    if (!idx) *st = dm_fail(c);
+    if (!idx) *st = lw_failed(c);
     return idx;
 }
 
@@ -280,7 +280,7 @@ static bool check_element_shapes(lower_ctx *c, const lower_value *dv, const lowe
                         iv->rank, dv->rank);
         return false;
     }
-    if (!fits_i32(dm_count(dv->rank, dv->shape)) || !fits_i32(dm_count(iv->rank, iv->shape))) {
+    if (!fits_i32(lw_count(dv->rank, dv->shape)) || !fits_i32(lw_count(iv->rank, iv->shape))) {
         *st = lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "%s: tensor too large for i32 indices",
                         lw_node(c)->op_type);
         return false;
@@ -290,13 +290,13 @@ static bool check_element_shapes(lower_ctx *c, const lower_value *dv, const lowe
 
 static lower_status lower_gather_elements(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     const lower_value *iv = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
     if (!check_element_shapes(c, v, iv, &st)) return st;
     int32_t axis;
-    if (!dm_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis, &st)) return st;
-    int64_t W = dm_count(iv->rank, iv->shape), T = dm_count(v->rank, v->shape);
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis)) return LOWER_REJECT;
+    int64_t W = lw_count(iv->rank, iv->shape), T = lw_count(v->rank, v->shape);
     if (W == 0) {
         static const uint8_t none[8];
         lw_set_output_const(c, 0, v->onnx_dtype, iv->rank, iv->shape, none, 0);
@@ -307,16 +307,16 @@ static lower_status lower_gather_elements(lower_ctx *c) {
     if (!idx) return st;
     int64_t one_w[2] = {1, W};
     idx = index_for(c, idx, v->t, 2, one_w);
-    if (!idx) return dm_fail(c);
+    if (!idx) return lw_failed(c);
     int64_t vshape[3] = {1, T, 1}, gshape[3] = {1, W, 1};
     const char *vals = lw_input(c, 0);
     if (vals) vals = lw_reshape(c, vals, v->t, 3, vshape);
-    if (!vals) return dm_fail(c);
+    if (!vals) return lw_failed(c);
     const char *in[2] = {vals, idx};
     const char *g = lw_tensor(c, v->t, 3, gshape);
-    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return dm_fail(c);
+    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
     const char *o = lw_reshape(c, g, v->t, iv->rank, iv->shape);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
@@ -372,7 +372,7 @@ static lower_status emit_scatter_reduce(lower_ctx *c, const lower_value *v, cons
     int32_t *round = arena_alloc(lw_arena(c), (size_t)W * sizeof *round);
     int32_t *sel = arena_alloc(lw_arena(c), (size_t)W * sizeof *sel);
     int32_t *rpos = arena_alloc(lw_arena(c), (size_t)W * sizeof *rpos);
-    if (!seen || !round || !sel || !rpos) return dm_fail(c);
+    if (!seen || !round || !sel || !rpos) return lw_failed(c);
     int32_t rounds = 0;
     for (int64_t w = 0; w < W; w++) {
         round[w] = seen[pos[w]]++;
@@ -391,39 +391,39 @@ static lower_status emit_scatter_reduce(lower_ctx *c, const lower_value *v, cons
                 rpos[n++] = pos[w];
             }
         int64_t one_n[2] = {1, n}, nc[3] = {1, n, C};
-        const char *pi = index_for(c, dm_const_i32(c, 2, one_n, rpos), t, 2, one_n);
+        const char *pi = index_for(c, lw_const_i32(c, 2, one_n, rpos), t, 2, one_n);
         const char *u = upd;
         if (n != W) {
-            const char *gin[2] = {upd, index_for(c, dm_const_i32(c, 2, one_n, sel), t, 2, one_n)};
+            const char *gin[2] = {upd, index_for(c, lw_const_i32(c, 2, one_n, sel), t, 2, one_n)};
             u = lw_tensor(c, t, 3, nc);
-            if (!lw_op(c, CTOSA_OP_GATHER, 2, gin, 1, &u, NULL)) return dm_fail(c);
+            if (!lw_op(c, CTOSA_OP_GATHER, 2, gin, 1, &u, NULL)) return lw_failed(c);
         }
         const char *nv, *g = NULL;
         if (red != RD_NONE) {
             const char *gin[2] = {cur, pi};
             g = lw_tensor(c, t, 3, nc);
-            if (!lw_op(c, CTOSA_OP_GATHER, 2, gin, 1, &g, NULL)) return dm_fail(c);
+            if (!lw_op(c, CTOSA_OP_GATHER, 2, gin, 1, &g, NULL)) return lw_failed(c);
         }
         if (red == RD_NONE) {
             nv = u; /* plain overwrite: later rounds win, as in ONNX's order */
         } else if (red == RD_ADD) {
             nv = lw_binary(c, CTOSA_OP_ADD, g, u, t, 3, nc);
         } else if (red == RD_MUL) {
-            nv = dm_mul(c, g, u, t, 3, nc);
+            nv = lw_mul(c, g, u, t, 3, nc);
         } else {
             ctosa_attr a = {0};
             a.nan_mode = CTOSA_NAN_PROPAGATE;
             const char *min[2] = {g, u};
             nv = lw_tensor(c, t, 3, nc);
             if (!lw_op(c, red == RD_MAX ? CTOSA_OP_MAXIMUM : CTOSA_OP_MINIMUM, 2, min, 1, &nv, &a))
-                return dm_fail(c);
+                return lw_failed(c);
         }
         const char *sin[3] = {cur, pi, nv};
         cur = lw_tensor(c, t, 3, kc);
-        if (!lw_op(c, CTOSA_OP_SCATTER, 3, sin, 1, &cur, NULL)) return dm_fail(c);
+        if (!lw_op(c, CTOSA_OP_SCATTER, 3, sin, 1, &cur, NULL)) return lw_failed(c);
     }
     const char *o = lw_reshape(c, cur, t, v->rank, v->shape);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
@@ -439,22 +439,22 @@ static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const i
     ctosa_dtype t = v->t;
     ctosa_dtype acc = (t == CTOSA_DTYPE_BF16 || t == CTOSA_DTYPE_FP16) ? CTOSA_DTYPE_FP32 : t;
     double *oh = arena_zalloc(lw_arena(c), (size_t)(K * W) * sizeof *oh);
-    if (!oh) return dm_fail(c);
+    if (!oh) return lw_failed(c);
     for (int64_t w = 0; w < W; w++) oh[(int64_t)pos[w] * W + w] = 1.0;
     int64_t kw[3] = {1, K, W}, wc[3] = {1, W, C}, kc[3] = {1, K, C};
     const char *upd = lw_input(c, 2);
     if (upd) upd = lw_reshape(c, upd, uv->t, 3, wc);
     const char *in[4] = {lw_const_from_f64(c, t, 3, kw, oh), upd, lw_zero_point(c, t, 0),
                          lw_zero_point(c, t, 0)};
-    if (!in[0] || !in[1] || !in[2] || !in[3]) return dm_fail(c);
+    if (!in[0] || !in[1] || !in[2] || !in[3]) return lw_failed(c);
     const char *m = lw_tensor(c, acc, 3, kc);
-    if (!m || !lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &m, NULL)) return dm_fail(c);
+    if (!m || !lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &m, NULL)) return lw_failed(c);
     m = lw_cast(c, m, acc, t, 3, kc);
     const char *vals = lw_input(c, 0);
     if (vals) vals = lw_reshape(c, vals, t, 3, kc);
     const char *o = lw_binary(c, CTOSA_OP_ADD, vals, m, t, 3, kc);
     if (o) o = lw_reshape(c, o, t, v->rank, v->shape);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
@@ -484,40 +484,40 @@ static lower_status emit_scatter(lower_ctx *c, const lower_value *v, const char 
     if (vals) vals = lw_reshape(c, vals, v->t, 3, vshape);
     const char *upd = lw_input(c, 2);
     if (upd) upd = lw_reshape(c, upd, uv->t, 3, ushape);
-    if (!vals || !upd) return dm_fail(c);
+    if (!vals || !upd) return lw_failed(c);
     int64_t one_w[2] = {1, W};
     const char *in[3] = {vals, index_for(c, idx, v->t, 2, one_w), upd};
-    if (!in[1]) return dm_fail(c);
+    if (!in[1]) return lw_failed(c);
     const char *s = lw_tensor(c, v->t, 3, vshape);
-    if (!s || !lw_op(c, CTOSA_OP_SCATTER, 3, in, 1, &s, NULL)) return dm_fail(c);
+    if (!s || !lw_op(c, CTOSA_OP_SCATTER, 3, in, 1, &s, NULL)) return lw_failed(c);
     const char *o = lw_reshape(c, s, v->t, v->rank, v->shape);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
 
 static lower_status lower_scatter_elements(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     int red;
     if (!reduction_kind(c, &red, &st)) return st;
     if (red != RD_NONE && !reduce_preconditions(c, &st)) return st;
     const lower_value *iv = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
     if (!check_element_shapes(c, v, iv, &st)) return st;
-    const lower_value *uv = dm_data_input(c, 2, &st);
+    const lower_value *uv = lw_data_input(c, 2, &st);
     if (!uv) return st;
     if (uv->rank != iv->rank || memcmp(uv->shape, iv->shape, iv->rank * sizeof *iv->shape))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, uv->name,
                          "%s: updates shape differs from indices shape", lw_node(c)->op_type);
     int32_t axis;
-    if (!dm_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis, &st)) return st;
-    int64_t W = dm_count(iv->rank, iv->shape), T = dm_count(v->rank, v->shape);
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis)) return LOWER_REJECT;
+    int64_t W = lw_count(iv->rank, iv->shape), T = lw_count(v->rank, v->shape);
     const char *x0 = lw_input(c, 0);
-    if (!x0) return dm_fail(c);
+    if (!x0) return lw_failed(c);
     if (W == 0) {
         const char *o = lw_unary(c, CTOSA_OP_IDENTITY, x0, v->t, v->rank, v->shape, NULL);
-        if (!o) return dm_fail(c);
+        if (!o) return lw_failed(c);
         lw_set_output(c, 0, o);
         return LOWER_OK;
     }
@@ -527,7 +527,7 @@ static lower_status lower_scatter_elements(lower_ctx *c) {
     bool oom = false;
     if (red != RD_NONE || (cpos && has_duplicates(c, cpos, W, &oom)))
         return emit_scatter_reduce(c, v, cpos, T, W, 1, red);
-    if (oom) return dm_fail(c);
+    if (oom) return lw_failed(c);
     return emit_scatter(c, v, idx, T, W, 1);
 }
 
@@ -535,7 +535,7 @@ static lower_status lower_scatter_elements(lower_ctx *c) {
 
 static lower_status lower_scatter_nd(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     int red;
     if (!reduction_kind(c, &red, &st)) return st;
@@ -544,7 +544,7 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
     if (!iv || !iv->static_shape || iv->rank == 0)
         return lw_reject(c, LOWER_DYNAMIC_SHAPE, iv ? iv->name : NULL,
                          "ScatterND: indices are missing, scalar or not static");
-    const lower_value *uv = dm_data_input(c, 2, &st);
+    const lower_value *uv = lw_data_input(c, 2, &st);
     if (!uv) return st;
     int64_t kd = iv->shape[iv->rank - 1];
     if (kd < 1 || kd > (int64_t)v->rank)
@@ -558,10 +558,10 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
     if (!fits_i32(K * C) || !fits_i32(W * C))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "ScatterND: tensor too large");
     const char *x0 = lw_input(c, 0);
-    if (!x0) return dm_fail(c);
+    if (!x0) return lw_failed(c);
     if (W == 0 || C == 0) {
         const char *o = lw_unary(c, CTOSA_OP_IDENTITY, x0, v->t, v->rank, v->shape, NULL);
-        if (!o) return dm_fail(c);
+        if (!o) return lw_failed(c);
         lw_set_output(c, 0, o);
         return LOWER_OK;
     }
@@ -574,7 +574,7 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
     const int64_t *ci;
     if (const_indices(c, 1, &ci) >= 0) {
         int32_t *pos = arena_alloc(lw_arena(c), (size_t)W * sizeof *pos);
-        if (!pos) return dm_fail(c);
+        if (!pos) return lw_failed(c);
         for (int64_t w = 0; w < W; w++) {
             int64_t p = 0;
             for (int64_t j = 0; j < kd; j++) {
@@ -588,8 +588,8 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
         bool oom = false;
         if (red != RD_NONE || has_duplicates(c, pos, W, &oom))
             return emit_scatter_reduce(c, v, pos, K, W, C, red);
-        if (oom) return dm_fail(c);
-        idx = dm_const_i32(c, 2, one_w, pos);
+        if (oom) return lw_failed(c);
+        idx = lw_const_i32(c, 2, one_w, pos);
     } else {
         const lower_value *rv;
         idx = runtime_indices(c, 1, &rv, &st);
@@ -602,8 +602,8 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
         }
         int64_t one_k[2] = {1, kd};
         idx = lw_reshape(c, idx, I, 2, wk);
-        if (idx) idx = wrap_runtime(c, idx, 2, wk, dm_const_i32(c, 2, one_k, dims));
-        if (idx) idx = dm_mul(c, idx, dm_const_i32(c, 2, one_k, strd), I, 2, wk);
+        if (idx) idx = wrap_runtime(c, idx, 2, wk, lw_const_i32(c, 2, one_k, dims));
+        if (idx) idx = lw_mul(c, idx, lw_const_i32(c, 2, one_k, strd), I, 2, wk);
         if (idx && kd > 1) {
             ctosa_attr a = {0};
             a.axis = 1;
@@ -611,7 +611,7 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
         }
         if (idx) idx = lw_reshape(c, idx, I, 2, one_w);
     }
-    if (!idx) return dm_fail(c);
+    if (!idx) return lw_failed(c);
     return emit_scatter(c, v, idx, K, W, C);
 }
 

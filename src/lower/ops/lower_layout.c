@@ -1,6 +1,5 @@
 /*
- * lower_layout.c - data movement: Concat, Split, Slice, Pad, Tile, Expand;
- * plus the helpers shared by the dm families (lower_dm.h).
+ * lower_layout.c - data movement: Concat, Split, Slice, Pad, Tile, Expand.
  *
  * Everything here is expressed with SLICE / PAD / REVERSE / CONCAT / TILE /
  * RESHAPE, which exist for every dtype TOSA has (bool included), so these
@@ -9,220 +8,12 @@
  * sizes) must be constants; otherwise the node is rejected with
  * needs_constant naming the input.
  */
-#include "lower/lower_dm.h"
+#include "lower/lower_build.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "util/floatfmt.h"
-
-/* ------------------------------------------------------------ helpers */
-
-lower_status dm_fail(lower_ctx *c) {
-    return lw_reject(c, LOWER_INTERNAL, NULL, "%s: emitting TOSA operators failed",
-                     lw_node(c)->op_type);
-}
-
-const lower_value *dm_data_input(lower_ctx *c, uint32_t i, lower_status *st) {
-    const ctosa_onnx_node *n = lw_node(c);
-    const lower_value *v = lw_has_input(c, i) ? lw_in(c, i) : NULL;
-    if (!v) {
-        *st = lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: input %u is missing or unknown",
-                        n->op_type, i);
-        return NULL;
-    }
-    if (!v->static_shape) {
-        *st = lw_reject(c, LOWER_DYNAMIC_SHAPE, v->name,
-                        "%s: input '%s' has a dimension that is not static", n->op_type,
-                        v->name);
-        return NULL;
-    }
-    if (v->t == CTOSA_DTYPE_UNKNOWN) {
-        if (v->onnx_dtype == CTOSA_ONNX_INT64)
-            *st = lw_reject(c, LOWER_INT64_NOT_ENABLED, v->name,
-                            "%s: input '%s' is a runtime int64 value and the spec has no int64",
-                            n->op_type, v->name);
-        else
-            *st = lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name,
-                            "%s: input '%s' has dtype %s, which has no TOSA type", n->op_type,
-                            v->name, dm_dtype_name(v->onnx_dtype));
-        return NULL;
-    }
-    return v;
-}
-
-bool dm_axis(lower_ctx *c, int64_t axis, uint32_t rank, const char *what, int32_t *out,
-             lower_status *st) {
-    int64_t a = axis < 0 ? axis + (int64_t)rank : axis;
-    if (a < 0 || a >= (int64_t)rank) {
-        *st = lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: %s %lld is out of range for rank %u",
-                        lw_node(c)->op_type, what, (long long)axis, rank);
-        return false;
-    }
-    *out = (int32_t)a;
-    return true;
-}
-
-int64_t dm_count(uint32_t rank, const int64_t *shape) {
-    /* Saturates at INT64_MAX (hostile shapes; every caller then rejects
-     * the count as too large) but stays 0 when any dimension is 0. */
-    int64_t n = 1;
-    bool over = false;
-    for (uint32_t i = 0; i < rank; i++) {
-        if (shape[i] == 0) return 0;
-        if (!over && __builtin_mul_overflow(n, shape[i], &n)) over = true;
-    }
-    return over ? INT64_MAX : n;
-}
-
-uint32_t dm_shape_of(lower_ctx *c, const char *name, int64_t *shape) {
-    const ctosa_tensor *t = lw_tensor_info(c, name);
-    if (!t) return 0;
-    for (uint32_t i = 0; i < t->rank; i++) shape[i] = t->shape[i];
-    return t->rank;
-}
-
-const char *dm_slice(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                     const int64_t *in_shape, const int64_t *start, const int64_t *size) {
-    bool whole = true;
-    for (uint32_t i = 0; i < rank; i++)
-        if (start[i] != 0 || size[i] != in_shape[i]) whole = false;
-    if (whole) return x;
-    const char *in[3] = {x, lw_shape(c, rank, start), lw_shape(c, rank, size)};
-    if (!in[1] || !in[2]) return NULL;
-    const char *out = lw_tensor(c, t, rank, size);
-    if (!out || !lw_op(c, CTOSA_OP_SLICE, 3, in, 1, &out, NULL)) return NULL;
-    return out;
-}
-
-const char *dm_slice_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *in_shape, int32_t axis, int64_t begin, int64_t len) {
-    int64_t start[LOWER_MAX_RANK] = {0}, size[LOWER_MAX_RANK];
-    memcpy(size, in_shape, rank * sizeof *size);
-    start[axis] = begin;
-    size[axis] = len;
-    return dm_slice(c, x, t, rank, in_shape, start, size);
-}
-
-const char *dm_pad(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                   const int64_t *in_shape, const int64_t *lo, const int64_t *hi, double value) {
-    int64_t pads[2 * LOWER_MAX_RANK], out_shape[LOWER_MAX_RANK];
-    bool any = false;
-    for (uint32_t i = 0; i < rank; i++) {
-        pads[2 * i] = lo[i];
-        pads[2 * i + 1] = hi[i];
-        out_shape[i] = in_shape[i] + lo[i] + hi[i];
-        if (lo[i] || hi[i]) any = true;
-    }
-    if (!any) return x;
-    const char *in[3] = {x, lw_shape(c, 2 * rank, pads), lw_scalar(c, t, 1, value)};
-    if (!in[1] || !in[2]) return NULL;
-    const char *out = lw_tensor(c, t, rank, out_shape);
-    if (!out || !lw_op(c, CTOSA_OP_PAD, 3, in, 1, &out, NULL)) return NULL;
-    return out;
-}
-
-const char *dm_reverse(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *shape, int32_t axis) {
-    if (shape[axis] == 1) return x;
-    ctosa_attr a = {0};
-    a.axis = axis;
-    return lw_unary(c, CTOSA_OP_REVERSE, x, t, rank, shape, &a);
-}
-
-const char *dm_concat(lower_ctx *c, uint32_t n, const char *const *xs, ctosa_dtype t,
-                      uint32_t rank, int32_t axis) {
-    if (n == 1) return xs[0];
-    int64_t out_shape[LOWER_MAX_RANK], s[LOWER_MAX_RANK];
-    if (dm_shape_of(c, xs[0], out_shape) != rank) return NULL;
-    for (uint32_t i = 1; i < n; i++) {
-        if (dm_shape_of(c, xs[i], s) != rank) return NULL;
-        out_shape[axis] += s[axis];
-    }
-    ctosa_attr a = {0};
-    a.axis = axis;
-    const char *out = lw_tensor(c, t, rank, out_shape);
-    if (!out || !lw_op(c, CTOSA_OP_CONCAT, n, xs, 1, &out, &a)) return NULL;
-    return out;
-}
-
-const char *dm_tile(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                    const int64_t *in_shape, const int64_t *mult) {
-    int64_t out_shape[LOWER_MAX_RANK];
-    bool any = false;
-    for (uint32_t i = 0; i < rank; i++) {
-        out_shape[i] = in_shape[i] * mult[i];
-        if (mult[i] != 1) any = true;
-    }
-    if (!any) return x;
-    const char *in[2] = {x, lw_shape(c, rank, mult)};
-    if (!in[1]) return NULL;
-    const char *out = lw_tensor(c, t, rank, out_shape);
-    if (!out || !lw_op(c, CTOSA_OP_TILE, 2, in, 1, &out, NULL)) return NULL;
-    return out;
-}
-
-const char *dm_mul(lower_ctx *c, const char *a, const char *b, ctosa_dtype t, uint32_t rank,
-                   const int64_t *shape) {
-    const char *in[3] = {a, b, lw_scalar(c, CTOSA_DTYPE_INT8, 1, 0)};
-    if (!in[2]) return NULL;
-    const char *out = lw_tensor(c, t, rank, shape);
-    if (!out || !lw_op(c, CTOSA_OP_MUL, 3, in, 1, &out, NULL)) return NULL;
-    return out;
-}
-
-const char *dm_const_i32(lower_ctx *c, uint32_t rank, const int64_t *shape, const int32_t *v) {
-    /* The file encoding is little-endian; so is every host ctosa supports. */
-    return lw_const(c, CTOSA_DTYPE_INT32, rank, shape, v);
-}
-
-size_t dm_onnx_elem_size(int32_t dt) {
-    switch (dt) {
-    case CTOSA_ONNX_BOOL: case CTOSA_ONNX_INT8: case CTOSA_ONNX_UINT8: return 1;
-    case CTOSA_ONNX_INT16: case CTOSA_ONNX_UINT16: case CTOSA_ONNX_FLOAT16: case CTOSA_ONNX_BFLOAT16: return 2;
-    case CTOSA_ONNX_INT32: case CTOSA_ONNX_UINT32: case CTOSA_ONNX_FLOAT: return 4;
-    case CTOSA_ONNX_INT64: case CTOSA_ONNX_UINT64: case CTOSA_ONNX_DOUBLE: return 8;
-    default: return 0;
-    }
-}
-
-const char *dm_dtype_name(int32_t dt) {
-    const char *n = ctosa_onnx_dtype_name(dt);
-    return n ? n : "?";
-}
-
-bool dm_onnx_is_float(int32_t dt) {
-    return dt == CTOSA_ONNX_FLOAT || dt == CTOSA_ONNX_DOUBLE || dt == CTOSA_ONNX_FLOAT16 || dt == CTOSA_ONNX_BFLOAT16;
-}
-
-size_t dm_onnx_encode(int32_t dt, double v, void *dst) {
-    size_t n = dm_onnx_elem_size(dt);
-    /* Values come from untrusted models: casting an out-of-range double to
-     * an integer type is undefined, so go through a saturated int64 (NaN ->
-     * 0) and wrap from there. */
-    int64_t iv = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
-    switch (dt) {
-    case CTOSA_ONNX_BOOL: { uint8_t x = v != 0; memcpy(dst, &x, 1); break; }
-    case CTOSA_ONNX_INT8: { int8_t x = (int8_t)iv; memcpy(dst, &x, 1); break; }
-    case CTOSA_ONNX_UINT8: { uint8_t x = (uint8_t)iv; memcpy(dst, &x, 1); break; }
-    case CTOSA_ONNX_INT16: { int16_t x = (int16_t)iv; memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_UINT16: { uint16_t x = (uint16_t)iv; memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_FLOAT16: { uint16_t x = ff_f32_to_fp16((float)v); memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_BFLOAT16: { uint16_t x = ff_f32_to_bf16((float)v); memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_INT32: { int32_t x = (int32_t)iv; memcpy(dst, &x, 4); break; }
-    case CTOSA_ONNX_UINT32: { uint32_t x = (uint32_t)iv; memcpy(dst, &x, 4); break; }
-    case CTOSA_ONNX_FLOAT: { float x = (float)v; memcpy(dst, &x, 4); break; }
-    case CTOSA_ONNX_INT64: { int64_t x = iv; memcpy(dst, &x, 8); break; }
-    case CTOSA_ONNX_UINT64: {
-        uint64_t x = v >= 0x1p64 ? UINT64_MAX : v >= 0 ? (uint64_t)v : (uint64_t)iv;
-        memcpy(dst, &x, 8);
-        break;
-    }
-    case CTOSA_ONNX_DOUBLE: memcpy(dst, &v, 8); break;
-    default: return 0;
-    }
-    return n;
-}
 
 /* A constant int64 list from input i (needs_constant if not constant). */
 static bool const_ints(lower_ctx *c, uint32_t i, const int64_t **v, int64_t *n,
@@ -251,29 +42,29 @@ static void set_empty_output(lower_ctx *c, uint32_t i, int32_t onnx_dtype, uint3
 static lower_status lower_concat(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
     uint32_t n = lw_n_inputs(c);
-    const lower_value *v0 = dm_data_input(c, 0, &st);
+    const lower_value *v0 = lw_data_input(c, 0, &st);
     if (!v0) return st;
     int32_t axis;
     if (!lw_has_attr(c, "axis"))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Concat: attribute 'axis' is missing");
-    if (!dm_axis(c, lw_attr_int(c, "axis", 0), v0->rank, "axis", &axis, &st)) return st;
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), v0->rank, "axis", &axis)) return LOWER_REJECT;
     const char **xs = arena_alloc(lw_arena(c), (n ? n : 1) * sizeof *xs);
-    if (!xs) return dm_fail(c);
+    if (!xs) return lw_failed(c);
     uint32_t m = 0;
     int64_t out_shape[LOWER_MAX_RANK];
     memcpy(out_shape, v0->shape, v0->rank * sizeof *out_shape);
     out_shape[axis] = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const lower_value *v = dm_data_input(c, i, &st);
+        const lower_value *v = lw_data_input(c, i, &st);
         if (!v) return st;
         if (v->rank != v0->rank)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name,
                              "Concat: input '%s' has rank %u, expected %u", v->name, v->rank,
                              v0->rank);
         out_shape[axis] += v->shape[axis];
-        if (dm_count(v->rank, v->shape) == 0) continue; /* empty inputs add nothing */
+        if (lw_count(v->rank, v->shape) == 0) continue; /* empty inputs add nothing */
         xs[m] = lw_input(c, i);
-        if (!xs[m]) return dm_fail(c);
+        if (!xs[m]) return lw_failed(c);
         m++;
     }
     if (m == 0) {
@@ -282,8 +73,8 @@ static lower_status lower_concat(lower_ctx *c) {
     }
     const char *out = m == 1
                           ? lw_unary(c, CTOSA_OP_IDENTITY, xs[0], v0->t, v0->rank, out_shape, NULL)
-                          : dm_concat(c, m, xs, v0->t, v0->rank, axis);
-    if (!out) return dm_fail(c);
+                          : lw_concat(c, m, xs, v0->t, v0->rank, axis);
+    if (!out) return lw_failed(c);
     lw_set_output(c, 0, out);
     return LOWER_OK;
 }
@@ -293,14 +84,14 @@ static lower_status lower_concat(lower_ctx *c) {
 static lower_status lower_split(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
     const ctosa_onnx_node *nd = lw_node(c);
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     int32_t axis;
-    if (!dm_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis, &st)) return st;
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis)) return LOWER_REJECT;
     uint32_t nout = nd->n_outputs;
     int64_t dim = v->shape[axis];
     int64_t *sizes = arena_alloc(lw_arena(c), (nout ? nout : 1) * sizeof *sizes);
-    if (!sizes) return dm_fail(c);
+    if (!sizes) return lw_failed(c);
     const int64_t *sp = NULL;
     int64_t nsp = -1;
     if (lw_opset(c) >= 13) {
@@ -347,7 +138,7 @@ static lower_status lower_split(lower_ctx *c) {
         }
     }
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     int64_t off = 0;
     for (uint32_t i = 0; i < nout; i++) {
         if (!nd->outputs[i][0]) { off += sizes[i]; continue; }
@@ -358,11 +149,11 @@ static lower_status lower_split(lower_ctx *c) {
             set_empty_output(c, i, v->onnx_dtype, v->rank, shp);
             continue;
         }
-        const char *o = dm_slice_axis(c, x, v->t, v->rank, v->shape, axis, off, sizes[i]);
-        if (!o) return dm_fail(c);
+        const char *o = lw_slice_axis(c, x, v->t, v->rank, v->shape, axis, off, sizes[i]);
+        if (!o) return lw_failed(c);
         if (o == x) {
             o = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, v->rank, v->shape, NULL);
-            if (!o) return dm_fail(c);
+            if (!o) return lw_failed(c);
         }
         lw_set_output(c, i, o);
         off += sizes[i];
@@ -379,13 +170,13 @@ static const char *stride_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint3
                                int64_t *shape, int32_t axis, int64_t step, int64_t len) {
     int64_t need = len * step;
     if (shape[axis] > need) {
-        x = dm_slice_axis(c, x, t, rank, shape, axis, 0, need);
+        x = lw_slice_axis(c, x, t, rank, shape, axis, 0, need);
         if (!x) return NULL;
         shape[axis] = need;
     } else if (shape[axis] < need) {
-        int64_t lo[LOWER_MAX_RANK] = {0}, hi[LOWER_MAX_RANK] = {0};
-        hi[axis] = need - shape[axis];
-        x = dm_pad(c, x, t, rank, shape, lo, hi, 0);
+        int64_t pads[2 * LOWER_MAX_RANK] = {0};
+        pads[2 * axis + 1] = need - shape[axis];
+        x = lw_pad(c, x, t, rank, shape, pads, 0);
         if (!x) return NULL;
         shape[axis] = need;
     }
@@ -404,7 +195,7 @@ static const char *stride_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint3
     if (!x) return NULL;
     memcpy(size, split, (rank + 1) * sizeof *size);
     size[axis + 1] = 1;
-    x = dm_slice(c, x, t, rank + 1, split, start, size);
+    x = lw_slice(c, x, t, rank + 1, split, start, size);
     if (!x) return NULL;
     shape[axis] = len;
     return lw_reshape(c, x, t, rank, shape);
@@ -412,7 +203,7 @@ static const char *stride_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint3
 
 static lower_status lower_slice(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
     const int64_t *starts, *ends, *axes = NULL, *steps = NULL;
@@ -443,7 +234,7 @@ static lower_status lower_slice(lower_ctx *c) {
     }
     for (int64_t k = 0; k < ns; k++) {
         int32_t ax;
-        if (!dm_axis(c, axes ? axes[k] : k, r, "axis", &ax, &st)) return st;
+        if (!lw_axis(c, axes ? axes[k] : k, r, "axis", &ax)) return LOWER_REJECT;
         if (seen[ax])
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Slice: axis %d given twice", ax);
         seen[ax] = true;
@@ -466,7 +257,7 @@ static lower_status lower_slice(lower_ctx *c) {
     }
     int64_t out_shape[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < r; i++) out_shape[i] = len[i];
-    if (dm_count(r, out_shape) == 0) {
+    if (lw_count(r, out_shape) == 0) {
         set_empty_output(c, 0, v->onnx_dtype, r, out_shape);
         return LOWER_OK;
     }
@@ -480,23 +271,23 @@ static lower_status lower_slice(lower_ctx *c) {
         shape[i] = span;
     }
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
-    x = dm_slice(c, x, v->t, r, v->shape, start, size);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
+    x = lw_slice(c, x, v->t, r, v->shape, start, size);
+    if (!x) return lw_failed(c);
     for (uint32_t i = 0; i < r; i++) {
         if (step[i] < 0) {
-            x = dm_reverse(c, x, v->t, r, shape, (int32_t)i);
-            if (!x) return dm_fail(c);
+            x = lw_reverse(c, x, v->t, r, shape, (int32_t)i);
+            if (!x) return lw_failed(c);
         }
         int64_t s = step[i] < 0 ? -step[i] : step[i];
         if (s > 1 && len[i] > 1) {
             x = stride_axis(c, x, v->t, r, shape, (int32_t)i, s, len[i]);
-            if (!x) return dm_fail(c);
+            if (!x) return lw_failed(c);
         }
     }
     if (x == lw_input(c, 0)) {
         x = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, r, v->shape, NULL);
-        if (!x) return dm_fail(c);
+        if (!x) return lw_failed(c);
     }
     lw_set_output(c, 0, x);
     return LOWER_OK;
@@ -506,7 +297,7 @@ static lower_status lower_slice(lower_ctx *c) {
 
 static lower_status lower_pad(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
     const char *mode = lw_attr_str(c, "mode", "constant");
@@ -541,7 +332,7 @@ static lower_status lower_pad(lower_ctx *c) {
         if (nax > (int64_t)r)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: more axes than rank");
         for (int64_t k = 0; k < nax; k++)
-            if (!dm_axis(c, a[k], r, "axis", &ax[k], &st)) return st;
+            if (!lw_axis(c, a[k], r, "axis", &ax[k])) return LOWER_REJECT;
     }
     if (np != 2 * nax)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
@@ -551,7 +342,7 @@ static lower_status lower_pad(lower_ctx *c) {
         hi[ax[k]] = pads[k + nax];
     }
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     int64_t shape[LOWER_MAX_RANK];
     memcpy(shape, v->shape, r * sizeof *shape);
     /* Negative pads crop first. */
@@ -571,13 +362,18 @@ static lower_status lower_pad(lower_ctx *c) {
             if (lo[i] < 0) lo[i] = 0;
             if (hi[i] < 0) hi[i] = 0;
         }
-        x = dm_slice(c, x, v->t, r, shape, start, size);
-        if (!x) return dm_fail(c);
+        x = lw_slice(c, x, v->t, r, shape, start, size);
+        if (!x) return lw_failed(c);
         memcpy(shape, size, r * sizeof *shape);
     }
     if (!strcmp(mode, "constant")) {
-        x = dm_pad(c, x, v->t, r, shape, lo, hi, value);
-        if (!x) return dm_fail(c);
+        int64_t lohi[2 * LOWER_MAX_RANK];
+        for (uint32_t i = 0; i < r; i++) {
+            lohi[2 * i] = lo[i];
+            lohi[2 * i + 1] = hi[i];
+        }
+        x = lw_pad(c, x, v->t, r, shape, lohi, value);
+        if (!x) return lw_failed(c);
     } else if (!strcmp(mode, "reflect") || !strcmp(mode, "edge") || !strcmp(mode, "wrap")) {
         for (uint32_t i = 0; i < r; i++) {
             if (!lo[i] && !hi[i]) continue;
@@ -601,25 +397,25 @@ static lower_status lower_pad(lower_ctx *c) {
                 int64_t es[LOWER_MAX_RANK];
                 memcpy(es, shape, r * sizeof *es);
                 if (!strcmp(mode, "reflect")) {
-                    e = dm_slice_axis(c, x, v->t, r, shape, (int32_t)i, side ? d - 1 - p : 1, p);
+                    e = lw_slice_axis(c, x, v->t, r, shape, (int32_t)i, side ? d - 1 - p : 1, p);
                     es[i] = p;
-                    if (e) e = dm_reverse(c, e, v->t, r, es, (int32_t)i);
+                    if (e) e = lw_reverse(c, e, v->t, r, es, (int32_t)i);
                 } else if (!strcmp(mode, "edge")) {
-                    e = dm_slice_axis(c, x, v->t, r, shape, (int32_t)i, side ? d - 1 : 0, 1);
+                    e = lw_slice_axis(c, x, v->t, r, shape, (int32_t)i, side ? d - 1 : 0, 1);
                     es[i] = 1;
                     int64_t mult[LOWER_MAX_RANK];
                     for (uint32_t j = 0; j < r; j++) mult[j] = 1;
                     mult[i] = p;
-                    if (e) e = dm_tile(c, e, v->t, r, es, mult);
+                    if (e) e = lw_tile(c, e, v->t, r, es, mult);
                 } else {
-                    e = dm_slice_axis(c, x, v->t, r, shape, (int32_t)i, side ? 0 : d - p, p);
+                    e = lw_slice_axis(c, x, v->t, r, shape, (int32_t)i, side ? 0 : d - p, p);
                 }
-                if (!e) return dm_fail(c);
+                if (!e) return lw_failed(c);
                 parts[n++] = e;
                 if (side == 0) parts[n++] = x;
             }
-            x = dm_concat(c, n, parts, v->t, r, (int32_t)i);
-            if (!x) return dm_fail(c);
+            x = lw_concat(c, n, parts, v->t, r, (int32_t)i);
+            if (!x) return lw_failed(c);
             shape[i] = d + lo[i] + hi[i];
         }
     } else {
@@ -627,7 +423,7 @@ static lower_status lower_pad(lower_ctx *c) {
     }
     if (x == lw_input(c, 0)) {
         x = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, r, v->shape, NULL);
-        if (!x) return dm_fail(c);
+        if (!x) return lw_failed(c);
     }
     lw_set_output(c, 0, x);
     return LOWER_OK;
@@ -637,7 +433,7 @@ static lower_status lower_pad(lower_ctx *c) {
 
 static lower_status lower_tile(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     const int64_t *rep;
     int64_t n;
@@ -652,15 +448,15 @@ static lower_status lower_tile(lower_ctx *c) {
         if (__builtin_mul_overflow(v->shape[i], rep[i], &out_shape[i]))
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: the output shape overflows");
     }
-    if (dm_count(v->rank, out_shape) == 0) {
+    if (lw_count(v->rank, out_shape) == 0) {
         set_empty_output(c, 0, v->onnx_dtype, v->rank, out_shape);
         return LOWER_OK;
     }
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
-    const char *o = dm_tile(c, x, v->t, v->rank, v->shape, rep);
+    if (!x) return lw_failed(c);
+    const char *o = lw_tile(c, x, v->t, v->rank, v->shape, rep);
     if (o == x) o = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, v->rank, v->shape, NULL);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
@@ -669,7 +465,7 @@ static lower_status lower_tile(lower_ctx *c) {
 
 static lower_status lower_expand(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     const int64_t *shp;
     int64_t n;
@@ -689,19 +485,19 @@ static lower_status lower_expand(lower_ctx *c) {
         out_shape[i] = a == 1 ? b : a;
         mult[i] = a == 1 ? b : 1;
     }
-    if (dm_count(r, out_shape) == 0) {
+    if (lw_count(r, out_shape) == 0) {
         set_empty_output(c, 0, v->onnx_dtype, r, out_shape);
         return LOWER_OK;
     }
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     if (r != v->rank) {
         x = lw_reshape(c, x, v->t, r, in_shape);
-        if (!x) return dm_fail(c);
+        if (!x) return lw_failed(c);
     }
-    const char *o = dm_tile(c, x, v->t, r, in_shape, mult);
+    const char *o = lw_tile(c, x, v->t, r, in_shape, mult);
     if (o == lw_input(c, 0)) o = lw_unary(c, CTOSA_OP_IDENTITY, o, v->t, r, out_shape, NULL);
-    if (!o) return dm_fail(c);
+    if (!o) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }

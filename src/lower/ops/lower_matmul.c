@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 
 static const char *mm_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
                                 const int64_t *shape, const int32_t *perm) {
@@ -45,7 +45,7 @@ static const char *mm_batch(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t
     uint32_t r = nb + 2;
     for (uint32_t i = 0; i < r; i++) s[i] = 1;
     for (uint32_t i = 0; i < r0; i++) s[r - r0 + i] = s0[i];
-    x = cv_reshape_if(c, x, t, r0, s0, r, s);
+    x = lw_reshape_if(c, x, t, r0, s0, r, s);
     bool tile = false;
     int64_t mult[LOWER_MAX_RANK + 2];
     for (uint32_t i = 0; i < r; i++) {
@@ -62,17 +62,17 @@ static const char *mm_batch(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t
         x = lw_op(c, CTOSA_OP_TILE, 2, in, 1, &out, NULL) ? out : NULL;
         memcpy(s, ts, r * sizeof *s);
     }
-    out3[0] = cv_count(nb, s);
+    out3[0] = lw_count(nb, s);
     out3[1] = s[r - 2];
     out3[2] = s[r - 1];
-    return cv_reshape_if(c, x, t, r, s, 3, out3);
+    return lw_reshape_if(c, x, t, r, s, 3, out3);
 }
 
 static lower_status lower_matmul(lower_ctx *c) {
     lower_status st;
-    const lower_value *A = cv_data_input(c, 0, &st);
+    const lower_value *A = lw_data_input(c, 0, &st);
     if (!A) return st;
-    const lower_value *B = cv_data_input(c, 1, &st);
+    const lower_value *B = lw_data_input(c, 1, &st);
     if (!B) return st;
     if (A->rank < 1 || B->rank < 1)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "MatMul: scalar operands");
@@ -108,9 +108,9 @@ static lower_status lower_matmul(lower_ctx *c) {
     int64_t ys[3];
     if (!b_has_batch) {
         /* B shared by every batch: one [1, batch*M, K] x [1, K, N] */
-        int64_t a3[3] = {1, cv_count(nb, bs) * M, K}, b3[3] = {1, K, N};
-        a = cv_reshape_if(c, a, t, A->rank, A->shape, 3, a3);
-        b = cv_reshape_if(c, b, t, B->rank, B->shape, 3, b3);
+        int64_t a3[3] = {1, lw_count(nb, bs) * M, K}, b3[3] = {1, K, N};
+        a = lw_reshape_if(c, a, t, A->rank, A->shape, 3, a3);
+        b = lw_reshape_if(c, b, t, B->rank, B->shape, 3, b3);
         y = mm_emit(c, a, b, t, 1, a3[1], N);
         ys[0] = 1; ys[1] = a3[1]; ys[2] = N;
     } else {
@@ -125,8 +125,8 @@ static lower_status lower_matmul(lower_ctx *c) {
     for (uint32_t i = 0; i < nb; i++) os[orank++] = bs[i];
     if (!sq_a) os[orank++] = M;
     if (!sq_b) os[orank++] = N;
-    y = cv_reshape_if(c, y, t, 3, ys, orank, os);
-    CV_TRY(y);
+    y = lw_reshape_if(c, y, t, 3, ys, orank, os);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -135,9 +135,9 @@ static lower_status lower_matmul(lower_ctx *c) {
 
 static lower_status lower_gemm(lower_ctx *c) {
     lower_status st;
-    const lower_value *A = cv_data_input(c, 0, &st);
+    const lower_value *A = lw_data_input(c, 0, &st);
     if (!A) return st;
-    const lower_value *B = cv_data_input(c, 1, &st);
+    const lower_value *B = lw_data_input(c, 1, &st);
     if (!B) return st;
     if (A->rank != 2 || B->rank != 2)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Gemm: operands must have rank 2 (have %u, %u)",
@@ -154,30 +154,30 @@ static lower_status lower_gemm(lower_ctx *c) {
     const char *a = lw_reshape(c, lw_input(c, 0), t, 3, a3);
     int32_t p021[3] = {0, 2, 1};
     if (ta) a = lw_transpose(c, a, t, 3, a3, p021);
-    cv_wsrc ws;
+    lw_wsrc ws;
     const char *b;
     int64_t b3[3] = {1, K, N};
     bool alpha_done = false;
-    if (cv_wsrc_init(c, 1, &ws) && ws.n == K * N) {
+    if (lw_wsrc_init(c, 1, &ws) && ws.n == K * N) {
         /* constant B: transposed (and scaled by alpha) at compile time */
         if (alpha != 1.0 && ws.raw) {
             ws.raw = NULL;
             ws.esz = sizeof(double);
-            if (lw_const_f64(c, 1, &ws.f64) != ws.n) return cv_fail(c);
+            if (lw_const_f64(c, 1, &ws.f64) != ws.n) return lw_failed(c);
         }
         /* large raw weights: a streamed (transposed) view of the model's
          * bytes instead of a copy */
         int64_t bsrc[2] = {tb ? N : K, tb ? K : N};
         int32_t perm[2] = {tb ? 1 : 0, tb ? 0 : 1};
-        b = cv_wconst_stream(c, &ws, 3, b3, 0, 2, bsrc, perm);
+        b = lw_wconst_stream(c, &ws, 3, b3, 0, 2, bsrc, perm);
         if (!b) {
-            void *buf = cv_wbuf(c, &ws, K * N);
-            if (!buf) return cv_fail(c);
+            void *buf = lw_wbuf(c, &ws, K * N);
+            if (!buf) return lw_failed(c);
             for (int64_t k = 0; k < K; k++)
-                for (int64_t n = 0; n < N; n++) cv_wcopy(&ws, buf, k * N + n, tb ? n * K + k : k * N + n);
+                for (int64_t n = 0; n < N; n++) lw_wcopy(&ws, buf, k * N + n, tb ? n * K + k : k * N + n);
             if (!ws.raw)
                 for (int64_t i = 0; i < K * N; i++) ((double *)buf)[i] *= alpha;
-            b = cv_wconst(c, &ws, 3, b3, buf);
+            b = lw_wconst(c, &ws, 3, b3, buf);
         }
         alpha_done = true;
     } else {
@@ -187,10 +187,10 @@ static lower_status lower_gemm(lower_ctx *c) {
     }
     const char *y = mm_emit(c, a, b, t, 1, M, N);
     int64_t ys[2] = {M, N}, y3[3] = {1, M, N};
-    y = cv_reshape_if(c, y, t, 3, y3, 2, ys);
-    if (!alpha_done) y = cv_mul_scalar(c, y, t, 2, ys, alpha);
+    y = lw_reshape_if(c, y, t, 3, y3, 2, ys);
+    if (!alpha_done) y = lw_mul_scalar(c, y, t, 2, ys, alpha);
     if (lw_has_input(c, 2) && beta != 0.0) {
-        const lower_value *C = cv_data_input(c, 2, &st);
+        const lower_value *C = lw_data_input(c, 2, &st);
         if (!C) return st;
         if (C->rank > 2)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Gemm: C has rank %u", C->rank);
@@ -204,18 +204,18 @@ static lower_status lower_gemm(lower_ctx *c) {
         const char *cc;
         if (cn == cs[0] * cs[1]) {
             double *buf = arena_alloc(lw_arena(c), (size_t)(cn ? cn : 1) * sizeof(double));
-            if (!buf) return cv_fail(c);
+            if (!buf) return lw_failed(c);
             for (int64_t i = 0; i < cn; i++) buf[i] = beta * cv[i];
             cc = lw_const_from_f64(c, t, 2, cs, buf);
         } else {
             cc = lw_input(c, 2);
             if (cc && C->t != t) cc = lw_cast(c, cc, C->t, t, C->rank, C->shape);
-            cc = cv_reshape_if(c, cc, t, C->rank, C->shape, 2, cs);
-            cc = cv_mul_scalar(c, cc, t, 2, cs, beta);
+            cc = lw_reshape_if(c, cc, t, C->rank, C->shape, 2, cs);
+            cc = lw_mul_scalar(c, cc, t, 2, cs, beta);
         }
-        y = cv_add(c, y, cc, t, 2, ys);
+        y = lw_add(c, y, cc, t, 2, ys);
     }
-    CV_TRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -253,12 +253,12 @@ static const char *es_sum_unique(lower_ctx *c, const char *x, ctosa_dtype t, cha
         if (es_find(other, no, let[i]) < 0 && es_find(outl, nout, let[i]) < 0) mask |= 1u << i;
     if (!mask || !x) return x;
     int64_t rs[LOWER_MAX_RANK];
-    x = cv_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, t, *n, shape, mask, false, rs);
+    x = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, t, *n, shape, mask, false, rs);
     uint32_t k = 0;
     int64_t ns[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < *n; i++)
         if (!(mask & (1u << i))) { let[k] = let[i]; ns[k++] = shape[i]; }
-    x = cv_reshape_if(c, x, t, *n, rs, k, ns);
+    x = lw_reshape_if(c, x, t, *n, rs, k, ns);
     memcpy(shape, ns, k * sizeof *ns);
     *n = k;
     return x;
@@ -344,7 +344,7 @@ static lower_status lower_einsum(lower_ctx *c) {
     uint32_t ranks[2] = {0, 0};
     for (uint32_t i = 0; i < nin && i < 2; i++) {
         lower_status st;
-        const lower_value *v = cv_data_input(c, i, &st);
+        const lower_value *v = lw_data_input(c, i, &st);
         if (!v) return st;
         ranks[i] = v->rank;
     }
@@ -382,7 +382,7 @@ static lower_status lower_einsum(lower_ctx *c) {
                          "Einsum: equation '%s' is not matmul-shaped (one or two operands, no "
                          "repeated letters)", eq0);
     lower_status st;
-    const lower_value *A = cv_data_input(c, 0, &st);
+    const lower_value *A = lw_data_input(c, 0, &st);
     if (!A) return st;
     ctosa_dtype t = A->t;
     if (A->rank != na)
@@ -395,11 +395,11 @@ static lower_status lower_einsum(lower_ctx *c) {
         int32_t perm[LOWER_MAX_RANK];
         for (uint32_t i = 0; i < no; i++) perm[i] = es_find(la, na, lo[i]);
         const char *y = mm_transpose(c, a, t, na, sa, perm);
-        CV_TRY(y);
+        LW_TRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const lower_value *B = cv_data_input(c, 1, &st);
+    const lower_value *B = lw_data_input(c, 1, &st);
     if (!B) return st;
     if (B->rank != nbl)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: '%s' does not match input rank %u", eq0, B->rank);
@@ -439,8 +439,8 @@ static lower_status lower_einsum(lower_ctx *c) {
     a = mm_transpose(c, a, t, na, sa, pa);
     b = mm_transpose(c, b, t, nbl, sb, pb);
     int64_t a3[3] = {Nb, M, K}, b3[3] = {Nb, K, N};
-    a = cv_reshape_if(c, a, t, na, tsa, 3, a3);
-    b = cv_reshape_if(c, b, t, nbl, tsb, 3, b3);
+    a = lw_reshape_if(c, a, t, na, tsa, 3, a3);
+    b = lw_reshape_if(c, b, t, nbl, tsb, 3, b3);
     const char *y = mm_emit(c, a, b, t, Nb, M, N);
     /* [batch..., freeA..., freeB...] then to the output order */
     char ml[LOWER_MAX_RANK * 2];
@@ -452,11 +452,11 @@ static lower_status lower_einsum(lower_ctx *c) {
     if (nm != no || nm > LOWER_MAX_RANK)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: equation '%s' not handled", eq0);
     int64_t y3[3] = {Nb, M, N};
-    y = cv_reshape_if(c, y, t, 3, y3, nm, ms);
+    y = lw_reshape_if(c, y, t, 3, y3, nm, ms);
     int32_t po[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < no; i++) po[i] = es_find(ml, nm, lo[i]);
     y = mm_transpose(c, y, t, nm, ms, po);
-    CV_TRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }

@@ -12,7 +12,7 @@
  *   shift = SLICE + PAD with zeros. exclusive shifts the input by one first,
  *   reverse runs on the REVERSEd axis.
  */
-#include "lower/lower_dm.h"
+#include "lower/lower_build.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,7 +21,7 @@
 
 static lower_status lower_trilu(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
     if (r < 2)
@@ -38,13 +38,13 @@ static lower_status lower_trilu(lower_ctx *c) {
         if (n >= 1) k = kv[0];
     }
     int64_t N = v->shape[r - 2], M = v->shape[r - 1];
-    if (dm_count(r, v->shape) == 0) {
+    if (lw_count(r, v->shape) == 0) {
         static const uint8_t none[8];
         lw_set_output_const(c, 0, v->onnx_dtype, r, v->shape, none, 0);
         return LOWER_OK;
     }
     uint8_t *mask = arena_alloc(lw_arena(c), (size_t)(N * M));
-    if (!mask) return dm_fail(c);
+    if (!mask) return lw_failed(c);
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < M; j++)
             mask[i * M + j] = upper ? (j - i >= k) : (j - i <= k);
@@ -54,9 +54,9 @@ static lower_status lower_trilu(lower_ctx *c) {
     ms[r - 1] = M;
     const char *in[3] = {lw_const(c, CTOSA_DTYPE_BOOL, r, ms, mask), lw_input(c, 0),
                          lw_scalar(c, v->t, r, 0)};
-    if (!in[0] || !in[1] || !in[2]) return dm_fail(c);
+    if (!in[0] || !in[1] || !in[2]) return lw_failed(c);
     const char *o = lw_tensor(c, v->t, r, v->shape);
-    if (!o || !lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &o, NULL)) return dm_fail(c);
+    if (!o || !lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &o, NULL)) return lw_failed(c);
     lw_set_output(c, 0, o);
     return LOWER_OK;
 }
@@ -72,16 +72,16 @@ static lower_status lower_eyelike(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "EyeLike: input rank %u != 2",
                          v->rank);
     int32_t dt = (int32_t)lw_attr_int(c, "dtype", v->onnx_dtype);
-    size_t es = dm_onnx_elem_size(dt);
+    size_t es = lw_onnx_elem_size(dt);
     if (!es)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "EyeLike: dtype %d is not supported",
                          dt);
     int64_t k = lw_attr_int(c, "k", 0), N = v->shape[0], M = v->shape[1];
     uint8_t *buf = arena_zalloc(lw_arena(c), (size_t)(N * M) * es + 1);
-    if (!buf) return dm_fail(c);
+    if (!buf) return lw_failed(c);
     for (int64_t i = 0; i < N; i++) {
         int64_t j = i + k;
-        if (j >= 0 && j < M) dm_onnx_encode(dt, 1.0, buf + (size_t)(i * M + j) * es);
+        if (j >= 0 && j < M) lw_onnx_encode(dt, 1.0, buf + (size_t)(i * M + j) * es);
     }
     lw_set_output_const(c, 0, dt, 2, v->shape, buf, (uint64_t)(N * M) * es);
     return LOWER_OK;
@@ -94,7 +94,7 @@ static lower_status lower_range(lower_ctx *c) {
     const lower_value *v = lw_has_input(c, 0) ? lw_in(c, 0) : NULL;
     if (!v) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "Range: start is unknown");
     int32_t dt = v->onnx_dtype;
-    if (!dm_onnx_elem_size(dt) || dt == CTOSA_ONNX_BOOL)
+    if (!lw_onnx_elem_size(dt) || dt == CTOSA_ONNX_BOOL)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "Range: dtype %d", dt);
     for (uint32_t i = 0; i < 3; i++) {
         const double *d;
@@ -104,7 +104,7 @@ static lower_status lower_range(lower_ctx *c) {
                              i < nd->n_inputs ? nd->inputs[i] : "?");
     }
     int64_t n;
-    bool fl = dm_onnx_is_float(dt);
+    bool fl = lw_onnx_is_float(dt);
     const double *fs, *fl_, *fd;
     const int64_t *is, *il, *id;
     lw_const_f64(c, 0, &fs);
@@ -125,21 +125,21 @@ static lower_status lower_range(lower_ctx *c) {
     }
     if (n < 0 || n > (1 << 24))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Range: output is too long");
-    size_t es = dm_onnx_elem_size(dt);
+    size_t es = lw_onnx_elem_size(dt);
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)n * es + 1);
-    if (!buf) return dm_fail(c);
+    if (!buf) return lw_failed(c);
     for (int64_t i = 0; i < n; i++) {
         if (fl) {
             /* ONNX computes start + i*delta in the value's own type */
             double x = dt == CTOSA_ONNX_DOUBLE ? fs[0] + (double)i * fd[0]
                                          : (double)((float)fs[0] + (float)i * (float)fd[0]);
-            dm_onnx_encode(dt, x, buf + (size_t)i * es);
+            lw_onnx_encode(dt, x, buf + (size_t)i * es);
         } else {
             int64_t x = is[0] + i * id[0];
             if (dt == CTOSA_ONNX_INT64 || dt == CTOSA_ONNX_UINT64)
                 memcpy(buf + (size_t)i * es, &x, 8);
             else
-                dm_onnx_encode(dt, (double)x, buf + (size_t)i * es);
+                lw_onnx_encode(dt, (double)x, buf + (size_t)i * es);
         }
     }
     int64_t shp[1] = {n};
@@ -152,12 +152,12 @@ static lower_status lower_range(lower_ctx *c) {
 /* Shifts y by s along axis (zeros enter at the front). */
 static const char *shift_axis(lower_ctx *c, const char *y, ctosa_dtype t, uint32_t r,
                               const int64_t *shape, int32_t axis, int64_t s) {
-    int64_t ss[LOWER_MAX_RANK], lo[LOWER_MAX_RANK] = {0}, hi[LOWER_MAX_RANK] = {0};
+    int64_t ss[LOWER_MAX_RANK], pads[2 * LOWER_MAX_RANK] = {0};
     memcpy(ss, shape, r * sizeof *ss);
     ss[axis] = shape[axis] - s;
-    const char *x = dm_slice_axis(c, y, t, r, shape, axis, 0, ss[axis]);
-    lo[axis] = s;
-    return x ? dm_pad(c, x, t, r, ss, lo, hi, 0) : NULL;
+    const char *x = lw_slice_axis(c, y, t, r, shape, axis, 0, ss[axis]);
+    pads[2 * axis] = s;
+    return lw_pad(c, x, t, r, ss, pads, 0);
 }
 
 static const char *cumsum_scan(lower_ctx *c, const char *y, ctosa_dtype t, uint32_t r,
@@ -165,7 +165,7 @@ static const char *cumsum_scan(lower_ctx *c, const char *y, ctosa_dtype t, uint3
     int64_t L = shape[axis];
     if (exclusive) {
         if (L == 1) {
-            double *z = arena_zalloc(lw_arena(c), (size_t)dm_count(r, shape) * sizeof *z);
+            double *z = arena_zalloc(lw_arena(c), (size_t)lw_count(r, shape) * sizeof *z);
             return z ? lw_const_from_f64(c, t, r, shape, z) : NULL;
         }
         y = shift_axis(c, y, t, r, shape, axis, 1);
@@ -180,7 +180,7 @@ static const char *cumsum_scan(lower_ctx *c, const char *y, ctosa_dtype t, uint3
 static const char *cumsum_matmul(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t r,
                                  const int64_t *shape, int32_t axis, bool exclusive,
                                  bool reverse) {
-    int64_t L = shape[axis], M = dm_count(r, shape) / L;
+    int64_t L = shape[axis], M = lw_count(r, shape) / L;
     int32_t perm[LOWER_MAX_RANK], inv[LOWER_MAX_RANK];
     int64_t tshape[LOWER_MAX_RANK];
     uint32_t k = 0;
@@ -216,7 +216,7 @@ static const char *cumsum_matmul(lower_ctx *c, const char *x, ctosa_dtype t, uin
 static lower_status lower_cumsum(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
     const ctosa_onnx_node *nd = lw_node(c);
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
     const int64_t *av;
@@ -226,27 +226,27 @@ static lower_status lower_cumsum(lower_ctx *c) {
                          "CumSum: axis must be a compile-time constant");
     if (r == 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "CumSum: scalar input");
     int32_t axis;
-    if (!dm_axis(c, av[0], r, "axis", &axis, &st)) return st;
+    if (!lw_axis(c, av[0], r, "axis", &axis)) return LOWER_REJECT;
     bool exclusive = lw_attr_int(c, "exclusive", 0) != 0;
     bool reverse = lw_attr_int(c, "reverse", 0) != 0;
-    if (dm_count(r, v->shape) == 0) {
+    if (lw_count(r, v->shape) == 0) {
         static const uint8_t none[8];
         lw_set_output_const(c, 0, v->onnx_dtype, r, v->shape, none, 0);
         return LOWER_OK;
     }
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     int64_t L = v->shape[axis];
     if (ctosa_dtype_is_float(v->t) && L > 1 && L <= 512) {
         x = cumsum_matmul(c, x, v->t, r, v->shape, axis, exclusive, reverse);
     } else {
-        if (reverse) x = dm_reverse(c, x, v->t, r, v->shape, axis);
+        if (reverse) x = lw_reverse(c, x, v->t, r, v->shape, axis);
         if (x) x = cumsum_scan(c, x, v->t, r, v->shape, axis, exclusive);
-        if (x && reverse) x = dm_reverse(c, x, v->t, r, v->shape, axis);
+        if (x && reverse) x = lw_reverse(c, x, v->t, r, v->shape, axis);
         if (x && x == lw_input(c, 0))
             x = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, r, v->shape, NULL);
     }
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     lw_set_output(c, 0, x);
     return LOWER_OK;
 }

@@ -7,11 +7,11 @@
  * here it is E[(X - E[X])^2], which is the same quantity without the
  * cancellation (it cannot go negative and give a NaN for constant data).
  */
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 
 static lower_status lower_mvn(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     if (!ctosa_dtype_is_float(X->t))
@@ -27,23 +27,23 @@ static lower_status lower_mvn(lower_ctx *c) {
     uint32_t mask = 0;
     for (int64_t i = 0; i < na; i++) {
         int32_t a;
-        if (!cv_axis(c, axes[i], r, "axes", &a)) return LOWER_REJECT;
+        if (!lw_axis(c, axes[i], r, "axes", &a)) return LOWER_REJECT;
         mask |= 1u << a;
     }
     ctosa_dtype t = X->t;
     int64_t rs[LOWER_MAX_RANK];
     const char *x = lw_input(c, 0);
-    const char *mean = cv_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, t, r, X->shape, mask, true, rs);
-    const char *d = cv_sub(c, x, mean, t, r, X->shape);
-    const char *var = cv_reduce_axes(c, CTOSA_OP_REDUCE_SUM, cv_mul(c, d, d, t, r, X->shape), t, r, X->shape, mask,
+    const char *mean = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, t, r, X->shape, mask, true, rs);
+    const char *d = lw_sub(c, x, mean, t, r, X->shape);
+    const char *var = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, d, d, t, r, X->shape), t, r, X->shape, mask,
                                      true, rs);
     /* sqrt(v) = 1 / rsqrt(v), exact at 0 (1 / inf) */
     const char *rv = var ? lw_unary(c, CTOSA_OP_RSQRT, var, t, r, rs, NULL) : NULL;
     const char *sd = rv ? lw_unary(c, CTOSA_OP_RECIPROCAL, rv, t, r, rs, NULL) : NULL;
-    sd = cv_add_scalar(c, sd, t, r, rs, 1e-9);
+    sd = lw_add_scalar(c, sd, t, r, rs, 1e-9);
     const char *inv = sd ? lw_unary(c, CTOSA_OP_RECIPROCAL, sd, t, r, rs, NULL) : NULL;
-    const char *y = cv_mul(c, d, inv, t, r, X->shape);
-    CV_TRY(y);
+    const char *y = lw_mul(c, d, inv, t, r, X->shape);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }

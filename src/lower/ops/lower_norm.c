@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 
 /* Input i reshaped (numpy broadcasting: leading 1s) to rank r, in dtype t.
  * Absent optional input: NULL with *st = LOWER_OK. */
@@ -17,7 +17,7 @@ static const char *norm_operand(lower_ctx *c, uint32_t i, ctosa_dtype t, uint32_
                                 lower_status *st) {
     *st = LOWER_OK;
     if (!lw_has_input(c, i)) return NULL;
-    const lower_value *v = cv_data_input(c, i, st);
+    const lower_value *v = lw_data_input(c, i, st);
     if (!v) return NULL;
     if (v->rank > r) {
         *st = lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: input '%s' has rank %u > %u",
@@ -29,8 +29,8 @@ static const char *norm_operand(lower_ctx *c, uint32_t i, ctosa_dtype t, uint32_
     for (uint32_t k = 0; k < v->rank; k++) s[r - v->rank + k] = v->shape[k];
     const char *x = lw_input(c, i);
     if (x && v->t != t) x = lw_cast(c, x, v->t, t, v->rank, v->shape);
-    x = cv_reshape_if(c, x, t, v->rank, v->shape, r, s);
-    if (!x) *st = cv_fail(c);
+    x = lw_reshape_if(c, x, t, v->rank, v->shape, r, s);
+    if (!x) *st = lw_failed(c);
     return x;
 }
 
@@ -53,7 +53,7 @@ static lower_status norm_outputs_unused(lower_ctx *c, uint32_t from) {
 
 static lower_status lower_batchnorm(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     if (lw_attr_int(c, "training_mode", 0) != 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
@@ -81,7 +81,7 @@ static lower_status lower_batchnorm(lower_ctx *c) {
     const char *x = lw_input(c, 0), *scale, *shift;
     if (all_const) {
         double *sc = arena_alloc(lw_arena(c), (size_t)C * 2 * sizeof(double));
-        if (!sc) return cv_fail(c);
+        if (!sc) return lw_failed(c);
         double *sh = sc + C;
         for (int64_t k = 0; k < C; k++) {
             sc[k] = p[0][k] / sqrt(p[3][k] + eps);
@@ -92,16 +92,16 @@ static lower_status lower_batchnorm(lower_ctx *c) {
     } else {
         const char *v[4];
         for (uint32_t i = 0; i < 4; i++) {
-            v[i] = cv_channel_vec(c, 1 + i, C, t, r, &st);
+            v[i] = lw_channel_vec(c, 1 + i, C, t, r, &st);
             if (!v[i]) return st;
         }
-        const char *ve = cv_add_scalar(c, v[3], t, r, vs, eps);
+        const char *ve = lw_add_scalar(c, v[3], t, r, vs, eps);
         const char *inv = ve ? lw_unary(c, CTOSA_OP_RSQRT, ve, t, r, vs, NULL) : NULL;
-        scale = cv_mul(c, v[0], inv, t, r, vs);
-        shift = cv_sub(c, v[1], cv_mul(c, v[2], scale, t, r, vs), t, r, vs);
+        scale = lw_mul(c, v[0], inv, t, r, vs);
+        shift = lw_sub(c, v[1], lw_mul(c, v[2], scale, t, r, vs), t, r, vs);
     }
-    const char *y = cv_add(c, cv_mul(c, x, scale, t, r, X->shape), shift, t, r, X->shape);
-    CV_TRY(y);
+    const char *y = lw_add(c, lw_mul(c, x, scale, t, r, X->shape), shift, t, r, X->shape);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -110,7 +110,7 @@ static lower_status lower_batchnorm(lower_ctx *c) {
 
 static lower_status lower_instancenorm(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     if (r < 3)
@@ -119,13 +119,13 @@ static lower_status lower_instancenorm(lower_ctx *c) {
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     uint32_t mask = 0;
     for (uint32_t i = 2; i < r; i++) mask |= 1u << i;
-    const char *sc = cv_channel_vec(c, 1, X->shape[1], t, r, &st);
+    const char *sc = lw_channel_vec(c, 1, X->shape[1], t, r, &st);
     if (!sc) return st;
-    const char *b = cv_channel_vec(c, 2, X->shape[1], t, r, &st);
+    const char *b = lw_channel_vec(c, 2, X->shape[1], t, r, &st);
     if (!b) return st;
-    const char *y = cv_normalize(c, lw_input(c, 0), t, r, X->shape, mask, eps, NULL, NULL, NULL);
-    y = cv_add(c, cv_mul(c, y, sc, t, r, X->shape), b, t, r, X->shape);
-    CV_TRY(y);
+    const char *y = lw_normalize(c, lw_input(c, 0), t, r, X->shape, mask, eps, NULL, NULL, NULL);
+    y = lw_add(c, lw_mul(c, y, sc, t, r, X->shape), b, t, r, X->shape);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -133,11 +133,11 @@ static lower_status lower_instancenorm(lower_ctx *c) {
 static lower_status lower_layernorm(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     int32_t axis;
-    if (!cv_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
     ctosa_dtype t = X->t, ct = norm_stash(c, t);
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     uint32_t mask = 0;
@@ -146,15 +146,15 @@ static lower_status lower_layernorm(lower_ctx *c) {
     if (ct != t) x = lw_cast(c, x, t, ct, r, X->shape);
     const char *mean = NULL, *inv = NULL;
     int64_t rs[LOWER_MAX_RANK];
-    const char *y = cv_normalize(c, x, ct, r, X->shape, mask, eps, &mean, &inv, rs);
+    const char *y = lw_normalize(c, x, ct, r, X->shape, mask, eps, &mean, &inv, rs);
     if (ct != t) y = lw_cast(c, y, ct, t, r, X->shape);
     const char *sc = norm_operand(c, 1, t, r, &st);
     if (st != LOWER_OK) return st;
     const char *b = norm_operand(c, 2, t, r, &st);
     if (st != LOWER_OK) return st;
-    if (sc) y = cv_mul(c, y, sc, t, r, X->shape);
-    if (b) y = cv_add(c, y, b, t, r, X->shape);
-    CV_TRY(y && mean && inv);
+    if (sc) y = lw_mul(c, y, sc, t, r, X->shape);
+    if (b) y = lw_add(c, y, b, t, r, X->shape);
+    LW_TRY(y && mean && inv);
     lw_set_output(c, 0, y);
     if (n->n_outputs > 1 && n->outputs[1][0]) lw_set_output(c, 1, mean);
     if (n->n_outputs > 2 && n->outputs[2][0]) lw_set_output(c, 2, inv);
@@ -163,7 +163,7 @@ static lower_status lower_layernorm(lower_ctx *c) {
 
 static lower_status lower_groupnorm(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     int64_t G = lw_attr_int(c, "num_groups", 0);
@@ -173,42 +173,42 @@ static lower_status lower_groupnorm(lower_ctx *c) {
     ctosa_dtype t = X->t, ct = norm_stash(c, t);
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     int64_t N = X->shape[0], C = X->shape[1];
-    int64_t gs[3] = {N, G, cv_count(r, X->shape) / (N * G)};
+    int64_t gs[3] = {N, G, lw_count(r, X->shape) / (N * G)};
     const char *x = lw_input(c, 0);
     if (ct != t) x = lw_cast(c, x, t, ct, r, X->shape);
     x = lw_reshape(c, x, ct, 3, gs);
-    const char *y = cv_normalize(c, x, ct, 3, gs, 1u << 2, eps, NULL, NULL, NULL);
+    const char *y = lw_normalize(c, x, ct, 3, gs, 1u << 2, eps, NULL, NULL, NULL);
     if (ct != t) y = lw_cast(c, y, ct, t, 3, gs);
     /* opset 18 takes per-group scale/bias, 21+ per-channel */
     const lower_value *S = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
-    bool per_group = S && S->static_shape && cv_count(S->rank, S->shape) == G && G != C;
+    bool per_group = S && S->static_shape && lw_count(S->rank, S->shape) == G && G != C;
     if (per_group) {
-        const char *sc = cv_channel_vec(c, 1, G, t, 3, &st);
+        const char *sc = lw_channel_vec(c, 1, G, t, 3, &st);
         if (!sc) return st;
-        const char *b = cv_channel_vec(c, 2, G, t, 3, &st);
+        const char *b = lw_channel_vec(c, 2, G, t, 3, &st);
         if (!b) return st;
-        y = cv_add(c, cv_mul(c, y, sc, t, 3, gs), b, t, 3, gs);
+        y = lw_add(c, lw_mul(c, y, sc, t, 3, gs), b, t, 3, gs);
         y = lw_reshape(c, y, t, r, X->shape);
     } else {
         y = y ? lw_reshape(c, y, t, r, X->shape) : NULL;
-        const char *sc = cv_channel_vec(c, 1, C, t, r, &st);
+        const char *sc = lw_channel_vec(c, 1, C, t, r, &st);
         if (!sc) return st;
-        const char *b = cv_channel_vec(c, 2, C, t, r, &st);
+        const char *b = lw_channel_vec(c, 2, C, t, r, &st);
         if (!b) return st;
-        y = cv_add(c, cv_mul(c, y, sc, t, r, X->shape), b, t, r, X->shape);
+        y = lw_add(c, lw_mul(c, y, sc, t, r, X->shape), b, t, r, X->shape);
     }
-    CV_TRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
 
 static lower_status lower_rmsnorm(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     int32_t axis;
-    if (!cv_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
     ctosa_dtype t = X->t, ct = norm_stash(c, t);
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     uint32_t mask = 0;
@@ -216,27 +216,27 @@ static lower_status lower_rmsnorm(lower_ctx *c) {
     const char *x = lw_input(c, 0);
     if (ct != t) x = lw_cast(c, x, t, ct, r, X->shape);
     int64_t rs[LOWER_MAX_RANK];
-    const char *ms = cv_reduce_axes(c, CTOSA_OP_REDUCE_SUM, cv_mul(c, x, x, ct, r, X->shape), ct, r,
+    const char *ms = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, ct, r, X->shape), ct, r,
                                     X->shape, mask, true, rs);
-    ms = cv_add_scalar(c, ms, ct, r, rs, eps);
+    ms = lw_add_scalar(c, ms, ct, r, rs, eps);
     const char *inv = ms ? lw_unary(c, CTOSA_OP_RSQRT, ms, ct, r, rs, NULL) : NULL;
-    const char *y = cv_mul(c, x, inv, ct, r, X->shape);
+    const char *y = lw_mul(c, x, inv, ct, r, X->shape);
     if (ct != t) y = lw_cast(c, y, ct, t, r, X->shape);
     const char *sc = norm_operand(c, 1, t, r, &st);
     if (st != LOWER_OK) return st;
-    if (sc) y = cv_mul(c, y, sc, t, r, X->shape);
-    CV_TRY(y);
+    if (sc) y = lw_mul(c, y, sc, t, r, X->shape);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
 
 static lower_status lower_lpnorm(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     int32_t axis;
-    if (!cv_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
     int64_t p = lw_attr_int(c, "p", 2);
     if (p != 1 && p != 2)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "LpNormalization: p=%lld (only 1 and 2)", (long long)p);
@@ -245,17 +245,17 @@ static lower_status lower_lpnorm(lower_ctx *c) {
     int64_t rs[LOWER_MAX_RANK];
     const char *y;
     if (p == 2) {
-        const char *s = cv_reduce(c, CTOSA_OP_REDUCE_SUM, cv_mul(c, x, x, t, r, X->shape), t, r,
+        const char *s = lw_reduce(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, t, r, X->shape), t, r,
                                   X->shape, axis, rs);
         const char *inv = s ? lw_unary(c, CTOSA_OP_RSQRT, s, t, r, rs, NULL) : NULL;
-        y = cv_mul(c, x, inv, t, r, X->shape);
+        y = lw_mul(c, x, inv, t, r, X->shape);
     } else {
         const char *ab = x ? lw_unary(c, CTOSA_OP_ABS, x, t, r, X->shape, NULL) : NULL;
-        const char *s = cv_reduce(c, CTOSA_OP_REDUCE_SUM, ab, t, r, X->shape, axis, rs);
+        const char *s = lw_reduce(c, CTOSA_OP_REDUCE_SUM, ab, t, r, X->shape, axis, rs);
         const char *inv = s ? lw_unary(c, CTOSA_OP_RECIPROCAL, s, t, r, rs, NULL) : NULL;
-        y = cv_mul(c, x, inv, t, r, X->shape);
+        y = lw_mul(c, x, inv, t, r, X->shape);
     }
-    CV_TRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -265,7 +265,7 @@ static lower_status lower_lpnorm(lower_ctx *c) {
  * values). */
 static lower_status lower_lrn(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     int64_t size = lw_attr_int(c, "size", 0);
@@ -275,31 +275,31 @@ static lower_status lower_lrn(lower_ctx *c) {
     double alpha = lw_attr_float(c, "alpha", 1e-4f), beta = lw_attr_float(c, "beta", 0.75f);
     double bias = lw_attr_float(c, "bias", 1.0f);
     int64_t N = X->shape[0], C = X->shape[1];
-    int64_t s4[4] = {N, C, cv_count(r, X->shape) / (N * C), 1};
+    int64_t s4[4] = {N, C, lw_count(r, X->shape) / (N * C), 1};
     const char *x = lw_input(c, 0);
-    const char *sq = cv_mul(c, x, x, t, r, X->shape);
-    sq = cv_reshape_if(c, sq, t, r, X->shape, 4, s4);
+    const char *sq = lw_mul(c, x, x, t, r, X->shape);
+    sq = lw_reshape_if(c, sq, t, r, X->shape, 4, s4);
     int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
     int64_t pads[8] = {0, 0, lo, hi, 0, 0, 0, 0};
-    sq = cv_pad(c, sq, t, 4, s4, pads, 0.0);
+    sq = lw_pad(c, sq, t, 4, s4, pads, 0.0);
     int32_t kernel[2] = {(int32_t)size, 1}, stride[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
     ctosa_attr a;
     memset(&a, 0, sizeof a);
     a.kernel = (ctosa_i32s){kernel, 2};
     a.stride = (ctosa_i32s){stride, 2};
     a.pad = (ctosa_i32s){pad, 4};
-    a.acc_type = cv_acc_type(t);
+    a.acc_type = lw_acc_type(t);
     const char *izp = lw_zero_point(c, t, 0), *ozp = lw_zero_point(c, t, 0);
     const char *avg = lw_tensor(c, t, 4, s4);
-    CV_TRY(sq && izp && ozp && avg);
+    LW_TRY(sq && izp && ozp && avg);
     const char *in[3] = {sq, izp, ozp};
-    CV_TRY(lw_op(c, CTOSA_OP_AVG_POOL2D, 3, in, 1, &avg, &a));
-    const char *s = cv_reshape_if(c, avg, t, 4, s4, r, X->shape);
+    LW_TRY(lw_op(c, CTOSA_OP_AVG_POOL2D, 3, in, 1, &avg, &a));
+    const char *s = lw_reshape_if(c, avg, t, 4, s4, r, X->shape);
     /* (bias + alpha/size * sum)^-beta, sum = size * avg */
-    s = cv_add_scalar(c, cv_mul_scalar(c, s, t, r, X->shape, alpha), t, r, X->shape, bias);
+    s = lw_add_scalar(c, lw_mul_scalar(c, s, t, r, X->shape, alpha), t, r, X->shape, bias);
     const char *pw = s ? lw_binary(c, CTOSA_OP_POW, s, lw_scalar(c, t, r, -beta), t, r, X->shape) : NULL;
-    const char *y = cv_mul(c, x, pw, t, r, X->shape);
-    CV_TRY(y);
+    const char *y = lw_mul(c, x, pw, t, r, X->shape);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }

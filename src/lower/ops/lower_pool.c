@@ -4,17 +4,17 @@
  * 1-D pools run as 2-D with a unit height; data is transposed to
  * channels-last around MAX_POOL2D / AVG_POOL2D. TOSA requires the output
  * size division to be exact and the padding to be smaller than the
- * kernel: cv_window() adjusts the end padding (ceil_mode adds padding the
+ * kernel: lw_window() adjusts the end padding (ceil_mode adds padding the
  * pool ignores, floor mode crops the unread input tail).
  */
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 
 /* Emits a 2-D pool on channels-last x of shape ls (rank 4). */
 static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dtype t,
-                             const cv_dim *td, const int64_t *os) {
+                             const lw_dim *td, const int64_t *os) {
     if (!x) return NULL;
     int32_t kernel[2] = {(int32_t)td[0].k, (int32_t)td[1].k};
     int32_t stride[2] = {(int32_t)td[0].s, (int32_t)td[1].s};
@@ -30,7 +30,7 @@ static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dty
         a.nan_mode = CTOSA_NAN_PROPAGATE;
         return lw_op(c, CTOSA_OP_MAX_POOL2D, 1, &x, 1, &out, &a) ? out : NULL;
     }
-    a.acc_type = cv_acc_type(t);
+    a.acc_type = lw_acc_type(t);
     const char *izp = lw_zero_point(c, t, 0), *ozp = lw_zero_point(c, t, 0);
     if (!izp || !ozp) return NULL;
     const char *in[3] = {x, izp, ozp};
@@ -41,7 +41,7 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     const ctosa_onnx_node *n = lw_node(c);
     const char *op = n->op_type;
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     if (is_max && n->n_outputs > 1 && n->outputs[1][0])
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
@@ -55,15 +55,15 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: kernel_shape is missing", op);
     ctosa_dtype t = X->t;
     uint32_t nsp = r - 2;
-    cv_dim dm[3];
-    if ((st = cv_read_window(c, nsp, X->shape, NULL, dm)) != LOWER_OK) return st;
+    lw_dim dm[3];
+    if ((st = lw_read_window(c, nsp, X->shape, NULL, dm)) != LOWER_OK) return st;
     for (uint32_t i = 0; i < nsp; i++)
         if (dm[i].d != 1)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                              "%s: dilations %lld are not supported (TOSA pools have no dilation)", op,
                              (long long)dm[i].d);
     bool ceil_mode = lw_attr_int(c, "ceil_mode", 0) != 0;
-    if ((st = cv_window(c, nsp, dm, ceil_mode)) != LOWER_OK) return st;
+    if ((st = lw_window(c, nsp, dm, ceil_mode)) != LOWER_OK) return st;
     bool include_pad = !is_max && lw_attr_int(c, "count_include_pad", 0) != 0;
 
     /* 1-D runs as 2-D with a unit height; 3-D as two 2-D pools (H,W then
@@ -71,10 +71,10 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
      * or padded box) is a product of per-axis counts. */
     int64_t N = X->shape[0], C = X->shape[1];
     uint32_t tsp = nsp == 1 ? 2 : nsp, tr = tsp + 2;
-    cv_dim td[3];
+    lw_dim td[3];
     int64_t xs[5];
     if (nsp == 1) {
-        td[0] = (cv_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
+        td[0] = (lw_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
         td[1] = dm[0];
         xs[0] = N; xs[1] = C; xs[2] = 1; xs[3] = X->shape[2];
     } else {
@@ -82,14 +82,14 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
         memcpy(xs, X->shape, r * sizeof *xs);
     }
     const char *x = lw_input(c, 0);
-    x = cv_reshape_if(c, x, t, r, X->shape, tr, xs);
+    x = lw_reshape_if(c, x, t, r, X->shape, tr, xs);
     int64_t ls[5];
-    cv_shape_last(tr, xs, ls);
-    x = cv_to_last(c, x, t, tr, xs);
+    lw_shape_last(tr, xs, ls);
+    x = lw_to_last(c, x, t, tr, xs);
     int64_t start[5] = {0}, size[5];
     memcpy(size, ls, sizeof size);
     for (uint32_t i = 0; i < tsp; i++) size[1 + i] -= td[i].crop;
-    x = cv_slice(c, x, t, tr, ls, start, size);
+    x = lw_slice(c, x, t, tr, ls, start, size);
     memcpy(ls, size, sizeof ls);
     /* Padding TOSA cannot express in the pool itself is made explicit:
      * counted padding of an average, or padding not smaller than the kernel
@@ -97,7 +97,7 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     int64_t pads[10] = {0};
     bool explicit_pad = false;
     for (uint32_t i = 0; i < tsp; i++) {
-        cv_dim *d = &td[i];
+        lw_dim *d = &td[i];
         int64_t eb = 0, ee = 0;
         if (include_pad) {
             eb = d->pb;
@@ -120,7 +120,7 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
                              "%s: padding not smaller than the kernel %lld", op, (long long)d->k);
     }
     if (explicit_pad) {
-        x = cv_pad(c, x, t, tr, ls, pads, is_max ? -INFINITY : 0.0);
+        x = lw_pad(c, x, t, tr, ls, pads, is_max ? -INFINITY : 0.0);
         for (uint32_t i = 0; i < tsp; i++) ls[1 + i] += pads[2 * (1 + i)] + pads[2 * (1 + i) + 1];
     }
     int64_t os[5];
@@ -133,23 +133,23 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     } else {
         /* [N*D, H, W, C] pooled over H, W; then [N, D, OH*OW, C] over D */
         int64_t s1[4] = {N * ls[1], ls[2], ls[3], C}, o1[4] = {N * ls[1], os[2], os[3], C};
-        x = cv_reshape_if(c, x, t, tr, ls, 4, s1);
+        x = lw_reshape_if(c, x, t, tr, ls, 4, s1);
         x = pool_emit(c, is_max, x, t, td + 1, o1);
         int64_t s2[4] = {N, ls[1], os[2] * os[3], C}, o2[4] = {N, os[1], os[2] * os[3], C};
-        x = cv_reshape_if(c, x, t, 4, o1, 4, s2);
-        cv_dim dd[2] = {td[0], {1, 1, 1, 1, 0, 0, 1, 0, 0}};
+        x = lw_reshape_if(c, x, t, 4, o1, 4, s2);
+        lw_dim dd[2] = {td[0], {1, 1, 1, 1, 0, 0, 1, 0, 0}};
         dd[1].in = dd[1].out = os[2] * os[3];
         x = pool_emit(c, is_max, x, t, dd, o2);
-        y = cv_reshape_if(c, x, t, 4, o2, tr, os);
+        y = lw_reshape_if(c, x, t, 4, o2, tr, os);
     }
     int64_t fs[5];
-    cv_shape_first(tr, os, fs);
-    y = cv_to_first(c, y, t, tr, os);
+    lw_shape_first(tr, os, fs);
+    y = lw_to_first(c, y, t, tr, os);
     if (nsp == 1) {
         int64_t s1[3] = {N, C, td[1].out};
-        y = cv_reshape_if(c, y, t, 4, fs, 3, s1);
+        y = lw_reshape_if(c, y, t, 4, fs, 3, s1);
     }
-    CV_TRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -161,7 +161,7 @@ static lower_status lower_avgpool(lower_ctx *c) { return lower_pool(c, false); }
  * moderate size (a real pool op), reductions otherwise. */
 static lower_status lower_global_pool(lower_ctx *c, bool is_max) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
     if (r < 3)
@@ -172,20 +172,20 @@ static lower_status lower_global_pool(lower_ctx *c, bool is_max) {
     const char *y;
     if (r == 4 && X->shape[2] <= 256 && X->shape[3] <= 256) {
         int64_t ls[4];
-        cv_shape_last(4, X->shape, ls);
-        x = cv_to_last(c, x, t, 4, X->shape);
-        cv_dim td[2] = {{X->shape[2], X->shape[2], 1, 1, 0, 0, 1, 0, 0},
+        lw_shape_last(4, X->shape, ls);
+        x = lw_to_last(c, x, t, 4, X->shape);
+        lw_dim td[2] = {{X->shape[2], X->shape[2], 1, 1, 0, 0, 1, 0, 0},
                         {X->shape[3], X->shape[3], 1, 1, 0, 0, 1, 0, 0}};
         int64_t os[4] = {ls[0], 1, 1, ls[3]};
         y = pool_emit(c, is_max, x, t, td, os);
-        y = cv_to_first(c, y, t, 4, os);
+        y = lw_to_first(c, y, t, 4, os);
     } else {
         uint32_t mask = 0;
         for (uint32_t i = 2; i < r; i++) mask |= 1u << i;
-        y = cv_reduce_axes(c, is_max ? CTOSA_OP_REDUCE_MAX : CTOSA_OP_REDUCE_SUM, x, t, r, X->shape,
+        y = lw_reduce_axes(c, is_max ? CTOSA_OP_REDUCE_MAX : CTOSA_OP_REDUCE_SUM, x, t, r, X->shape,
                            mask, !is_max, NULL);
     }
-    CV_TRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }

@@ -19,7 +19,7 @@
  * int64 the i32 result is CAST; otherwise the i32 tensor is bound and the
  * framework's int64 rules apply to it.
  */
-#include "lower/lower_dm.h"
+#include "lower/lower_build.h"
 
 #include <string.h>
 
@@ -63,14 +63,14 @@ static lower_status const_reduce(lower_ctx *c, const lower_value *v, red_kind ki
         ks[i] = mark[i] ? 1 : v->shape[i];
         if (!mark[i]) os[k++] = v->shape[i];
     }
-    int64_t m = dm_count(r, ks);
-    size_t es = dm_onnx_elem_size(v->onnx_dtype);
+    int64_t m = lw_count(r, ks);
+    size_t es = lw_onnx_elem_size(v->onnx_dtype);
     uint64_t *acc = arena_alloc(lw_arena(c), (size_t)m * sizeof *acc + 1);
     uint8_t *out = arena_alloc(lw_arena(c), (size_t)m * es + 1);
-    if (n < 0 || !acc || !out || !es) return dm_fail(c);
+    if (n < 0 || !acc || !out || !es) return lw_failed(c);
     for (int64_t j = 0; j < m; j++) acc[j] = kind == RED_PROD ? 1 : 0;
     bool *first = arena_alloc(lw_arena(c), (size_t)m + 1);
-    if (!first) return dm_fail(c);
+    if (!first) return lw_failed(c);
     memset(first, 1, (size_t)m);
     if (r) stride[r - 1] = 1;
     for (uint32_t i = r; i > 1; i--) stride[i - 2] = stride[i - 1] * ks[i - 1];
@@ -102,7 +102,7 @@ static lower_status const_reduce(lower_ctx *c, const lower_value *v, red_kind ki
         int64_t x = (int64_t)acc[j];
         if (es == 8) memcpy(out + 8 * j, &x, 8);
         else if (v->onnx_dtype == CTOSA_ONNX_BOOL) out[j] = x != 0;
-        else dm_onnx_encode(v->onnx_dtype, (double)x, out + (size_t)j * es);
+        else lw_onnx_encode(v->onnx_dtype, (double)x, out + (size_t)j * es);
     }
     lw_set_output_const(c, 0, v->onnx_dtype, keep ? r : k, keep ? ks : os, out, (uint64_t)m * es);
     return LOWER_OK;
@@ -111,7 +111,7 @@ static lower_status const_reduce(lower_ctx *c, const lower_value *v, red_kind ki
 static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     lower_status st = LOWER_REJECT;
     const ctosa_onnx_node *nd = lw_node(c);
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
     ctosa_dtype t = v->t;
@@ -140,11 +140,11 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     bool keep = lw_attr_int(c, "keepdims", 1) != 0;
     bool mark[LOWER_MAX_RANK] = {false};
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     if (na <= 0) {
         if (noop) {
             x = lw_unary(c, CTOSA_OP_IDENTITY, x, t, r, v->shape, NULL);
-            if (!x) return dm_fail(c);
+            if (!x) return lw_failed(c);
             lw_set_output(c, 0, x);
             return LOWER_OK;
         }
@@ -152,7 +152,7 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     } else {
         for (int64_t k = 0; k < na; k++) {
             int32_t a;
-            if (!dm_axis(c, axes[k], r, "axis", &a, &st)) return st;
+            if (!lw_axis(c, axes[k], r, "axis", &a)) return LOWER_REJECT;
             mark[a] = true;
         }
     }
@@ -162,9 +162,9 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
         red_shape[i] = mark[i] ? 1 : shape[i];
         if (mark[i]) n_red *= shape[i];
     }
-    if (dm_count(r, shape) == 0)
+    if (lw_count(r, shape) == 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: empty input", nd->op_type);
-    if (v->data && !dm_onnx_is_float(v->onnx_dtype) && dm_onnx_elem_size(v->onnx_dtype) &&
+    if (v->data && !lw_onnx_is_float(v->onnx_dtype) && lw_onnx_elem_size(v->onnx_dtype) &&
         (kind == RED_SUM || kind == RED_PROD || kind == RED_MAX || kind == RED_MIN ||
          kind == RED_L1 || kind == RED_SUMSQUARE))
         return const_reduce(c, v, kind, mark, keep);
@@ -183,7 +183,7 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     case RED_PROD: op = CTOSA_OP_REDUCE_PRODUCT; break;
     case RED_L1: x = unary(c, CTOSA_OP_ABS, x, t, r, shape); break;
     case RED_L2:
-    case RED_SUMSQUARE: x = dm_mul(c, x, x, t, r, shape); break;
+    case RED_SUMSQUARE: x = lw_mul(c, x, x, t, r, shape); break;
     case RED_LOGSUMEXP: {
         int64_t ms[LOWER_MAX_RANK];
         memcpy(ms, shape, r * sizeof *ms);
@@ -194,11 +194,11 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     }
     default: break;
     }
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     x = reduce_chain(c, op, x, t, r, shape, mark);
     switch (kind) {
     case RED_MEAN:
-        if (n_red != 1) x = dm_mul(c, x, lw_scalar(c, t, r, 1.0 / (double)n_red), t, r, shape);
+        if (n_red != 1) x = lw_mul(c, x, lw_scalar(c, t, r, 1.0 / (double)n_red), t, r, shape);
         break;
     case RED_L2:
         x = unary(c, CTOSA_OP_RSQRT, x, t, r, shape);
@@ -215,7 +215,7 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
         x = lw_cast(c, x, t, out_t, r, shape);
         t = out_t;
     }
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     if (!keep) {
         int64_t os[LOWER_MAX_RANK];
         uint32_t k = 0;
@@ -225,7 +225,7 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     } else if (x == lw_input(c, 0)) {
         x = lw_unary(c, CTOSA_OP_IDENTITY, x, t, r, red_shape, NULL);
     }
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     lw_set_output(c, 0, x);
     return LOWER_OK;
 }
@@ -246,7 +246,7 @@ static lower_status lower_reduce_sumsq(lower_ctx *c) { return lower_reduce(c, RE
 static lower_status lower_arg(lower_ctx *c, bool is_min) {
     lower_status st = LOWER_REJECT;
     const ctosa_onnx_node *nd = lw_node(c);
-    const lower_value *v = dm_data_input(c, 0, &st);
+    const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
     ctosa_dtype t = v->t;
@@ -255,27 +255,27 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
     if (t == CTOSA_DTYPE_BOOL)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "%s: bool input", nd->op_type);
     int32_t axis;
-    if (!dm_axis(c, lw_attr_int(c, "axis", 0), r, "axis", &axis, &st)) return st;
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), r, "axis", &axis)) return LOWER_REJECT;
     bool keep = lw_attr_int(c, "keepdims", 1) != 0;
     bool last = lw_attr_int(c, "select_last_index", 0) != 0;
     int64_t K = v->shape[axis];
-    if (dm_count(r, v->shape) == 0)
+    if (lw_count(r, v->shape) == 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: empty input", nd->op_type);
     const char *x = lw_input(c, 0);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     if (is_min) {
         if (ctosa_dtype_is_float(t)) {
             const char *in[3] = {x, lw_zero_point(c, t, 0), lw_zero_point(c, t, 0)};
             const char *o = lw_tensor(c, t, r, v->shape);
             if (!in[1] || !in[2] || !o || !lw_op(c, CTOSA_OP_NEGATE, 3, in, 1, &o, NULL))
-                return dm_fail(c);
+                return lw_failed(c);
             x = o;
         } else {
             x = lw_unary(c, CTOSA_OP_BITWISE_NOT, x, t, r, v->shape, NULL);
         }
     }
-    if (x && last) x = dm_reverse(c, x, t, r, v->shape, axis);
-    if (!x) return dm_fail(c);
+    if (x && last) x = lw_reverse(c, x, t, r, v->shape, axis);
+    if (!x) return lw_failed(c);
     int64_t os[LOWER_MAX_RANK], ks[LOWER_MAX_RANK];
     uint32_t k = 0;
     for (uint32_t i = 0; i < r; i++) {
@@ -311,7 +311,7 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
                       oshape);
     if (x && lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64)
         x = lw_cast(c, x, I, CTOSA_DTYPE_INT64, orank, oshape);
-    if (!x) return dm_fail(c);
+    if (!x) return lw_failed(c);
     lw_set_output(c, 0, x);
     return LOWER_OK;
 }

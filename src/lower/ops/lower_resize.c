@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h" /* qdq_rescale_n: integer bilinear RESIZE */
 
 static int64_t rs_gcd(int64_t a, int64_t b) {
@@ -186,11 +186,11 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
         ax[0].off == 0 && ax[1].off == 0) {
         /* identity resize: keep it as a cheap IDENTITY-like reshape */
         const char *y = lw_reshape(c, lw_input(c, 0), t, 4, X->shape);
-        CV_TRY(y);
+        LW_TRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const char *x = cv_to_last(c, lw_input(c, 0), t, 4, X->shape);
+    const char *x = lw_to_last(c, lw_input(c, 0), t, 4, X->shape);
     int64_t scale[4] = {ax[0].n, ax[0].d, ax[1].n, ax[1].d};
     int64_t offset[2] = {ax[0].off, ax[1].off}, border[2] = {ax[0].border, ax[1].border};
     const char *s = lw_shape(c, 4, scale), *o = lw_shape(c, 2, offset), *b = lw_shape(c, 2, border);
@@ -201,18 +201,18 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
     bool ilin = linear && (t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16) && qdq_info(c)->role == QR_HEAD;
     ctosa_dtype rt = ilin ? (t == CTOSA_DTYPE_INT8 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT48) : t;
     const char *y = lw_tensor(c, rt, 4, os);
-    CV_TRY(x && s && o && b && y);
+    LW_TRY(x && s && o && b && y);
     ctosa_attr a;
     memset(&a, 0, sizeof a);
     a.mode = linear ? CTOSA_RESIZE_BILINEAR : CTOSA_RESIZE_NEAREST;
     const char *in[4] = {x, s, o, b};
-    CV_TRY(lw_op(c, CTOSA_OP_RESIZE, 4, in, 1, &y, &a));
+    LW_TRY(lw_op(c, CTOSA_OP_RESIZE, 4, in, 1, &y, &a));
     if (ilin) {
         y = qdq_rescale_n(c, y, rt, t, 4, os, 1, &(double){1.0 / ((double)ax[0].n * (double)ax[1].n)}, 0, 0, false, false);
-        if (!y) return c->rejected ? LOWER_REJECT : cv_fail(c);
+        if (!y) return c->rejected ? LOWER_REJECT : lw_failed(c);
     }
-    y = cv_to_first(c, y, t, 4, os);
-    CV_TRY(y);
+    y = lw_to_first(c, y, t, 4, os);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -226,7 +226,7 @@ static bool rs_mode(const char *mode, bool *linear) {
 
 static lower_status lower_resize(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     int64_t opset = lw_opset(c);
     const char *mode = lw_attr_str(c, "mode", "nearest");
@@ -261,13 +261,13 @@ static lower_status lower_resize(lower_ctx *c) {
         if (naxes > 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld axes", (long long)naxes);
         nax = (uint32_t)naxes;
         for (uint32_t i = 0; i < nax; i++)
-            if (!cv_axis(c, axes_v[i], 4, "axes", &axes[i])) return LOWER_REJECT;
+            if (!lw_axis(c, axes_v[i], 4, "axes", &axes[i])) return LOWER_REJECT;
     }
     int64_t out[4], sn[4], sd[4];
     for (int i = 0; i < 4; i++) { out[i] = X->shape[i]; sn[i] = sd[i] = 1; }
     uint32_t si = opset < 11 ? 1 : 2, zi = 3;
     bool have_sizes = opset >= 11 && lw_has_input(c, zi) && lw_in(c, zi)->static_shape &&
-                      cv_count(lw_in(c, zi)->rank, lw_in(c, zi)->shape) > 0;
+                      lw_count(lw_in(c, zi)->rank, lw_in(c, zi)->shape) > 0;
     if (have_sizes) {
         const int64_t *sz = NULL;
         int64_t k = lw_const_i64(c, zi, &sz);
@@ -342,7 +342,7 @@ static lower_status lower_resize(lower_ctx *c) {
 
 static lower_status lower_upsample(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     const char *mode = lw_attr_str(c, "mode", "nearest");
     bool linear;
@@ -380,20 +380,20 @@ static lower_status lower_upsample(lower_ctx *c) {
 static lower_status rs_shuffle(lower_ctx *c, const int64_t *s6, const int32_t *perm,
                                const int64_t *out4) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     ctosa_dtype t = X->t;
     const char *x = lw_reshape(c, lw_input(c, 0), t, 6, s6);
     x = x ? lw_transpose(c, x, t, 6, s6, perm) : NULL;
     x = x ? lw_reshape(c, x, t, 4, out4) : NULL;
-    CV_TRY(x);
+    LW_TRY(x);
     lw_set_output(c, 0, x);
     return LOWER_OK;
 }
 
 static lower_status lower_depth_to_space(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     int64_t b = lw_attr_int(c, "blocksize", 0);
     if (X->rank != 4 || b < 1 || X->shape[1] % (b * b))
@@ -416,7 +416,7 @@ static lower_status lower_depth_to_space(lower_ctx *c) {
 
 static lower_status lower_space_to_depth(lower_ctx *c) {
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     int64_t b = lw_attr_int(c, "blocksize", 0);
     if (X->rank != 4 || b < 1 || X->shape[2] % b || X->shape[3] % b)

@@ -37,8 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
-#include "lower/lower_ew.h"
+#include "lower/lower_build.h"
 
 #define RNN_MAX_ACT 6     /* 3 functions (LSTM) x 2 directions */
 #define RNN_CONCAT_MAX 64 /* TOSA MAX_TENSOR_LIST_SIZE at level 8K */
@@ -108,8 +107,8 @@ typedef struct rnn_cfg {
 
 /* ------------------------------------------------------------ helpers */
 
-static ew_v rv(const char *n, ctosa_dtype t, int64_t d0, int64_t d1, int64_t d2) {
-    ew_v v;
+static lw_v rv(const char *n, ctosa_dtype t, int64_t d0, int64_t d1, int64_t d2) {
+    lw_v v;
     memset(&v, 0, sizeof v);
     v.n = n;
     v.t = t;
@@ -122,7 +121,7 @@ static ew_v rv(const char *n, ctosa_dtype t, int64_t d0, int64_t d1, int64_t d2)
 
 /* A zero tensor (all-zero bytes are 0.0 in every float encoding). */
 static const char *rnn_zeros(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape) {
-    uint64_t n = (uint64_t)cv_count(rank, shape), bytes = 0;
+    uint64_t n = (uint64_t)lw_count(rank, shape), bytes = 0;
     if (!ctosa_dtype_storage_size(t, n, &bytes)) return NULL;
     void *p = arena_zalloc(lw_arena(c), (size_t)bytes + 8);
     return p ? lw_const(c, t, rank, shape, p) : NULL;
@@ -159,7 +158,7 @@ static const char *rnn_slice(lower_ctx *c, const rnn_cfg *k, const char *x, cons
 }
 
 /* x[:, :, off:off+len] of a [1, B, n] value. */
-static ew_v rnn_cols(lower_ctx *c, const rnn_cfg *k, ew_v x, int64_t off, int64_t len) {
+static lw_v rnn_cols(lower_ctx *c, const rnn_cfg *k, lw_v x, int64_t off, int64_t len) {
     int64_t st[3] = {0, 0, off}, sz[3] = {x.s[0], x.s[1], len};
     return rv(rnn_slice(c, k, x.n, x.s, st, sz), x.t, sz[0], sz[1], sz[2]);
 }
@@ -178,7 +177,7 @@ static const char *rnn_concat(lower_ctx *c, uint32_t n, const char **xs, int64_t
             int64_t *la = lens_axis;
             for (uint32_t j = 0; j < k; j++) tot += la[i + j];
             shp[axis] = tot;
-            xs[m] = cv_concat(c, k, xs + i, t, rank, shp, axis);
+            xs[m] = lw_concat(c, k, xs + i, t, rank, axis);
             la[m] = tot;
             m++;
         }
@@ -190,7 +189,7 @@ static const char *rnn_concat(lower_ctx *c, uint32_t n, const char **xs, int64_t
 /* Row b of the result is row b of src[idx[b]], or zeros when idx[b] < 0.
  * Every src has shape [1, B, n]. Runs of rows from one source are one
  * SLICE; a single source for every row is returned as it is. */
-static ew_v rnn_pick(lower_ctx *c, const rnn_cfg *k, const ew_v *src, const int32_t *idx, int64_t B,
+static lw_v rnn_pick(lower_ctx *c, const rnn_cfg *k, const lw_v *src, const int32_t *idx, int64_t B,
                      int64_t n) {
     ctosa_dtype t = k->t;
     bool same = true;
@@ -220,7 +219,7 @@ static ew_v rnn_pick(lower_ctx *c, const rnn_cfg *k, const ew_v *src, const int3
 
 /* MATMUL [1, M, K] x [1, K, N] -> [1, M, N] in the float dtype t; zp is
  * the (shared) zero-point operand, made by the caller once. */
-static ew_v rnn_matmul(lower_ctx *c, ew_v a, ew_v w, const char *zp) {
+static lw_v rnn_matmul(lower_ctx *c, lw_v a, lw_v w, const char *zp) {
     ctosa_dtype t = a.t, ot = t == CTOSA_DTYPE_BF16 ? CTOSA_DTYPE_FP32 : t;
     int64_t os[3] = {1, a.s[1], w.s[2]};
     const char *out = lw_tensor(c, ot, 3, os);
@@ -231,39 +230,39 @@ static ew_v rnn_matmul(lower_ctx *c, ew_v a, ew_v w, const char *zp) {
     return rv(out, t, os[0], os[1], os[2]);
 }
 
-static ew_v rnn_act_apply(lower_ctx *c, const rnn_act *a, ew_v x) {
+static lw_v rnn_act_apply(lower_ctx *c, const rnn_act *a, lw_v x) {
     switch (a->fn) {
-    case RA_RELU: return ew_clamp(c, x, 0.0, INFINITY);
-    case RA_TANH: return ew_un(c, CTOSA_OP_TANH, x);
-    case RA_SIGMOID: return ew_un(c, CTOSA_OP_SIGMOID, x);
-    case RA_AFFINE: return ew_addk(c, ew_mulk(c, x, a->alpha), a->beta);
+    case RA_RELU: return lw_v_clamp(c, x, 0.0, INFINITY);
+    case RA_TANH: return lw_v_un(c, CTOSA_OP_TANH, x);
+    case RA_SIGMOID: return lw_v_un(c, CTOSA_OP_SIGMOID, x);
+    case RA_AFFINE: return lw_v_addk(c, lw_v_mulk(c, x, a->alpha), a->beta);
     case RA_LEAKY: {
-        ew_v ax = ew_mulk(c, x, a->alpha);
-        if (a->alpha >= 0 && a->alpha <= 1) return ew_bin(c, CTOSA_OP_MAXIMUM, x, ax);
-        return ew_select(c, ew_bin(c, CTOSA_OP_GREATER, ew_k(c, x, 0), x), ax, x);
+        lw_v ax = lw_v_mulk(c, x, a->alpha);
+        if (a->alpha >= 0 && a->alpha <= 1) return lw_v_bin(c, CTOSA_OP_MAXIMUM, x, ax);
+        return lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, lw_v_k(c, x, 0), x), ax, x);
     }
     case RA_THRESH:
-        return ew_select(c, ew_bin(c, CTOSA_OP_GREATER, x, ew_k(c, x, a->alpha)), x, ew_k(c, x, 0));
-    case RA_SCALED_TANH: return ew_mulk(c, ew_un(c, CTOSA_OP_TANH, ew_mulk(c, x, a->beta)), a->alpha);
-    case RA_HARD_SIGMOID: return ew_clamp(c, ew_addk(c, ew_mulk(c, x, a->alpha), a->beta), 0.0, 1.0);
+        return lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, x, lw_v_k(c, x, a->alpha)), x, lw_v_k(c, x, 0));
+    case RA_SCALED_TANH: return lw_v_mulk(c, lw_v_un(c, CTOSA_OP_TANH, lw_v_mulk(c, x, a->beta)), a->alpha);
+    case RA_HARD_SIGMOID: return lw_v_clamp(c, lw_v_addk(c, lw_v_mulk(c, x, a->alpha), a->beta), 0.0, 1.0);
     case RA_ELU: {
-        ew_v neg = ew_mulk(c, ew_addk(c, ew_un(c, CTOSA_OP_EXP, x), -1.0), a->alpha);
-        return ew_select(c, ew_bin(c, CTOSA_OP_GREATER, ew_k(c, x, 0), x), neg, x);
+        lw_v neg = lw_v_mulk(c, lw_v_addk(c, lw_v_un(c, CTOSA_OP_EXP, x), -1.0), a->alpha);
+        return lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, lw_v_k(c, x, 0), x), neg, x);
     }
-    case RA_SOFTSIGN: return ew_fdiv(c, x, ew_addk(c, ew_un(c, CTOSA_OP_ABS, x), 1.0));
+    case RA_SOFTSIGN: return lw_v_fdiv(c, x, lw_v_addk(c, lw_v_un(c, CTOSA_OP_ABS, x), 1.0));
     case RA_SOFTPLUS: {
         /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
-        ew_v nax = ew_un(c, CTOSA_OP_NEGATE, ew_un(c, CTOSA_OP_ABS, x));
-        ew_v l = ew_un(c, CTOSA_OP_LOG, ew_addk(c, ew_un(c, CTOSA_OP_EXP, nax), 1.0));
-        return ew_add(c, ew_clamp(c, x, 0.0, INFINITY), l);
+        lw_v nax = lw_v_un(c, CTOSA_OP_NEGATE, lw_v_un(c, CTOSA_OP_ABS, x));
+        lw_v l = lw_v_un(c, CTOSA_OP_LOG, lw_v_addk(c, lw_v_un(c, CTOSA_OP_EXP, nax), 1.0));
+        return lw_v_add(c, lw_v_clamp(c, x, 0.0, INFINITY), l);
     }
     }
     return x;
 }
 
 /* Gate pre-activation: clip (when set), then the activation. */
-static ew_v rnn_gate(lower_ctx *c, const rnn_cfg *k, const rnn_act *a, ew_v x) {
-    if (k->clip > 0) x = ew_clamp(c, x, -k->clip, k->clip);
+static lw_v rnn_gate(lower_ctx *c, const rnn_cfg *k, const rnn_act *a, lw_v x) {
+    if (k->clip > 0) x = lw_v_clamp(c, x, -k->clip, k->clip);
     return rnn_act_apply(c, a, x);
 }
 
@@ -320,7 +319,7 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
     k->G = kind == RNN_LSTM ? 4 : kind == RNN_GRU ? 3 : 1;
     k->n_act = kind == RNN_LSTM ? 3 : kind == RNN_GRU ? 2 : 1;
     lower_status st;
-    const lower_value *X = cv_data_input(c, 0, &st);
+    const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     *Xo = X;
     if (X->t != CTOSA_DTYPE_FP32 && X->t != CTOSA_DTYPE_FP16 && X->t != CTOSA_DTYPE_BF16)
@@ -342,9 +341,9 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
     else return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: direction '%s'", k->op, dir);
     if (k->S < 1 || k->B < 1)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: empty sequence or batch", k->op);
-    const lower_value *W = cv_data_input(c, 1, &st);
+    const lower_value *W = lw_data_input(c, 1, &st);
     if (!W) return st;
-    const lower_value *R = cv_data_input(c, 2, &st);
+    const lower_value *R = lw_data_input(c, 2, &st);
     if (!R) return st;
     int64_t H = lw_attr_int(c, "hidden_size", R->rank == 3 ? R->shape[2] : -1);
     k->H = H;
@@ -368,7 +367,7 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
     for (uint32_t i = 3; i < lw_n_inputs(c) && i < 8; i++) {
         if (!lw_has_input(c, i) || i == 4) continue;
         if (i >= 6 && kind != RNN_LSTM) continue;
-        const lower_value *v = cv_data_input(c, i, &st);
+        const lower_value *v = lw_data_input(c, i, &st);
         if (!v) return st;
         const int64_t *want = i == 3 ? bshape : i == 7 ? pshape : hshape;
         uint32_t wr = i == 3 || i == 7 ? 2 : 3;
@@ -401,7 +400,7 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
 
 /* Input i ([nd, rows, cols]) for direction d, transposed: [1, cols, rows'] where
  * rows' are rows [r0, r0 + nr). */
-static ew_v rnn_weight_t(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d, int64_t r0, int64_t nr) {
+static lw_v rnn_weight_t(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d, int64_t r0, int64_t nr) {
     const lower_value *W = lw_in(c, i);
     int64_t rows = W->shape[1], cols = W->shape[2];
     const double *v;
@@ -416,14 +415,14 @@ static ew_v rnn_weight_t(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d,
         return rv(lw_const_from_f64(c, k->t, 3, os, buf), k->t, 1, cols, nr);
     }
     int64_t st[3] = {d, r0, 0}, sz[3] = {1, nr, cols};
-    const char *s = cv_slice(c, lw_input(c, i), k->t, 3, W->shape, st, sz);
+    const char *s = lw_slice(c, lw_input(c, i), k->t, 3, W->shape, st, sz);
     int32_t perm[3] = {0, 2, 1};
     return rv(s ? lw_transpose(c, s, k->t, 3, sz, perm) : NULL, k->t, 1, cols, nr);
 }
 
 /* Elements [off, off + len) of row d of a [nd, n] input as [1, 1, len];
  * when `off2` >= 0 the elements [off2, off2 + len) are added (Wb + Rb). */
-static ew_v rnn_vec(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d, int64_t off, int64_t off2,
+static lw_v rnn_vec(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d, int64_t off, int64_t off2,
                     int64_t len) {
     const lower_value *V = lw_in(c, i);
     int64_t os[3] = {1, 1, len};
@@ -438,26 +437,26 @@ static ew_v rnn_vec(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d, int6
     }
     const char *x = lw_input(c, i);
     int64_t sz[2] = {1, len}, s1[2] = {d, off};
-    ew_v a = rv(cv_reshape_if(c, cv_slice(c, x, k->t, 2, V->shape, s1, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
+    lw_v a = rv(lw_reshape_if(c, lw_slice(c, x, k->t, 2, V->shape, s1, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
     if (off2 < 0) return a;
     int64_t s2[2] = {d, off2};
-    ew_v b = rv(cv_reshape_if(c, cv_slice(c, x, k->t, 2, V->shape, s2, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
-    return ew_add(c, a, b);
+    lw_v b = rv(lw_reshape_if(c, lw_slice(c, x, k->t, 2, V->shape, s2, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
+    return lw_v_add(c, a, b);
 }
 
 /* initial_h / initial_c (input i) for direction d as [1, B, H]; zeros when absent. */
-static ew_v rnn_init_state(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d) {
+static lw_v rnn_init_state(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d) {
     int64_t os[3] = {1, k->B, k->H};
     if (!lw_has_input(c, i)) return rv(rnn_zeros(c, k->t, 3, os), k->t, 1, k->B, k->H);
     const lower_value *V = lw_in(c, i);
     const char *x = lw_input(c, i);
     if (k->layout == 0) {
         int64_t st[3] = {d, 0, 0};
-        return rv(cv_slice(c, x, k->t, 3, V->shape, st, os), k->t, 1, k->B, k->H);
+        return rv(lw_slice(c, x, k->t, 3, V->shape, st, os), k->t, 1, k->B, k->H);
     }
     int64_t st[3] = {0, d, 0}, sz[3] = {k->B, 1, k->H};
-    const char *s = cv_slice(c, x, k->t, 3, V->shape, st, sz);
-    return rv(cv_reshape_if(c, s, k->t, 3, sz, 3, os), k->t, 1, k->B, k->H);
+    const char *s = lw_slice(c, x, k->t, 3, V->shape, st, sz);
+    return rv(lw_reshape_if(c, s, k->t, 3, sz, 3, os), k->t, 1, k->B, k->H);
 }
 
 /* ---------------------------------------------------------- one direction */
@@ -465,52 +464,52 @@ static ew_v rnn_init_state(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t 
 /* Runs direction d (reverse when `rev`); writes the per-time outputs
  * y[t] ([1, B, H], zeros past a row's length), and the final states. */
 static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_sbi, uint32_t d, bool rev,
-                                  ew_v *y, ew_v *h_last, ew_v *c_last) {
+                                  lw_v *y, lw_v *h_last, lw_v *c_last) {
     ctosa_dtype t = k->t;
     int64_t S = k->S, B = k->B, H = k->H, GH = (int64_t)k->G * H;
     const rnn_act *act = k->act + d * k->n_act;
     /* input projection of every step, biases included */
     int64_t xs[3] = {1, S * B, k->I};
-    ew_v x3 = rv(cv_reshape_if(c, x_sbi, t, 3, (int64_t[3]){S, B, k->I}, 3, xs), t, 1, S * B, k->I);
+    lw_v x3 = rv(lw_reshape_if(c, x_sbi, t, 3, (int64_t[3]){S, B, k->I}, 3, xs), t, 1, S * B, k->I);
     const char *zp = lw_zero_point(c, t, 0);
-    ew_v xw = rnn_matmul(c, x3, rnn_weight_t(c, k, 1, d, 0, GH), zp);
-    ew_v rb_h = {0};
+    lw_v xw = rnn_matmul(c, x3, rnn_weight_t(c, k, 1, d, 0, GH), zp);
+    lw_v rb_h = {0};
     if (lw_has_input(c, 3)) {
         if (k->lbr) {
             /* Rbh stays inside the reset product */
-            ew_v b1 = rnn_vec(c, k, 3, d, 0, GH, 2 * H);
-            ew_v b2 = rnn_vec(c, k, 3, d, 2 * H, -1, H);
+            lw_v b1 = rnn_vec(c, k, 3, d, 0, GH, 2 * H);
+            lw_v b2 = rnn_vec(c, k, 3, d, 2 * H, -1, H);
             const char *bl[2] = {b1.n, b2.n};
             int64_t bls[2] = {2 * H, H};
-            ew_v bias = rv(rnn_concat(c, 2, bl, bls, t, 3, (int64_t[3]){1, 1, GH}, 2), t, 1, 1, GH);
-            xw = ew_add(c, xw, bias);
+            lw_v bias = rv(rnn_concat(c, 2, bl, bls, t, 3, (int64_t[3]){1, 1, GH}, 2), t, 1, 1, GH);
+            xw = lw_v_add(c, xw, bias);
             rb_h = rnn_vec(c, k, 3, d, GH + 2 * H, -1, H);
         } else {
-            xw = ew_add(c, xw, rnn_vec(c, k, 3, d, 0, GH, GH));
+            xw = lw_v_add(c, xw, rnn_vec(c, k, 3, d, 0, GH, GH));
         }
     }
-    ew_v *xw_t = arena_alloc(lw_arena(c), (size_t)S * sizeof *xw_t);
+    lw_v *xw_t = arena_alloc(lw_arena(c), (size_t)S * sizeof *xw_t);
     int32_t *idx = arena_alloc(lw_arena(c), (size_t)(B > 2 ? B : 2) * sizeof *idx);
-    ew_v *hs = arena_alloc(lw_arena(c), (size_t)S * sizeof *hs);
-    if (!xw_t || !idx || !hs) return cv_fail(c);
-    ew_v xw3 = rv(cv_reshape_if(c, xw.n, t, 3, xw.s, 3, (int64_t[3]){S, B, GH}), t, S, B, GH);
+    lw_v *hs = arena_alloc(lw_arena(c), (size_t)S * sizeof *hs);
+    if (!xw_t || !idx || !hs) return lw_failed(c);
+    lw_v xw3 = rv(lw_reshape_if(c, xw.n, t, 3, xw.s, 3, (int64_t[3]){S, B, GH}), t, S, B, GH);
     for (int64_t s = 0; s < S; s++) {
         int64_t st[3] = {s, 0, 0}, sz[3] = {1, B, GH};
         xw_t[s] = rv(rnn_slice(c, k, xw3.n, xw3.s, st, sz), t, 1, B, GH);
     }
     /* recurrent weights: GRU splits off Rh (it multiplies r (.) H) */
     bool gru_split = k->kind == RNN_GRU;
-    ew_v rt = rnn_weight_t(c, k, 2, d, 0, gru_split ? 2 * H : GH);
-    ew_v rh = gru_split ? rnn_weight_t(c, k, 2, d, 2 * H, H) : (ew_v){0};
-    ew_v pi = {0}, po = {0}, pf = {0};
+    lw_v rt = rnn_weight_t(c, k, 2, d, 0, gru_split ? 2 * H : GH);
+    lw_v rh = gru_split ? rnn_weight_t(c, k, 2, d, 2 * H, H) : (lw_v){0};
+    lw_v pi = {0}, po = {0}, pf = {0};
     bool peep = k->kind == RNN_LSTM && lw_n_inputs(c) > 7 && lw_has_input(c, 7);
     if (peep) {
         pi = rnn_vec(c, k, 7, d, 0, -1, H);
         po = rnn_vec(c, k, 7, d, H, -1, H);
         pf = rnn_vec(c, k, 7, d, 2 * H, -1, H);
     }
-    ew_v h = rnn_init_state(c, k, 5, d);
-    ew_v cs = k->kind == RNN_LSTM ? rnn_init_state(c, k, 6, d) : (ew_v){0};
+    lw_v h = rnn_init_state(c, k, 5, d);
+    lw_v cs = k->kind == RNN_LSTM ? rnn_init_state(c, k, 6, d) : (lw_v){0};
     for (int64_t it = 0; it < S; it++) {
         /* the input of this iteration, per row (reverse: each row from its own end) */
         bool any = false;
@@ -523,66 +522,66 @@ static lower_status rnn_direction(lower_ctx *c, const rnn_cfg *k, const char *x_
         if (!any) break; /* every row has ended */
         for (int64_t b = 0; b < B; b++)
             if (idx[b] < 0) idx[b] = 0; /* ended rows: any input, the state is kept */
-        ew_v xin = rnn_pick(c, k, xw_t, idx, B, GH);
-        ew_v hn, cn = {0};
+        lw_v xin = rnn_pick(c, k, xw_t, idx, B, GH);
+        lw_v hn, cn = {0};
         if (k->kind == RNN_PLAIN) {
-            hn = rnn_gate(c, k, &act[0], ew_add(c, xin, rnn_matmul(c, h, rt, zp)));
+            hn = rnn_gate(c, k, &act[0], lw_v_add(c, xin, rnn_matmul(c, h, rt, zp)));
         } else if (k->kind == RNN_GRU) {
-            ew_v zr = ew_add(c, rnn_cols(c, k, xin, 0, 2 * H), rnn_matmul(c, h, rt, zp));
+            lw_v zr = lw_v_add(c, rnn_cols(c, k, xin, 0, 2 * H), rnn_matmul(c, h, rt, zp));
             zr = rnn_gate(c, k, &act[0], zr); /* z and r share f: one activation */
-            ew_v z = rnn_cols(c, k, zr, 0, H), r = rnn_cols(c, k, zr, H, H);
-            ew_v hx = rnn_cols(c, k, xin, 2 * H, H);
-            ew_v hr;
+            lw_v z = rnn_cols(c, k, zr, 0, H), r = rnn_cols(c, k, zr, H, H);
+            lw_v hx = rnn_cols(c, k, xin, 2 * H, H);
+            lw_v hr;
             if (k->lbr) {
                 hr = rnn_matmul(c, h, rh, zp);
-                if (rb_h.n) hr = ew_add(c, hr, rb_h);
-                hr = ew_mul(c, r, hr);
+                if (rb_h.n) hr = lw_v_add(c, hr, rb_h);
+                hr = lw_v_mul(c, r, hr);
             } else {
-                hr = rnn_matmul(c, ew_mul(c, r, h), rh, zp);
+                hr = rnn_matmul(c, lw_v_mul(c, r, h), rh, zp);
             }
-            ew_v hh = rnn_gate(c, k, &act[1], ew_add(c, hx, hr));
+            lw_v hh = rnn_gate(c, k, &act[1], lw_v_add(c, hx, hr));
             /* (1 - z) (.) hh + z (.) h = hh + z (.) (h - hh) */
-            hn = ew_add(c, hh, ew_mul(c, z, ew_sub(c, h, hh)));
+            hn = lw_v_add(c, hh, lw_v_mul(c, z, lw_v_sub(c, h, hh)));
         } else {
-            ew_v g = ew_add(c, xin, rnn_matmul(c, h, rt, zp));
-            ew_v gc = rnn_cols(c, k, g, 3 * H, H);
-            ew_v i_, o_ = {0}, f_;
+            lw_v g = lw_v_add(c, xin, rnn_matmul(c, h, rt, zp));
+            lw_v gc = rnn_cols(c, k, g, 3 * H, H);
+            lw_v i_, o_ = {0}, f_;
             bool fused = !peep && !k->input_forget;
             if (fused) {
                 /* i, o, f are adjacent and share f: one activation */
-                ew_v iof = rnn_gate(c, k, &act[0], rnn_cols(c, k, g, 0, 3 * H));
+                lw_v iof = rnn_gate(c, k, &act[0], rnn_cols(c, k, g, 0, 3 * H));
                 i_ = rnn_cols(c, k, iof, 0, H);
                 o_ = rnn_cols(c, k, iof, H, H);
                 f_ = rnn_cols(c, k, iof, 2 * H, H);
             } else {
-                ew_v gi = rnn_cols(c, k, g, 0, H);
-                if (peep) gi = ew_add(c, gi, ew_mul(c, pi, cs));
+                lw_v gi = rnn_cols(c, k, g, 0, H);
+                if (peep) gi = lw_v_add(c, gi, lw_v_mul(c, pi, cs));
                 i_ = rnn_gate(c, k, &act[0], gi);
                 if (k->input_forget) {
-                    f_ = ew_sub(c, ew_k(c, i_, 1.0), i_);
+                    f_ = lw_v_sub(c, lw_v_k(c, i_, 1.0), i_);
                 } else {
-                    ew_v gf = rnn_cols(c, k, g, 2 * H, H);
-                    if (peep) gf = ew_add(c, gf, ew_mul(c, pf, cs));
+                    lw_v gf = rnn_cols(c, k, g, 2 * H, H);
+                    if (peep) gf = lw_v_add(c, gf, lw_v_mul(c, pf, cs));
                     f_ = rnn_gate(c, k, &act[0], gf);
                 }
             }
-            ew_v c_ = rnn_gate(c, k, &act[1], gc);
-            cn = ew_add(c, ew_mul(c, f_, cs), ew_mul(c, i_, c_));
+            lw_v c_ = rnn_gate(c, k, &act[1], gc);
+            cn = lw_v_add(c, lw_v_mul(c, f_, cs), lw_v_mul(c, i_, c_));
             if (!fused) {
-                ew_v go = rnn_cols(c, k, g, H, H);
-                if (peep) go = ew_add(c, go, ew_mul(c, po, cn));
+                lw_v go = rnn_cols(c, k, g, H, H);
+                if (peep) go = lw_v_add(c, go, lw_v_mul(c, po, cn));
                 o_ = rnn_gate(c, k, &act[0], go);
             }
-            hn = ew_mul(c, o_, rnn_act_apply(c, &act[2], cn));
+            hn = lw_v_mul(c, o_, rnn_act_apply(c, &act[2], cn));
         }
         hs[it] = hn;
         if (k->lens) {
             /* rows that have ended keep their state */
-            ew_v two[2] = {hn, h};
+            lw_v two[2] = {hn, h};
             for (int64_t b = 0; b < B; b++) idx[b] = it < k->lens[b] ? 0 : 1;
             h = rnn_pick(c, k, two, idx, B, H);
             if (k->kind == RNN_LSTM) {
-                ew_v twoc[2] = {cn, cs};
+                lw_v twoc[2] = {cn, cs};
                 cs = rnn_pick(c, k, twoc, idx, B, H);
             }
         } else {
@@ -634,9 +633,9 @@ static lower_status lower_rnn_common(lower_ctx *c, rnn_kind kind) {
     const ctosa_onnx_node *n = lw_node(c);
     bool want_y = n->n_outputs > 0 && n->outputs[0][0];
     /* per direction: S outputs [1, B, H] and the final states */
-    ew_v *y = arena_alloc(lw_arena(c), (size_t)(nd * S) * sizeof *y);
-    ew_v hl[2], cl[2];
-    if (!y) return cv_fail(c);
+    lw_v *y = arena_alloc(lw_arena(c), (size_t)(nd * S) * sizeof *y);
+    lw_v hl[2], cl[2];
+    if (!y) return lw_failed(c);
     for (uint32_t d = 0; d < nd; d++) {
         bool rev = k.reverse_only || d == 1;
         if ((st = rnn_direction(c, &k, x, d, rev, y + d * S, &hl[d], kind == RNN_LSTM ? &cl[d] : NULL)))
@@ -647,7 +646,7 @@ static lower_status lower_rnn_common(lower_ctx *c, rnn_kind kind) {
          * RESHAPE [S, nd, B, H]; layout 1 -> [B, S, nd, H] */
         const char **parts = arena_alloc(lw_arena(c), (size_t)(nd * S) * sizeof *parts);
         int64_t *plen = arena_alloc(lw_arena(c), (size_t)(nd * S) * sizeof *plen);
-        if (!parts || !plen) return cv_fail(c);
+        if (!parts || !plen) return lw_failed(c);
         for (int64_t s = 0; s < S; s++) {
             const char *dd[2];
             int64_t dl[2] = {1, 1};
@@ -658,17 +657,17 @@ static lower_status lower_rnn_common(lower_ctx *c, rnn_kind kind) {
         }
         int64_t y3[3] = {S * nd, B, H}, ys[4] = {S, nd, B, H};
         const char *yy = rnn_concat(c, (uint32_t)S, parts, plen, t, 3, y3, 0);
-        yy = cv_reshape_if(c, yy, t, 3, y3, 4, ys);
+        yy = lw_reshape_if(c, yy, t, 3, y3, 4, ys);
         if (k.layout == 1) {
             int32_t perm[4] = {2, 0, 1, 3};
             yy = lw_transpose(c, yy, t, 4, ys, perm);
         }
-        CV_TRY(yy);
+        LW_TRY(yy);
         lw_set_output(c, 0, yy);
     }
     for (uint32_t o = 1; o < (kind == RNN_LSTM ? 3u : 2u); o++) {
         if (n->n_outputs <= o || !n->outputs[o][0]) continue;
-        ew_v *st_ = o == 1 ? hl : cl;
+        lw_v *st_ = o == 1 ? hl : cl;
         const char *dd[2];
         int64_t dl[2] = {1, 1};
         for (uint32_t d = 0; d < nd; d++) dd[d] = st_[d].n;
@@ -678,7 +677,7 @@ static lower_status lower_rnn_common(lower_ctx *c, rnn_kind kind) {
             int32_t perm[3] = {1, 0, 2};
             v = lw_transpose(c, v, t, 3, each, perm);
         }
-        CV_TRY(v);
+        LW_TRY(v);
         lw_set_output(c, o, v);
     }
     return LOWER_OK;

@@ -22,36 +22,36 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_ew.h"
+#include "lower/lower_build.h"
 
 #define EW_PI_2 1.57079632679489661923
 
-static lower_status one_input(lower_ctx *c, ew_v *x) { return ew_in(c, 0, x); }
+static lower_status one_input(lower_ctx *c, lw_v *x) { return lw_v_in(c, 0, x); }
 
 static lower_status direct(lower_ctx *c, ctosa_op_kind k) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    return ew_out(c, 0, ew_un(c, k, x));
+    return lw_v_out(c, 0, lw_v_un(c, k, x));
 }
 
 static lower_status lower_abs(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    if (ctosa_dtype_is_float(x.t)) return ew_out(c, 0, ew_un(c, CTOSA_OP_ABS, x));
+    if (ctosa_dtype_is_float(x.t)) return lw_v_out(c, 0, lw_v_un(c, CTOSA_OP_ABS, x));
     /* int8/int16 widen (ABS is int32 only); |-128| wraps back to -128 as in numpy */
-    return ew_out(c, 0, ew_narrow(c, ew_un(c, CTOSA_OP_ABS, ew_widen(c, x)), x.t));
+    return lw_v_out(c, 0, lw_v_narrow(c, lw_v_un(c, CTOSA_OP_ABS, lw_v_widen(c, x)), x.t));
 }
 
 /* int8/int16 NEGATE saturates in TOSA (-(-128) = 127); ONNX wraps
  * (-(-128) = -128): negate in int32 and CAST back. */
 static lower_status lower_neg(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    if (ctosa_dtype_is_float(x.t)) return ew_out(c, 0, ew_un(c, CTOSA_OP_NEGATE, x));
-    return ew_out(c, 0, ew_narrow(c, ew_un(c, CTOSA_OP_NEGATE, ew_widen(c, x)), x.t));
+    if (ctosa_dtype_is_float(x.t)) return lw_v_out(c, 0, lw_v_un(c, CTOSA_OP_NEGATE, x));
+    return lw_v_out(c, 0, lw_v_narrow(c, lw_v_un(c, CTOSA_OP_NEGATE, lw_v_widen(c, x)), x.t));
 }
 static lower_status lower_ceil(lower_ctx *c) { return direct(c, CTOSA_OP_CEIL); }
 static lower_status lower_floor(lower_ctx *c) { return direct(c, CTOSA_OP_FLOOR); }
@@ -62,132 +62,132 @@ static lower_status lower_sin(lower_ctx *c) { return direct(c, CTOSA_OP_SIN); }
 static lower_status lower_cos(lower_ctx *c) { return direct(c, CTOSA_OP_COS); }
 static lower_status lower_erf(lower_ctx *c) { return direct(c, CTOSA_OP_ERF); }
 
-static ew_v gt(lower_ctx *c, ew_v a, ew_v b) { return ew_bin(c, CTOSA_OP_GREATER, a, b); }
-static ew_v neg(lower_ctx *c, ew_v a) { return ew_un(c, CTOSA_OP_NEGATE, a); }
-static ew_v sqrt_(lower_ctx *c, ew_v a) {
-    return ew_un(c, CTOSA_OP_RECIPROCAL, ew_un(c, CTOSA_OP_RSQRT, a));
+static lw_v gt(lower_ctx *c, lw_v a, lw_v b) { return lw_v_bin(c, CTOSA_OP_GREATER, a, b); }
+static lw_v neg(lower_ctx *c, lw_v a) { return lw_v_un(c, CTOSA_OP_NEGATE, a); }
+static lw_v sqrt_(lower_ctx *c, lw_v a) {
+    return lw_v_un(c, CTOSA_OP_RECIPROCAL, lw_v_un(c, CTOSA_OP_RSQRT, a));
 }
 
 static lower_status lower_round(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v f = ew_un(c, CTOSA_OP_FLOOR, x);
-    ew_v d = ew_sub(c, x, f);
-    ew_v half = ew_k(c, x, 0.5);
-    ew_v above = gt(c, d, half);
-    ew_v tie = ew_bin(c, CTOSA_OP_EQUAL, d, half);
-    ew_v h = ew_mulk(c, f, 0.5);
-    ew_v odd = ew_un(c, CTOSA_OP_LOGICAL_NOT, ew_bin(c, CTOSA_OP_EQUAL, ew_un(c, CTOSA_OP_FLOOR, h), h));
-    ew_v up = ew_bin(c, CTOSA_OP_LOGICAL_OR, above, ew_bin(c, CTOSA_OP_LOGICAL_AND, tie, odd));
-    return ew_out(c, 0, ew_select(c, up, ew_addk(c, f, 1.0), f));
+    lw_v f = lw_v_un(c, CTOSA_OP_FLOOR, x);
+    lw_v d = lw_v_sub(c, x, f);
+    lw_v half = lw_v_k(c, x, 0.5);
+    lw_v above = gt(c, d, half);
+    lw_v tie = lw_v_bin(c, CTOSA_OP_EQUAL, d, half);
+    lw_v h = lw_v_mulk(c, f, 0.5);
+    lw_v odd = lw_v_un(c, CTOSA_OP_LOGICAL_NOT, lw_v_bin(c, CTOSA_OP_EQUAL, lw_v_un(c, CTOSA_OP_FLOOR, h), h));
+    lw_v up = lw_v_bin(c, CTOSA_OP_LOGICAL_OR, above, lw_v_bin(c, CTOSA_OP_LOGICAL_AND, tie, odd));
+    return lw_v_out(c, 0, lw_v_select(c, up, lw_v_addk(c, f, 1.0), f));
 }
 
 static lower_status lower_sign(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v w = ctosa_dtype_is_float(x.t) ? x : ew_widen(c, x);
-    ew_v zero = ew_k(c, w, 0);
-    ew_v r = ew_select(c, gt(c, w, zero), ew_k(c, w, 1),
-                       ew_select(c, gt(c, zero, w), ew_k(c, w, -1), w));
-    return ew_out(c, 0, ew_narrow(c, r, x.t));
+    lw_v w = ctosa_dtype_is_float(x.t) ? x : lw_v_widen(c, x);
+    lw_v zero = lw_v_k(c, w, 0);
+    lw_v r = lw_v_select(c, gt(c, w, zero), lw_v_k(c, w, 1),
+                       lw_v_select(c, gt(c, zero, w), lw_v_k(c, w, -1), w));
+    return lw_v_out(c, 0, lw_v_narrow(c, r, x.t));
 }
 
 static lower_status lower_sqrt(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    return ew_out(c, 0, sqrt_(c, x));
+    return lw_v_out(c, 0, sqrt_(c, x));
 }
 
 static lower_status lower_tan(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    return ew_out(c, 0, ew_fdiv(c, ew_un(c, CTOSA_OP_SIN, x), ew_un(c, CTOSA_OP_COS, x)));
+    return lw_v_out(c, 0, lw_v_fdiv(c, lw_v_un(c, CTOSA_OP_SIN, x), lw_v_un(c, CTOSA_OP_COS, x)));
 }
 
 /* atan(x) for any x (see the file comment). */
-static ew_v atan_(lower_ctx *c, ew_v x) {
+static lw_v atan_(lower_ctx *c, lw_v x) {
     static const double a[8] = {-0.3333314528, 0.1999355085, -0.1420889944, 0.1065626393,
                                 -0.0752896400, 0.0429096138, -0.0161657367, 0.0028662257};
-    ew_v ax = ew_un(c, CTOSA_OP_ABS, x);
-    ew_v big = gt(c, ax, ew_k(c, x, 1.0));
-    ew_v t = ew_select(c, big, ew_un(c, CTOSA_OP_RECIPROCAL, ax), ax);
-    ew_v z = ew_mul(c, t, t);
-    ew_v p = ew_k(c, x, a[7]);
-    for (int i = 6; i >= 0; i--) p = ew_addk(c, ew_mul(c, p, z), a[i]);
-    p = ew_addk(c, ew_mul(c, p, z), 1.0);
-    ew_v r = ew_mul(c, t, p);
-    r = ew_select(c, big, ew_sub(c, ew_k(c, x, EW_PI_2), r), r);
-    return ew_select(c, gt(c, ew_k(c, x, 0), x), neg(c, r), r);
+    lw_v ax = lw_v_un(c, CTOSA_OP_ABS, x);
+    lw_v big = gt(c, ax, lw_v_k(c, x, 1.0));
+    lw_v t = lw_v_select(c, big, lw_v_un(c, CTOSA_OP_RECIPROCAL, ax), ax);
+    lw_v z = lw_v_mul(c, t, t);
+    lw_v p = lw_v_k(c, x, a[7]);
+    for (int i = 6; i >= 0; i--) p = lw_v_addk(c, lw_v_mul(c, p, z), a[i]);
+    p = lw_v_addk(c, lw_v_mul(c, p, z), 1.0);
+    lw_v r = lw_v_mul(c, t, p);
+    r = lw_v_select(c, big, lw_v_sub(c, lw_v_k(c, x, EW_PI_2), r), r);
+    return lw_v_select(c, gt(c, lw_v_k(c, x, 0), x), neg(c, r), r);
 }
 
-static ew_v asin_(lower_ctx *c, ew_v x) {
-    ew_v one = ew_k(c, x, 1.0);
-    ew_v w = ew_mul(c, ew_sub(c, one, x), ew_add(c, one, x));
-    return atan_(c, ew_mul(c, x, ew_un(c, CTOSA_OP_RSQRT, w)));
+static lw_v asin_(lower_ctx *c, lw_v x) {
+    lw_v one = lw_v_k(c, x, 1.0);
+    lw_v w = lw_v_mul(c, lw_v_sub(c, one, x), lw_v_add(c, one, x));
+    return atan_(c, lw_v_mul(c, x, lw_v_un(c, CTOSA_OP_RSQRT, w)));
 }
 
 static lower_status lower_atan(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    return ew_out(c, 0, atan_(c, x));
+    return lw_v_out(c, 0, atan_(c, x));
 }
 
 static lower_status lower_asin(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    return ew_out(c, 0, asin_(c, x));
+    return lw_v_out(c, 0, asin_(c, x));
 }
 
 static lower_status lower_acos(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    return ew_out(c, 0, ew_sub(c, ew_k(c, x, EW_PI_2), asin_(c, x)));
+    return lw_v_out(c, 0, lw_v_sub(c, lw_v_k(c, x, EW_PI_2), asin_(c, x)));
 }
 
 static lower_status lower_sinh_cosh(lower_ctx *c, bool cosh_) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v ep = ew_un(c, CTOSA_OP_EXP, x);
-    ew_v en = ew_un(c, CTOSA_OP_EXP, neg(c, x));
-    ew_v s = cosh_ ? ew_add(c, ep, en) : ew_sub(c, ep, en);
-    return ew_out(c, 0, ew_mulk(c, s, 0.5));
+    lw_v ep = lw_v_un(c, CTOSA_OP_EXP, x);
+    lw_v en = lw_v_un(c, CTOSA_OP_EXP, neg(c, x));
+    lw_v s = cosh_ ? lw_v_add(c, ep, en) : lw_v_sub(c, ep, en);
+    return lw_v_out(c, 0, lw_v_mulk(c, s, 0.5));
 }
 
 static lower_status lower_sinh(lower_ctx *c) { return lower_sinh_cosh(c, false); }
 static lower_status lower_cosh(lower_ctx *c) { return lower_sinh_cosh(c, true); }
 
 static lower_status lower_asinh(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v ax = ew_un(c, CTOSA_OP_ABS, x);
-    ew_v u = ew_un(c, CTOSA_OP_LOG, ew_add(c, ax, sqrt_(c, ew_addk(c, ew_mul(c, ax, ax), 1.0))));
-    return ew_out(c, 0, ew_select(c, gt(c, ew_k(c, x, 0), x), neg(c, u), u));
+    lw_v ax = lw_v_un(c, CTOSA_OP_ABS, x);
+    lw_v u = lw_v_un(c, CTOSA_OP_LOG, lw_v_add(c, ax, sqrt_(c, lw_v_addk(c, lw_v_mul(c, ax, ax), 1.0))));
+    return lw_v_out(c, 0, lw_v_select(c, gt(c, lw_v_k(c, x, 0), x), neg(c, u), u));
 }
 
 static lower_status lower_acosh(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v w = ew_mul(c, ew_addk(c, x, -1.0), ew_addk(c, x, 1.0));
-    return ew_out(c, 0, ew_un(c, CTOSA_OP_LOG, ew_add(c, x, sqrt_(c, w))));
+    lw_v w = lw_v_mul(c, lw_v_addk(c, x, -1.0), lw_v_addk(c, x, 1.0));
+    return lw_v_out(c, 0, lw_v_un(c, CTOSA_OP_LOG, lw_v_add(c, x, sqrt_(c, w))));
 }
 
 static lower_status lower_atanh(lower_ctx *c) {
-    ew_v x;
+    lw_v x;
     lower_status st = one_input(c, &x);
     if (st) return st;
-    ew_v one = ew_k(c, x, 1.0);
-    ew_v q = ew_fdiv(c, ew_add(c, one, x), ew_sub(c, one, x));
-    return ew_out(c, 0, ew_mulk(c, ew_un(c, CTOSA_OP_LOG, q), 0.5));
+    lw_v one = lw_v_k(c, x, 1.0);
+    lw_v q = lw_v_fdiv(c, lw_v_add(c, one, x), lw_v_sub(c, one, x));
+    return lw_v_out(c, 0, lw_v_mulk(c, lw_v_un(c, CTOSA_OP_LOG, q), 0.5));
 }
 
 const lower_entry lower_table_unary[] = {

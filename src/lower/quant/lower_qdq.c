@@ -14,14 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
 #include "lower/quant/qdq_island.h"
-
-#define QTRY(x)                                                                     \
-    do {                                                                            \
-        if (!(x)) return c->rejected ? LOWER_REJECT : cv_fail(c);                   \
-    } while (0)
 
 const qdq_node *qdq_info(const lower_ctx *c) {
     static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL};
@@ -144,7 +139,7 @@ lower_status qdq_lower_quantize(lower_ctx *c) {
     axis_shape(r, p.axis, p.n, cs);
     double *inv = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
     double *zpd = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
-    if (!inv || !zpd) return cv_fail(c);
+    if (!inv || !zpd) return lw_failed(c);
     for (int64_t k = 0; k < p.n; k++) {
         inv[k] = 1.0 / p.scale[k];
         zpd[k] = (double)(p.zp[k] - (u8 ? 128 : 0));
@@ -152,13 +147,13 @@ lower_status qdq_lower_quantize(lower_ctx *c) {
     const char *x = lw_input(c, 0);
     /* x / scale as x * (1/scale): exact whenever 1/scale is (powers of two)
      * and within one float rounding otherwise */
-    const char *y = cv_mul(c, x, lw_const_from_f64(c, ft, r, cs, inv), ft, r, X->shape);
+    const char *y = lw_mul(c, x, lw_const_from_f64(c, ft, r, cs, inv), ft, r, X->shape);
     /* saturation: clamp to [lo - zp, hi - zp] before rounding (integer
      * bounds, so the same as clamping after); TOSA 1.0 has no int32 CLAMP */
     int64_t lo = ot == CTOSA_DTYPE_INT8 ? -128 : -32768, hi = ot == CTOSA_DTYPE_INT8 ? 127 : 32767;
     double *blo = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
     double *bhi = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
-    if (!blo || !bhi) return cv_fail(c);
+    if (!blo || !bhi) return lw_failed(c);
     for (int64_t k = 0; k < p.n; k++) {
         blo[k] = (double)lo - zpd[k];
         bhi[k] = (double)hi - zpd[k];
@@ -170,15 +165,15 @@ lower_status qdq_lower_quantize(lower_ctx *c) {
     const char *t1 = lw_tensor(c, ft, r, X->shape), *t2 = lw_tensor(c, ft, r, X->shape);
     in2[0] = y;
     in2[1] = lw_const_from_f64(c, ft, r, cs, blo);
-    QTRY(y && t1 && t2 && in2[1] && lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &t1, &mx));
+    LW_TRY(y && t1 && t2 && in2[1] && lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &t1, &mx));
     in2[0] = t1;
     in2[1] = lw_const_from_f64(c, ft, r, cs, bhi);
-    QTRY(in2[1] && lw_op(c, CTOSA_OP_MINIMUM, 2, in2, 1, &t2, &mx));
+    LW_TRY(in2[1] && lw_op(c, CTOSA_OP_MINIMUM, 2, in2, 1, &t2, &mx));
     y = lw_cast(c, t2, ft, CTOSA_DTYPE_INT32, r, X->shape); /* ties to even */
-    y = cv_add(c, y, lw_const_from_f64(c, CTOSA_DTYPE_INT32, r, cs, zpd), CTOSA_DTYPE_INT32, r, X->shape);
+    y = lw_add(c, y, lw_const_from_f64(c, CTOSA_DTYPE_INT32, r, cs, zpd), CTOSA_DTYPE_INT32, r, X->shape);
     y = lw_cast(c, y, CTOSA_DTYPE_INT32, ot, r, X->shape);
     if (u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, r, X->shape, 1.0, 0, 128, false, true);
-    QTRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -210,7 +205,7 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
         /* constant input: the result is a constant */
         uint64_t cnt = qdq_val_count(xv);
         double *v = arena_alloc(lw_arena(c), (size_t)cnt * sizeof(double) + 8);
-        if (!v) return cv_fail(c);
+        if (!v) return lw_failed(c);
         uint64_t inner = 1, ch = 1;
         if (p.n > 1) {
             for (uint32_t i = (uint32_t)p.axis + 1; i < r; i++) inner *= (uint64_t)shape[i];
@@ -222,7 +217,7 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
             v[k] = (double)(d * (float)p.scale[ci]);
         }
         const char *y = lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, shape, v);
-        QTRY(y);
+        LW_TRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
@@ -242,12 +237,12 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     }
     if (!allzero) {
         double *z = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
-        if (!z) return cv_fail(c);
+        if (!z) return lw_failed(c);
         for (int64_t k = 0; k < p.n; k++) z[k] = (double)p.zp[k];
-        f = cv_sub(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, z), CTOSA_DTYPE_FP32, r, shape);
+        f = lw_sub(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, z), CTOSA_DTYPE_FP32, r, shape);
     }
-    const char *y = cv_mul(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, p.scale), CTOSA_DTYPE_FP32, r, shape);
-    QTRY(y);
+    const char *y = lw_mul(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, p.scale), CTOSA_DTYPE_FP32, r, shape);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -260,12 +255,12 @@ lower_status qdq_lower_alias(lower_ctx *c) {
     if (X->data) {
         /* constant carrier (folding): re-emit it under the input's TOSA dtype */
         const char *x = lw_input(c, 0);
-        QTRY(x);
+        LW_TRY(x);
         lw_set_output(c, 0, x);
         return LOWER_OK;
     }
     const char *x = lw_input(c, 0);
-    QTRY(x);
+    LW_TRY(x);
     lw_set_output(c, 0, x);
     return LOWER_OK;
 }
@@ -278,7 +273,7 @@ lower_status qdq_lower_island_member(lower_ctx *c) {
         const lower_value *V = lw_has_input(c, k) ? lw_in(c, k) : NULL;
         if (!V || V->data) continue;
         const char *x = lw_input(c, k);
-        QTRY(x);
+        LW_TRY(x);
         lw_set_output(c, 0, x);
         return LOWER_OK;
     }
@@ -424,7 +419,7 @@ lower_status qdq_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t r
     int64_t tlo = o->t == CTOSA_DTYPE_INT8 ? -128 : -32768, thi = o->t == CTOSA_DTYPE_INT8 ? 127 : 32767;
     if (o->lo > tlo || o->hi < thi) y = qdq_clamp(c, y, o->t, rank, shape, o->lo, o->hi);
     if (o->u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, 128, false, true);
-    QTRY(y);
+    LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
 }
@@ -540,16 +535,16 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: group %lld does not match %lld input / "
                          "%lld weight channels", (long long)group, (long long)C, (long long)Cg);
     bool dw = nsp != 3 && group > 1 && group == C && Cg == 1;
-    cv_dim dm3[3];
+    lw_dim dm3[3];
     lower_status st;
-    if ((st = cv_read_window(c, nsp, a->shape, wsh + 2, dm3)) != LOWER_OK) return st;
-    if ((st = cv_window(c, nsp, dm3, false)) != LOWER_OK) return st;
+    if ((st = lw_read_window(c, nsp, a->shape, wsh + 2, dm3)) != LOWER_OK) return st;
+    if ((st = lw_window(c, nsp, dm3, false)) != LOWER_OK) return st;
     /* 1-D: a 2-D convolution over height 1 */
     uint32_t tsp = nsp == 3 ? 3 : 2, tr = tsp + 2;
-    cv_dim dm[3];
+    lw_dim dm[3];
     int64_t xs[5], ks[3];
     if (nsp == 1) {
-        dm[0] = (cv_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
+        dm[0] = (lw_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
         dm[1] = dm3[0];
         int64_t s4[4] = {N, C, 1, a->shape[2]};
         memcpy(xs, s4, sizeof s4);
@@ -562,7 +557,7 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     }
     double *bq = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
     double *ratio = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
-    if (!bq || !ratio) return cv_fail(c);
+    if (!bq || !ratio) return lw_failed(c);
     int64_t kvol = 1;
     for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
     for (int64_t m = 0; m < M; m++) {
@@ -580,15 +575,15 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     const char *x = a->x;
     if (nsp == 1) x = lw_reshape(c, x, a->t, 4, xs);
     int64_t ls[5];
-    cv_shape_last(tr, xs, ls);
-    x = cv_to_last(c, x, a->t, tr, xs);
+    lw_shape_last(tr, xs, ls);
+    x = lw_to_last(c, x, a->t, tr, xs);
     int64_t start[5] = {0}, size[5];
     memcpy(size, ls, sizeof size);
     for (uint32_t i = 0; i < tsp; i++) size[1 + i] -= dm[i].crop;
-    x = cv_slice(c, x, a->t, tr, ls, start, size);
+    x = lw_slice(c, x, a->t, tr, ls, start, size);
     memcpy(ls, size, sizeof ls);
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(M * Cg * kvol) + 8);
-    if (!buf) return cv_fail(c);
+    if (!buf) return lw_failed(c);
     const uint8_t *src = w->data;
     uint8_t off = w->u8 ? 128 : 0; /* uint8 weights: w - 128 with zero point zp - 128 */
     const char *izp = lw_zero_point(c, a->t, a->zp);
@@ -609,7 +604,7 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     at.stride = (ctosa_i32s){stride, tsp};
     at.dilation = (ctosa_i32s){dil, tsp};
     at.acc_type = acc_t;
-    QTRY(x && izp && wzp);
+    LW_TRY(x && izp && wzp);
     const char *acc;
     if (dw) {
         for (int64_t m = 0; m < M; m++)
@@ -618,9 +613,9 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 4, wshape, buf);
         const char *bc = lw_const_from_f64(c, acc_t, 1, &M, bq);
         acc = lw_tensor(c, acc_t, 4, os);
-        QTRY(wc && bc && acc);
+        LW_TRY(wc && bc && acc);
         const char *in[5] = {x, wc, bc, izp, wzp};
-        QTRY(lw_op(c, CTOSA_OP_DEPTHWISE_CONV2D, 5, in, 1, &acc, &at));
+        LW_TRY(lw_op(c, CTOSA_OP_DEPTHWISE_CONV2D, 5, in, 1, &acc, &at));
     } else {
         /* OIHW -> OHWI; one convolution per group on its channel slice */
         for (int64_t m = 0; m < M; m++)
@@ -629,7 +624,7 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
                     buf[(m * kvol + k) * Cg + i] = (uint8_t)(src[(m * Cg + i) * kvol + k] - off);
         int64_t Mg = M / group;
         const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts + 8);
-        if (!parts) return cv_fail(c);
+        if (!parts) return lw_failed(c);
         for (int64_t g = 0; g < group; g++) {
             int64_t wshape[5] = {Mg};
             for (uint32_t i = 0; i < tsp; i++) wshape[1 + i] = ks[i];
@@ -642,22 +637,22 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
                 memcpy(sz, ls, sizeof sz);
                 s0[tr - 1] = g * Cg;
                 sz[tr - 1] = Cg;
-                xg = cv_slice(c, x, a->t, tr, ls, s0, sz);
+                xg = lw_slice(c, x, a->t, tr, ls, s0, sz);
             }
             int64_t og[5];
             memcpy(og, os, sizeof og);
             og[tr - 1] = Mg;
             parts[g] = lw_tensor(c, acc_t, tr, og);
-            QTRY(wc && bc && xg && parts[g]);
+            LW_TRY(wc && bc && xg && parts[g]);
             const char *in[5] = {xg, wc, bc, izp, wzp};
-            QTRY(lw_op(c, tsp == 3 ? CTOSA_OP_CONV3D : CTOSA_OP_CONV2D, 5, in, 1, &parts[g], &at));
+            LW_TRY(lw_op(c, tsp == 3 ? CTOSA_OP_CONV3D : CTOSA_OP_CONV2D, 5, in, 1, &parts[g], &at));
         }
-        acc = group > 1 ? cv_concat(c, (uint32_t)group, parts, acc_t, tr, os, (int32_t)tr - 1) : parts[0];
-        QTRY(acc);
+        acc = group > 1 ? lw_concat(c, (uint32_t)group, parts, acc_t, tr, (int32_t)tr - 1) : parts[0];
+        LW_TRY(acc);
     }
     /* channels-first output shape ([N, M, L] for 1-D) */
     int64_t fs[5];
-    cv_shape_first(tr, os, fs);
+    lw_shape_first(tr, os, fs);
     uint32_t orank = rank;
     int64_t ofs[5];
     if (nsp == 1) {
@@ -669,18 +664,18 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     }
     if (!o) {
         if (a16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "ConvInteger: int16 input");
-        const char *y = cv_to_first(c, acc, CTOSA_DTYPE_INT32, tr, os);
+        const char *y = lw_to_first(c, acc, CTOSA_DTYPE_INT32, tr, os);
         if (nsp == 1) y = lw_reshape(c, y, CTOSA_DTYPE_INT32, 3, ofs);
-        QTRY(y);
+        LW_TRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
     const char *y = qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
                         ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
                         : qdq_rescale_n(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
-    y = cv_to_first(c, y, o->t, tr, os);
+    y = lw_to_first(c, y, o->t, tr, os);
     if (nsp == 1) y = lw_reshape(c, y, o->t, 3, ofs);
-    QTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, o, orank, ofs);
 }
 
@@ -714,7 +709,7 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
          * bias (TOSA has no int48 ADD) - one rounding, like the int8 path */
         int64_t wsh[4] = {Nn, K, 1, 1};
         uint8_t *wt = arena_alloc(lw_arena(c), (size_t)(K * Nn) + 8);
-        if (!wt) return cv_fail(c);
+        if (!wt) return lw_failed(c);
         for (int64_t k = 0; k < K; k++)
             for (int64_t n = 0; n < Nn; n++) wt[n * K + k] = wkn[k * Nn + n];
         qx_in a4 = *a;
@@ -725,9 +720,9 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
         a4.x = lw_reshape(c, a->x, a->t, 2, s2);
         a4.x = lw_reshape(c, a4.x, a->t, 4, s4);
         a4.x = lw_transpose(c, a4.x, a->t, 4, s4, perm);
-        QTRY(a4.x);
+        LW_TRY(a4.x);
         double *sc = arena_alloc(lw_arena(c), (size_t)Nn * sizeof(double) + 8);
-        if (!sc) return cv_fail(c);
+        if (!sc) return lw_failed(c);
         for (int64_t n = 0; n < Nn; n++) sc[n] = alpha * wscale[wn > 1 ? n : 0];
         qwt w = {wt, off != 0, wzp, wn > 1 ? Nn : 1, sc};
         qx_out o4 = *o;
@@ -740,7 +735,7 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
         y = lw_transpose(c, y, o->t, 4, f4, p2);
         y = lw_reshape(c, y, o->t, out_rank, out_shape);
         (void)t4;
-        QTRY(y);
+        LW_TRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
@@ -749,24 +744,24 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
                          "2-D weight)", lw_node(c)->op_type);
     int64_t s3[3] = {bb, rows, K}, w3[3] = {bb, K, Nn}, o3[3] = {bb, rows, Nn};
     uint8_t *wb = arena_alloc(lw_arena(c), (size_t)(bb * K * Nn) + 8);
-    if (!wb) return cv_fail(c);
+    if (!wb) return lw_failed(c);
     for (int64_t i = 0; i < bb * K * Nn; i++) wb[i] = (uint8_t)(wkn[i] - off);
     const char *x = lw_reshape(c, a->x, CTOSA_DTYPE_INT8, 3, s3);
     const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 3, w3, wb);
     const char *az = lw_zero_point(c, CTOSA_DTYPE_INT8, a->zp), *bz = lw_zero_point(c, CTOSA_DTYPE_INT8, wzp - off);
     const char *acc = lw_tensor(c, CTOSA_DTYPE_INT32, 3, o3);
-    QTRY(x && wc && az && bz && acc);
+    LW_TRY(x && wc && az && bz && acc);
     const char *in[4] = {x, wc, az, bz};
-    QTRY(lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &acc, NULL));
+    LW_TRY(lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &acc, NULL));
     if (!o) {
         const char *y = lw_reshape(c, acc, CTOSA_DTYPE_INT32, out_rank, out_shape);
-        QTRY(y);
+        LW_TRY(y);
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
     double *ratio = arena_alloc(lw_arena(c), (size_t)Nn * sizeof(double) + 8);
     double *bq = arena_alloc(lw_arena(c), (size_t)Nn * sizeof(double) + 8);
-    if (!ratio || !bq) return cv_fail(c);
+    if (!ratio || !bq) return lw_failed(c);
     for (int64_t n = 0; n < Nn; n++) {
         double acc_s = alpha * a->s * wscale[wn > 1 ? n : 0];
         ratio[n] = alpha * qdq_acc_ratio(a->s, wscale[wn > 1 ? n : 0], o->s);
@@ -774,12 +769,12 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
     }
     if (bias) {
         int64_t b3[3] = {1, 1, Nn};
-        acc = cv_add(c, acc, int32_const(c, 3, b3, bq), CTOSA_DTYPE_INT32, 3, o3);
+        acc = lw_add(c, acc, int32_const(c, 3, b3, bq), CTOSA_DTYPE_INT32, 3, o3);
     }
     const char *y = qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio, 0,
                                 o->zp, false, false);
     y = lw_reshape(c, y, CTOSA_DTYPE_INT8, out_rank, out_shape);
-    QTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, o, out_rank, out_shape);
 }
 
@@ -798,7 +793,7 @@ static lower_status head_gemm(lower_ctx *c) {
     if (w.n > 1 && (w.n != Nn || w.axis != (tb ? 0 : 1)))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Gemm: weight scales must be per output column");
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(K * Nn) + 8);
-    if (!buf) return cv_fail(c);
+    if (!buf) return lw_failed(c);
     const uint8_t *src = (const uint8_t *)w.data;
     for (int64_t k = 0; k < K; k++)
         for (int64_t n = 0; n < Nn; n++) buf[k * Nn + n] = tb ? src[n * K + k] : src[k * Nn + n];
@@ -806,13 +801,13 @@ static lower_status head_gemm(lower_ctx *c) {
     const double *bias = NULL;
     if (lw_has_input(c, 2)) {
         const lower_value *Cv = lw_in(c, 2);
-        if (!Cv || (int64_t)cv_count(Cv->rank, Cv->shape) != Nn)
+        if (!Cv || (int64_t)lw_count(Cv->rank, Cv->shape) != Nn)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Gemm: C must have N elements");
         bias = qdq_bias(c, 2, Nn, &bbad);
         if (bbad) return LOWER_REJECT;
         if (bias && beta != 1.0) {
             double *b2 = arena_alloc(lw_arena(c), (size_t)Nn * sizeof(double) + 8);
-            if (!b2) return cv_fail(c);
+            if (!b2) return lw_failed(c);
             for (int64_t n = 0; n < Nn; n++) b2[n] = bias[n] * beta;
             bias = b2;
         }
@@ -875,7 +870,7 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         y = qdq_rescale(c, b.x, b.t, CTOSA_DTYPE_INT32, b.rank, b.shape, 1.0, b.zp, 0, false, false);
         x = lw_reshape(c, x, CTOSA_DTYPE_INT32, r, as);
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
-        z = cv_mul(c, x, y, CTOSA_DTYPE_INT32, r, os);
+        z = lw_mul(c, x, y, CTOSA_DTYPE_INT32, r, os);
         z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, a.s * b.s / o.s, 0, o.zp, false, false);
     } else {
         /* both operands to a common scale 2*max(sa,sb)/2^20 in int32 */
@@ -884,14 +879,14 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         y = qdq_rescale(c, b.x, b.t, CTOSA_DTYPE_INT32, b.rank, b.shape, b.s / sm, b.zp, 0, false, false);
         x = lw_reshape(c, x, CTOSA_DTYPE_INT32, r, as);
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
-        z = cv_add(c, x, y, CTOSA_DTYPE_INT32, r, os);
+        z = lw_add(c, x, y, CTOSA_DTYPE_INT32, r, os);
         double rz = sm / o.s;
         if (qdq_match_ort(c) && o.t == CTOSA_DTYPE_INT8)
             z = qdq_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
         else
             z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
     }
-    QTRY(z);
+    LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
 }
 
@@ -908,7 +903,7 @@ static lower_status head_gap(lower_ctx *c) {
     for (uint32_t i = 2; i < a.rank; i++) {
         int64_t ns[LOWER_MAX_RANK];
         cnt *= sh[i];
-        x = cv_reduce(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, sh, (int32_t)i, ns);
+        x = lw_reduce(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, sh, (int32_t)i, ns);
         memcpy(sh, ns, sizeof sh);
     }
     /* round half to even as QuantizeLinear does, where exact (qdq_mean.c) */
@@ -916,7 +911,7 @@ static lower_status head_gap(lower_ctx *c) {
     const char *y = qdq_mean_exact(c, x, a.rank, sh, cnt, smax, a.s / o.s, o.t, o.zp);
     if (!y && !c->rejected)
         y = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
-    QTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, &o, a.rank, sh);
 }
 
@@ -933,18 +928,18 @@ static lower_status head_maxpool(lower_ctx *c) {
     if (a.rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: 2-D only", n->op_type);
     if (avg && a.t != CTOSA_DTYPE_INT8 && a.t != CTOSA_DTYPE_INT16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized AveragePool: int8 / int16 only");
     if (!qdq_out(c, 4, &o)) return LOWER_REJECT;
-    cv_dim dm[2];
+    lw_dim dm[2];
     lower_status st;
-    if ((st = cv_read_window(c, 2, a.shape, NULL, dm)) != LOWER_OK) return st;
-    if ((st = cv_window(c, 2, dm, lw_attr_int(c, "ceil_mode", 0) != 0)) != LOWER_OK) return st;
+    if ((st = lw_read_window(c, 2, a.shape, NULL, dm)) != LOWER_OK) return st;
+    if ((st = lw_window(c, 2, dm, lw_attr_int(c, "ceil_mode", 0) != 0)) != LOWER_OK) return st;
     if (dm[0].d != 1 || dm[1].d != 1) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: dilations", n->op_type);
     if (avg && (lw_attr_int(c, "ceil_mode", 0) || dm[0].pe != dm[0].pe0 || dm[1].pe != dm[1].pe0))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized AveragePool: ceil_mode / uneven windows");
     int64_t ls[4];
-    cv_shape_last(4, a.shape, ls);
-    const char *x = cv_to_last(c, a.x, a.t, 4, a.shape);
+    lw_shape_last(4, a.shape, ls);
+    const char *x = lw_to_last(c, a.x, a.t, 4, a.shape);
     int64_t start[4] = {0}, size[4] = {ls[0], ls[1] - dm[0].crop, ls[2] - dm[1].crop, ls[3]};
-    x = cv_slice(c, x, a.t, 4, ls, start, size);
+    x = lw_slice(c, x, a.t, 4, ls, start, size);
     int32_t kernel[2] = {(int32_t)dm[0].k, (int32_t)dm[1].k}, stride[2] = {(int32_t)dm[0].s, (int32_t)dm[1].s};
     int32_t pad[4] = {(int32_t)dm[0].pb, (int32_t)dm[0].pe, (int32_t)dm[1].pb, (int32_t)dm[1].pe};
     ctosa_attr at;
@@ -955,26 +950,26 @@ static lower_status head_maxpool(lower_ctx *c) {
     at.nan_mode = CTOSA_NAN_PROPAGATE;
     int64_t os[4] = {ls[0], dm[0].out, dm[1].out, ls[3]};
     const char *y = lw_tensor(c, a.t, 4, os);
-    QTRY(x && y);
+    LW_TRY(x && y);
     if (avg) {
         /* the average stays in the input's parameters (the window excludes
          * padding, as ONNX with count_include_pad = 0) */
         at.nan_mode = 0;
         at.acc_type = CTOSA_DTYPE_INT32;
         const char *izp = lw_zero_point(c, a.t, a.zp), *ozp = lw_zero_point(c, a.t, a.zp);
-        QTRY(izp && ozp);
+        LW_TRY(izp && ozp);
         const char *in3[3] = {x, izp, ozp};
-        QTRY(lw_op(c, CTOSA_OP_AVG_POOL2D, 3, in3, 1, &y, &at));
+        LW_TRY(lw_op(c, CTOSA_OP_AVG_POOL2D, 3, in3, 1, &y, &at));
     } else {
-        QTRY(lw_op(c, CTOSA_OP_MAX_POOL2D, 1, &x, 1, &y, &at));
+        LW_TRY(lw_op(c, CTOSA_OP_MAX_POOL2D, 1, &x, 1, &y, &at));
     }
     int64_t fs[4];
-    cv_shape_first(4, os, fs);
-    y = cv_to_first(c, y, a.t, 4, os);
+    lw_shape_first(4, os, fs);
+    y = lw_to_first(c, y, a.t, 4, os);
     qx_in m = a;
     m.x = y;
     y = qdq_requant(c, &m, &o, 4, fs);
-    QTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, &o, 4, fs);
 }
 
@@ -987,7 +982,7 @@ static lower_status move_finish(lower_ctx *c, const qx_in *a, const char *x, uin
     qx_in m = *a;
     m.x = x;
     x = qdq_requant(c, &m, &o, r, os);
-    QTRY(x);
+    LW_TRY(x);
     return qdq_finish(c, x, &o, r, os);
 }
 
@@ -1023,7 +1018,7 @@ static lower_status head_reshape(lower_ctx *c) {
     int64_t k = lw_const_i64(c, 1, &sv);
     if (k < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL, "Reshape: shape must be a constant");
     if (k > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: rank too large");
-    int64_t total = cv_count(a.rank, a.shape), known = 1;
+    int64_t total = lw_count(a.rank, a.shape), known = 1;
     int neg = -1;
     for (int64_t i = 0; i < k; i++) {
         os[i] = sv[i] == 0 && !lw_attr_int(c, "allowzero", 0) && i < (int64_t)a.rank ? a.shape[i] : sv[i];
@@ -1068,13 +1063,13 @@ static lower_status head_concat(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
     uint32_t k = n->n_inputs;
     const char **xs = arena_alloc(lw_arena(c), (k + 1) * sizeof *xs);
-    if (!xs) return cv_fail(c);
+    if (!xs) return lw_failed(c);
     qx_in a0;
     if (!qdq_in(c, 0, &a0)) return LOWER_REJECT;
     qx_out o;
     if (!qdq_out(c, a0.rank, &o)) return LOWER_REJECT;
     int32_t axis;
-    if (!cv_axis(c, lw_attr_int(c, "axis", 0), a0.rank, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, lw_attr_int(c, "axis", 0), a0.rank, "axis", &axis)) return LOWER_REJECT;
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, a0.shape, sizeof os);
     os[axis] = 0;
@@ -1083,11 +1078,11 @@ static lower_status head_concat(lower_ctx *c) {
         if (!qdq_in(c, i, &a)) return LOWER_REJECT;
         if (a.rank != a0.rank) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Concat: ranks differ");
         xs[i] = qdq_requant(c, &a, &o, a.rank, a.shape);
-        QTRY(xs[i]);
+        LW_TRY(xs[i]);
         os[axis] += a.shape[axis];
     }
-    const char *y = cv_concat(c, k, xs, o.t, a0.rank, os, axis);
-    QTRY(y);
+    const char *y = lw_concat(c, k, xs, o.t, a0.rank, axis);
+    LW_TRY(y);
     return qdq_finish(c, y, &o, a0.rank, os);
 }
 
@@ -1148,9 +1143,9 @@ static lower_status head_table(lower_ctx *c) {
     int64_t n = 256;
     const char *tc = lw_const(c, CTOSA_DTYPE_INT8, 1, &n, tab);
     const char *y = lw_tensor(c, CTOSA_DTYPE_INT8, a.rank, a.shape);
-    QTRY(tc && y);
+    LW_TRY(tc && y);
     const char *in[2] = {a.x, tc};
-    QTRY(lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL));
+    LW_TRY(lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL));
     return qdq_finish(c, y, &o, a.rank, a.shape);
 }
 
@@ -1188,9 +1183,9 @@ static lower_status head_generic_move(lower_ctx *c) {
     qx_in a = {y, yt->dtype, pi.scale[0], izp, yt->rank, {0}};
     memcpy(a.shape, sh, sizeof sh);
     if (in_u8) a.x = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true, false);
-    QTRY(a.x);
+    LW_TRY(a.x);
     const char *z = qdq_requant(c, &a, &o, yt->rank, sh);
-    QTRY(z);
+    LW_TRY(z);
     return qdq_finish(c, z, &o, yt->rank, sh);
 }
 
@@ -1345,7 +1340,7 @@ static bool qa_explicit(lower_ctx *c, uint32_t ix, uint32_t is, uint32_t iz, qx_
     o->rank = X->rank;
     memcpy(o->shape, X->shape, sizeof o->shape);
     if (X->data) {
-        uint64_t cnt = (uint64_t)cv_count(X->rank, X->shape);
+        uint64_t cnt = (uint64_t)lw_count(X->rank, X->shape);
         uint8_t *b = arena_alloc(lw_arena(c), (size_t)cnt + 8);
         if (!b) return false;
         for (uint64_t k = 0; k < cnt; k++) b[k] = (uint8_t)(((const uint8_t *)X->data)[k] - (u8 ? 128 : 0));

@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/qdq_island.h"
 
 static bool is_def(const ctosa_onnx_node *n) { return !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0; }
@@ -349,8 +349,8 @@ lower_status qdq_island_head(lower_ctx *c) {
     int64_t nt = 256;
     const char *tc = lw_const(c, CTOSA_DTYPE_INT8, 1, &nt, tab);
     const char *y = lw_tensor(c, CTOSA_DTYPE_INT8, a.rank, a.shape);
-    if (!tc || !y || !a.x) return cv_fail(c);
+    if (!tc || !y || !a.x) return lw_failed(c);
     const char *in[2] = {a.x, tc};
-    if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return cv_fail(c);
+    if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return lw_failed(c);
     return qdq_finish(c, y, &o, a.rank, a.shape);
 }

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/qdq_island.h"
 
 /* P and j with ratio = P / 2^j exactly, P < 2^15, j <= 20; false if none. */
@@ -44,12 +44,12 @@ const char *qdq_mean_exact(lower_ctx *c, const char *S, uint32_t rank, const int
     int64_t D = n << j;
     if (D <= 0 || D > INT32_MAX / 2 || smax > INT32_MAX / P) return NULL;
     ctosa_dtype i32 = CTOSA_DTYPE_INT32;
-    const char *num = P == 1 ? S : cv_mul(c, S, i32c(c, rank, (double)P), i32, rank, shape);
+    const char *num = P == 1 ? S : lw_mul(c, S, i32c(c, rank, (double)P), i32, rank, shape);
     const char *Dc = i32c(c, rank, (double)D);
     const char *q = lw_binary(c, CTOSA_OP_INTDIV, num, Dc, i32, rank, shape);
-    const char *R = cv_sub(c, num, cv_mul(c, q, Dc, i32, rank, shape), i32, rank, shape);
+    const char *R = lw_sub(c, num, lw_mul(c, q, Dc, i32, rank, shape), i32, rank, shape);
     const char *R2 = R ? lw_unary(c, CTOSA_OP_ABS, R, i32, rank, shape, NULL) : NULL;
-    R2 = cv_add(c, R2, R2, i32, rank, shape);
+    R2 = lw_add(c, R2, R2, i32, rank, shape);
     const char *gt = lw_binary(c, CTOSA_OP_GREATER, R2, Dc, CTOSA_DTYPE_BOOL, rank, shape);
     const char *eq = lw_binary(c, CTOSA_OP_EQUAL, R2, Dc, CTOSA_DTYPE_BOOL, rank, shape);
     const char *odd = lw_binary(c, CTOSA_OP_BITWISE_AND, q, i32c(c, rank, 1), i32, rank, shape);
@@ -64,7 +64,7 @@ const char *qdq_mean_exact(lower_ctx *c, const char *S, uint32_t rank, const int
         const char *in[3] = {neg, i32c(c, rank, -1), i32c(c, rank, 1)};
         stp = out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
     }
-    const char *moved = cv_add(c, q, stp, i32, rank, shape);
+    const char *moved = lw_add(c, q, stp, i32, rank, shape);
     const char *y = NULL;
     if (up && moved && q) {
         const char *out = lw_tensor(c, i32, rank, shape);
@@ -113,15 +113,15 @@ lower_status qdq_reducemean(lower_ctx *c) {
     double one = 1.0;
     const char *x = qdq_rescale_n(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1, &one, a.zp, 0, false, false);
     int64_t sh[LOWER_MAX_RANK];
-    x = cv_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, a.shape, mask, false, sh);
+    x = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, a.shape, mask, false, sh);
     int64_t smax = n * (a.t == CTOSA_DTYPE_INT16 ? 65535 : 255);
     const char *y = qdq_mean_exact(c, x, a.rank, ks, n, smax, a.s / o.s, o.t, o.zp);
     if (!y && !c->rejected) {
         double r = a.s / ((double)n * o.s);
         y = qdq_rescale_n(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, ks, 1, &r, 0, o.zp, false, false);
     }
-    if (!y) return c->rejected ? LOWER_REJECT : cv_fail(c);
+    if (!y) return c->rejected ? LOWER_REJECT : lw_failed(c);
     if (!keep) y = lw_reshape(c, y, o.t, orank, os);
-    if (!y) return cv_fail(c);
+    if (!y) return lw_failed(c);
     return qdq_finish(c, y, &o, orank, os);
 }

@@ -14,13 +14,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
-
-#define XTRY(x)                                                      \
-    do {                                                             \
-        if (!(x)) return c->rejected ? LOWER_REJECT : cv_fail(c);    \
-    } while (0)
 
 static lower_status addsubmul(lower_ctx *c, int kind) {
     const char *op = lw_node(c)->op_type;
@@ -49,12 +44,12 @@ static lower_status addsubmul(lower_ctx *c, int kind) {
     }
     x = qdq_rescale_n(c, a.x, a.t, I32, a.rank, a.shape, 1, &ra, a.zp, 0, false, false);
     y = qdq_rescale_n(c, b.x, b.t, I32, b.rank, b.shape, 1, &rb, b.zp, 0, false, false);
-    x = cv_reshape_if(c, x, I32, a.rank, a.shape, r, as);
-    y = cv_reshape_if(c, y, I32, b.rank, b.shape, r, bs);
-    XTRY(x && y);
-    z = kind == 0 ? cv_add(c, x, y, I32, r, os) : kind == 1 ? cv_sub(c, x, y, I32, r, os) : cv_mul(c, x, y, I32, r, os);
+    x = lw_reshape_if(c, x, I32, a.rank, a.shape, r, as);
+    y = lw_reshape_if(c, y, I32, b.rank, b.shape, r, bs);
+    LW_TRY(x && y);
+    z = kind == 0 ? lw_add(c, x, y, I32, r, os) : kind == 1 ? lw_sub(c, x, y, I32, r, os) : lw_mul(c, x, y, I32, r, os);
     z = qdq_rescale_n(c, z, I32, o.t, r, os, 1, &ro, 0, o.zp, false, false);
-    XTRY(z);
+    LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
 }
 
@@ -94,16 +89,16 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
                          (long long)o.zp);
     ctosa_dtype acc = a.t == CTOSA_DTYPE_INT16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
     int64_t s3a[3] = {bb, M, K}, s3b[3] = {bb, K, N}, s3o[3] = {bb, M, N};
-    const char *x = cv_reshape_if(c, a.x, a.t, a.rank, a.shape, 3, s3a);
-    const char *y = cv_reshape_if(c, b.x, b.t, b.rank, b.shape, 3, s3b);
+    const char *x = lw_reshape_if(c, a.x, a.t, a.rank, a.shape, 3, s3a);
+    const char *y = lw_reshape_if(c, b.x, b.t, b.rank, b.shape, 3, s3b);
     const char *az = lw_zero_point(c, a.t, a.zp), *bz = lw_zero_point(c, b.t, b.zp);
     const char *z = lw_tensor(c, acc, 3, s3o);
-    XTRY(x && y && az && bz && z);
+    LW_TRY(x && y && az && bz && z);
     const char *in[4] = {x, y, az, bz};
-    XTRY(lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &z, NULL));
+    LW_TRY(lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &z, NULL));
     double ro = a.s * b.s / o.s;
     z = qdq_rescale_n(c, z, acc, o.t, 3, s3o, 1, &ro, 0, o.zp, false, false);
-    z = cv_reshape_if(c, z, o.t, 3, s3o, r, os);
-    XTRY(z);
+    z = lw_reshape_if(c, z, o.t, 3, s3o, r, os);
+    LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
 }

@@ -15,13 +15,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
-
-#define XTRY(x)                                                      \
-    do {                                                             \
-        if (!(x)) return c->rejected ? LOWER_REJECT : cv_fail(c);    \
-    } while (0)
 
 static int64_t type_lo(ctosa_dtype t) { return t == CTOSA_DTYPE_INT8 ? -128 : -32768; }
 static int64_t type_hi(ctosa_dtype t) { return t == CTOSA_DTYPE_INT8 ? 127 : 32767; }
@@ -60,7 +55,7 @@ lower_status qdq_pad(lower_ctx *c) {
         na = lw_const_i64(c, 3, &av);
         if (na < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[3], "quantized Pad: axes must be a constant");
         for (int64_t i = 0; i < na && i < LOWER_MAX_RANK; i++)
-            if (!cv_axis(c, av[i], r, "axes", &axes[i])) return LOWER_REJECT;
+            if (!lw_axis(c, av[i], r, "axes", &axes[i])) return LOWER_REJECT;
     }
     if (np != 2 * na || na > LOWER_MAX_RANK)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: %lld pads for %lld axes", (long long)np,
@@ -92,13 +87,13 @@ lower_status qdq_pad(lower_ctx *c) {
     double pq = nearbyint(cval / a.s) + (double)a.zp;
     if (pq < (double)type_lo(a.t)) pq = (double)type_lo(a.t);
     if (pq > (double)type_hi(a.t)) pq = (double)type_hi(a.t);
-    const char *y = cv_pad(c, a.x, a.t, r, a.shape, pads, pq);
-    XTRY(y);
+    const char *y = lw_pad(c, a.x, a.t, r, a.shape, pads, pq);
+    LW_TRY(y);
     qx_in m = a;
     m.x = y;
     memcpy(m.shape, os, sizeof os);
     y = qdq_requant(c, &m, &o, r, os);
-    XTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, &o, r, os);
 }
 
@@ -119,7 +114,7 @@ lower_status qdq_resize(lower_ctx *c) {
      * the signed conversion qdq_in made (the block's binding of the
      * input name is swapped for the call and restored after) */
     const char *prev = u8 ? strmap_get(c->tmap, n->inputs[0]) : NULL;
-    if (u8 && (!prev || !strmap_put(c->tmap, n->inputs[0], (void *)a.x))) return cv_fail(c);
+    if (u8 && (!prev || !strmap_put(c->tmap, n->inputs[0], (void *)a.x))) return lw_failed(c);
     lower_status fst = ent->fn(c);
     if (u8) strmap_put(c->tmap, n->inputs[0], (void *)prev);
     if (fst != LOWER_OK || c->rejected) return LOWER_REJECT;
@@ -136,7 +131,7 @@ lower_status qdq_resize(lower_ctx *c) {
     m.rank = yt->rank;
     memcpy(m.shape, sh, sizeof sh);
     y = qdq_requant(c, &m, &o, yt->rank, sh);
-    XTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, &o, yt->rank, sh);
 }
 
@@ -166,9 +161,9 @@ lower_status qdq_convtranspose(lower_ctx *c) {
      * scales are along axis 1 */
     if (w.n > 1 && (w.n != M || w.axis != 1))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: weight scales must be per output channel (axis 1)");
-    cv_dim dm[2];
+    lw_dim dm[2];
     lower_status st;
-    if ((st = cv_read_window(c, 2, a.shape, W->shape + 2, dm)) != LOWER_OK) return st;
+    if ((st = lw_read_window(c, 2, a.shape, W->shape + 2, dm)) != LOWER_OK) return st;
     const int64_t *opad = NULL, *oshape = NULL;
     int64_t nop = lw_attr_ints(c, "output_padding", &opad), nos = lw_attr_ints(c, "output_shape", &oshape);
     const char *ap = lw_attr_str(c, "auto_pad", "NOTSET");
@@ -176,7 +171,7 @@ lower_status qdq_convtranspose(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: output_shape / auto_pad SAME");
     int64_t opb[2], ope[2], crop[2], kd[2], full[4] = {N, 0, 0, M}, os[4] = {N, 0, 0, M};
     for (int i = 0; i < 2; i++) {
-        cv_dim *d = &dm[i];
+        lw_dim *d = &dm[i];
         if (!strcmp(ap, "VALID")) d->pb = d->pe = 0;
         int64_t op = nop >= 0 ? opad[i] : 0;
         kd[i] = (d->k - 1) * d->d + 1;
@@ -199,7 +194,7 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     int8_t *buf = arena_alloc(lw_arena(c), (size_t)(M * kvol * C) + 8);
     double *bq = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
     double *ratio = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
-    if (!buf || !bq || !ratio) return cv_fail(c);
+    if (!buf || !bq || !ratio) return lw_failed(c);
     memset(buf, (int)(int8_t)w.zp, (size_t)(M * kvol * C));
     for (int64_t i = 0; i < C; i++)
         for (int64_t m = 0; m < M; m++)
@@ -219,13 +214,13 @@ lower_status qdq_convtranspose(lower_ctx *c) {
         ratio[m] = acc_s / o.s;
     }
     ctosa_dtype acc_t = a16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
-    const char *x = cv_to_last(c, a.x, a.t, 4, a.shape);
+    const char *x = lw_to_last(c, a.x, a.t, 4, a.shape);
     int64_t wshape[4] = {M, kd[0], kd[1], C};
     const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 4, wshape, buf);
     const char *bc = lw_const_from_f64(c, acc_t, 1, &M, bq);
     const char *izp = lw_zero_point(c, a.t, a.zp), *wzp = lw_zero_point(c, CTOSA_DTYPE_INT8, w.zp);
     const char *acc = lw_tensor(c, acc_t, 4, full);
-    XTRY(x && wc && bc && izp && wzp && acc);
+    LW_TRY(x && wc && bc && izp && wzp && acc);
     int32_t outpad[4] = {(int32_t)opb[0], (int32_t)ope[0], (int32_t)opb[1], (int32_t)ope[1]};
     int32_t stride[2] = {(int32_t)dm[0].s, (int32_t)dm[1].s};
     ctosa_attr at;
@@ -234,15 +229,15 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     at.stride = (ctosa_i32s){stride, 2};
     at.acc_type = acc_t;
     const char *in[5] = {x, wc, bc, izp, wzp};
-    XTRY(lw_op(c, CTOSA_OP_TRANSPOSE_CONV2D, 5, in, 1, &acc, &at));
+    LW_TRY(lw_op(c, CTOSA_OP_TRANSPOSE_CONV2D, 5, in, 1, &acc, &at));
     const char *y = qdq_rescale_n(c, acc, acc_t, o.t, 4, full, w.n > 1 ? M : 1, ratio, 0, o.zp, false, false);
     if (crop[0] || crop[1] || full[1] != os[1] || full[2] != os[2]) {
         int64_t s0[4] = {0, crop[0], crop[1], 0};
-        y = cv_slice(c, y, o.t, 4, full, s0, os);
+        y = lw_slice(c, y, o.t, 4, full, s0, os);
     }
-    y = cv_to_first(c, y, o.t, 4, os);
-    XTRY(y);
+    y = lw_to_first(c, y, o.t, 4, os);
+    LW_TRY(y);
     int64_t fs[4];
-    cv_shape_first(4, os, fs);
+    lw_shape_first(4, os, fs);
     return qdq_finish(c, y, &o, 4, fs);
 }

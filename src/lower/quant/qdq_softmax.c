@@ -21,13 +21,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
-
-#define XTRY(x)                                                      \
-    do {                                                             \
-        if (!(x)) return c->rejected ? LOWER_REJECT : cv_fail(c);    \
-    } while (0)
 
 static const char *table8(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape, const int8_t *tab) {
     int64_t n = 256;
@@ -47,7 +42,7 @@ lower_status qdq_softmax(lower_ctx *c) {
     uint32_t r = a.rank;
     int64_t axis_attr = lw_attr_int(c, "axis", lw_opset(c) >= 13 ? -1 : 1);
     int32_t axis;
-    if (!cv_axis(c, axis_attr, r, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, axis_attr, r, "axis", &axis)) return LOWER_REJECT;
     if (lw_opset(c) < 13 && axis != (int32_t)r - 1)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                          "quantized Softmax (opset < 13): axis %d is not the last (the coerced 2-D form)", axis);
@@ -60,11 +55,11 @@ lower_status qdq_softmax(lower_ctx *c) {
     int64_t rs[LOWER_MAX_RANK];
     double one = 1.0, r256 = 256.0;
     /* 1. d = x - max(x) */
-    const char *m = cv_reduce(c, CTOSA_OP_REDUCE_MAX, a.x, I8, r, sh, axis, rs);
+    const char *m = lw_reduce(c, CTOSA_OP_REDUCE_MAX, a.x, I8, r, sh, axis, rs);
     const char *x32 = qdq_rescale_n(c, a.x, I8, I32, r, sh, 1, &one, 0, 0, false, false);
     const char *m32 = qdq_rescale_n(c, m, I8, I32, r, rs, 1, &one, 0, 0, false, false);
-    XTRY(x32 && m32);
-    const char *d = cv_sub(c, x32, m32, I32, r, sh);
+    LW_TRY(x32 && m32);
+    const char *d = lw_sub(c, x32, m32, I32, r, sh);
     /* 2. exp through two int8 tables */
     const char *v = qdq_rescale_n(c, d, I32, I8, r, sh, 1, &one, 0, 127, false, false);
     int8_t hi[256], lo[256];
@@ -79,30 +74,30 @@ lower_status qdq_softmax(lower_ctx *c) {
     const char *th = table8(c, v, r, sh, hi), *tl = table8(c, v, r, sh, lo);
     const char *h32 = qdq_rescale_n(c, th, I8, I32, r, sh, 1, &r256, 0, 0, false, false);
     const char *l32 = qdq_rescale_n(c, tl, I8, I32, r, sh, 1, &one, -128, 0, false, false);
-    XTRY(h32 && l32);
-    const char *e = cv_add(c, h32, l32, I32, r, sh);
+    LW_TRY(h32 && l32);
+    const char *e = lw_add(c, h32, l32, I32, r, sh);
     /* 3. sum */
-    const char *s = cv_reduce(c, CTOSA_OP_REDUCE_SUM, e, I32, r, sh, axis, rs);
+    const char *s = lw_reduce(c, CTOSA_OP_REDUCE_SUM, e, I32, r, sh, axis, rs);
     /* 4. q = (E 2^14 + S/2) / S */
-    const char *num = cv_mul(c, e, lw_scalar(c, I32, r, 16384.0), I32, r, sh);
+    const char *num = lw_mul(c, e, lw_scalar(c, I32, r, 16384.0), I32, r, sh);
     ctosa_attr sa;
     memset(&sa, 0, sizeof sa);
     sa.round = false;
     const char *half = lw_tensor(c, I32, r, rs);
     const char *one_c = lw_scalar(c, I32, r, 1.0);
-    XTRY(s && num && half && one_c);
+    LW_TRY(s && num && half && one_c);
     const char *in2[2] = {s, one_c};
-    XTRY(lw_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, 2, in2, 1, &half, &sa));
-    num = cv_add(c, num, half, I32, r, sh);
+    LW_TRY(lw_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, 2, in2, 1, &half, &sa));
+    num = lw_add(c, num, half, I32, r, sh);
     const char *q = lw_tensor(c, I32, r, sh);
-    XTRY(num && q);
+    LW_TRY(num && q);
     in2[0] = num;
     in2[1] = s;
-    XTRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &q, NULL));
+    LW_TRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &q, NULL));
     /* 5. to the output */
     double ro = 1.0 / (16384.0 * o.s);
     const char *y = qdq_rescale_n(c, q, I32, o.t, r, sh, 1, &ro, 0, o.zp, false, false);
-    XTRY(y);
+    LW_TRY(y);
     return qdq_finish(c, y, &o, r, sh);
 }
 
@@ -160,7 +155,7 @@ lower_status qdq_layernorm(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized LayerNormalization: int8 / uint8 input only");
     uint32_t rank = a.rank;
     int32_t axis;
-    if (!cv_axis(c, lw_attr_int(c, "axis", -1), rank, "axis", &axis)) return LOWER_REJECT;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -1), rank, "axis", &axis)) return LOWER_REJECT;
     int64_t N = 1, outer = 1;
     for (uint32_t i = 0; i < rank; i++) {
         if ((int32_t)i < axis) outer *= a.shape[i];
@@ -186,39 +181,39 @@ lower_status qdq_layernorm(lower_ctx *c) {
     const ctosa_dtype I32 = CTOSA_DTYPE_INT32;
     int64_t s2[2] = {outer, N}, s1[2] = {outer, 1};
     double one = 1.0;
-    const char *x = cv_reshape_if(c, a.x, a.t, rank, a.shape, 2, s2);
+    const char *x = lw_reshape_if(c, a.x, a.t, rank, a.shape, 2, s2);
     x = qdq_rescale_n(c, x, a.t, I32, 2, s2, 1, &one, a.zp, 0, false, false);
-    XTRY(x);
-    const char *S = cv_reduce(c, CTOSA_OP_REDUCE_SUM, x, I32, 2, s2, 1, NULL);
+    LW_TRY(x);
+    const char *S = lw_reduce(c, CTOSA_OP_REDUCE_SUM, x, I32, 2, s2, 1, NULL);
     const char *Nc = lw_scalar(c, I32, 2, (double)N);
     const char *m = lw_tensor(c, I32, 2, s1);
-    XTRY(S && Nc && m);
+    LW_TRY(S && Nc && m);
     const char *in2[2] = {S, Nc};
-    XTRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &m, NULL));
-    const char *d = cv_sub(c, x, m, I32, 2, s2);
-    const char *R = cv_sub(c, S, cv_mul(c, m, Nc, I32, 2, s1), I32, 2, s1);
-    const char *V = cv_reduce(c, CTOSA_OP_REDUCE_SUM, cv_mul(c, d, d, I32, 2, s2), I32, 2, s2, 1, NULL);
-    const char *R2 = cv_mul(c, R, R, I32, 2, s1);
+    LW_TRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &m, NULL));
+    const char *d = lw_sub(c, x, m, I32, 2, s2);
+    const char *R = lw_sub(c, S, lw_mul(c, m, Nc, I32, 2, s1), I32, 2, s1);
+    const char *V = lw_reduce(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, d, d, I32, 2, s2), I32, 2, s2, 1, NULL);
+    const char *R2 = lw_mul(c, R, R, I32, 2, s1);
     const char *R2N = lw_tensor(c, I32, 2, s1);
-    XTRY(V && R2 && R2N);
+    LW_TRY(V && R2 && R2N);
     in2[0] = R2;
     in2[1] = Nc;
-    XTRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &R2N, NULL));
+    LW_TRY(lw_op(c, CTOSA_OP_INTDIV, 2, in2, 1, &R2N, NULL));
     double ne = nearbyint((double)N * eps / (a.s * a.s));
     if (ne > 1073741823.0) ne = 1073741823.0;
-    const char *W = cv_add_scalar(c, cv_sub(c, V, R2N, I32, 2, s1), I32, 2, s1, ne);
+    const char *W = lw_add_scalar(c, lw_sub(c, V, R2N, I32, 2, s1), I32, 2, s1, ne);
     const char *Wp = lw_tensor(c, I32, 2, s1);
     ctosa_attr mx;
     memset(&mx, 0, sizeof mx);
     mx.nan_mode = CTOSA_NAN_PROPAGATE;
     const char *onec = lw_scalar(c, I32, 2, 1.0);
-    XTRY(W && Wp && onec);
+    LW_TRY(W && Wp && onec);
     in2[0] = W;
     in2[1] = onec;
-    XTRY(lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &Wp, &mx));
+    LW_TRY(lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &Wp, &mx));
     /* even normalising shift k = (clz - 1) & ~1 */
     const char *z = lw_unary(c, CTOSA_OP_CLZ, Wp, I32, 2, s1, NULL);
-    const char *k = shift_op(c, CTOSA_OP_BITWISE_AND, cv_sub(c, z, onec, I32, 2, s1), lw_scalar(c, I32, 2, -2.0), 2,
+    const char *k = shift_op(c, CTOSA_OP_BITWISE_AND, lw_sub(c, z, onec, I32, 2, s1), lw_scalar(c, I32, 2, -2.0), 2,
                              s1, false);
     const char *Wn = shift_op(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, Wp, k, 2, s1, false);
     /* seed: index Wn >> 23 in [64, 255] as int8 (- 128) */
@@ -238,26 +233,26 @@ lower_status qdq_layernorm(lower_ctx *c) {
     for (int it = 0; it < 2; it++) {
         const char *t = mul_shift(c, r, r, 2, s1, 29);        /* r^2, Q29 */
         const char *ar2 = mul_shift(c, Wn, t, 2, s1, 30);     /* a r^2, Q29 (a = Wn / 2^30) */
-        const char *v = cv_sub(c, three, ar2, I32, 2, s1);    /* 3 - a r^2 */
+        const char *v = lw_sub(c, three, ar2, I32, 2, s1);    /* 3 - a r^2 */
         r = mul_shift(c, r, v, 2, s1, 30);                    /* r (3 - a r^2) / 2 */
     }
     /* r' = r >> (15 - k/2), rounded */
     const char *kh = shift_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, k, onec, 2, s1, false);
-    const char *sh = cv_sub(c, lw_scalar(c, I32, 2, 15.0), kh, I32, 2, s1);
+    const char *sh = lw_sub(c, lw_scalar(c, I32, 2, 15.0), kh, I32, 2, s1);
     const char *rp = shift_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, r, sh, 2, s1, true);
     /* T = D r' >> (29 - Q) */
     int lg = 0;
     while ((INT64_C(1) << lg) < N) lg++;
     int Q = 30 - lg;
     if (Q > 29) Q = 29;
-    const char *D = cv_sub(c, cv_mul(c, x, Nc, I32, 2, s2), S, I32, 2, s2);
+    const char *D = lw_sub(c, lw_mul(c, x, Nc, I32, 2, s2), S, I32, 2, s2);
     const char *T = mul_shift(c, D, rp, 2, s2, 29 - Q);
-    XTRY(T);
+    LW_TRY(T);
     /* gamma, beta per element of the normalised axis */
     double *ratio = arena_alloc(lw_arena(c), (size_t)N * sizeof(double) + 8);
     double *sign = arena_alloc(lw_arena(c), (size_t)N * sizeof(double) + 8);
     double *bq = arena_alloc(lw_arena(c), (size_t)N * sizeof(double) + 8);
-    if (!ratio || !sign || !bq) return cv_fail(c);
+    if (!ratio || !sign || !bq) return lw_failed(c);
     bool neg = false;
     double base = 256.0 / (o.s * sqrt((double)N) * ldexp(1.0, Q));
     for (int64_t j = 0; j < N; j++) {
@@ -268,12 +263,12 @@ lower_status qdq_layernorm(lower_ctx *c) {
         bq[j] = bet ? nearbyint(bet[nb > 1 ? j : 0] * 256.0 / o.s) : 0;
     }
     int64_t ns[2] = {1, N};
-    if (neg) T = cv_mul(c, T, lw_const_from_f64(c, I32, 2, ns, sign), I32, 2, s2);
+    if (neg) T = lw_mul(c, T, lw_const_from_f64(c, I32, 2, ns, sign), I32, 2, s2);
     const char *Y = qdq_rescale_n(c, T, I32, I32, 2, s2, N, ratio, 0, 0, false, false);
-    if (bet) Y = cv_add(c, Y, lw_const_from_f64(c, I32, 2, ns, bq), I32, 2, s2);
+    if (bet) Y = lw_add(c, Y, lw_const_from_f64(c, I32, 2, ns, bq), I32, 2, s2);
     double r8 = 1.0 / 256.0;
     Y = qdq_rescale_n(c, Y, I32, o.t, 2, s2, 1, &r8, 0, o.zp, false, false);
-    Y = cv_reshape_if(c, Y, o.t, 2, s2, rank, a.shape);
-    XTRY(Y);
+    Y = lw_reshape_if(c, Y, o.t, 2, s2, rank, a.shape);
+    LW_TRY(Y);
     return qdq_finish(c, Y, &o, rank, a.shape);
 }

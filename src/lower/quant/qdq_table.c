@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_cv.h"
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
 
 static double clipv(double v, double lo, double hi) {
@@ -108,7 +108,7 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
         double r = ldexp(1.0, k);
         x = qdq_rescale_n(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, a.rank, a.shape, 1, &r, a.zp, 0, false, false);
         sx = a.s / r;
-        if (!x) return c->rejected ? LOWER_REJECT : cv_fail(c);
+        if (!x) return c->rejected ? LOWER_REJECT : lw_failed(c);
     }
     /* what the output can hold (clamp range of a fused activation too) */
     double lo = (double)(o.lo - o.zp) * o.s, hi = (double)(o.hi - o.zp) * o.s;
@@ -122,11 +122,11 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
     for (int j = 0; j < 513; j++) wr_u16(tb + 2 * j, (uint16_t)tab[j]);
     const char *tc = lw_const(c, CTOSA_DTYPE_INT16, 1, &n, tb);
     const char *y = lw_tensor(c, CTOSA_DTYPE_INT32, a.rank, a.shape);
-    if (!tc || !y) return cv_fail(c);
+    if (!tc || !y) return lw_failed(c);
     const char *in[2] = {x, tc};
-    if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return cv_fail(c);
+    if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return lw_failed(c);
     double r = ts / (128.0 * o.s);
     const char *z = qdq_rescale_n(c, y, CTOSA_DTYPE_INT32, o.t, a.rank, a.shape, 1, &r, 0, o.zp, false, false);
-    if (!z) return c->rejected ? LOWER_REJECT : cv_fail(c);
+    if (!z) return c->rejected ? LOWER_REJECT : lw_failed(c);
     return qdq_finish(c, z, &o, a.rank, a.shape);
 }
