@@ -128,6 +128,8 @@ static void check_network(const char *model, const char *label, const char *spec
     opt.no_report = true;
     opt.no_partitioned_onnx = true;
     ctosa_lower_result *res = NULL;
+    /* (lowered graphs not run: here they are - check_partition validates
+     * each partition and compares ctosa's run with mlir-runner's.) */
     ctosa_error *e = ctosa_lower_file(model, &spec, &opt, &res);
     if (e) {
         CHECK_MSG(false, "%s: %s", model, ctosa_error_message(e));
