@@ -120,11 +120,57 @@ static lw_v fill_like(lower_ctx *c, lw_v x, double v) {
     return o;
 }
 
-/* Pow. A constant uniform exponent is specialised: integers |n| <= 64 by
- * repeated squaring (exact for integer bases, handles negative float bases
- * which TOSA POW leaves undefined), 0.5 / -0.5 by RSQRT. Otherwise POW on
- * floats; an integer base goes through fp32 POW and is rounded back, which
- * is exact while |result| < 2^24. */
+/* x^y with C pow semantics (what ONNX defines and ONNX Runtime computes)
+ * for float x and y (broadcast-compatible). TOSA POW is predictable only
+ * for a positive base, or a zero base with a positive exponent, so POW
+ * runs on |x|, with 2 in place of a zero base (2^0 = 1 and 2^NaN = NaN, as
+ * C gives 0^0 and 0^NaN), and SELECTs give the other cases:
+ *   x < 0:  integer y: |x|^y, negated for odd y (infinities are even);
+ *           other y: NaN, but |x|^y for x = -inf
+ *   x == 0: y > 0: +0 (x itself for odd y, keeping -0);
+ *           y < 0: +inf (1/x for odd y, giving -inf for -0)
+ * When y is a uniform constant e (ye != NULL) the tests on y are decided
+ * here and only the operators the case needs are emitted. */
+static lw_v pow_c(lower_ctx *c, lw_v x, lw_v y, const double *ye) {
+    lw_v zero = lw_v_k(c, x, 0);
+    lw_v isz = lw_v_bin(c, CTOSA_OP_EQUAL, x, zero);
+    lw_v neg = lw_v_bin(c, CTOSA_OP_GREATER, zero, x);
+    lw_v safe = lw_v_select(c, isz, lw_v_k(c, x, 2), lw_v_un(c, CTOSA_OP_ABS, x));
+    lw_v p = lw_v_bin(c, CTOSA_OP_POW, safe, y);
+    lw_v inf = lw_v_k(c, x, INFINITY);
+    lw_v ninf = lw_v_bin(c, CTOSA_OP_EQUAL, x, lw_v_k(c, x, -INFINITY));
+    lw_v nonint = lw_v_select(c, ninf, p, lw_v_k(c, x, NAN));
+    lw_v negv, zv;
+    if (ye) {
+        double e = *ye;
+        bool integer = e == floor(e), odd = integer && isfinite(e) && fmod(e, 2.0) != 0;
+        negv = !integer ? nonint : odd ? lw_v_un(c, CTOSA_OP_NEGATE, p) : p;
+        if (isnan(e)) zv = p; /* POW(2, NaN) */
+        else if (e > 0) zv = odd ? x : zero;
+        else zv = odd ? lw_v_un(c, CTOSA_OP_RECIPROCAL, x) : inf;
+    } else {
+        lw_v integer = lw_v_bin(c, CTOSA_OP_EQUAL, lw_v_un(c, CTOSA_OP_FLOOR, y), y);
+        lw_v half = lw_v_mulk(c, y, 0.5);
+        lw_v even = lw_v_bin(c, CTOSA_OP_EQUAL, lw_v_un(c, CTOSA_OP_FLOOR, half), half);
+        lw_v odd = lw_v_bin(c, CTOSA_OP_LOGICAL_AND, integer, lw_v_un(c, CTOSA_OP_LOGICAL_NOT, even));
+        negv = lw_v_select(c, integer, lw_v_select(c, odd, lw_v_un(c, CTOSA_OP_NEGATE, p), p), nonint);
+        lw_v yk0 = lw_v_k(c, y, 0);
+        lw_v zpos = lw_v_select(c, odd, x, zero);
+        lw_v zneg = lw_v_select(c, odd, lw_v_un(c, CTOSA_OP_RECIPROCAL, x), inf);
+        /* y == 0 or NaN: POW(2, y) is already 1 or NaN */
+        zv = lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, y, yk0), zpos,
+                       lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, yk0, y), zneg, p));
+    }
+    return lw_v_select(c, neg, negv, lw_v_select(c, isz, zv, p));
+}
+
+/* Pow. fp16 / bf16 compute in fp32 and round once at the end (as ONNX
+ * Runtime does). A constant uniform exponent is specialised: integers
+ * |n| <= 64 by repeated squaring (exact for integer bases, any sign of a
+ * float base), 0.5 / -0.5 by RSQRT (NaN for a negative base), others
+ * through pow_c with the tests on the exponent decided at compile time.
+ * Otherwise pow_c; an integer base goes through fp32 and is rounded back,
+ * which is exact while |result| < 2^24. */
 static lower_status lower_pow(lower_ctx *c) {
     lw_v x, y;
     LW_V_IN(c, 0, &x);
@@ -136,38 +182,48 @@ static lower_status lower_pow(lower_ctx *c) {
     for (int64_t i = 1; uniform && i < ny; i++) uniform = yv[i] == yv[0] || (isnan(yv[i]) && isnan(yv[0]));
     for (uint32_t d = 0; uniform && d < yi->rank; d++)
         uniform = yi->shape[d] == 1 || yi->shape[d] == x.s[x.r - yi->rank + d];
-    if (!ctosa_dtype_is_float(x.t) && !lw_v_is_int(x.t)) return reject_dtype(c, x.t);
+    bool fl = ctosa_dtype_is_float(x.t);
+    if (!fl && !lw_v_is_int(x.t)) return reject_dtype(c, x.t);
+    /* the type computed in: fp32 for narrow floats and integers */
+    ctosa_dtype ct = fl && x.t != CTOSA_DTYPE_FP16 && x.t != CTOSA_DTYPE_BF16 ? x.t : CTOSA_DTYPE_FP32;
     if (uniform) {
         double e = yv[0];
         if (e == floor(e) && fabs(e) <= 64) {
-            if (e < 0 && !ctosa_dtype_is_float(x.t))
+            if (e < 0 && !fl)
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, yi->name,
                                  "Pow: negative exponent %g on an integer base", e);
             if (e == 0) return lw_v_out(c, 0, fill_like(c, x, 1.0));
-            lw_v base = ctosa_dtype_is_float(x.t) ? x : lw_v_widen(c, x);
+            lw_v base = fl ? lw_v_cast(c, x, ct) : lw_v_widen(c, x);
             lw_v r = ipow(c, base, (long)fabs(e));
             if (e < 0) r = lw_v_un(c, CTOSA_OP_RECIPROCAL, r);
             if (r.n == base.n) r = lw_v_identity(c, r);
             return lw_v_out(c, 0, lw_v_narrow(c, r, x.t));
         }
-        if (ctosa_dtype_is_float(x.t) && e == 0.5)
-            return lw_v_out(c, 0, lw_v_un(c, CTOSA_OP_RECIPROCAL, lw_v_un(c, CTOSA_OP_RSQRT, x)));
-        if (ctosa_dtype_is_float(x.t) && e == -0.5) return lw_v_out(c, 0, lw_v_un(c, CTOSA_OP_RSQRT, x));
+        if (fl && fabs(e) == 0.5) {
+            /* RSQRT runs on |x| (a negative input is not trusted either;
+             * -0 gives +inf as C's pow(-0, -0.5)); negative x give NaN,
+             * but -inf gives inf^e as in C */
+            lw_v r = lw_v_un(c, CTOSA_OP_RSQRT, lw_v_un(c, CTOSA_OP_ABS, x));
+            if (e > 0) r = lw_v_un(c, CTOSA_OP_RECIPROCAL, r);
+            lw_v zero = lw_v_k(c, x, 0);
+            lw_v ninf = lw_v_bin(c, CTOSA_OP_EQUAL, x, lw_v_k(c, x, -INFINITY));
+            lw_v negv = lw_v_select(c, ninf, lw_v_k(c, x, e > 0 ? INFINITY : 0), lw_v_k(c, x, NAN));
+            return lw_v_out(c, 0, lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, zero, x), negv, r));
+        }
+        if (fl) {
+            lw_v xc = lw_v_cast(c, x, ct);
+            return lw_v_out(c, 0, lw_v_cast(c, pow_c(c, xc, lw_v_k(c, xc, e), &e), x.t));
+        }
     }
     LW_V_IN(c, 1, &y);
     lw_v v[2] = {x, y};
     lower_status st = lw_v_bcast(c, 2, v);
     if (st) return st;
-    if (ctosa_dtype_is_float(x.t)) {
-        if (!ctosa_dtype_is_float(y.t) && !lw_v_is_int(y.t)) return reject_dtype(c, y.t);
-        return lw_v_out(c, 0, lw_v_bin(c, CTOSA_OP_POW, x, lw_v_cast(c, y, x.t)));
-    }
-    /* integer base */
-    lw_v xf = lw_v_cast(c, x, CTOSA_DTYPE_FP32);
-    lw_v yf = lw_v_cast(c, y, CTOSA_DTYPE_FP32);
-    lw_v p = lw_v_bin(c, CTOSA_OP_POW, xf, yf);
-    /* an integer exponent gives an integer result: round to nearest (CAST);
-     * a float exponent: ONNX truncates the float result */
+    if (!ctosa_dtype_is_float(y.t) && !lw_v_is_int(y.t)) return reject_dtype(c, y.t);
+    lw_v p = pow_c(c, lw_v_cast(c, x, ct), lw_v_cast(c, y, ct), NULL);
+    if (fl) return lw_v_out(c, 0, lw_v_cast(c, p, x.t));
+    /* integer base: an integer exponent gives an integer result: round to
+     * nearest (CAST); a float exponent: ONNX truncates the float result */
     if (ctosa_dtype_is_float(y.t)) p = ftrunc(c, p);
     return lw_v_out(c, 0, lw_v_cast(c, p, x.t));
 }
