@@ -230,6 +230,22 @@ static lower_status lower_rmsnorm(lower_ctx *c) {
     return LOWER_OK;
 }
 
+/* 1 / sqrt(s) (RSQRT) or 1 / s (RECIPROCAL) of the norms s, and 0 where a
+ * norm is 0: a slice of zeros normalises to zeros, as in ONNX Runtime,
+ * instead of 0 * inf = NaN. The operator runs on 1 there, never on 0. */
+static const char *inv_norm(lower_ctx *c, ctosa_op_kind k, const char *s, ctosa_dtype t, uint32_t r,
+                            const int64_t *rs) {
+    const char *zero = lw_scalar(c, t, r, 0.0);
+    const char *isz = s && zero ? lw_binary(c, CTOSA_OP_EQUAL, s, zero, CTOSA_DTYPE_BOOL, r, rs) : NULL;
+    const char *one = lw_scalar(c, t, r, 1.0);
+    const char *safe = lw_tensor(c, t, r, rs), *inv = lw_tensor(c, t, r, rs);
+    const char *in1[3] = {isz, one, s};
+    if (!isz || !one || !safe || !inv || !lw_op(c, CTOSA_OP_SELECT, 3, in1, 1, &safe, NULL)) return NULL;
+    const char *v = lw_unary(c, k, safe, t, r, rs, NULL);
+    const char *in2[3] = {isz, zero, v};
+    return v && lw_op(c, CTOSA_OP_SELECT, 3, in2, 1, &inv, NULL) ? inv : NULL;
+}
+
 static lower_status lower_lpnorm(lower_ctx *c) {
     lower_status st;
     const lower_value *X = lw_data_input(c, 0, &st);
@@ -247,12 +263,12 @@ static lower_status lower_lpnorm(lower_ctx *c) {
     if (p == 2) {
         const char *s = lw_reduce(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, t, r, X->shape), t, r,
                                   X->shape, axis, rs);
-        const char *inv = s ? lw_unary(c, CTOSA_OP_RSQRT, s, t, r, rs, NULL) : NULL;
+        const char *inv = s ? inv_norm(c, CTOSA_OP_RSQRT, s, t, r, rs) : NULL;
         y = lw_mul(c, x, inv, t, r, X->shape);
     } else {
         const char *ab = x ? lw_unary(c, CTOSA_OP_ABS, x, t, r, X->shape, NULL) : NULL;
         const char *s = lw_reduce(c, CTOSA_OP_REDUCE_SUM, ab, t, r, X->shape, axis, rs);
-        const char *inv = s ? lw_unary(c, CTOSA_OP_RECIPROCAL, s, t, r, rs, NULL) : NULL;
+        const char *inv = s ? inv_norm(c, CTOSA_OP_RECIPROCAL, s, t, r, rs) : NULL;
         y = lw_mul(c, x, inv, t, r, X->shape);
     }
     LW_TRY(y);

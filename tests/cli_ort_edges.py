@@ -1,21 +1,25 @@
 #!/usr/bin/python3
-"""cli_pow_ort.py CTOSA SRC_DIR TMP - ONNX Pow lowered to TOSA against ONNX
-Runtime, over the bases where TOSA POW is unpredictable and ONNX is not:
+"""cli_ort_edges.py CTOSA SRC_DIR TMP - ONNX operators at the edges of their
+domain, lowered to TOSA, against ONNX Runtime.
+
+Pow over the bases where TOSA POW is unpredictable and ONNX is not:
 negative bases (integer exponents give signed results, others NaN), zero
 bases with zero or negative exponents (1, inf, -inf for -0 and odd
-exponents), infinities and NaN.
+exponents), infinities and NaN. The exponent is a uniform constant
+(integers, including past the repeated-squaring limit, halves, other
+fractions), a constant vector broadcast over the base, or a graph input
+covering every base with every exponent; fp32, fp16 and int32. Every POW
+a partition holds must only ever see a positive (or NaN) base: the POW
+inputs are read back with `ctosa run --output`.
 
-Each case is a one-node model written here: the exponent a uniform
-constant (integers, including past the repeated-squaring limit, halves,
-other fractions), a constant vector broadcast over the base, or a graph
-input covering every base with every exponent; fp32 and fp16, and int32.
-For each: `ctosa lower` must delegate the node, `ctosa run` on the
-partitioned model must match ORT (the same NaN positions, the same
-infinities, finite values within 2e-6 relative for fp32 and one fp16 step
-for fp16, integers exactly), and every POW the partition holds must only
-ever see a positive (or NaN) base: the POW inputs are read back with
-`ctosa run --output`. Where ORT has no kernel for a type (fp16 Pow on the
-CPU), ORT runs the fp32 model on the same values and its results are
+LpNormalization (p = 1 and 2) with slices whose norm is zero: 0 there, as
+ORT, not NaN.
+
+Each case is a one-node model written here: `ctosa lower` must delegate
+the node, `ctosa run` on the partitioned model must match ORT (the same
+NaN positions, the same infinities, finite values within 2e-6 relative for
+fp32 and 2^-10 for fp16, integers exactly). Where ORT has no kernel for a
+type, ORT runs the fp32 model on the same values and its results are
 rounded to fp16. Prints one line per case; exit 1 when one is off."""
 import json
 import os
@@ -34,16 +38,18 @@ BASES = np.array([-3, -2, -1.5, -1, -0.5, -0.0, 0.0, 0.5, 1, 1.5, 2, 3, -np.inf,
 EXPS = np.array([-3, -2, -1, -0.5, 0, 0.5, 1, 2, 3, 2.5, -1.5, 1 / 3, 65, -65, 100, np.inf, -np.inf, np.nan])
 
 
-def model(path, dt, x_shape, y, y_dt=None):
-    """z = Pow(x, y): y an array (an initializer) or a shape (an input)."""
+def model(path, dt, x_shape, y, y_dt=None, op="Pow", **attrs):
+    """z = op(x, y): y an array (an initializer), a shape (an input) or
+    None (a one-input operator)."""
     y_dt = y_dt or dt
     ins = [helper.make_tensor_value_info("x", ONNX_T[dt], list(x_shape))]
     inits = []
     if isinstance(y, np.ndarray):
         inits.append(numpy_helper.from_array(y.astype(y_dt), "y"))
-    else:
+    elif y is not None:
         ins.append(helper.make_tensor_value_info("y", ONNX_T[y_dt], list(y)))
-    g = helper.make_graph([helper.make_node("Pow", ["x", "y"], ["z"], name="pow")], "pow", ins,
+    node = helper.make_node(op, ["x", "y"] if y is not None else ["x"], ["z"], name=op.lower(), **attrs)
+    g = helper.make_graph([node], op.lower(), ins,
                           [helper.make_tensor_value_info("z", ONNX_T[dt], None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
     m.ir_version = 8
@@ -101,15 +107,15 @@ def pow_bases_positive(out, part, feeds):
     return None, len(bases)
 
 
-def case(label, dt, x, y, y_dt=None):
-    """Pow(x, y) with y a constant array (y_const) or an input array."""
+def case(label, dt, x, y, y_dt=None, op="Pow", **attrs):
+    """op(x, y) with y a constant array (a 1-tuple), an input array or None."""
     out = os.path.join(tmp, label)
     os.makedirs(out, exist_ok=True)
-    y_const = isinstance(y, tuple)
-    if y_const:
+    y_const = isinstance(y, tuple) or y is None
+    if isinstance(y, tuple):
         y = y[0]
     path = os.path.join(out, "model.onnx")
-    model(path, dt, x.shape, y if y_const else y.shape, y_dt)
+    model(path, dt, x.shape, y if y_const else y.shape, y_dt, op, **attrs)
     feeds = [("x", os.path.join(out, "x.npy"))]
     np.save(feeds[0][1], x.astype(dt))
     if not y_const:
@@ -122,7 +128,7 @@ def case(label, dt, x, y, y_dt=None):
     # x^0 and x^1 lower to a fill and an identity: a partition that only
     # moves data is left to the CPU by design (and computes the same)
     if rep["nodes_delegated"] != 1 and [f["code"] for f in rep["fallback"]] != ["no_compute"]:
-        return "Pow not delegated: %s" % json.dumps(rep["fallback"])
+        return "%s not delegated: %s" % (op, json.dumps(rep["fallback"]))
     on_cpu = rep["nodes_delegated"] != 1
     args = [ctosa, "run", os.path.join(out, "model.partitioned.onnx"), "-o", os.path.join(out, "rt"), "-q",
             "--output", "z=" + os.path.join(out, "z.npy")]
@@ -137,7 +143,7 @@ def case(label, dt, x, y, y_dt=None):
     if isinstance(ref, str) and dt == np.float16:
         # ORT's CPU Pow has no fp16 kernel: the fp32 model on the same values
         p32 = os.path.join(out, "model32.onnx")
-        model(p32, np.float32, x.shape, y if y_const else y.shape, np.float32)
+        model(p32, np.float32, x.shape, y if y_const else y.shape, np.float32, op, **attrs)
         f32 = []
         for n, f in feeds:
             f32.append(os.path.join(out, n + "32.npy"))
@@ -174,12 +180,22 @@ cases.append(("fp32_base_fp16_exponent", np.float32, BASES.reshape(-1, 1), EXPS.
 ib = np.arange(-4, 5).reshape(-1, 1)
 cases.append(("int32_input", np.int32, ib, np.arange(0, 6).reshape(1, -1)))
 cases.append(("int32_const_3", np.int32, ib, (np.array(3),)))
+cases = [("pow_" + c[0],) + tuple(c[1:]) for c in cases]
+
+# LpNormalization: rows and columns of zeros among ordinary values
+xl = np.array([[0, 0, 0, 0], [1, 0, 2, 4], [0, 0, 0, 0], [-0.0, 0, 3, 0]])
+for dt in (np.float32, np.float16):
+    for p in (1, 2):
+        for axis in (-1, 0):
+            cases.append(("lpnorm_%s_p%d_axis%d" % ("fp32" if dt == np.float32 else "fp16", p, axis), dt,
+                          xl, None, None, "LpNormalization", {"p": p, "axis": axis}))
 
 failed = 0
 for label, *a in cases:
-    why = case(label, *a)
+    kw = a.pop() if len(a) == 6 else {}
+    why = case(label, *a, **kw)
     ok = why.startswith("ok")
     print("%-4s %-28s %s" % ("ok" if ok else "FAIL", label, why[3:] if ok else why))
     failed += not ok
-print("%d of %d Pow cases match ONNX Runtime" % (len(cases) - failed, len(cases)))
+print("%d of %d cases match ONNX Runtime" % (len(cases) - failed, len(cases)))
 sys.exit(1 if failed else 0)
