@@ -15,6 +15,10 @@ inputs are read back with `ctosa run --output`.
 LpNormalization (p = 1 and 2) with slices whose norm is zero: 0 there, as
 ORT, not NaN.
 
+CastLike whose `like` operand is a graph input of shape [0]: the partition
+must not take it as an input (it never reads it), and the partitioned model
+runs.
+
 Each case is a one-node model written here: `ctosa lower` must delegate
 the node, `ctosa run` on the partitioned model must match ORT (the same
 NaN positions, the same infinities, finite values within 2e-6 relative for
@@ -38,7 +42,7 @@ BASES = np.array([-3, -2, -1.5, -1, -0.5, -0.0, 0.0, 0.5, 1, 1.5, 2, 3, -np.inf,
 EXPS = np.array([-3, -2, -1, -0.5, 0, 0.5, 1, 2, 3, 2.5, -1.5, 1 / 3, 65, -65, 100, np.inf, -np.inf, np.nan])
 
 
-def model(path, dt, x_shape, y, y_dt=None, op="Pow", **attrs):
+def model(path, dt, x_shape, y, y_dt=None, op="Pow", out_dt=None, **attrs):
     """z = op(x, y): y an array (an initializer), a shape (an input) or
     None (a one-input operator)."""
     y_dt = y_dt or dt
@@ -50,7 +54,7 @@ def model(path, dt, x_shape, y, y_dt=None, op="Pow", **attrs):
         ins.append(helper.make_tensor_value_info("y", ONNX_T[y_dt], list(y)))
     node = helper.make_node(op, ["x", "y"] if y is not None else ["x"], ["z"], name=op.lower(), **attrs)
     g = helper.make_graph([node], op.lower(), ins,
-                          [helper.make_tensor_value_info("z", ONNX_T[dt], None)], inits)
+                          [helper.make_tensor_value_info("z", ONNX_T[out_dt or dt], None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
     m.ir_version = 8
     onnx.save(m, path)
@@ -107,7 +111,7 @@ def pow_bases_positive(out, part, feeds):
     return None, len(bases)
 
 
-def case(label, dt, x, y, y_dt=None, op="Pow", **attrs):
+def case(label, dt, x, y, y_dt=None, op="Pow", out_dt=None, **attrs):
     """op(x, y) with y a constant array (a 1-tuple), an input array or None."""
     out = os.path.join(tmp, label)
     os.makedirs(out, exist_ok=True)
@@ -115,7 +119,7 @@ def case(label, dt, x, y, y_dt=None, op="Pow", **attrs):
     if isinstance(y, tuple):
         y = y[0]
     path = os.path.join(out, "model.onnx")
-    model(path, dt, x.shape, y if y_const else y.shape, y_dt, op, **attrs)
+    model(path, dt, x.shape, y if y_const else y.shape, y_dt, op, out_dt, **attrs)
     feeds = [("x", os.path.join(out, "x.npy"))]
     np.save(feeds[0][1], x.astype(dt))
     if not y_const:
@@ -130,6 +134,10 @@ def case(label, dt, x, y, y_dt=None, op="Pow", **attrs):
     if rep["nodes_delegated"] != 1 and [f["code"] for f in rep["fallback"]] != ["no_compute"]:
         return "%s not delegated: %s" % (op, json.dumps(rep["fallback"]))
     on_cpu = rep["nodes_delegated"] != 1
+    # a partition input is a value some operator of the partition reads
+    unread = [i["name"] for p in rep["partitions"] for i in p["inputs"] if op == "CastLike" and i["name"] == "y"]
+    if unread:
+        return "partition input %s is never read" % unread
     args = [ctosa, "run", os.path.join(out, "model.partitioned.onnx"), "-o", os.path.join(out, "rt"), "-q",
             "--output", "z=" + os.path.join(out, "z.npy")]
     for n, f in feeds:
@@ -143,7 +151,7 @@ def case(label, dt, x, y, y_dt=None, op="Pow", **attrs):
     if isinstance(ref, str) and dt == np.float16:
         # ORT's CPU Pow has no fp16 kernel: the fp32 model on the same values
         p32 = os.path.join(out, "model32.onnx")
-        model(p32, np.float32, x.shape, y if y_const else y.shape, np.float32, op, **attrs)
+        model(p32, np.float32, x.shape, y if y_const else y.shape, np.float32, op, out_dt, **attrs)
         f32 = []
         for n, f in feeds:
             f32.append(os.path.join(out, n + "32.npy"))
@@ -190,9 +198,14 @@ for dt in (np.float32, np.float16):
             cases.append(("lpnorm_%s_p%d_axis%d" % ("fp32" if dt == np.float32 else "fp16", p, axis), dt,
                           xl, None, None, "LpNormalization", {"p": p, "axis": axis}))
 
+# CastLike: `like` only gives the type; as a graph input of shape [0]
+for to in (np.float16, np.int32):
+    cases.append(("castlike_empty_like_%s" % np.dtype(to).name, np.float32, np.array([[1.5, -2.25, 3], [0, 7, -1]]),
+                  np.zeros((0,), to), to, "CastLike", to, {}))
+
 failed = 0
 for label, *a in cases:
-    kw = a.pop() if len(a) == 6 else {}
+    kw = a.pop() if len(a) in (6, 7) else {}
     why = case(label, *a, **kw)
     ok = why.startswith("ok")
     print("%-4s %-28s %s" % ("ok" if ok else "FAIL", label, why[3:] if ok else why))

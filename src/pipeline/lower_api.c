@@ -224,6 +224,28 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
             if (c.out_names[k]) strmap_put(&tmap, nd->outputs[k], (void *)c.out_names[k]);
         if (!part_budget_ok(r, p, lp, &scratch)) goto out; /* s->limit_err says why */
     }
+    /* A partition takes only the values its operators read: an input of a
+     * member node that the lowering never reads (CastLike's `like` gives
+     * only a type) is dropped, so no partition has an input it ignores
+     * (which may be empty and that other tools cannot even load). */
+    {
+        strmap read;
+        strmap_init(&read);
+        bool mem = true;
+        for (uint32_t i = 0; i < b->n_ops && mem; i++)
+            for (uint32_t k = 0; k < b->ops[i]->n_inputs && mem; k++)
+                mem = !b->ops[i]->inputs[k] || strmap_put(&read, b->ops[i]->inputs[k], (void *)1);
+        for (uint32_t k = 0; k < lp->n_out && mem; k++) {
+            const char *src = strmap_get(&tmap, lp->out[k]->v.name);
+            mem = !src || strmap_put(&read, src, (void *)1);
+        }
+        uint32_t kept = 0;
+        for (uint32_t k = 0; k < lp->n_in && mem; k++)
+            if (strmap_has(&read, lp->in[k]->v.name)) lp->in[kept++] = lp->in[k];
+        if (mem) lp->n_in = kept;
+        strmap_free(&read);
+        if (!mem) goto out;
+    }
     const char **in_names = arena_alloc(&scratch, (lp->n_in + 1) * sizeof *in_names);
     const char **out_src = arena_alloc(&scratch, (lp->n_out + 1) * sizeof *out_src);
     const char **out_names = arena_alloc(&scratch, (lp->n_out + 1) * sizeof *out_names);
