@@ -2,8 +2,8 @@
  *
  * TOSA has no U55 profile: the subset is what ExecuTorch's Arm backend
  * refuses to delegate for Ethos-U55/U65 (its EthosU55NotSupported,
- * EthosU55DtypeSupport, resize/reverse checks and pooling limits, see
- * ../shared/research/executorch-arm-backend.md section 1.5), translated
+ * EthosU55DtypeSupport, resize/reverse checks and pooling limits; the list
+ * is in docs/spec.md), translated
  * from PyTorch operators to the TOSA operators they lower to. */
 #include <inttypes.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * in the file:
  *   - constant data (TosaTensor.data, TosaShape.data, external segments) and
  *     byte attributes stay in the mapping (zero copy; data may be only
- *     4-byte aligned, see NOTES §3, so users must not assume more);
+ *     4-byte aligned, docs/tosa-format.md, so users must not assume more);
  *   - strings are copied once per distinct file position (a cache keyed by
  *     offset), with a byte budget that bounds what overlapping strings in a
  *     hostile file could cost;
@@ -20,7 +20,7 @@
  *
  * Numbering: 1.0-final and 1.1-draft files share one numbering (1.1 only
  * appends). Files labelled "1.1.0 draft" may instead come from the 2024-25
- * draft serializers with the older numbering (NOTES §0). When such a label
+ * draft serializers with the older numbering (docs/tosa-format.md). When such a label
  * comes without a SoftwareVersion, these hints reject the file:
  *   - op 76 with no inputs (CONST_SHAPE in the old numbering; in the new it
  *     is MATMUL_T_BLOCK_SCALED, which has inputs);

@@ -198,7 +198,7 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     int64_t cs[LOWER_MAX_RANK];
     axis_shape(r, p.axis, p.n, cs);
     const int64_t *shape = xv->v.shape;
-    /* (issue 9) weight-sized constants outside a QDQ group are dequantized
+    /* Weight-sized constants outside a QDQ group are dequantized
      * at run time instead: the int8 bytes pass through to the TOSA file
      * (the size test counts elements, which are bytes for int8/uint8) */
     if (xv->v.data && (qdq_info(c)->role == QR_DQ || qdq_val_count(xv) <= LW_LARGE_CONST_BYTES)) {
