@@ -439,7 +439,7 @@ def main(argv):
     w(" *     sha256 %s" % h(xml_path))
     w(" *   %s" % TSV_REL)
     w(" *     sha256 %s" % h(tsv_path))
-    w(" *   plus the 1.1-draft argument lists in the generator (NOTES.md Appendix C).")
+    w(" *   plus the 1.1-draft argument lists in the generator.")
     w(" *")
     # Identical rows (a set expansion repeating a row) are kept once.
     for n in final:

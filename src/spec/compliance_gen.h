@@ -5,7 +5,7 @@
  *     sha256 e1f399e6344164cd74b2f2ce3edd5801b16d4a0f6d61808b4362b7ff6009e529
  *   reference/tosa/tosa-1.1-rows-added.tsv
  *     sha256 8e2a3115fe97e63e2aad58d53298f98d68ee2c09c00ed15e887539f85a3cdc75
- *   plus the 1.1-draft argument lists in the generator (NOTES.md Appendix C).
+ *   plus the 1.1-draft argument lists in the generator.
  *
  * 96 operators; 389 rows from TOSA 1.0; 340 rows added in 1.1, from 245 TSV lines
  * (type sets expanded, repeated rows kept once). Left out: 107 set combinations

@@ -183,7 +183,7 @@ static void note_alignment(reader *r, uint64_t off) {
     if (!r->min_align || a < r->min_align) r->min_align = a;
 }
 
-/* Element size in bits under the pre-final draft numbering (NOTES §1.3). */
+/* Element size in bits under the pre-final draft numbering. */
 static int old_dtype_bits(uint32_t t) {
     static const int bits[] = {0, 8, 8, 4, 8, 16, 32, 48, 32, 16, 16, 16, 64, 8, 8};
     return t < CTOSA_ARRAY_LEN(bits) ? bits[t] : 0;

@@ -1,6 +1,6 @@
 /* tables.c - names and attribute layouts of TOSA dtypes and operators,
  * following the 1.0-final and 1.1-draft flatbuffer schemas
- * (../shared/reference/tosa/schema/tosa-1.0.fbs, tosa-1.1-draft.fbs). */
+ * (the official TOSA 1.0 schema and the 1.1 draft schema). */
 #include <stddef.h>
 #include <string.h>
 
