@@ -320,14 +320,14 @@ static void make_pool(const char *path) {
 }
 
 /* .npy v1.0 writer for the two inputs (header padded to 64 bytes). */
-static void write_npy(const char *path, const char *descr, const int32_t *shape, int rank,
-                      const void *data, size_t bytes) {
+static void write_npy(const char *path, const char *descr, const int32_t *shape, int rank, const void *data,
+                      size_t bytes) {
     char hdr[128], dims[64] = "";
     size_t n = 0;
     for (int i = 0; i < rank; i++) n += (size_t)snprintf(dims + n, sizeof dims - n, "%d, ", shape[i]);
     if (rank > 1) dims[n - 2] = 0; /* "1, 8" */
-    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-                       descr, dims);
+    int len =
+        snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
     int total = 10 + len + 1;
     int pad = (64 - total % 64) % 64;
     FILE *f = fopen(path, "wb");
@@ -455,8 +455,8 @@ static void evict(const char *path) {
 }
 
 static void line(const char *name, const result *r, const char *extra) {
-    printf("%-10s %9.3f s   peak RSS %8.1f MiB   exit %d%s%s\n", name, r->seconds,
-           r->rss_kib / 1024.0, r->status, extra ? "   " : "", extra ? extra : "");
+    printf("%-10s %9.3f s   peak RSS %8.1f MiB   exit %d%s%s\n", name, r->seconds, r->rss_kib / 1024.0,
+           r->status, extra ? "   " : "", extra ? extra : "");
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f) {
@@ -568,8 +568,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_bigfile: %s is not executable (give --ctosa PATH)\n", ctosa_bin);
         return 2;
     }
-    printf("bench_bigfile: layers %d hidden %d ffn %d vocab %d tokens %d; files in %s\n", C.layers,
-           C.hidden, C.ffn, C.vocab, C.tokens, dir);
+    printf("bench_bigfile: layers %d hidden %d ffn %d vocab %d tokens %d; files in %s\n", C.layers, C.hidden,
+           C.ffn, C.vocab, C.tokens, dir);
     printf("load average at the start: %s", loadavg());
     double t0 = bench_now();
     make_pool(pool_path);
@@ -582,8 +582,8 @@ int main(int argc, char **argv) {
     struct stat st;
     if (w.status != 0 || stat(tosa_path, &st) != 0) die("write failed", NULL);
     char extra[256];
-    snprintf(extra, sizeof extra, "%llu bytes (%.2f GiB), %llu parameters",
-             (unsigned long long)st.st_size, st.st_size / 1073741824.0, (unsigned long long)w.bytes);
+    snprintf(extra, sizeof extra, "%llu bytes (%.2f GiB), %llu parameters", (unsigned long long)st.st_size,
+             st.st_size / 1073741824.0, (unsigned long long)w.bytes);
     line("write", &w, extra);
     sync();
 
@@ -603,12 +603,12 @@ int main(int argc, char **argv) {
     snprintf(tok_arg, sizeof tok_arg, "tokens=%s", tok_path);
     snprintf(mask_arg, sizeof mask_arg, "mask=%s", mask_path);
     snprintf(out_arg, sizeof out_arg, "l0.out=%s", out_path);
-    char *slice_argv[] = {ctosa_bin, "run", tosa_path, "--input", tok_arg, "--input", mask_arg,
-                          "--outputs", "l0.out", "--output", out_arg, "-q", NULL};
+    char *slice_argv[] = {ctosa_bin,   "run",    tosa_path,  "--input", tok_arg, "--input", mask_arg,
+                          "--outputs", "l0.out", "--output", out_arg,   "-q",    NULL};
     char q_arg[1400];
     snprintf(q_arg, sizeof q_arg, "l0.attn.q=%s/l0_q.npy", dir);
-    char *qslice_argv[] = {ctosa_bin, "run", tosa_path, "--input", tok_arg, "--outputs", "l0.attn.q",
-                           "--output", q_arg, "-q", NULL};
+    char *qslice_argv[] = {ctosa_bin,   "run",      tosa_path, "--input", tok_arg, "--outputs",
+                           "l0.attn.q", "--output", q_arg,     "-q",      NULL};
     char dump_out[1300];
     snprintf(dump_out, sizeof dump_out, "%s/dump.txt", dir);
 
@@ -643,8 +643,8 @@ int main(int argc, char **argv) {
     if (full) {
         char logits_arg[1400];
         snprintf(logits_arg, sizeof logits_arg, "logits=%s/logits.npy", dir);
-        char *full_argv[] = {ctosa_bin, "run", tosa_path, "--input", tok_arg, "--input", mask_arg,
-                             "--output", logits_arg, "-q", NULL};
+        char *full_argv[] = {ctosa_bin, "run",      tosa_path,  "--input", tok_arg, "--input",
+                             mask_arg,  "--output", logits_arg, "-q",      NULL};
         r = spawn(full_argv, NULL);
         line("run-full", &r, "whole graph, once");
     }

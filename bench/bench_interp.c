@@ -111,7 +111,6 @@ static void run_case(interp_ctx *ctx, const bcase *c, double peak) {
     rm(in), rm(w), rm(b), rm(out), rm(izp), rm(wzp);
 }
 
-
 /* --------------------------------------------- MobileNetV2 whole graph */
 
 typedef struct mn {
@@ -155,7 +154,8 @@ static const char *mn_conv(mn *m, const char *x, int32_t *hw, int32_t cin, int32
     int32_t pad = k / 2, padb = pad - ((hw[0] - 1 + 2 * pad - (k - 1)) % stride);
     int32_t oh = (hw[0] - 1 + pad + padb - (k - 1)) / stride + 1;
     int32_t wshape[4] = {cout, k, k, cin}, dwshape[4] = {k, k, cin, 1}, one[1] = {1};
-    const char *w = mn_const(m, 4, depthwise ? dwshape : wshape, 1.0f / (float)(k * k * (depthwise ? 1 : cin)));
+    const char *w =
+        mn_const(m, 4, depthwise ? dwshape : wshape, 1.0f / (float)(k * k * (depthwise ? 1 : cin)));
     const char *bias = mn_const(m, 1, (int32_t[]){cout}, 0.01f);
     const char *zi = mn_const(m, 1, one, 0.0f), *zw = mn_const(m, 1, one, 0.0f);
     int32_t oshape[4] = {1, oh, oh, cout};
@@ -168,8 +168,8 @@ static const char *mn_conv(mn *m, const char *x, int32_t *hw, int32_t cin, int32
     a.acc_type = CTOSA_DTYPE_FP32;
     const char *in[5] = {x, w, bias, zi, zw};
     if (!m->err)
-        m->err = ctosa_block_add_op(m->g, m->b, depthwise ? CTOSA_OP_DEPTHWISE_CONV2D : CTOSA_OP_CONV2D, 5, in,
-                                    1, &y, &a, NULL);
+        m->err = ctosa_block_add_op(m->g, m->b, depthwise ? CTOSA_OP_DEPTHWISE_CONV2D : CTOSA_OP_CONV2D, 5,
+                                    in, 1, &y, &a, NULL);
     m->flops += 2.0 * oh * oh * cout * k * k * (depthwise ? 1 : cin);
     hw[0] = hw[1] = oh;
     if (!relu6) return y;
@@ -190,7 +190,8 @@ static ctosa_error *mn_build(ctosa_graph **gp, double *flops) {
     ctosa_region *r;
     if ((m.err = ctosa_graph_create(CTOSA_VERSION_1_0, &m.g))) return m.err;
     *gp = m.g;
-    if ((m.err = ctosa_graph_add_region(m.g, "main", &r)) || (m.err = ctosa_region_add_block(m.g, r, "main", &m.b)))
+    if ((m.err = ctosa_graph_add_region(m.g, "main", &r)) ||
+        (m.err = ctosa_region_add_block(m.g, r, "main", &m.b)))
         return m.err;
     int32_t hw[2] = {224, 224};
     int32_t ishape[4] = {1, 224, 224, 3};
@@ -198,7 +199,7 @@ static ctosa_error *mn_build(ctosa_graph **gp, double *flops) {
         (m.err = ctosa_block_add_input(m.g, m.b, "input")))
         return m.err;
     const char *x = mn_conv(&m, "input", hw, 3, 32, 3, 2, false, true);
-    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                   {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
     int32_t cin = 32;
     for (int i = 0; i < 7; i++)
@@ -248,7 +249,8 @@ static void bench_mobilenet(int threads) {
     float *img = malloc(224 * 224 * 3 * sizeof(float));
     for (int i = 0; img && i < 224 * 224 * 3; i++) img[i] = (float)(i % 255) / 255.0f;
     int64_t shp[4] = {1, 224, 224, 3};
-    if (!e && img) e = ctosa_interp_set_input(it, "input", CTOSA_DTYPE_FP32, 4, shp, img, 224 * 224 * 3 * sizeof(float));
+    if (!e && img)
+        e = ctosa_interp_set_input(it, "input", CTOSA_DTYPE_FP32, 4, shp, img, 224 * 224 * 3 * sizeof(float));
     double best = 1e30;
     for (int i = 0; !e && i < 12; i++) {
         double t0 = now_seconds();
@@ -261,7 +263,8 @@ static void bench_mobilenet(int threads) {
         ctosa_error_free(e);
     } else {
         printf("%-44s %8.3f ms %8.1f GFLOP/s (%.2f GFLOP per image, best of 12)\n",
-               "MobileNetV2 1x224x224x3 fp32 (ctosa_interp_run)", best * 1e3, flops / best / 1e9, flops / 1e9);
+               "MobileNetV2 1x224x224x3 fp32 (ctosa_interp_run)", best * 1e3, flops / best / 1e9,
+               flops / 1e9);
     }
     free(img);
     ctosa_interp_free(it);
@@ -281,14 +284,22 @@ int main(int argc, char **argv) {
     printf("percentages below are of %.1f GFLOP/s\n\n", peak);
     interp_ctx ctx = {.it = NULL, .pool = threads > 1 ? tpool_create(threads) : NULL, .depth = 0};
     const bcase cases[] = {
-        {"DEPTHWISE 1x112x112x32 3x3 s1 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D, CTOSA_DTYPE_FP32, 112, 112, 32, 32, 3, 1},
-        {"CONV2D 1x56x56x64 1x1 -> 128 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 56, 56, 64, 128, 1, 1},
-        {"CONV2D 1x28x28x128 3x3 -> 128 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 28, 28, 128, 128, 3, 1},
-        {"CONV2D 1x112x112x32 1x1 -> 16 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 112, 112, 32, 16, 1, 1},
-        {"CONV2D 1x224x224x3 3x3 s2 -> 32 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 224, 224, 3, 32, 3, 2},
-        {"CONV2D 1x7x7x320 1x1 -> 1280 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 7, 7, 320, 1280, 1, 1},
-        {"CONV2D 1x28x28x128 3x3 -> 128 int8", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_INT8, 28, 28, 128, 128, 3, 1},
-        {"DEPTHWISE 1x112x112x32 3x3 s1 int8", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D, CTOSA_DTYPE_INT8, 112, 112, 32, 32, 3, 1},
+        {"DEPTHWISE 1x112x112x32 3x3 s1 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 112, 112, 32, 32, 3, 1},
+        {"CONV2D 1x56x56x64 1x1 -> 128 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 56, 56, 64,
+         128, 1, 1},
+        {"CONV2D 1x28x28x128 3x3 -> 128 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 28, 28,
+         128, 128, 3, 1},
+        {"CONV2D 1x112x112x32 1x1 -> 16 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 112, 112,
+         32, 16, 1, 1},
+        {"CONV2D 1x224x224x3 3x3 s2 -> 32 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 224, 224,
+         3, 32, 3, 2},
+        {"CONV2D 1x7x7x320 1x1 -> 1280 fp32", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_FP32, 7, 7, 320,
+         1280, 1, 1},
+        {"CONV2D 1x28x28x128 3x3 -> 128 int8", CTOSA_OP_CONV2D, interp_k_CONV2D, CTOSA_DTYPE_INT8, 28, 28,
+         128, 128, 3, 1},
+        {"DEPTHWISE 1x112x112x32 3x3 s1 int8", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_INT8, 112, 112, 32, 32, 3, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&ctx, &cases[i], peak);
 

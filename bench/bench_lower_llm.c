@@ -211,7 +211,8 @@ int main(int argc, char **argv) {
                layers ? layers : "", int8 ? " --int8" : "");
         fflush(stdout);
         run g = run_child(gargv, true);
-        if (g.status) die("make_llm.py failed (needs /usr/bin/python3 with numpy and onnx): status %s", "!= 0");
+        if (g.status)
+            die("make_llm.py failed (needs /usr/bin/python3 with numpy and onnx): status %s", "!= 0");
         printf("generated in %.1f s, generator peak RSS %.0f MiB\n", g.wall, g.rss_mib);
     }
     uint64_t bin_size = file_size(bin), onnx_size = file_size(onnx);
@@ -266,7 +267,8 @@ int main(int argc, char **argv) {
                median(lo_t, rounds), (double)bin_size / 1e6 / median(lo_t, rounds), lo_rss);
         printf("        all rounds (lower/cp):");
         for (int r = 0; r < rounds; r++) printf(" %.3f/%.3f", lo_t[r], cp_t[r]);
-        printf("\nratio   median of per-round lower/cp %.2fx, best/best %.2fx  (target <= 2x; RSS target <= 512 MiB)\n",
+        printf("\nratio   median of per-round lower/cp %.2fx, best/best %.2fx  (target <= 2x; RSS target <= "
+               "512 MiB)\n",
                median(ratio, rounds), best(lo_t, rounds) / best(cp_t, rounds));
         printf("output  %.1f MB in total; %d .tosa file(s), %.1f MB\n", (double)total / 1e6, n_tosa,
                (double)tosa_total / 1e6);
@@ -284,8 +286,8 @@ int main(int argc, char **argv) {
             char *kargv[] = {ctosa_bin, "check", big, "--spec", (char *)specs[si], NULL};
             run chk = run_child(kargv, false);
             printf("info    %.3f s (exit %d, peak RSS %.1f MiB)\n", inf.wall, inf.status, inf.rss_mib);
-            printf("check   %.3f s (exit %d, peak RSS %.1f MiB)  (targets: open < 100 ms, check < 5 s)\n", chk.wall,
-                   chk.status, chk.rss_mib);
+            printf("check   %.3f s (exit %d, peak RSS %.1f MiB)  (targets: open < 100 ms, check < 5 s)\n",
+                   chk.wall, chk.status, chk.rss_mib);
         }
         if (!keep || si + 1 < n_specs) rm_rf(outdir);
     }

@@ -91,8 +91,8 @@ static void step(const char *label, const char *path) {
         ctosa_graph *g = build();
         uint64_t bytes = 0;
         double t0 = bench_now();
-        ctosa_error *e = path ? ctosa_mlir_write_file(g, path, NULL)
-                              : ctosa_mlir_write(g, NULL, count_sink, &bytes);
+        ctosa_error *e =
+            path ? ctosa_mlir_write_file(g, path, NULL) : ctosa_mlir_write(g, NULL, count_sink, &bytes);
         double t1 = bench_now();
         if (e) bench_die(PROG, label, e);
         if (path) {

@@ -98,8 +98,8 @@ static const char *scalar(net *m, ctosa_dtype t, double v) {
 
 /* Per-channel RESCALE int32 -> int8 (or int8 -> int32 when to32): value *
  * scale with scale = mult * 2^-shift, multiplier in [2^30, 2^31). */
-static const char *rescale(net *m, const char *x, const int32_t *shape, int32_t ch, double scale,
-                           int32_t izp, int32_t ozp, bool to32) {
+static const char *rescale(net *m, const char *x, const int32_t *shape, int32_t ch, double scale, int32_t izp,
+                           int32_t ozp, bool to32) {
     int shift = 0;
     double mult = scale;
     while (mult < 0.5 && shift < 62) mult *= 2, shift++;
@@ -231,7 +231,7 @@ static ctosa_error *build(bool i8, ctosa_graph **gp, double *flops) {
         return m.err;
     const char *x = conv(&m, "input", hw, 3, 32, 3, 2, false, true, &zp);
     /* (expansion t, channels c, repeats n, first stride s), as in the paper */
-    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                   {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
     int32_t cin = 32;
     for (int i = 0; i < 7; i++)
@@ -272,12 +272,14 @@ static ctosa_error *build(bool i8, ctosa_graph **gp, double *flops) {
     if (!m.err) m.err = ctosa_block_add_op(m.g, m.b, CTOSA_OP_RESHAPE, 2, rin, 1, &flat, NULL, NULL);
     ctosa_dtype ot = i8 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_FP32;
     float ws = 1.7f / sqrtf(1280.0f), bs = i8 ? 1000.0f : 0.01f;
-    const char *w = i8 ? constant(&m, at, 3, wshape, f_i8, NULL) : constant(&m, at, 3, wshape, f_uniform, &ws);
+    const char *w =
+        i8 ? constant(&m, at, 3, wshape, f_i8, NULL) : constant(&m, at, 3, wshape, f_uniform, &ws);
     const char *min[4] = {flat, w, scalar(&m, at, zp), scalar(&m, at, 0)};
     const char *mm = tensor(&m, ot, 3, oshape);
     if (!m.err) m.err = ctosa_block_add_op(m.g, m.b, CTOSA_OP_MATMUL, 4, min, 1, &mm, NULL, NULL);
     m.flops += 2.0 * 1280 * 1000;
-    const char *bias = i8 ? constant(&m, ot, 3, oshape, f_i32, &bs) : constant(&m, ot, 3, oshape, f_uniform, &bs);
+    const char *bias =
+        i8 ? constant(&m, ot, 3, oshape, f_i32, &bs) : constant(&m, ot, 3, oshape, f_uniform, &bs);
     const char *logits = tensor(&m, ot, 3, oshape), *ain[2] = {mm, bias};
     if (!m.err) m.err = ctosa_block_add_op(m.g, m.b, CTOSA_OP_ADD, 2, ain, 1, &logits, NULL, NULL);
     if (!m.err) m.err = ctosa_block_add_output(m.g, m.b, logits);
@@ -319,7 +321,9 @@ static int bench(bool i8, int threads, int runs, double peak) {
         else ((float *)img)[i] = (float)(i % 255) / 255.0f - 0.5f;
     }
     int64_t shp[4] = {1, 224, 224, 3};
-    if (!e) e = ctosa_interp_set_input(it, "input", i8 ? CTOSA_DTYPE_INT8 : CTOSA_DTYPE_FP32, 4, shp, img, n * es);
+    if (!e)
+        e = ctosa_interp_set_input(it, "input", i8 ? CTOSA_DTYPE_INT8 : CTOSA_DTYPE_FP32, 4, shp, img,
+                                   n * es);
     double t_first = 0;
     for (int i = 0; !e && i < 2; i++) { /* warm-up: the first run fills the op caches */
         t0 = now_seconds();
@@ -344,14 +348,15 @@ static int bench(bool i8, int threads, int runs, double peak) {
         qsort(times, (size_t)runs, sizeof *times, cmp_d);
         double best = times[0], med = times[runs / 2], mean = sum / runs;
         printf("MobileNetV2 1x224x224x3 %s: best %.3f ms, median %.3f ms, mean %.3f ms over %d runs "
-               "(load %.1f ms, first run %.1f ms)\n", label, best * 1e3, med * 1e3, mean * 1e3, runs,
-               t_load * 1e3, t_first * 1e3);
+               "(load %.1f ms, first run %.1f ms)\n",
+               label, best * 1e3, med * 1e3, mean * 1e3, runs, t_load * 1e3, t_first * 1e3);
         printf("  %.3f G%s per image; at the median %.1f G%s/s", flops / 1e9, i8 ? "OP" : "FLOP",
                flops / med / 1e9, i8 ? "OP" : "FLOP");
         if (peak > 0) printf(" = %.1f%% of the fp32 FMA peak", 100.0 * flops / med / 1e9 / peak);
         printf(" (best %.1f G%s/s)\n", flops / best / 1e9, i8 ? "OP" : "FLOP");
         printf("  CPU time %.3f ms per run (all threads; spinning workers count; with --threads 1 "
-               "it is the work itself, which other load on the machine hardly changes)\n", cpu * 1e3);
+               "it is the work itself, which other load on the machine hardly changes)\n",
+               cpu * 1e3);
         printf("RESULT %s best_ms=%.3f median_ms=%.3f mean_ms=%.3f gflops=%.1f cpu_ms=%.3f\n", label,
                best * 1e3, med * 1e3, mean * 1e3, flops / med / 1e9, cpu * 1e3);
     }

@@ -82,10 +82,10 @@ static ctosa_graph *build(const uint8_t *mem) {
 
 /* Result a child sends back through a pipe. */
 typedef struct step_result {
-    double seconds;   /* the timed part */
-    double extra;     /* untimed preparation (e.g. loading constants) */
-    uint64_t bytes;   /* bytes produced/consumed */
-    uint64_t check;   /* checksum or count, for the report */
+    double seconds; /* the timed part */
+    double extra;   /* untimed preparation (e.g. loading constants) */
+    uint64_t bytes; /* bytes produced/consumed */
+    uint64_t check; /* checksum or count, for the report */
     int ok;
 } step_result;
 
@@ -319,7 +319,8 @@ int main(int argc, char **argv) {
            (unsigned long long)TOTAL, N_ADD, dir);
     printf("load average at the start: %s", loadavg());
     printf("cp, write-mem and write-file run in turn, %d rounds, each in a fresh process; "
-           "the median is shown, all times in brackets\n", reps);
+           "the median is shown, all times in brackets\n",
+           reps);
     step_result rc[16], ra[16], rb[16], rr[16], rt[16];
     long sc[16], sa[16], sb[16], sr[16], st_[16];
     for (int i = 0; i < reps; i++) {
@@ -351,8 +352,7 @@ int main(int argc, char **argv) {
             if (qb[j] < qb[j - 1]) t = qb[j], qb[j] = qb[j - 1], qb[j - 1] = t;
         }
     double ratio_a = qa[reps / 2], ratio_b = qb[reps / 2];
-    printf("median of per-round ratios to cp: write-mem %.2fx, write-file %.2fx\n", ratio_a,
-           ratio_b);
+    printf("median of per-round ratios to cp: write-mem %.2fx, write-file %.2fx\n", ratio_a, ratio_b);
     step_write_file_keep(a_out, b_out);
     for (int i = 0; i < reps; i++) {
         rr[i] = run_step(step_read, b_out, &sr[i]);

@@ -41,8 +41,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) out_spec = argv[++i];
         else if (argv[i][0] != '-' && !model) model = argv[i];
         else {
-            fprintf(stderr, "usage: %s MODEL.tosa [--input NAME=FILE.npy]... [--threads N] [--runs N] "
-                            "[--output NAME=FILE.npy]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s MODEL.tosa [--input NAME=FILE.npy]... [--threads N] [--runs N] "
+                    "[--output NAME=FILE.npy]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -89,7 +91,8 @@ int main(int argc, char **argv) {
             size_t es = ctosa_host_elem_size(info.dtype);
             for (uint64_t k = 0; k < info.count; k++) {
                 if (info.dtype == CTOSA_DTYPE_FP32) ((float *)host)[k] = (float)(k % 251) / 251.0f - 0.5f;
-                else if (es == 1) ((uint8_t *)host)[k] = info.dtype == CTOSA_DTYPE_BOOL ? k & 1 : (uint8_t)(k % 7);
+                else if (es == 1)
+                    ((uint8_t *)host)[k] = info.dtype == CTOSA_DTYPE_BOOL ? k & 1 : (uint8_t)(k % 7);
                 else memset((char *)host + k * es, 0, es), ((uint8_t *)host)[k * es] = (uint8_t)(k % 7);
             }
         }
@@ -141,8 +144,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < runs; i++) sum += times[i];
         qsort(times, (size_t)runs, sizeof *times, cmp_d);
         printf("%s: best %.3f ms, median %.3f ms, mean %.3f ms over %d runs (load+plan %.1f ms, first "
-               "run %.1f ms)\n", model, times[0] * 1e3, times[runs / 2] * 1e3, sum / runs * 1e3, runs,
-               t_load * 1e3, t_first * 1e3);
+               "run %.1f ms)\n",
+               model, times[0] * 1e3, times[runs / 2] * 1e3, sum / runs * 1e3, runs, t_load * 1e3,
+               t_first * 1e3);
         qsort(cpu, (size_t)runs, sizeof *cpu, cmp_d);
         printf("process CPU time per run: best %.3f ms, median %.3f ms\n", cpu[0] * 1e3, cpu[runs / 2] * 1e3);
         printf("RESULT tosa best_ms=%.3f median_ms=%.3f mean_ms=%.3f\n", times[0] * 1e3,

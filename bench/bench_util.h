@@ -23,20 +23,19 @@ typedef float bench_v8 __attribute__((vector_size(32)));
 #if defined(__x86_64__) && defined(__GNUC__)
 /* Independent chains hide the FMA latency on two FMA ports; the chains
  * converge (x -> 0.1) so no value becomes denormal or infinite. */
-#define BENCH_FMA_LOOP(NAME, ATTR, VT, CHAINS)                                     \
-    ATTR __attribute__((noinline)) static float NAME(long iters) {                 \
-        VT acc[CHAINS];                                                            \
-        VT m = {0}, a = {0};                                                       \
-        for (int i = 0; i < CHAINS; i++) acc[i] = (VT){0} + (float)i * 1e-3f;      \
-        m += 0.999999f;                                                            \
-        a += 1e-7f;                                                                \
-        for (long it = 0; it < iters; it++) {                                      \
-            _Pragma("GCC unroll 32") for (int i = 0; i < CHAINS; i++)              \
-                acc[i] = acc[i] * m + a;                                           \
-        }                                                                          \
-        float s = 0;                                                               \
-        for (int i = 0; i < CHAINS; i++) s += acc[i][0];                           \
-        return s;                                                                  \
+#define BENCH_FMA_LOOP(NAME, ATTR, VT, CHAINS)                                                 \
+    ATTR __attribute__((noinline)) static float NAME(long iters) {                             \
+        VT acc[CHAINS];                                                                        \
+        VT m = {0}, a = {0};                                                                   \
+        for (int i = 0; i < CHAINS; i++) acc[i] = (VT){0} + (float)i * 1e-3f;                  \
+        m += 0.999999f;                                                                        \
+        a += 1e-7f;                                                                            \
+        for (long it = 0; it < iters; it++) {                                                  \
+            _Pragma("GCC unroll 32") for (int i = 0; i < CHAINS; i++) acc[i] = acc[i] * m + a; \
+        }                                                                                      \
+        float s = 0;                                                                           \
+        for (int i = 0; i < CHAINS; i++) s += acc[i][0];                                       \
+        return s;                                                                              \
     }
 BENCH_FMA_LOOP(bench_fma512, __attribute__((target("avx512f,fma"))), bench_v16, 24)
 BENCH_FMA_LOOP(bench_fma256, __attribute__((target("avx2,fma"))), bench_v8, 12) /* 16 ymm */
@@ -99,13 +98,13 @@ static double bench_fma_peak(int threads, bool verbose) {
     double p256 = has256 ? bench_measure_peak(threads, 0) : 0;
     double p512 = has512 ? bench_measure_peak(threads, 1) : 0;
     if (verbose)
-        printf("FMA peak fp32: AVX2 %.1f GFLOP/s, AVX-512 %.1f GFLOP/s (%d threads)\n", p256, p512,
-               threads);
+        printf("FMA peak fp32: AVX2 %.1f GFLOP/s, AVX-512 %.1f GFLOP/s (%d threads)\n", p256, p512, threads);
     double peak = p512 > p256 ? p512 : p256;
     return peak > 0 ? peak : 1;
 #else
     (void)threads;
-    if (verbose) printf("no FMA peak measurement on this architecture; %% figures are relative to 1 GFLOP/s\n");
+    if (verbose)
+        printf("no FMA peak measurement on this architecture; %% figures are relative to 1 GFLOP/s\n");
     return 1;
 #endif
 }

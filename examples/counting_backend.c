@@ -57,6 +57,6 @@ static void cb_release(void *user, void *state) {
 void counting_backend_init(counting_backend *cb) {
     *cb = (counting_backend){0};
     cb->inner = ctosa_backend_interpreter();
-    cb->backend = (ctosa_backend){.name = "counting", .user = cb, .prepare = cb_prepare, .run = cb_run,
-                                  .release = cb_release};
+    cb->backend = (ctosa_backend){
+        .name = "counting", .user = cb, .prepare = cb_prepare, .run = cb_run, .release = cb_release};
 }

@@ -21,8 +21,8 @@
 #define COUNTING_BACKEND_MAX_PARTS 64
 
 typedef struct counting_backend {
-    ctosa_backend backend;        /* what the runtime calls (user = this struct) */
-    const ctosa_backend *inner;   /* where the calls go: the interpreter */
+    ctosa_backend backend;      /* what the runtime calls (user = this struct) */
+    const ctosa_backend *inner; /* where the calls go: the interpreter */
     uint32_t prepares, runs, releases;
     /* Per prepared partition (in load order): its name and how often it ran. */
     uint32_t n_parts;

@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
         if ((e = ctosa_runtime_get_output(rt, info.name, &v))) break;
         printf("%s: %s, %llu elements\n", v.name, v.dtype, (unsigned long long)v.count);
     }
-    for (uint32_t p = 0; !e && p < cb.n_parts; p++) printf("partition %s ran %u time(s)\n", cb.names[p], cb.runs_of[p]);
+    for (uint32_t p = 0; !e && p < cb.n_parts; p++)
+        printf("partition %s ran %u time(s)\n", cb.names[p], cb.runs_of[p]);
     ctosa_runtime_free(rt);
     if (e) return fail(e);
     printf("prepare %u, run %u, release %u\n", cb.prepares, cb.runs, cb.releases);

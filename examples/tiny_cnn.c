@@ -27,8 +27,8 @@ static void die(ctosa_error *e) {
     exit(2);
 }
 
-static void add_const(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype t,
-                      uint32_t rank, const int32_t *shape, const void *data, size_t size) {
+static void add_const(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype t, uint32_t rank,
+                      const int32_t *shape, const void *data, size_t size) {
     die(ctosa_block_add_tensor(g, b, name, t, rank, shape, NULL));
     ctosa_tensor *tt = ctosa_block_find_tensor(g, b, name);
     die(ctosa_tensor_set_data(g, tt, data, size, true));

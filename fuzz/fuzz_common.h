@@ -23,14 +23,13 @@
 #ifdef CTOSA_FUZZ_REPLAY
 #define FUZZ_ENTRY(name) int ctosa_fuzz_##name(const uint8_t *data, size_t size)
 #else
-#define FUZZ_ENTRY(name)                                               \
-    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);      \
+#define FUZZ_ENTRY(name)                                          \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); \
     int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #endif
 
 static inline void fuzz_fail(const char *what, const ctosa_error *e) {
-    fprintf(stderr, "fuzz invariant broken: %s%s%s\n", what, e ? ": " : "",
-            e ? ctosa_error_message(e) : "");
+    fprintf(stderr, "fuzz invariant broken: %s%s%s\n", what, e ? ": " : "", e ? ctosa_error_message(e) : "");
     abort();
 }
 

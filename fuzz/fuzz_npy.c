@@ -10,10 +10,9 @@
 #include "tensorfile/tensorfile.h"
 
 static const ctosa_dtype targets[] = {
-    CTOSA_DTYPE_BOOL, CTOSA_DTYPE_INT4, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16,
-    CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT64, CTOSA_DTYPE_FP32,
-    CTOSA_DTYPE_FP16, CTOSA_DTYPE_BF16, CTOSA_DTYPE_FP8E4M3, CTOSA_DTYPE_FP8E5M2,
-    CTOSA_DTYPE_SHAPE};
+    CTOSA_DTYPE_BOOL,    CTOSA_DTYPE_INT4,    CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT32,
+    CTOSA_DTYPE_INT48,   CTOSA_DTYPE_INT64,   CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP16,  CTOSA_DTYPE_BF16,
+    CTOSA_DTYPE_FP8E4M3, CTOSA_DTYPE_FP8E5M2, CTOSA_DTYPE_SHAPE};
 
 static void public_api(const uint8_t *data, size_t size) {
     ctosa_tensor_file t;
@@ -39,8 +38,13 @@ static void public_api(const uint8_t *data, size_t size) {
             const char *dir = fuzz_scratch_dir();
             char path[1024];
             snprintf(path, sizeof path, "%s/back.npy", dir ? dir : ".");
-            ctosa_interp_tensor v = {.name = "x", .dtype = targets[i], .rank = t.rank,
-                                     .shape = t.shape, .count = t.count, .data = host, .size = n};
+            ctosa_interp_tensor v = {.name = "x",
+                                     .dtype = targets[i],
+                                     .rank = t.rank,
+                                     .shape = t.shape,
+                                     .count = t.count,
+                                     .data = host,
+                                     .size = n};
             if (dir) {
                 ctosa_error *e2 = ctosa_tensor_file_write_npy(path, &v);
                 if (!e2) {

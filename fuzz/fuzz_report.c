@@ -26,8 +26,7 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return 2;
 }
 
-const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt,
-                           int *missing) {
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt, int *missing) {
     (void)argc, (void)argv, (void)i, (void)flag, (void)alt, (void)missing;
     return NULL;
 }

@@ -58,8 +58,7 @@ static ctosa_error *build_block(ctosa_graph *g, ctosa_block *b, src *s) {
         if (flags & 4) tt->variable_name = ctosa_graph_strdup(g, "var");
         if (cst) {
             uint64_t count, bytes;
-            if (!ctosa_tensor_elements(tt, &count) || !ctosa_dtype_storage_size(dt, count, &bytes))
-                continue;
+            if (!ctosa_tensor_elements(tt, &count) || !ctosa_dtype_storage_size(dt, count, &bytes)) continue;
             uint8_t data[512];
             if (bytes > sizeof data) continue;
             for (uint64_t k = 0; k < bytes; k++) data[k] = u8(s);
@@ -178,7 +177,8 @@ static void cmp_op(const ctosa_op *a, const ctosa_op *b) {
         switch (f[k].kind) {
         case CTOSA_FIELD_I32: same = !memcmp(x, y, sizeof(int32_t)); break;
         case CTOSA_FIELD_BOOL: same = *(const bool *)x == *(const bool *)y; break;
-        case CTOSA_FIELD_ENUM: case CTOSA_FIELD_DTYPE: same = !memcmp(x, y, sizeof(int)); break;
+        case CTOSA_FIELD_ENUM:
+        case CTOSA_FIELD_DTYPE: same = !memcmp(x, y, sizeof(int)); break;
         case CTOSA_FIELD_I32_VEC: {
             const ctosa_i32s *v = (const ctosa_i32s *)x, *w = (const ctosa_i32s *)y;
             same = v->n == w->n && (!v->n || !memcmp(v->v, w->v, v->n * sizeof(int32_t)));
@@ -205,8 +205,7 @@ static void cmp_op(const ctosa_op *a, const ctosa_op *b) {
 
 static void cmp_graph(const ctosa_graph *a, const ctosa_graph *b) {
     ctosa_version va = ctosa_graph_version(a), vb = ctosa_graph_version(b);
-    if (va.major != vb.major || va.minor != vb.minor || va.patch != vb.patch ||
-        va.draft != vb.draft)
+    if (va.major != vb.major || va.minor != vb.minor || va.patch != vb.patch || va.draft != vb.draft)
         fuzz_fail("version differs after the round trip", NULL);
     if (ctosa_graph_region_count(a) != ctosa_graph_region_count(b))
         fuzz_fail("region count differs after the round trip", NULL);
@@ -216,9 +215,8 @@ static void cmp_graph(const ctosa_graph *a, const ctosa_graph *b) {
             fuzz_fail("region differs after the round trip", NULL);
         for (uint32_t k = 0; k < ra->n_blocks; k++) {
             const ctosa_block *x = ra->blocks[k], *y = rb->blocks[k];
-            if (!same_str(x->name, y->name) || x->n_ops != y->n_ops ||
-                x->n_tensors != y->n_tensors || x->n_shapes != y->n_shapes ||
-                x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs)
+            if (!same_str(x->name, y->name) || x->n_ops != y->n_ops || x->n_tensors != y->n_tensors ||
+                x->n_shapes != y->n_shapes || x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs)
                 fuzz_fail("block counts differ after the round trip", NULL);
             for (uint32_t i = 0; i < x->n_tensors; i++) cmp_tensor(x->tensors[i], y->tensors[i]);
             for (uint32_t i = 0; i < x->n_shapes; i++) cmp_tensor(x->shapes[i], y->shapes[i]);
@@ -235,8 +233,7 @@ FUZZ_ENTRY(roundtrip) {
     src s = {data, size, 0};
     uint8_t head = u8(&s);
     ctosa_graph *g = NULL;
-    ctosa_error *e =
-        ctosa_graph_create((head & 1) ? CTOSA_VERSION_1_1_DRAFT : CTOSA_VERSION_1_0, &g);
+    ctosa_error *e = ctosa_graph_create((head & 1) ? CTOSA_VERSION_1_1_DRAFT : CTOSA_VERSION_1_0, &g);
     if (e) {
         fuzz_drop(e);
         return 0;

@@ -21,8 +21,7 @@ FUZZ_ENTRY(spec) {
         ctosa_error *e2 = ctosa_spec_parse(buf, &s2);
         if (e2) fuzz_fail("canonical spec string does not parse", e2);
         if (s.profiles != s2.profiles || s.extensions != s2.extensions || s.level != s2.level ||
-            s.u55 != s2.u55 || s.version.major != s2.version.major ||
-            s.version.minor != s2.version.minor)
+            s.u55 != s2.u55 || s.version.major != s2.version.major || s.version.minor != s2.version.minor)
             fuzz_fail("canonical spec string parses to another spec", NULL);
     }
     fuzz_drop(e);

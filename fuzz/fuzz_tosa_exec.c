@@ -30,8 +30,7 @@ static bool small_enough(const ctosa_graph *g) {
             if (bl->n_ops > 256) return false;
             for (uint32_t t = 0; t < bl->n_tensors; t++) {
                 uint64_t n;
-                if (!ctosa_tensor_elements(bl->tensors[t], &n) || n > MAX_TENSOR_ELEMS)
-                    return false;
+                if (!ctosa_tensor_elements(bl->tensors[t], &n) || n > MAX_TENSOR_ELEMS) return false;
                 total += n;
                 if (total > MAX_TOTAL_ELEMS) return false;
             }
@@ -41,8 +40,7 @@ static bool small_enough(const ctosa_graph *g) {
 }
 
 /* Host-encoded input data in the dtype's range, from the fuzz bytes. */
-static void fill(void *dst, ctosa_dtype t, uint64_t count, size_t es, const uint8_t *src,
-                 size_t n) {
+static void fill(void *dst, ctosa_dtype t, uint64_t count, size_t es, const uint8_t *src, size_t n) {
     uint8_t *d = dst;
     for (uint64_t i = 0; i < count * es; i++) d[i] = n ? src[i % n] : 0;
     for (uint64_t i = 0; i < count; i++) {
@@ -117,10 +115,8 @@ FUZZ_ENTRY(tosa_exec) {
             void *buf = calloc(1, info.size ? info.size : 1);
             if (!buf) break;
             size_t es = ctosa_host_elem_size(info.dtype);
-            if (es && info.size == info.count * es)
-                fill(buf, info.dtype, info.count, es, data, size);
-            e = ctosa_interp_set_input(it, info.name, info.dtype, info.rank, info.shape, buf,
-                                       info.size);
+            if (es && info.size == info.count * es) fill(buf, info.dtype, info.count, es, data, size);
+            e = ctosa_interp_set_input(it, info.name, info.dtype, info.rank, info.shape, buf, info.size);
             free(buf);
         }
         if (!e) e = ctosa_interp_run(it);

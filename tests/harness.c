@@ -55,8 +55,7 @@ const char *th_shared_path(const char *rel) {
 
 const char *th_tmpdir(void) {
     if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "%s/ctosa-test-XXXXXX",
-                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        snprintf(tmpdir, sizeof tmpdir, "%s/ctosa-test-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (!mkdtemp(tmpdir)) {
             perror("mkdtemp");
             exit(2);

@@ -17,58 +17,55 @@
 extern int th_checks, th_failures;
 extern const char *th_current;
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        th_checks++;                                                                  \
-        if (!(cond)) {                                                                \
-            th_failures++;                                                            \
-            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__,     \
-                    th_current, #cond);                                               \
-        }                                                                             \
+#define CHECK(cond)                                                                                   \
+    do {                                                                                              \
+        th_checks++;                                                                                  \
+        if (!(cond)) {                                                                                \
+            th_failures++;                                                                            \
+            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__, th_current, #cond); \
+        }                                                                                             \
     } while (0)
 
-#define CHECK_MSG(cond, ...)                                                          \
-    do {                                                                              \
-        th_checks++;                                                                  \
-        if (!(cond)) {                                                                \
-            th_failures++;                                                            \
-            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s: ", __FILE__, __LINE__,     \
-                    th_current, #cond);                                               \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fputc('\n', stderr);                                                      \
-        }                                                                             \
+#define CHECK_MSG(cond, ...)                                                                          \
+    do {                                                                                              \
+        th_checks++;                                                                                  \
+        if (!(cond)) {                                                                                \
+            th_failures++;                                                                            \
+            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s: ", __FILE__, __LINE__, th_current, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                                             \
+            fputc('\n', stderr);                                                                      \
+        }                                                                                             \
     } while (0)
 
 /* Checks that an expression returning ctosa_error* succeeded (frees it). */
-#define CHECK_OK(expr)                                                                \
-    do {                                                                              \
-        ctosa_error *th_e_ = (expr);                                                  \
-        th_checks++;                                                                  \
-        if (th_e_) {                                                                  \
-            th_failures++;                                                            \
-            fprintf(stderr, "%s:%d: [%s] %s failed: %s\n", __FILE__, __LINE__,        \
-                    th_current, #expr, ctosa_error_message(th_e_));                   \
-            ctosa_error_free(th_e_);                                                  \
-        }                                                                             \
+#define CHECK_OK(expr)                                                                            \
+    do {                                                                                          \
+        ctosa_error *th_e_ = (expr);                                                              \
+        th_checks++;                                                                              \
+        if (th_e_) {                                                                              \
+            th_failures++;                                                                        \
+            fprintf(stderr, "%s:%d: [%s] %s failed: %s\n", __FILE__, __LINE__, th_current, #expr, \
+                    ctosa_error_message(th_e_));                                                  \
+            ctosa_error_free(th_e_);                                                              \
+        }                                                                                         \
     } while (0)
 
 /* Checks that expr failed with code and a message containing needle. */
-#define CHECK_ERR(expr, code, needle)                                                 \
-    do {                                                                              \
-        ctosa_error *th_e_ = (expr);                                                  \
-        th_checks++;                                                                  \
-        if (!th_e_) {                                                                 \
-            th_failures++;                                                            \
-            fprintf(stderr, "%s:%d: [%s] %s unexpectedly succeeded\n", __FILE__,      \
-                    __LINE__, th_current, #expr);                                     \
-        } else if (ctosa_error_code(th_e_) != (code) ||                               \
-                   !strstr(ctosa_error_message(th_e_), (needle))) {                   \
-            th_failures++;                                                            \
-            fprintf(stderr, "%s:%d: [%s] %s: expected code %d with '%s', got %d: %s\n", \
-                    __FILE__, __LINE__, th_current, #expr, (int)(code), (needle),     \
-                    (int)ctosa_error_code(th_e_), ctosa_error_message(th_e_));        \
-        }                                                                             \
-        ctosa_error_free(th_e_);                                                      \
+#define CHECK_ERR(expr, code, needle)                                                                       \
+    do {                                                                                                    \
+        ctosa_error *th_e_ = (expr);                                                                        \
+        th_checks++;                                                                                        \
+        if (!th_e_) {                                                                                       \
+            th_failures++;                                                                                  \
+            fprintf(stderr, "%s:%d: [%s] %s unexpectedly succeeded\n", __FILE__, __LINE__, th_current,      \
+                    #expr);                                                                                 \
+        } else if (ctosa_error_code(th_e_) != (code) || !strstr(ctosa_error_message(th_e_), (needle))) {    \
+            th_failures++;                                                                                  \
+            fprintf(stderr, "%s:%d: [%s] %s: expected code %d with '%s', got %d: %s\n", __FILE__, __LINE__, \
+                    th_current, #expr, (int)(code), (needle), (int)ctosa_error_code(th_e_),                 \
+                    ctosa_error_message(th_e_));                                                            \
+        }                                                                                                   \
+        ctosa_error_free(th_e_);                                                                            \
     } while (0)
 
 #define RUN(fn)                                                                       \
@@ -76,7 +73,7 @@ extern const char *th_current;
         th_current = #fn;                                                             \
         int th_before_ = th_failures;                                                 \
         fn();                                                                         \
-        fprintf(stderr, "%s %s\n", th_failures == th_before_ ? "ok  " : "FAIL", #fn);  \
+        fprintf(stderr, "%s %s\n", th_failures == th_before_ ? "ok  " : "FAIL", #fn); \
     } while (0)
 
 /* Prints "N checks, N failed" and returns the exit status for main. */

@@ -56,12 +56,10 @@ static inline ctosa_error *it_build(ctosa_op_kind kind, const ctosa_attr *attr, 
         for (uint32_t k = 0; k < in[i].rank; k++) d32[k] = (int32_t)in[i].dims[k];
         ctosa_tensor *t;
         if (in[i].dt == CTOSA_DTYPE_SHAPE) {
-            if ((e = ctosa_block_add_shape(g, b, names[i], (uint32_t)it_count(&in[i]),
-                                           in[i].data, &t)))
+            if ((e = ctosa_block_add_shape(g, b, names[i], (uint32_t)it_count(&in[i]), in[i].data, &t)))
                 return e;
             const char *o[1] = {names[i]};
-            if ((e = ctosa_block_add_op(g, b, CTOSA_OP_CONST_SHAPE, 0, NULL, 1, o, NULL, NULL)))
-                return e;
+            if ((e = ctosa_block_add_op(g, b, CTOSA_OP_CONST_SHAPE, 0, NULL, 1, o, NULL, NULL))) return e;
             continue;
         }
         if ((e = ctosa_block_add_tensor(g, b, names[i], in[i].dt, in[i].rank, d32, &t))) return e;
@@ -84,9 +82,8 @@ static inline ctosa_error *it_build(ctosa_op_kind kind, const ctosa_attr *attr, 
 }
 
 /* Runs the operator; copies the output (host encoding) to result. */
-static inline ctosa_error *it_run_threads(ctosa_op_kind kind, const ctosa_attr *attr,
-                                          uint32_t n_in, const it_arg *in, it_arg out,
-                                          void *result, int threads) {
+static inline ctosa_error *it_run_threads(ctosa_op_kind kind, const ctosa_attr *attr, uint32_t n_in,
+                                          const it_arg *in, it_arg out, void *result, int threads) {
     ctosa_graph *g = NULL;
     ctosa_interp *it = NULL;
     ctosa_error *e = it_build(kind, attr, n_in, in, out, &g);
@@ -110,8 +107,8 @@ static inline ctosa_error *it_run_threads(ctosa_op_kind kind, const ctosa_attr *
     return e;
 }
 
-static inline ctosa_error *it_run(ctosa_op_kind kind, const ctosa_attr *attr, uint32_t n_in,
-                                  const it_arg *in, it_arg out, void *result) {
+static inline ctosa_error *it_run(ctosa_op_kind kind, const ctosa_attr *attr, uint32_t n_in, const it_arg *in,
+                                  it_arg out, void *result) {
     return it_run_threads(kind, attr, n_in, in, out, result, 1);
 }
 

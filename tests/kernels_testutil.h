@@ -19,10 +19,14 @@ static int kt_n;
 
 static KT_UNUSED size_t kt_esz(ctosa_dtype t) {
     switch (t) {
-    case CTOSA_DTYPE_BOOL: case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: return 1;
+    case CTOSA_DTYPE_BOOL:
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8: return 1;
     case CTOSA_DTYPE_INT16: return 2;
     case CTOSA_DTYPE_INT32: return 4;
-    case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE: return 8;
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: return 8;
     default: return 4;
     }
 }
@@ -71,13 +75,20 @@ static KT_UNUSED bool kt_reference;
 
 /* Runs kernel fn with the given inputs/outputs and attributes. */
 static KT_UNUSED ctosa_error *kt_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *attr,
-                           uint32_t n_in, itensor **in, uint32_t n_out, itensor **out) {
+                                     uint32_t n_in, itensor **in, uint32_t n_out, itensor **out) {
     ctosa_op op;
     memset(&op, 0, sizeof op);
     op.kind = kind;
     if (attr) op.attr = *attr;
-    interp_op o = {.ctx = NULL, .op = &op, .index = 0, .where = "op #0 TEST", .in = in,
-                   .n_in = n_in, .out = out, .n_out = n_out, .reference = kt_reference};
+    interp_op o = {.ctx = NULL,
+                   .op = &op,
+                   .index = 0,
+                   .where = "op #0 TEST",
+                   .in = in,
+                   .n_in = n_in,
+                   .out = out,
+                   .n_out = n_out,
+                   .reference = kt_reference};
     return fn(&o);
 }
 
@@ -91,7 +102,9 @@ static KT_UNUSED uint32_t kt_rand(void) {
     kt_rng ^= kt_rng << 17;
     return (uint32_t)(kt_rng >> 11);
 }
-static KT_UNUSED int64_t kt_randi(int64_t lo, int64_t hi) { return lo + (int64_t)(kt_rand() % (uint64_t)(hi - lo + 1)); }
+static KT_UNUSED int64_t kt_randi(int64_t lo, int64_t hi) {
+    return lo + (int64_t)(kt_rand() % (uint64_t)(hi - lo + 1));
+}
 static KT_UNUSED float kt_randf(void) { return (float)((double)(kt_rand() % 2000001) / 1000000.0 - 1.0); }
 
 #endif

@@ -56,26 +56,66 @@ static inline double lt_npy_at(const npy_array *a, uint64_t i) {
     const uint8_t *p = (const uint8_t *)a->data + i * a->itemsize;
     switch (a->kind) {
     case 'f':
-        if (a->itemsize == 4) { float f; memcpy(&f, p, 4); return f; }
-        if (a->itemsize == 8) { double d; memcpy(&d, p, 8); return d; }
-        if (a->itemsize == 2) { uint16_t h; memcpy(&h, p, 2); return lt_half(h); }
+        if (a->itemsize == 4) {
+            float f;
+            memcpy(&f, p, 4);
+            return f;
+        }
+        if (a->itemsize == 8) {
+            double d;
+            memcpy(&d, p, 8);
+            return d;
+        }
+        if (a->itemsize == 2) {
+            uint16_t h;
+            memcpy(&h, p, 2);
+            return lt_half(h);
+        }
         break;
-    case 'B': { uint16_t h; memcpy(&h, p, 2); return lt_bf16(h); }
+    case 'B': {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return lt_bf16(h);
+    }
     case 'b': return *p ? 1 : 0;
     case 'i':
         switch (a->itemsize) {
         case 1: return (int8_t)*p;
-        case 2: { int16_t v; memcpy(&v, p, 2); return v; }
-        case 4: { int32_t v; memcpy(&v, p, 4); return v; }
-        case 8: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+        case 2: {
+            int16_t v;
+            memcpy(&v, p, 2);
+            return v;
+        }
+        case 4: {
+            int32_t v;
+            memcpy(&v, p, 4);
+            return v;
+        }
+        case 8: {
+            int64_t v;
+            memcpy(&v, p, 8);
+            return (double)v;
+        }
         }
         break;
     case 'u':
         switch (a->itemsize) {
         case 1: return *p;
-        case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-        case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-        case 8: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+        case 2: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            return v;
+        }
+        case 4: {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            return v;
+        }
+        case 8: {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            return (double)v;
+        }
         }
         break;
     }
@@ -101,20 +141,44 @@ static inline void lt_shape_str(uint32_t rank, const int64_t *shape, char *buf, 
 static inline ctosa_error *lt_host_to_npy(const ctosa_interp_tensor *t, npy_array *a) {
     memset(a, 0, sizeof *a);
     switch (t->dtype) {
-    case CTOSA_DTYPE_BOOL: a->kind = 'b'; a->itemsize = 1; break;
+    case CTOSA_DTYPE_BOOL:
+        a->kind = 'b';
+        a->itemsize = 1;
+        break;
     case CTOSA_DTYPE_INT4:
-    case CTOSA_DTYPE_INT8: a->kind = 'i'; a->itemsize = 1; break;
-    case CTOSA_DTYPE_INT16: a->kind = 'i'; a->itemsize = 2; break;
-    case CTOSA_DTYPE_INT32: a->kind = 'i'; a->itemsize = 4; break;
+    case CTOSA_DTYPE_INT8:
+        a->kind = 'i';
+        a->itemsize = 1;
+        break;
+    case CTOSA_DTYPE_INT16:
+        a->kind = 'i';
+        a->itemsize = 2;
+        break;
+    case CTOSA_DTYPE_INT32:
+        a->kind = 'i';
+        a->itemsize = 4;
+        break;
     case CTOSA_DTYPE_INT48:
     case CTOSA_DTYPE_INT64:
-    case CTOSA_DTYPE_SHAPE: a->kind = 'i'; a->itemsize = 8; break;
-    case CTOSA_DTYPE_FP32: a->kind = 'f'; a->itemsize = 4; break;
-    case CTOSA_DTYPE_FP16: a->kind = 'f'; a->itemsize = 2; break;
-    case CTOSA_DTYPE_BF16: a->kind = 'B'; a->itemsize = 2; break;
+    case CTOSA_DTYPE_SHAPE:
+        a->kind = 'i';
+        a->itemsize = 8;
+        break;
+    case CTOSA_DTYPE_FP32:
+        a->kind = 'f';
+        a->itemsize = 4;
+        break;
+    case CTOSA_DTYPE_FP16:
+        a->kind = 'f';
+        a->itemsize = 2;
+        break;
+    case CTOSA_DTYPE_BF16:
+        a->kind = 'B';
+        a->itemsize = 2;
+        break;
     default:
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': dtype %s not compared",
-                               t->name, ctosa_dtype_short(t->dtype));
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': dtype %s not compared", t->name,
+                               ctosa_dtype_short(t->dtype));
     }
     if (t->rank > NPY_MAX_RANK)
         return ctosa_error_new(CTOSA_ERR_LIMIT, "output '%s': rank %u", t->name, t->rank);
@@ -122,9 +186,8 @@ static inline ctosa_error *lt_host_to_npy(const ctosa_interp_tensor *t, npy_arra
     for (uint32_t i = 0; i < t->rank; i++) a->shape[i] = t->shape[i];
     a->count = t->count;
     if (t->size != t->count * a->itemsize)
-        return ctosa_error_new(CTOSA_ERR_INVALID, "output '%s': %llu bytes for %llu elements",
-                               t->name, (unsigned long long)t->size,
-                               (unsigned long long)t->count);
+        return ctosa_error_new(CTOSA_ERR_INVALID, "output '%s': %llu bytes for %llu elements", t->name,
+                               (unsigned long long)t->size, (unsigned long long)t->count);
     a->data = malloc(t->size ? (size_t)t->size : 1);
     if (!a->data) return ctosa_error_nomem();
     if (t->size) memcpy(a->data, t->data, (size_t)t->size);
@@ -138,8 +201,8 @@ static inline ctosa_error *lt_host_to_npy(const ctosa_interp_tensor *t, npy_arra
  * one-line reason naming the first bad element, the number of bad elements
  * and the largest difference. *max_abs (may be NULL) receives the largest
  * absolute difference seen. */
-static inline bool lt_compare(const npy_array *got, const npy_array *want, double rtol,
-                              double atol, double *max_abs, char *why, size_t cap) {
+static inline bool lt_compare(const npy_array *got, const npy_array *want, double rtol, double atol,
+                              double *max_abs, char *why, size_t cap) {
     char sa[128], sb[128];
     if (max_abs) *max_abs = 0;
     if (!lt_same_shape(got->rank, got->shape, want->rank, want->shape) &&
@@ -171,9 +234,11 @@ static inline bool lt_compare(const npy_array *got, const npy_array *want, doubl
     }
     if (max_abs) *max_abs = worst;
     if (bad) {
-        snprintf(why, cap, "%llu of %llu elements differ (max |diff| %.3g); first at %llu: "
-                 "got %.9g, expected %.9g", (unsigned long long)bad,
-                 (unsigned long long)want->count, worst, (unsigned long long)first, fg, fw);
+        snprintf(why, cap,
+                 "%llu of %llu elements differ (max |diff| %.3g); first at %llu: "
+                 "got %.9g, expected %.9g",
+                 (unsigned long long)bad, (unsigned long long)want->count, worst, (unsigned long long)first,
+                 fg, fw);
         return false;
     }
     return true;
@@ -193,8 +258,7 @@ static inline ctosa_error *lt_feed(ctosa_interp *it, const char *name, const npy
             char sa[128], sb[128];
             lt_shape_str(info.rank, info.shape, sa, sizeof sa);
             lt_shape_str(a->rank, a->shape, sb, sizeof sb);
-            return ctosa_error_new(CTOSA_ERR_INVALID, "input '%s': declared %s, data %s", name,
-                                   sa, sb);
+            return ctosa_error_new(CTOSA_ERR_INVALID, "input '%s': declared %s, data %s", name, sa, sb);
         }
         /* uint8 partition I/O travels as the same bits in an INT8 tensor
          * (TOSA reads it through RESCALE input_unsigned) */
@@ -224,8 +288,8 @@ static inline const char *lt_node_id(const ctosa_onnx_node *n, char *buf, size_t
  * every node of g (the model's main graph, when given: pass NULL for models
  * with functions, whose nodes are inlined under other names) appears, and
  * the counts add up. Returns false with a reason. */
-static inline bool lt_check_accounting_graph(const ctosa_lower_summary *s,
-                                             const ctosa_onnx_graph *g, char *why, size_t cap) {
+static inline bool lt_check_accounting_graph(const ctosa_lower_summary *s, const ctosa_onnx_graph *g,
+                                             char *why, size_t cap) {
     strmap seen;
     strmap_init(&seen);
     bool ok = true;
@@ -259,16 +323,17 @@ static inline bool lt_check_accounting_graph(const ctosa_lower_summary *s,
         char buf[300];
         const char *id = lt_node_id(&g->nodes[i], buf, sizeof buf);
         if (!strmap_has(&seen, id)) {
-            snprintf(why, cap, "node '%s' (%s) is in no partition and not in the fallback list",
-                     id, g->nodes[i].op_type);
+            snprintf(why, cap, "node '%s' (%s) is in no partition and not in the fallback list", id,
+                     g->nodes[i].op_type);
             ok = false;
         }
     }
     if (ok && (in_parts + s->n_fallback > s->nodes_total ||
-               s->nodes_delegated + s->n_fallback != s->nodes_total ||
-               in_parts > s->nodes_delegated)) {
-        snprintf(why, cap, "counts do not add up: total %u, delegated %u, in partitions %u, "
-                 "fallback %u", s->nodes_total, s->nodes_delegated, in_parts, s->n_fallback);
+               s->nodes_delegated + s->n_fallback != s->nodes_total || in_parts > s->nodes_delegated)) {
+        snprintf(why, cap,
+                 "counts do not add up: total %u, delegated %u, in partitions %u, "
+                 "fallback %u",
+                 s->nodes_total, s->nodes_delegated, in_parts, s->n_fallback);
         ok = false;
     }
     strmap_free(&seen);
@@ -314,15 +379,24 @@ static inline ctosa_error *lt_values_put(lt_values *v, const char *name, npy_arr
     if (v->n == v->cap) {
         uint32_t nc = v->cap ? v->cap * 2 : 8;
         char **nn = realloc(v->names, nc * sizeof *nn);
-        if (!nn) { npy_free(a); return ctosa_error_nomem(); }
+        if (!nn) {
+            npy_free(a);
+            return ctosa_error_nomem();
+        }
         v->names = nn;
         npy_array *na = realloc(v->arrays, nc * sizeof *na);
-        if (!na) { npy_free(a); return ctosa_error_nomem(); }
+        if (!na) {
+            npy_free(a);
+            return ctosa_error_nomem();
+        }
         v->arrays = na;
         v->cap = nc;
     }
     v->names[v->n] = strdup(name);
-    if (!v->names[v->n]) { npy_free(a); return ctosa_error_nomem(); }
+    if (!v->names[v->n]) {
+        npy_free(a);
+        return ctosa_error_nomem();
+    }
     v->arrays[v->n++] = *a;
     return NULL;
 }
@@ -382,14 +456,13 @@ typedef enum lt_run_status {
  * vals under its ONNX name. threads: interpreter worker threads. Each
  * partition runs as written to a .tosa file and read back (lt_roundtrip),
  * the form users run. */
-static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_values *vals,
-                                              int threads, char *why, size_t cap) {
+static inline lt_run_status lt_run_partitions(const ctosa_lower_summary *s, lt_values *vals, int threads,
+                                              char *why, size_t cap) {
     for (uint32_t p = 0; p < s->n_partitions; p++) {
         const ctosa_lower_partition *pt = &s->partitions[p];
         for (uint32_t i = 0; i < pt->n_inputs; i++)
             if (!lt_values_get(vals, pt->inputs[i].name)) {
-                snprintf(why, cap, "partition %u input '%s' is not available", p,
-                         pt->inputs[i].name);
+                snprintf(why, cap, "partition %u input '%s' is not available", p, pt->inputs[i].name);
                 return LT_RUN_MISSING_INPUT;
             }
         ctosa_interp_options io;
@@ -488,7 +561,8 @@ static inline bool lt_lower(const char *model, const ctosa_spec *spec, const cto
 /* Runs the single partition of s on dir/cpu_<input>.npy (the value the CPU
  * side hands it) and compares its first output with dir/ref_output_0.npy
  * exactly; false with the problem in why. */
-static inline bool lt_run_single_vs_ref(const ctosa_lower_summary *s, const char *dir, char *why, size_t cap) {
+static inline bool lt_run_single_vs_ref(const ctosa_lower_summary *s, const char *dir, char *why,
+                                        size_t cap) {
     char f[4200];
     const ctosa_lower_io *in = &s->partitions[0].inputs[0];
     lt_values vals = {0};

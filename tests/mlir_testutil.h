@@ -31,15 +31,15 @@
 /* The upstream pipeline (docs/mlir.md): TOSA -> linalg/arith/tensor/scf on
  * tensors, bufferization, loops, LLVM. tosa-to-arith with
  * include-apply-rescale lowers the tosa.apply_scale that RESCALE becomes. */
-#define MT_PIPELINE                                                                             \
+#define MT_PIPELINE                                                                              \
     "builtin.module(tosa-to-mlprogram,func.func(tosa-optional-decompositions,tosa-infer-shapes," \
-    "tosa-make-broadcastable,tosa-to-scf,tosa-to-linalg-named,tosa-to-linalg,"                  \
-    "tosa-to-arith{include-apply-rescale=true},tosa-to-tensor,convert-elementwise-to-linalg),"  \
-    "canonicalize,"                                                                            \
-    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops},"        \
-    "buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-linalg-to-loops,"     \
+    "tosa-make-broadcastable,tosa-to-scf,tosa-to-linalg-named,tosa-to-linalg,"                   \
+    "tosa-to-arith{include-apply-rescale=true},tosa-to-tensor,convert-elementwise-to-linalg),"   \
+    "canonicalize,"                                                                              \
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops},"          \
+    "buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-linalg-to-loops,"      \
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-math-to-llvm,"               \
-    "convert-math-to-libm,convert-to-llvm,"                                                    \
+    "convert-math-to-libm,convert-to-llvm,"                                                      \
     "reconcile-unrealized-casts)"
 
 #define MT_MAX_IO 256 /* inputs / outputs of one graph under test */
@@ -98,8 +98,9 @@ static inline void mt_target_args(const ctosa_spec *spec, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, tok);
         sep = ",";
     }
-    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, " level=%s\"",
-                                       spec->level == CTOSA_LEVEL_NONE ? "none" : "8k");
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, " level=%s\"",
+                              spec->level == CTOSA_LEVEL_NONE ? "none" : "8k");
 }
 
 /* Runs a shell command; its stdout (when out is set, malloc'd) and exit code. */
@@ -176,8 +177,13 @@ static inline ctosa_error *mt_random_inputs(mt_case *c, uint64_t seed, int64_t i
             uint64_t u = mt_rand(&s);
             double f = ((double)(u >> 11) / 9007199254740992.0) * 4.0 - 2.0;
             switch (t->dtype) {
-            case CTOSA_DTYPE_FP32: { float v = (float)f; memcpy(p + 4 * k, &v, 4); break; }
-            case CTOSA_DTYPE_FP16: case CTOSA_DTYPE_BF16: {
+            case CTOSA_DTYPE_FP32: {
+                float v = (float)f;
+                memcpy(p + 4 * k, &v, 4);
+                break;
+            }
+            case CTOSA_DTYPE_FP16:
+            case CTOSA_DTYPE_BF16: {
                 /* a few mantissa bits, exact in both */
                 float v = (float)(round(f * 64) / 64);
                 uint32_t bitsf;
@@ -201,9 +207,13 @@ static inline ctosa_error *mt_random_inputs(mt_case *c, uint64_t seed, int64_t i
                 uint64_t span = (uint64_t)hi - (uint64_t)lo + 1; /* 0: all 64 bits */
                 int64_t v = span ? (int64_t)((uint64_t)lo + u % span) : (int64_t)u;
                 if (es == 1) p[k] = (uint8_t)(int8_t)v;
-                else if (es == 2) { int16_t x = (int16_t)v; memcpy(p + 2 * k, &x, 2); }
-                else if (es == 4) { int32_t x = (int32_t)v; memcpy(p + 4 * k, &x, 4); }
-                else memcpy(p + 8 * k, &v, 8);
+                else if (es == 2) {
+                    int16_t x = (int16_t)v;
+                    memcpy(p + 2 * k, &x, 2);
+                } else if (es == 4) {
+                    int32_t x = (int32_t)v;
+                    memcpy(p + 4 * k, &x, 4);
+                } else memcpy(p + 8 * k, &v, 8);
             }
             }
         }
@@ -276,7 +286,11 @@ static inline void mt_parse(const char *text, mt_printed *p) {
                 long long x = strtoll(s, &e, 10);
                 if (n == cap) {
                     int64_t *nv = realloc(v, (cap *= 2) * sizeof *v);
-                    if (!nv) { free(v); v = NULL; break; }
+                    if (!nv) {
+                        free(v);
+                        v = NULL;
+                        break;
+                    }
                     v = nv;
                 }
                 v[n++] = x;
@@ -297,7 +311,7 @@ static inline int64_t mt_host_int(const ctosa_interp_tensor *t, uint64_t k) {
     switch (ctosa_host_elem_size(t->dtype)) {
     case 1: /* INT8, INT4 signed; BOOL and FP8 bits unsigned */
         return t->dtype == CTOSA_DTYPE_INT8 || t->dtype == CTOSA_DTYPE_INT4 ? (int64_t)(int8_t)p[k]
-                                                                             : (int64_t)p[k];
+                                                                            : (int64_t)p[k];
     case 2: {
         uint16_t u;
         memcpy(&u, p + 2 * k, 2);
@@ -380,8 +394,9 @@ static inline bool mt_compare(const mt_case *c, const mt_printed *pr, double *ma
             /* fp32: 1e-4 of the magnitude; fp16 / bf16 outputs are rounded
              * to 11 / 8 bits, so a different accumulation order may move
              * them by one unit of the magnitude's last place */
-            double tol = t.dtype == CTOSA_DTYPE_FP16 ? ldexp(1, -10)
-                       : t.dtype == CTOSA_DTYPE_BF16 ? ldexp(1, -7) : 1e-4;
+            double tol = t.dtype == CTOSA_DTYPE_FP16   ? ldexp(1, -10)
+                         : t.dtype == CTOSA_DTYPE_BF16 ? ldexp(1, -7)
+                                                       : 1e-4;
             double mag = 0;
             for (uint64_t k = 0; k < t.count; k++) {
                 double r = mt_float_of(t.dtype, (uint64_t)mt_host_int(&t, k));
@@ -399,8 +414,8 @@ static inline bool mt_compare(const mt_case *c, const mt_printed *pr, double *ma
                     if (rel > tol) ok = false;
                 }
                 if (!ok)
-                    snprintf(why, cap, "output '%s'[%llu]: ctosa %.9g, MLIR %.9g (magnitude %.3g)",
-                             t.name, (unsigned long long)k, r, m, mag);
+                    snprintf(why, cap, "output '%s'[%llu]: ctosa %.9g, MLIR %.9g (magnitude %.3g)", t.name,
+                             (unsigned long long)k, r, m, mag);
             }
         } else {
             for (uint64_t k = 0; k < t.count && ok; k++) {

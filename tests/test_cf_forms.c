@@ -58,8 +58,7 @@ static void const_i32(cfb *c, ctosa_block *b, const char *name, int32_t v) {
     CHECK_OK(ctosa_block_add_op(c->g, b, CTOSA_OP_CONST, 0, NULL, 1, out, NULL, NULL));
 }
 
-static void op(cfb *c, ctosa_block *b, ctosa_op_kind k, const char *a, const char *bb,
-               const char *out) {
+static void op(cfb *c, ctosa_block *b, ctosa_op_kind k, const char *a, const char *bb, const char *out) {
     const char *in[2] = {a, bb}, *o[1] = {out};
     CHECK_OK(ctosa_block_add_op(c->g, b, k, bb ? 2 : 1, in, 1, o, NULL, NULL));
 }
@@ -330,8 +329,9 @@ static void test_block_errors(void) {
     /* a name that is neither a region nor a block */
     ctosa_graph *g = build_cond(FORM_BLOCKS, "NO_SUCH_BLOCK");
     char *m = validate(g);
-    CHECK_MSG(strstr(m, "op #1 COND_IF 'z': else_graph 'NO_SUCH_BLOCK' names no region or block of the graph"),
-              "%s", m);
+    CHECK_MSG(
+        strstr(m, "op #1 COND_IF 'z': else_graph 'NO_SUCH_BLOCK' names no region or block of the graph"),
+        "%s", m);
     free(m);
     float z[6];
     ctosa_interp *it = NULL;
@@ -384,8 +384,8 @@ static void test_block_errors(void) {
 
 /* ------------------------------------------------------------------ CLI */
 
-static void write_npy(const char *path, ctosa_dtype dt, uint32_t rank, const int64_t *shape,
-                      const void *data, uint64_t count, uint64_t size) {
+static void write_npy(const char *path, ctosa_dtype dt, uint32_t rank, const int64_t *shape, const void *data,
+                      uint64_t count, uint64_t size) {
     ctosa_interp_tensor t = {"v", dt, rank, shape, count, (void *)data, size};
     CHECK_OK(ctosa_tensor_file_write_npy(path, &t));
 }
@@ -432,8 +432,8 @@ static void test_cli(void) {
             }
             const char *od = th_path(dir, gi ? "out_while" : "out_cond");
             if (gi)
-                rc = th_run(&out, "'%s' run '%s' --input i0='%s' --input acc0='%s' -o '%s' -q", th_ctosa(), file,
-                            th_path(dir, "i0.npy"), th_path(dir, "x.npy"), od);
+                rc = th_run(&out, "'%s' run '%s' --input i0='%s' --input acc0='%s' -o '%s' -q", th_ctosa(),
+                            file, th_path(dir, "i0.npy"), th_path(dir, "x.npy"), od);
             else
                 rc = th_run(&out, "'%s' run '%s' --input c='%s' --input x='%s' --input y='%s' -o '%s' -q",
                             th_ctosa(), file, th_path(dir, "c.npy"), th_path(dir, "x.npy"),
@@ -455,7 +455,8 @@ static void test_cli(void) {
         CHECK_MSG(na && nb && strncmp(a, b, (size_t)(na - a)) == 0, "dump --format mlir differs by form");
         /* the text dump lists the called blocks in the main region */
         const char *t = dumps[gi][1][0];
-        CHECK_MSG(t && strstr(t, gi ? "  block BODY_BLOCK" : "  block THEN_BLOCK") && !strstr(t, "region THEN_BLOCK"),
+        CHECK_MSG(t && strstr(t, gi ? "  block BODY_BLOCK" : "  block THEN_BLOCK") &&
+                      !strstr(t, "region THEN_BLOCK"),
                   "%s", t ? t : "");
         /* DOT: the dashed control-flow edge leads to the block's cluster */
         const char *d = dumps[gi][1][2];

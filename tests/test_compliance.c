@@ -31,8 +31,8 @@ typedef struct built {
 
 static int name_counter;
 
-static ctosa_tensor *tensor(built *x, ctosa_dtype dt, uint32_t rank, bool is_shape,
-                            uint32_t shape_len, bool constant) {
+static ctosa_tensor *tensor(built *x, ctosa_dtype dt, uint32_t rank, bool is_shape, uint32_t shape_len,
+                            bool constant) {
     char name[32];
     snprintf(name, sizeof name, "t%d", name_counter++);
     ctosa_tensor *t = NULL;
@@ -100,8 +100,7 @@ static void build(built *x, const spec_op_info *oi, const spec_row *row) {
             uint32_t count = a->kind == SPEC_KIND_LIST ? (oi->kind == CTOSA_OP_CONCAT ? 2 : 1) : 1;
             for (uint32_t k = 0; k < count; k++) {
                 bool ctc = a->cat == SPEC_ARG_INPUT && a->ctc_profiles;
-                ctosa_tensor *t = tensor(x, dt, pick_rank(a), a->kind == SPEC_KIND_SHAPE,
-                                         shape_len(a), ctc);
+                ctosa_tensor *t = tensor(x, dt, pick_rank(a), a->kind == SPEC_KIND_SHAPE, shape_len(a), ctc);
                 if (a->cat == SPEC_ARG_INPUT) {
                     x->in_const[x->n_in] = ctc;
                     x->in[x->n_in++] = t;
@@ -119,14 +118,19 @@ static void build(built *x, const spec_op_info *oi, const spec_row *row) {
         attr.rounding_mode = CTOSA_ROUND_SINGLE;
     }
     if (oi->kind == CTOSA_OP_RESIZE) attr.mode = CTOSA_RESIZE_NEAREST;
-    CHECK_OK(ctosa_block_add_op(x->g, x->b, oi->kind, x->n_in, in_names, x->n_out, out_names,
-                                &attr, &x->op));
+    CHECK_OK(ctosa_block_add_op(x->g, x->b, oi->kind, x->n_in, in_names, x->n_out, out_names, &attr, &x->op));
 }
 
 /* Runs the rules; returns the message (malloc'd) or NULL when clean. */
 static char *run(built *x, const ctosa_spec *spec) {
-    spec_op_ctx c = {.g = x->g, .block = x->b, .index = 0, .op = x->op, .spec = spec,
-                     .prefix = "op #0 X 'y'", .in = x->in, .out = x->out,
+    spec_op_ctx c = {.g = x->g,
+                     .block = x->b,
+                     .index = 0,
+                     .op = x->op,
+                     .spec = spec,
+                     .prefix = "op #0 X 'y'",
+                     .in = x->in,
+                     .out = x->out,
                      .in_const = x->in_const};
     diag_list d;
     diag_init(&d, 0);
@@ -142,8 +146,8 @@ static char *run(built *x, const ctosa_spec *spec) {
 /* ------------------------------------------------------------ specs */
 
 static bool ext_is_fp(int e) {
-    return e == CTOSA_EXT_BF16 || e == CTOSA_EXT_FP8E4M3 || e == CTOSA_EXT_FP8E5M2 ||
-           e == CTOSA_EXT_FFT || e >= CTOSA_EXT_MX_COMMON;
+    return e == CTOSA_EXT_BF16 || e == CTOSA_EXT_FP8E4M3 || e == CTOSA_EXT_FP8E5M2 || e == CTOSA_EXT_FFT ||
+           e >= CTOSA_EXT_MX_COMMON;
 }
 static bool ext_is_int(int e) {
     return e == CTOSA_EXT_INT16 || e == CTOSA_EXT_INT4 || e == CTOSA_EXT_DOUBLEROUND ||
@@ -200,10 +204,8 @@ static bool negative_spec(const spec_op_info *oi, const spec_row *row, int vkey,
                 const spec_term *tm = spec_row_term(o, t);
                 if ((pro & tm->profiles) != tm->profiles || (ext & tm->extensions) != tm->extensions)
                     continue;
-                if (tm->extensions & ext)
-                    ext &= ~(1ull << __builtin_ctzll(tm->extensions & ext));
-                else
-                    pro &= ~(1u << __builtin_ctz(tm->profiles & pro));
+                if (tm->extensions & ext) ext &= ~(1ull << __builtin_ctzll(tm->extensions & ext));
+                else pro &= ~(1u << __builtin_ctz(tm->profiles & pro));
             }
         }
         /* drop extensions whose profile is gone */
@@ -267,9 +269,8 @@ static void check_row(const spec_op_info *oi, const spec_row *row) {
             bool var = oi->kind == CTOSA_OP_VARIABLE || oi->kind == CTOSA_OP_VARIABLE_READ ||
                        oi->kind == CTOSA_OP_VARIABLE_WRITE;
             if (var) {
-                CHECK_MSG(strstr(m, "needs EXT-VARIABLE (+var), not in") ||
-                              strstr(m, want.s),
-                          "%s: %s", oi->name, m);
+                CHECK_MSG(strstr(m, "needs EXT-VARIABLE (+var), not in") || strstr(m, want.s), "%s: %s",
+                          oi->name, m);
             } else {
                 CHECK_MSG(strstr(m, "op #0 X 'y': types (") == m && strstr(m, want.s) &&
                               (strstr(m, "; allowed: ") || strstr(m, "; allowed acc_type: ") ||
@@ -312,12 +313,10 @@ static void check_row(const spec_op_info *oi, const spec_row *row) {
         CHECK_MSG(m != NULL, "%s 1.1 row '%s' passed under TOSA 1.0", oi->name, row->mode);
         if (m) {
             if (oi->version == 11)
-                CHECK_MSG(strstr(m, "is not in TOSA 1.0 (it is a TOSA 1.1 draft operator)"), "%s",
-                          m);
+                CHECK_MSG(strstr(m, "is not in TOSA 1.0 (it is a TOSA 1.1 draft operator)"), "%s", m);
             else
                 CHECK_MSG(strstr(m, "not allowed by TOSA-1.0+") &&
-                              (strstr(m, "these types need TOSA 1.1") ||
-                               strstr(m, "variable type")),
+                              (strstr(m, "these types need TOSA 1.1") || strstr(m, "variable type")),
                           "%s row '%s': %s", oi->name, row->mode, m);
             rows_version[v]++;
         }
@@ -367,8 +366,8 @@ static ctosa_spec spec_of(const char *text) {
 }
 
 /* A CONV2D with given types, named like the contract's example. */
-static char *conv(ctosa_dtype in, ctosa_dtype w, ctosa_dtype bias, ctosa_dtype out,
-                  ctosa_dtype acc, const char *spec, bool zp_const) {
+static char *conv(ctosa_dtype in, ctosa_dtype w, ctosa_dtype bias, ctosa_dtype out, ctosa_dtype acc,
+                  const char *spec, bool zp_const) {
     built x;
     name_counter = 0;
     const spec_op_info *oi = spec_op_find(CTOSA_OP_CONV2D);
@@ -383,8 +382,14 @@ static char *conv(ctosa_dtype in, ctosa_dtype w, ctosa_dtype bias, ctosa_dtype o
     x.op->attr.acc_type = acc;
     if (!zp_const) x.in_const[3] = false;
     ctosa_spec s = spec_of(spec);
-    spec_op_ctx c = {.g = x.g, .block = x.b, .index = 12, .op = x.op, .spec = &s,
-                     .prefix = "op #12 CONV2D 'conv1'", .in = x.in, .out = x.out,
+    spec_op_ctx c = {.g = x.g,
+                     .block = x.b,
+                     .index = 12,
+                     .op = x.op,
+                     .spec = &s,
+                     .prefix = "op #12 CONV2D 'conv1'",
+                     .in = x.in,
+                     .out = x.out,
                      .in_const = x.in_const};
     diag_list d;
     diag_init(&d, 0);
@@ -514,8 +519,14 @@ static char *concat_n(uint32_t n, const char *spec) {
     const char *on = out->name;
     CHECK_OK(ctosa_block_add_op(x.g, x.b, oi->kind, n, names, 1, &on, NULL, &x.op));
     ctosa_spec s = spec_of(spec);
-    spec_op_ctx c = {.g = x.g, .block = x.b, .op = x.op, .spec = &s, .prefix = "op #0 X 'y'",
-                     .in = in, .out = &out, .in_const = cst};
+    spec_op_ctx c = {.g = x.g,
+                     .block = x.b,
+                     .op = x.op,
+                     .spec = &s,
+                     .prefix = "op #0 X 'y'",
+                     .in = in,
+                     .out = &out,
+                     .in_const = cst};
     diag_list d;
     diag_init(&d, 0);
     spec_check_op_rules(&c, &d);
@@ -571,8 +582,7 @@ static void test_rules(void) {
     free(m);
     CHECK(one(CTOSA_OP_RESCALE, 0, "TOSA-1.0+INT+doubleround", double_round) == NULL);
     m = one(CTOSA_OP_RESCALE, 0, "TOSA-1.0+INT", inexact_round);
-    CHECK_MSG(m && strstr(m, "rounding_mode INEXACT_ROUND needs EXT-INEXACTROUND (+inexactround)"),
-              "%s", m);
+    CHECK_MSG(m && strstr(m, "rounding_mode INEXACT_ROUND needs EXT-INEXACTROUND (+inexactround)"), "%s", m);
     free(m);
     CHECK(one(CTOSA_OP_RESCALE, 0, "TOSA-1.0+INT+inexactround", inexact_round) == NULL);
     expect_msg(one(CTOSA_OP_RESCALE, 0, "TOSA-1.0+INT", scale16),
@@ -584,7 +594,9 @@ static void test_rules(void) {
     expect_msg(one(CTOSA_OP_DIM, 0, "TOSA-1.0+INT", NULL),
                "op #0 X 'y': DIM is not in TOSA 1.0 (it is a TOSA 1.1 draft operator)");
     m = one(CTOSA_OP_DIM, 3, "TOSA-1.1+INT", NULL); /* i32 row: needs shape */
-    CHECK_MSG(m && strstr(m, "types (i32)->shape not allowed by TOSA-1.1+INT; DIM needs PRO-INT and EXT-SHAPE (add +shape)"), "%s", m);
+    CHECK_MSG(m && strstr(m, "types (i32)->shape not allowed by TOSA-1.1+INT; DIM needs PRO-INT and "
+                             "EXT-SHAPE (add +shape)"),
+              "%s", m);
     free(m);
     CHECK(one(CTOSA_OP_DIM, 3, "TOSA-1.1+INT+shape", NULL) == NULL);
     /* whole operator missing from the profile */
@@ -594,8 +606,8 @@ static void test_rules(void) {
               "%s", m);
     free(m);
     m = one(CTOSA_OP_COND_IF, 0, "TOSA-1.0+INT", NULL);
-    CHECK_MSG(m && strstr(m, "not allowed by TOSA-1.0+INT; COND_IF needs EXT-CONTROLFLOW (add +cf)"),
-              "%s", m);
+    CHECK_MSG(m && strstr(m, "not allowed by TOSA-1.0+INT; COND_IF needs EXT-CONTROLFLOW (add +cf)"), "%s",
+              m);
     free(m);
     CHECK(one(CTOSA_OP_COND_IF, 0, "TOSA-1.0+INT+cf", NULL) == NULL);
     /* an INT-only operator under FP: its rows need PRO-INT */
@@ -658,8 +670,8 @@ static void test_u55(void) {
 /* ------------------------------------------------------------ table facts */
 
 static void test_types_allowed(void) {
-    ctosa_spec i = spec_of("TOSA-1.0+INT"), i16 = spec_of("TOSA-1.0+INT+int16"),
-               f = spec_of("TOSA-1.0+FP"), f11 = spec_of("TOSA-1.1+FP+int64");
+    ctosa_spec i = spec_of("TOSA-1.0+INT"), i16 = spec_of("TOSA-1.0+INT+int16"), f = spec_of("TOSA-1.0+FP"),
+               f11 = spec_of("TOSA-1.1+FP+int64");
     ctosa_dtype in[5] = {I8, I8, I32, I8, I8}, out[1] = {I32};
     CHECK(spec_types_allowed(CTOSA_OP_CONV2D, 5, in, 1, out, I32, &i));
     CHECK(!spec_types_allowed(CTOSA_OP_CONV2D, 5, in, 1, out, I48, &i));
@@ -716,8 +728,7 @@ static void test_table_facts(void) {
         if (row->types[0] == CTOSA_DTYPE_INT64 && row->types[1] == CTOSA_DTYPE_INT8) {
             sb_init(&b);
             spec_format_requirement(&b, row);
-            CHECK_MSG(strcmp(b.s, "PRO-INT and EXT-INT64 or PRO-FP and EXT-INT64") == 0, "%s",
-                      b.s);
+            CHECK_MSG(strcmp(b.s, "PRO-INT and EXT-INT64 or PRO-FP and EXT-INT64") == 0, "%s", b.s);
             sb_free(&b);
             found = true;
         }
@@ -767,22 +778,28 @@ static void test_examples(void) {
                 in[j] = ctosa_block_find_tensor(g, b, op->inputs[j]);
                 cst[j] = in[j] && (in[j]->data.kind != CTOSA_DATA_NONE || in[j]->is_shape);
                 for (uint32_t q = 0; q < k; q++) /* produced by CONST / CONST_SHAPE */
-                    if ((b->ops[q]->kind == CTOSA_OP_CONST ||
-                         b->ops[q]->kind == CTOSA_OP_CONST_SHAPE) &&
+                    if ((b->ops[q]->kind == CTOSA_OP_CONST || b->ops[q]->kind == CTOSA_OP_CONST_SHAPE) &&
                         b->ops[q]->n_outputs && strcmp(b->ops[q]->outputs[0], op->inputs[j]) == 0)
                         cst[j] = true;
             }
             for (uint32_t j = 0; j < op->n_outputs; j++)
                 out[j] = ctosa_block_find_tensor(g, b, op->outputs[j]);
-            spec_op_ctx c = {.g = g, .block = b, .index = k, .op = op, .spec = &s,
-                             .prefix = "op", .in = in, .out = out, .in_const = cst};
+            spec_op_ctx c = {.g = g,
+                             .block = b,
+                             .index = k,
+                             .op = op,
+                             .spec = &s,
+                             .prefix = "op",
+                             .in = in,
+                             .out = out,
+                             .in_const = cst};
             diag_list d;
             diag_init(&d, 0);
             spec_check_op_rules(&c, &d);
             ctosa_error *pe = diag_finish(&d);
             diag_free(&d);
-            CHECK_MSG(!pe, "%s op #%u %s under %s: %s", ex[i].file, k, ctosa_op_name(op->kind),
-                      ex[i].spec, ctosa_error_message(pe));
+            CHECK_MSG(!pe, "%s op #%u %s under %s: %s", ex[i].file, k, ctosa_op_name(op->kind), ex[i].spec,
+                      ctosa_error_message(pe));
             ctosa_error_free(pe);
             checked++;
         }
@@ -790,8 +807,7 @@ static void test_examples(void) {
         /* the FP graphs are refused by an INT-only spec, the int8 one
          * without +doubleround */
         {
-            ctosa_spec si = spec_of(strcmp(ex[i].spec, "TOSA-1.0+FP") == 0 ? "TOSA-1.0+INT"
-                                                                          : "TOSA-1.0+INT");
+            ctosa_spec si = spec_of(strcmp(ex[i].spec, "TOSA-1.0+FP") == 0 ? "TOSA-1.0+INT" : "TOSA-1.0+INT");
             uint32_t refused = 0;
             for (uint32_t k = 0; k < b->n_ops; k++) {
                 ctosa_op *op = b->ops[k];
@@ -804,8 +820,15 @@ static void test_examples(void) {
                     in[j] = ctosa_block_find_tensor(g, b, op->inputs[j]);
                 for (uint32_t j = 0; j < op->n_outputs; j++)
                     out[j] = ctosa_block_find_tensor(g, b, op->outputs[j]);
-                spec_op_ctx c = {.g = g, .block = b, .index = k, .op = op, .spec = &si,
-                                 .prefix = "op", .in = in, .out = out, .in_const = cst};
+                spec_op_ctx c = {.g = g,
+                                 .block = b,
+                                 .index = k,
+                                 .op = op,
+                                 .spec = &si,
+                                 .prefix = "op",
+                                 .in = in,
+                                 .out = out,
+                                 .in_const = cst};
                 diag_list d;
                 diag_init(&d, 0);
                 spec_check_op_rules(&c, &d);

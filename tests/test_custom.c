@@ -102,8 +102,9 @@ static void test_json_parser(void) {
     arena a;
     arena_init(&a, 0);
     json_value *v = NULL;
-    const char *ok = "\xEF\xBB\xBF {\"a\": [1, -2.5e3, true, false, null], \"b\\u00e9\": \"x\\ud83d\\ude00\\n\","
-                     " \"c\": {}, \"d\": [], \"big\": 12345678901234567890}";
+    const char *ok =
+        "\xEF\xBB\xBF {\"a\": [1, -2.5e3, true, false, null], \"b\\u00e9\": \"x\\ud83d\\ude00\\n\","
+        " \"c\": {}, \"d\": [], \"big\": 12345678901234567890}";
     CHECK_OK(json_parse(ok, strlen(ok), "ok.json", &a, &v));
     CHECK(v && v->kind == JSON_OBJECT && v->n == 5);
     const json_value *arr = json_get(v, "a");
@@ -179,7 +180,8 @@ static void test_registry_api(void) {
     CHECK_OK(ctosa_custom_register(reg, &std));
     CHECK(ctosa_custom_registry_count(reg) == 3);
     const ctosa_custom_op *f = ctosa_custom_registry_find(reg, "com.x", "A", 3);
-    CHECK(f && f->user == (void *)2 && strcmp(f->tosa_operator, "A_v2") == 0 && strcmp(f->tosa_domain, "com.x") == 0);
+    CHECK(f && f->user == (void *)2 && strcmp(f->tosa_operator, "A_v2") == 0 &&
+          strcmp(f->tosa_domain, "com.x") == 0);
     CHECK(ctosa_custom_registry_find(reg, "com.y", "A", 3) == NULL);
     /* "" and "ai.onnx" are the same domain */
     f = ctosa_custom_registry_find(reg, "", "Relu", 17);
@@ -188,9 +190,15 @@ static void test_registry_api(void) {
 
     /* Opset ranges select among registrations. */
     CHECK_OK(ctosa_custom_registry_create(&reg));
-    ctosa_custom_op v1 = {.onnx_domain = "com.x", .onnx_op_type = "B", .until_opset = 1, .infer = same_as_input,
+    ctosa_custom_op v1 = {.onnx_domain = "com.x",
+                          .onnx_op_type = "B",
+                          .until_opset = 1,
+                          .infer = same_as_input,
                           .tosa_operator = "B1"};
-    ctosa_custom_op v2 = {.onnx_domain = "com.x", .onnx_op_type = "B", .since_opset = 2, .infer = same_as_input,
+    ctosa_custom_op v2 = {.onnx_domain = "com.x",
+                          .onnx_op_type = "B",
+                          .since_opset = 2,
+                          .infer = same_as_input,
                           .tosa_operator = "B2"};
     CHECK_OK(ctosa_custom_register(reg, &v1));
     CHECK_OK(ctosa_custom_register(reg, &v2));
@@ -226,7 +234,8 @@ static void test_plugin_lower_and_run(void) {
     const ctosa_op *sw = g ? nth_custom(g, 0) : NULL, *sp = g ? nth_custom(g, 1) : NULL;
     CHECK(sw && sp && (!g || !nth_custom(g, 2)));
     if (sw && sp) {
-        CHECK(strcmp(sw->attr.domain_name, "com.example") == 0 && strcmp(sw->attr.operator_name, "MySwish") == 0);
+        CHECK(strcmp(sw->attr.domain_name, "com.example") == 0 &&
+              strcmp(sw->attr.operator_name, "MySwish") == 0);
         CHECK(attrs_are(sw, "{\"beta\":1.5}"));
         CHECK(sw->n_inputs == 1 && sw->n_outputs == 1);
         CHECK(strcmp(sp->attr.operator_name, "SplitHalf") == 0 && attrs_are(sp, "{}"));
@@ -239,13 +248,15 @@ static void test_plugin_lower_and_run(void) {
     if (rg) CHECK_OK(ctosa_interp_create(rg, NULL, &it));
     if (it) {
         feed_npy(it, "x", DATA "swish_split_in.npy");
-        CHECK_ERR(ctosa_interp_run(it), CTOSA_ERR_UNSUPPORTED, "custom operator 'MySwish' of domain 'com.example'");
+        CHECK_ERR(ctosa_interp_run(it), CTOSA_ERR_UNSUPPORTED,
+                  "custom operator 'MySwish' of domain 'com.example'");
         CHECK_OK(ctosa_custom_registry_attach(reg, it));
         CHECK_OK(ctosa_interp_run(it));
         for (int k = 0; k < 2; k++) {
             ctosa_interp_tensor t;
             CHECK_OK(ctosa_interp_get_output(it, k ? "y1" : "y0", &t));
-            double d = npy_diff(k ? DATA "swish_split_out1.npy" : DATA "swish_split_out0.npy", t.data, t.count);
+            double d =
+                npy_diff(k ? DATA "swish_split_out1.npy" : DATA "swish_split_out0.npy", t.data, t.count);
             CHECK_MSG(d >= 0 && d < 1e-5, "output %d differs from numpy by %g", k, d);
         }
     }
@@ -254,7 +265,8 @@ static void test_plugin_lower_and_run(void) {
     /* Byte-identical across runs. */
     size_t n1 = 0, n2 = 0;
     unsigned char *f1 = th_read(th_path(dir, "swish_split.part0.tosa"), &n1);
-    ctosa_lower_result *r2 = lower(DATA "swish_split.onnx", "TOSA-1.0+FP", reg, th_path(th_tmpdir(), "swish2"));
+    ctosa_lower_result *r2 =
+        lower(DATA "swish_split.onnx", "TOSA-1.0+FP", reg, th_path(th_tmpdir(), "swish2"));
     unsigned char *f2 = th_read(th_path(th_path(th_tmpdir(), "swish2"), "swish_split.part0.tosa"), &n2);
     CHECK(f1 && f2 && n1 == n2 && memcmp(f1, f2, n1) == 0);
     free(f1);
@@ -270,7 +282,8 @@ static void test_flatc_decode(void) {
         fprintf(stderr, "  (flatc not installed: flatc decoding not checked)\n");
         return;
     }
-    const char *schema = th_shared_dir() ? th_path(th_shared_dir(), "reference/tosa/schema/tosa-1.0.fbs") : NULL;
+    const char *schema =
+        th_shared_dir() ? th_path(th_shared_dir(), "reference/tosa/schema/tosa-1.0.fbs") : NULL;
     struct stat st;
     if (!schema || stat(schema, &st) != 0) {
         fprintf(stderr, "  (../shared absent: flatc decoding not checked)\n");
@@ -278,9 +291,11 @@ static void test_flatc_decode(void) {
     }
     const char *dir = th_path(th_tmpdir(), "fb");
     char *out = NULL;
-    int rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' -q --plugin '%s' && flatc --json --raw-binary "
-                    "--strict-json -o '%s' '%s' -- '%s/swish_split.part0.tosa'", th_ctosa(), DATA "swish_split.onnx",
-                    dir, EXAMPLE_PLUGIN, dir, schema, dir);
+    int rc =
+        th_run(&out,
+               "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' -q --plugin '%s' && flatc --json --raw-binary "
+               "--strict-json -o '%s' '%s' -- '%s/swish_split.part0.tosa'",
+               th_ctosa(), DATA "swish_split.onnx", dir, EXAMPLE_PLUGIN, dir, schema, dir);
     CHECK_MSG(rc == 0, "lower + flatc failed (%d): %s", rc, out ? out : "");
     free(out);
     size_t n = 0;
@@ -312,8 +327,10 @@ static void test_flatc_decode(void) {
         CHECK(dn && dn->kind == JSON_STRING && strcmp(dn->str, "com.example") == 0);
         const char *w = want_attrs[n_custom];
         bool same = ia && ia->kind == JSON_ARRAY && ia->n == strlen(w);
-        for (uint32_t k = 0; same && k < ia->n; k++) same = ia->items[k].is_int && ia->items[k].i == (uint8_t)w[k];
-        CHECK_MSG(same, "implementation_attrs of %s as decoded by flatc differ from %s", want_name[n_custom], w);
+        for (uint32_t k = 0; same && k < ia->n; k++)
+            same = ia->items[k].is_int && ia->items[k].i == (uint8_t)w[k];
+        CHECK_MSG(same, "implementation_attrs of %s as decoded by flatc differ from %s", want_name[n_custom],
+                  w);
         n_custom++;
     }
     CHECK(n_custom == 2);
@@ -327,9 +344,10 @@ static void test_cli_run_plugin(void) {
     char *out = NULL;
     int rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --plugin '%s'", th_ctosa(),
                     DATA "swish_split.onnx", dir, EXAMPLE_PLUGIN);
-    CHECK_MSG(rc == 0 && strstr(out, "5 of 5 nodes delegated") &&
-              strstr(out, "custom: swish (com.example::MySwish) -> CUSTOM com.example::MySwish in partition 0"),
-              "lower: %d %s", rc, out ? out : "");
+    CHECK_MSG(
+        rc == 0 && strstr(out, "5 of 5 nodes delegated") &&
+            strstr(out, "custom: swish (com.example::MySwish) -> CUSTOM com.example::MySwish in partition 0"),
+        "lower: %d %s", rc, out ? out : "");
     free(out);
     const char *tosa = th_path(dir, "swish_split.part0.tosa");
     rc = th_run(&out, "'%s' check '%s' --spec TOSA-1.0+FP", th_ctosa(), tosa);
@@ -337,10 +355,12 @@ static void test_cli_run_plugin(void) {
     free(out);
     rc = th_run(&out, "'%s' dump '%s'", th_ctosa(), tosa);
     CHECK_MSG(rc == 0 && strstr(out, "operator_name=MySwish") && strstr(out, "domain_name=com.example") &&
-              strstr(out, "implementation_attrs=\"{\\\"beta\\\":1.5}\""), "dump: %d %s", rc, out ? out : "");
+                  strstr(out, "implementation_attrs=\"{\\\"beta\\\":1.5}\""),
+              "dump: %d %s", rc, out ? out : "");
     free(out);
     /* Without the plugin the CUSTOM has no kernel: an error naming both names. */
-    rc = th_run(&out, "'%s' run '%s' --input x='%s' -o '%s' -q", th_ctosa(), tosa, DATA "swish_split_in.npy", dir);
+    rc = th_run(&out, "'%s' run '%s' --input x='%s' -o '%s' -q", th_ctosa(), tosa, DATA "swish_split_in.npy",
+                dir);
     CHECK_MSG(rc == 2 && strstr(out, "'MySwish' of domain 'com.example'"), "run without plugin: %d %s", rc,
               out ? out : "");
     free(out);
@@ -370,7 +390,8 @@ static ctosa_error *three_infer(void *user, const ctosa_custom_node *node, const
 }
 
 static ctosa_error *three_kernel(void *user, const ctosa_interp_tensor *in, uint32_t n_in,
-                                 ctosa_interp_tensor *out, uint32_t n_out, const uint8_t *attrs, uint32_t len) {
+                                 ctosa_interp_tensor *out, uint32_t n_out, const uint8_t *attrs,
+                                 uint32_t len) {
     /* scale from the canonical JSON implementation_attrs */
     arena a;
     arena_init(&a, 0);
@@ -391,8 +412,11 @@ static ctosa_error *three_kernel(void *user, const ctosa_interp_tensor *in, uint
 static void test_three_outputs(void) {
     ctosa_custom_registry *reg;
     CHECK_OK(ctosa_custom_registry_create(&reg));
-    ctosa_custom_op op = {.onnx_domain = "com.test", .onnx_op_type = "Three", .infer = three_infer,
-                          .kernel = three_kernel, .tosa_operator = "Three3"};
+    ctosa_custom_op op = {.onnx_domain = "com.test",
+                          .onnx_op_type = "Three",
+                          .infer = three_infer,
+                          .kernel = three_kernel,
+                          .tosa_operator = "Three3"};
     CHECK_OK(ctosa_custom_register(reg, &op));
     ctosa_lower_result *r = lower(DATA "three_out.onnx", "TOSA-1.0+FP", reg, NULL);
     const ctosa_lower_summary *s = r ? ctosa_lower_result_summary(r) : NULL;
@@ -401,7 +425,8 @@ static void test_three_outputs(void) {
     CHECK(c && c->n_inputs == 1 && c->n_outputs == 3);
     /* canonical JSON: keys sorted, float with '.', ints, strings */
     CHECK_MSG(attrs_are(c, "{\"mode\":\"fast\",\"scale\":0.5,\"sizes\":[3,1,2]}"), "attrs: %.*s",
-              c ? (int)c->attr.implementation_attrs.n : 0, c ? (const char *)c->attr.implementation_attrs.p : "");
+              c ? (int)c->attr.implementation_attrs.n : 0,
+              c ? (const char *)c->attr.implementation_attrs.p : "");
     CHECK(c && strcmp(c->attr.operator_name, "Three3") == 0 && strcmp(c->attr.domain_name, "com.test") == 0);
     ctosa_interp *it = NULL;
     if (c) CHECK_OK(ctosa_interp_create(s->partitions[0].graph, NULL, &it));
@@ -444,14 +469,17 @@ static ctosa_error *refusing_encoder(void *user, const ctosa_custom_node *node, 
 static void test_custom_encoder(void) {
     ctosa_custom_registry *reg;
     CHECK_OK(ctosa_custom_registry_create(&reg));
-    ctosa_custom_op op = {.onnx_domain = "com.test", .onnx_op_type = "Three", .infer = three_infer,
+    ctosa_custom_op op = {.onnx_domain = "com.test",
+                          .onnx_op_type = "Three",
+                          .infer = three_infer,
                           .encode_attrs = binary_encoder};
     CHECK_OK(ctosa_custom_register(reg, &op));
     const char *dir = th_path(th_tmpdir(), "enc");
     ctosa_lower_result *r = lower(DATA "three_out.onnx", "TOSA-1.0+FP", reg, dir);
     const ctosa_lower_summary *s = r ? ctosa_lower_result_summary(r) : NULL;
     const ctosa_op *c = s && s->n_partitions ? nth_custom(s->partitions[0].graph, 0) : NULL;
-    CHECK(c && c->attr.implementation_attrs.n == 4 && memcmp(c->attr.implementation_attrs.p, "\xff\x00\x10\x7f", 4) == 0);
+    CHECK(c && c->attr.implementation_attrs.n == 4 &&
+          memcmp(c->attr.implementation_attrs.p, "\xff\x00\x10\x7f", 4) == 0);
     ctosa_lower_result_free(r);
     char *out = NULL;
     int rc = th_run(&out, "'%s' dump '%s'", th_ctosa(), th_path(dir, "three_out.part0.tosa"));
@@ -467,8 +495,9 @@ static void test_custom_encoder(void) {
     r = lower(DATA "three_out.onnx", "TOSA-1.0+FP", reg, NULL);
     s = r ? ctosa_lower_result_summary(r) : NULL;
     const ctosa_lower_fallback *f = s ? find_fallback(s, "three") : NULL;
-    CHECK_MSG(f && strcmp(f->code, "unsupported_attribute") == 0 && strstr(f->reason, "cannot encode 'three'"), "%s",
-              f ? f->reason : "no fallback");
+    CHECK_MSG(f && strcmp(f->code, "unsupported_attribute") == 0 &&
+                  strstr(f->reason, "cannot encode 'three'"),
+              "%s", f ? f->reason : "no fallback");
     ctosa_lower_result_free(r);
     ctosa_custom_registry_free(reg);
 }
@@ -498,12 +527,15 @@ static void test_fallbacks(void) {
     r = lower(DATA "swish_badbeta.onnx", "TOSA-1.0+FP", reg, NULL);
     s = r ? ctosa_lower_result_summary(r) : NULL;
     f = s ? find_fallback(s, "swish_bad") : NULL;
-    CHECK_MSG(f && strcmp(f->code, "custom_op_rejected") == 0 && strstr(f->reason, "'beta' must be positive"), "%s",
-              f ? f->reason : "no fallback");
+    CHECK_MSG(f && strcmp(f->code, "custom_op_rejected") == 0 && strstr(f->reason, "'beta' must be positive"),
+              "%s", f ? f->reason : "no fallback");
     ctosa_lower_result_free(r);
     /* A registration's dtype list: one allowing int8 only refuses fp32. */
-    ctosa_custom_op op = {.onnx_domain = "com.example", .onnx_op_type = "MySwish", .infer = same_as_input,
-                          .dtypes = (const ctosa_dtype[]){CTOSA_DTYPE_INT8}, .n_dtypes = 1};
+    ctosa_custom_op op = {.onnx_domain = "com.example",
+                          .onnx_op_type = "MySwish",
+                          .infer = same_as_input,
+                          .dtypes = (const ctosa_dtype[]){CTOSA_DTYPE_INT8},
+                          .n_dtypes = 1};
     CHECK_OK(ctosa_custom_register(reg, &op));
     r = lower(DATA "swish_badbeta.onnx", "TOSA-1.0+FP", reg, NULL);
     s = r ? ctosa_lower_result_summary(r) : NULL;
@@ -551,8 +583,12 @@ static void test_level_limit(void) {
 static void test_override_builtin(void) {
     ctosa_custom_registry *reg;
     CHECK_OK(ctosa_custom_registry_create(&reg));
-    ctosa_custom_op op = {.onnx_domain = "", .onnx_op_type = "Sigmoid", .infer = same_as_input,
-                          .tosa_domain = "com.vendor", .tosa_operator = "FastSigmoid", .since_opset = 13};
+    ctosa_custom_op op = {.onnx_domain = "",
+                          .onnx_op_type = "Sigmoid",
+                          .infer = same_as_input,
+                          .tosa_domain = "com.vendor",
+                          .tosa_operator = "FastSigmoid",
+                          .since_opset = 13};
     CHECK_OK(ctosa_custom_register(reg, &op));
     ctosa_lower_result *r = lower(DATA "override.onnx", "TOSA-1.0+FP", reg, NULL);
     const ctosa_lower_summary *s = r ? ctosa_lower_result_summary(r) : NULL;
@@ -565,7 +601,8 @@ static void test_override_builtin(void) {
     const ctosa_op *c = s && s->n_partitions ? nth_custom(s->partitions[0].graph, 0) : NULL;
     CHECK(c && strcmp(c->attr.domain_name, "com.vendor") == 0 && attrs_are(c, "{}"));
     bool has_sigmoid = false;
-    const ctosa_block *b = s && s->n_partitions ? ctosa_graph_region(s->partitions[0].graph, 0)->blocks[0] : NULL;
+    const ctosa_block *b =
+        s && s->n_partitions ? ctosa_graph_region(s->partitions[0].graph, 0)->blocks[0] : NULL;
     for (uint32_t i = 0; b && i < b->n_ops; i++) has_sigmoid |= b->ops[i]->kind == CTOSA_OP_SIGMOID;
     CHECK(!has_sigmoid);
     ctosa_lower_result_free(r);
@@ -595,7 +632,8 @@ static void test_bad_plugins(void) {
     CHECK(ctosa_custom_registry_count(reg) == 0); /* 'Good' was withdrawn with it */
     CHECK_ERR(ctosa_custom_registry_load_plugin(reg, "/nonexistent/libnothing.so"), CTOSA_ERR_IO,
               "cannot load plugin");
-    CHECK_ERR(ctosa_custom_registry_load_plugin(reg, DATA "three_out.json"), CTOSA_ERR_IO, "cannot load plugin");
+    CHECK_ERR(ctosa_custom_registry_load_plugin(reg, DATA "three_out.json"), CTOSA_ERR_IO,
+              "cannot load plugin");
     CHECK_OK(ctosa_custom_registry_load_plugin(reg, EXAMPLE_PLUGIN));
     CHECK(ctosa_custom_registry_count(reg) == 2);
     ctosa_custom_registry_free(reg);
@@ -605,7 +643,8 @@ static void test_bad_plugins(void) {
                     DATA "swish_split.onnx", th_tmpdir(), TEST_PLUGIN("badver"));
     CHECK_MSG(rc == 2 && strstr(out, "API version 42"), "%d %s", rc, out ? out : "");
     free(out);
-    rc = th_run(&out, "'%s' run '%s' --plugin '%s'", th_ctosa(), DATA "swish_split.onnx", TEST_PLUGIN("noentry"));
+    rc = th_run(&out, "'%s' run '%s' --plugin '%s'", th_ctosa(), DATA "swish_split.onnx",
+                TEST_PLUGIN("noentry"));
     CHECK_MSG(rc == 2 && strstr(out, "does not export ctosa_plugin_init"), "%d %s", rc, out ? out : "");
     free(out);
 }
@@ -618,7 +657,8 @@ static void test_custom_ops_json(void) {
     int rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --custom-ops '%s'", th_ctosa(),
                     DATA "three_out.onnx", dir, DATA "three_out.json");
     CHECK_MSG(rc == 0 && strstr(out, "5 of 5 nodes delegated") &&
-              strstr(out, "-> CUSTOM com.test.tosa::ThreeWay in partition 0"), "%d %s", rc, out ? out : "");
+                  strstr(out, "-> CUSTOM com.test.tosa::ThreeWay in partition 0"),
+              "%d %s", rc, out ? out : "");
     free(out);
     ctosa_graph *g = NULL;
     CHECK_OK(ctosa_read_file(th_path(dir, "three_out.part0.tosa"), NULL, &g));
@@ -630,13 +670,14 @@ static void test_custom_ops_json(void) {
     /* Syntax error: exit 2 with FILE:LINE:COLUMN. */
     rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --custom-ops '%s'", th_ctosa(),
                 DATA "three_out.onnx", dir, DATA "bad_syntax.json");
-    CHECK_MSG(rc == 2 && strstr(out, "bad_syntax.json:6:37: trailing comma before ']'"), "%d %s", rc, out ? out : "");
+    CHECK_MSG(rc == 2 && strstr(out, "bad_syntax.json:6:37: trailing comma before ']'"), "%d %s", rc,
+              out ? out : "");
     free(out);
     /* Schema error: also located. */
     rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --custom-ops '%s'", th_ctosa(),
                 DATA "three_out.onnx", dir, DATA "bad_schema.json");
-    CHECK_MSG(rc == 2 && strstr(out, "bad_schema.json:3:87: give \"like_input\" or \"shape\", not both"), "%d %s", rc,
-              out ? out : "");
+    CHECK_MSG(rc == 2 && strstr(out, "bad_schema.json:3:87: give \"like_input\" or \"shape\", not both"),
+              "%d %s", rc, out ? out : "");
     free(out);
     rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --custom-ops /nonexistent.json", th_ctosa(),
                 DATA "three_out.onnx", dir);
@@ -650,15 +691,17 @@ static void test_custom_ops_json(void) {
         {"{\"custom_ops\": [{\"domain\": \"d\", \"op_type\": \"X\"}]}", "<t>:1:17: missing \"outputs\""},
         {"{\"custom_ops\": [{\"domain\": \"d\", \"op_type\": \"X\", \"outputs\": [{\"shape\": [1]}]}]}",
          "needs \"like_input\", or both"},
-        {"{\"custom_ops\": [{\"domain\": \"d\", \"op_type\": \"X\", \"outputs\": [{\"like_input\": 0, \"dtype\": "
-         "\"fp99\"}]}]}", "expected a dtype name"},
+        {"{\"custom_ops\": [{\"domain\": \"d\", \"op_type\": \"X\", \"outputs\": [{\"like_input\": 0, "
+         "\"dtype\": "
+         "\"fp99\"}]}]}",
+         "expected a dtype name"},
         {"{\"custom_ops\": [], \"extra\": 1}", "<t>:1:29: unknown key \"extra\""},
         {"{\"version\": 2, \"custom_ops\": []}", "\"version\" must be 1"},
         {"[]", "expected an object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_ERR(ctosa_custom_registry_load_json_text(reg, bad[i][0], strlen(bad[i][0]), "<t>"), CTOSA_ERR_FORMAT,
-                  bad[i][1]);
+        CHECK_ERR(ctosa_custom_registry_load_json_text(reg, bad[i][0], strlen(bad[i][0]), "<t>"),
+                  CTOSA_ERR_FORMAT, bad[i][1]);
     CHECK(ctosa_custom_registry_count(reg) == 0);
     const char *two = "{\"custom_ops\": [{\"domain\": \"com.test\", \"op_type\": \"Three\", \"outputs\": "
                       "[{\"like_input\": 0}, {\"like_input\": 0}]}]}";
@@ -666,8 +709,10 @@ static void test_custom_ops_json(void) {
     ctosa_lower_result *r = lower(DATA "three_out.onnx", "TOSA-1.0+FP", reg, NULL);
     const ctosa_lower_summary *s = r ? ctosa_lower_result_summary(r) : NULL;
     const ctosa_lower_fallback *f = s ? find_fallback(s, "three") : NULL;
-    CHECK_MSG(f && strcmp(f->code, "custom_op_rejected") == 0 && strstr(f->reason, "3 outputs but --custom-ops "
-              "declares 2"), "%s", f ? f->reason : "no fallback");
+    CHECK_MSG(f && strcmp(f->code, "custom_op_rejected") == 0 &&
+                  strstr(f->reason, "3 outputs but --custom-ops "
+                                    "declares 2"),
+              "%s", f ? f->reason : "no fallback");
     ctosa_lower_result_free(r);
     ctosa_custom_registry_free(reg);
 }

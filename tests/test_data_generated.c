@@ -118,14 +118,15 @@ static void test_transposed(uint64_t B, uint64_t R, uint64_t C) {
 static void test_shapes(void) {
     test_transposed(1, 1, 1);
     test_transposed(1, 3, 5);
-    test_transposed(4, 7, 9);      /* OIHW -> OHWI shape: O=4, I=7, HW=9 */
+    test_transposed(4, 7, 9);       /* OIHW -> OHWI shape: O=4, I=7, HW=9 */
     test_transposed(1, 1000, 3001); /* 12 MB: several chunks and tiles, ragged ends */
     test_transposed(3, 513, 700);
 }
 
 static ctosa_error *fail_at_5m(void *user, uint64_t off, void *buf, size_t n) {
     (void)user;
-    if (off + n > (5u << 20)) return ctosa_error_new(CTOSA_ERR_IO, "disk on fire at %llu", (unsigned long long)off);
+    if (off + n > (5u << 20))
+        return ctosa_error_new(CTOSA_ERR_IO, "disk on fire at %llu", (unsigned long long)off);
     memset(buf, 7, n);
     return NULL;
 }

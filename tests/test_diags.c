@@ -91,17 +91,21 @@ static void test_kinds_and_cap(void) {
     ten(b, "p", CTOSA_DTYPE_FP32, 1, S4);
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     CHECK_OK(ctosa_block_add_input(G, b, "m"));
-    op(b, CTOSA_OP_ADD, 1, (const char *[]){"x"}, "y");             /* operand count */
-    op(b, CTOSA_OP_ABS, 1, (const char *[]){"m"}, "r");             /* shapes (ERROR_IF) */
-    op(b, CTOSA_OP_DIM, 1, (const char *[]){"x"}, "q");             /* 1.1 only */
-    op(b, CTOSA_OP_EXP, 1, (const char *[]){"nowhere"}, "p");       /* structure */
+    op(b, CTOSA_OP_ADD, 1, (const char *[]){"x"}, "y");       /* operand count */
+    op(b, CTOSA_OP_ABS, 1, (const char *[]){"m"}, "r");       /* shapes (ERROR_IF) */
+    op(b, CTOSA_OP_DIM, 1, (const char *[]){"x"}, "q");       /* 1.1 only */
+    op(b, CTOSA_OP_EXP, 1, (const char *[]){"nowhere"}, "p"); /* structure */
     CHECK_OK(ctosa_block_add_output(G, b, "y"));
     CHECK_OK(ctosa_block_add_output(G, b, "r"));
     CHECK_OK(ctosa_block_add_output(G, b, "q"));
     CHECK_OK(ctosa_block_add_output(G, b, "p"));
     char *msg = NULL;
     ctosa_diags *ds = diags("TOSA-1.0+FP", 0, &msg);
-    static const struct { ctosa_diag_kind kind; int32_t index; ctosa_op_kind op; } want[] = {
+    static const struct {
+        ctosa_diag_kind kind;
+        int32_t index;
+        ctosa_op_kind op;
+    } want[] = {
         {CTOSA_DIAG_OPERAND_COUNT, 0, CTOSA_OP_ADD},
         {CTOSA_DIAG_ERROR_IF, 1, CTOSA_OP_ABS},
         {CTOSA_DIAG_NOT_IN_VERSION, 2, CTOSA_OP_DIM},
@@ -190,10 +194,10 @@ static void test_mapping_ignores_text(void) {
     for (uint32_t t = 0; t < sizeof texts / sizeof *texts; t++) {
         const char *tx = texts[t];
         ctosa_diags *ds;
-#define EXPECT(kind, n, types, spec, code)                                                     \
-    ds = one(kind, n, types, tx);                                                              \
-    CHECK_MSG(lw_map_validator(G, spec, ds) == (code), "text '%s', kind %s", tx,               \
-              ctosa_diag_kind_name(kind));                                                     \
+#define EXPECT(kind, n, types, spec, code)                                       \
+    ds = one(kind, n, types, tx);                                                \
+    CHECK_MSG(lw_map_validator(G, spec, ds) == (code), "text '%s', kind %s", tx, \
+              ctosa_diag_kind_name(kind));                                       \
     ctosa_diags_free(ds);
         EXPECT(CTOSA_DIAG_TYPES, 2, mixed, &fp, LOWER_MIXED_WIDTH)
         EXPECT(CTOSA_DIAG_TYPES, 2, same, &fp, LOWER_NOT_IN_SPEC)

@@ -79,9 +79,11 @@ static void test_cond_if(void) {
     CHECK(strstr(dot, "label=\"region then \\\"branch\\\"\"") != NULL);
     /* COND_IF points at both branches */
     CHECK_MSG(strstr(dot, "\"r0_b0_op0\" -> \"r1_b0_anchor\" [style=dashed, color=\"#b08000\", "
-                          "lhead=\"cluster_r1\", label=\"then_graph\"];") != NULL, "%s", dot);
+                          "lhead=\"cluster_r1\", label=\"then_graph\"];") != NULL,
+              "%s", dot);
     CHECK_MSG(strstr(dot, "\"r0_b0_op0\" -> \"r2_b0_anchor\" [style=dashed, color=\"#b08000\", "
-                          "lhead=\"cluster_r2\", label=\"else_graph\"];") != NULL, "%s", dot);
+                          "lhead=\"cluster_r2\", label=\"else_graph\"];") != NULL,
+              "%s", dot);
     CHECK(strstr(dot, "\"r0_b0_op0\" [fillcolor=\"#fff2cc\", label=\"#0 COND_IF\\nint32[2]\"];") != NULL);
     /* the escaped input name as node label and edge label */
     CHECK_MSG(strstr(dot, "label=\"x\\\"q\\\\\\nint32[2]\"") != NULL, "%s", dot);

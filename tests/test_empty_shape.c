@@ -68,8 +68,8 @@ static void test_forms(void) {
         if (buf) {
             /* ctosa writes one dummy int64 for a constant [], nothing for
              * a shape without data */
-            CHECK_MSG(shape_vec_len(buf) == (form == FORM_VALUES ? 8u : 0u), "%s: vector of %u bytes",
-                      what, shape_vec_len(buf));
+            CHECK_MSG(shape_vec_len(buf) == (form == FORM_VALUES ? 8u : 0u), "%s: vector of %u bytes", what,
+                      shape_vec_len(buf));
             ctosa_graph *back = NULL;
             CHECK_OK(ctosa_read_memory(buf, size, "empty_shape", NULL, &back));
             if (back) check_and_run(back, what); /* as read from the file */

@@ -72,8 +72,8 @@ static void j_attr(strbuf *b, const ctosa_op *op) {
 /* ext: offsets/sizes per tensor in file order (NULL: inline layout). */
 static void j_graph(strbuf *b, const ctosa_graph *g, const nav_data *ext) {
     ctosa_version v = ctosa_graph_version(g);
-    sb_printf(b, "{\"version\":{\"_major\":%d,\"_minor\":%d,\"_patch\":%d,\"_draft\":%s},", v.major,
-              v.minor, v.patch, v.draft ? "true" : "false");
+    sb_printf(b, "{\"version\":{\"_major\":%d,\"_minor\":%d,\"_patch\":%d,\"_draft\":%s},", v.major, v.minor,
+              v.patch, v.draft ? "true" : "false");
     sb_puts(b, "\"regions\":[");
     uint32_t ti = 0;
     for (uint32_t r = 0; r < ctosa_graph_region_count(g); r++) {
@@ -134,10 +134,8 @@ static void j_graph(strbuf *b, const ctosa_graph *g, const nav_data *ext) {
                 sb_printf(b, ",\"rank\":%d,\"data\":", t->shape[0]);
                 /* a constant empty shape [] is written with one dummy int64 (zero) */
                 static const uint8_t dummy[8];
-                if (t->data.kind != CTOSA_DATA_NONE && t->data.size == 0)
-                    j_bytes(b, dummy, sizeof dummy);
-                else
-                    j_bytes(b, t->data.ptr, t->data.kind == CTOSA_DATA_MEMORY ? t->data.size : 0);
+                if (t->data.kind != CTOSA_DATA_NONE && t->data.size == 0) j_bytes(b, dummy, sizeof dummy);
+                else j_bytes(b, t->data.ptr, t->data.kind == CTOSA_DATA_MEMORY ? t->data.size : 0);
                 sb_putc(b, '}');
             }
             sb_puts(b, "]}");
@@ -147,8 +145,8 @@ static void j_graph(strbuf *b, const ctosa_graph *g, const nav_data *ext) {
     sb_putc(b, ']');
     ctosa_software_version sv = ctosa_graph_software_version(g);
     if (sv.present && ctosa_version_key(v) >= 11) {
-        sb_printf(b, ",\"software_version\":{\"_major\":%d,\"_minor\":%d,\"_micro\":%d", sv.major,
-                  sv.minor, sv.micro);
+        sb_printf(b, ",\"software_version\":{\"_major\":%d,\"_minor\":%d,\"_micro\":%d", sv.major, sv.minor,
+                  sv.micro);
         if (sv.modifier) {
             sb_puts(b, ",\"_modifier\":");
             sb_json_str(b, sv.modifier);
@@ -179,8 +177,7 @@ static char *squeeze(const char *s) {
 }
 
 /* Writes g, decodes it with flatc and compares with the expected JSON. */
-static void check_with_flatc(const ctosa_graph *g, const char *name,
-                             const ctosa_write_options *opt) {
+static void check_with_flatc(const ctosa_graph *g, const char *name, const ctosa_write_options *opt) {
     const char *dir = th_tmpdir();
     char path[1024], json[1024];
     snprintf(path, sizeof path, "%s/%s.tosa", dir, name);
@@ -195,8 +192,8 @@ static void check_with_flatc(const ctosa_graph *g, const char *name,
     free(file);
     const char *schema = ctosa_version_key(ctosa_graph_version(g)) >= 11 ? schema_11 : schema_10;
     char *out = NULL;
-    int rc = th_run(&out, "flatc --json --raw-binary --strict-json --defaults-json -o '%s' '%s' -- '%s'",
-                    dir, schema, path);
+    int rc = th_run(&out, "flatc --json --raw-binary --strict-json --defaults-json -o '%s' '%s' -- '%s'", dir,
+                    schema, path);
     CHECK_MSG(rc == 0, "flatc failed (%d): %s", rc, out ? out : "");
     free(out);
     char *got = (char *)th_read(json, &fsize);
@@ -255,8 +252,9 @@ static void test_versions(void) {
     const char *p = th_path(th_tmpdir(), "v10.tosa");
     CHECK_OK(ctosa_write_file(g, p, NULL));
     char *out = NULL;
-    int rc = th_run(&out, "flatc --json --raw-binary --strict-json -o '%s' '%s' -- '%s' && "
-                          "tr -d ' \\n' < '%s'",
+    int rc = th_run(&out,
+                    "flatc --json --raw-binary --strict-json -o '%s' '%s' -- '%s' && "
+                    "tr -d ' \\n' < '%s'",
                     th_tmpdir(), schema_10, p, th_path(th_tmpdir(), "v10.json"));
     CHECK(rc == 0);
     CHECK_MSG(out && strstr(out, "\"version\":{\"_major\":1,\"_minor\":0,\"_patch\":0,\"_draft\":false}"),

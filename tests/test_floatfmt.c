@@ -129,14 +129,14 @@ static void test_fp8(void) {
     CHECK_MSG(bad == 0, "%d fp8 patterns failed", bad);
     CHECK(ff_fp8e4m3_to_f32(0x7E) == 448.0f);
     CHECK(ff_fp8e4m3_to_f32(0x01) == ldexpf(1, -9));
-    CHECK(ff_f32_to_fp8e4m3(464.0f) == 0x7E); /* tie between 448 (even) and 480 */
-    CHECK(isnan(ff_fp8e4m3_to_f32(ff_f32_to_fp8e4m3(465.0f))));   /* no infinity: NaN */
+    CHECK(ff_f32_to_fp8e4m3(464.0f) == 0x7E);                   /* tie between 448 (even) and 480 */
+    CHECK(isnan(ff_fp8e4m3_to_f32(ff_f32_to_fp8e4m3(465.0f)))); /* no infinity: NaN */
     CHECK(isnan(ff_fp8e4m3_to_f32(ff_f32_to_fp8e4m3(INFINITY))));
-    CHECK(ff_f32_to_fp8e4m3(-1.0625f) == 0xB8);  /* tie 1.0 / 1.125 -> 1.0 */
-    CHECK(ff_f32_to_fp8e4m3(1.1875f) == 0x3A);   /* tie 1.125 / 1.25 -> 1.25 */
+    CHECK(ff_f32_to_fp8e4m3(-1.0625f) == 0xB8); /* tie 1.0 / 1.125 -> 1.0 */
+    CHECK(ff_f32_to_fp8e4m3(1.1875f) == 0x3A);  /* tie 1.125 / 1.25 -> 1.25 */
     CHECK(ff_fp8e5m2_to_f32(0x7B) == 57344.0f);
     CHECK(ff_fp8e5m2_to_f32(0x7C) == INFINITY);
-    CHECK(ff_f32_to_fp8e5m2(61440.0f) == 0x7C);  /* tie, odd max -> inf */
+    CHECK(ff_f32_to_fp8e5m2(61440.0f) == 0x7C);       /* tie, odd max -> inf */
     CHECK(ff_f32_to_fp8e5m2(ldexpf(1, -17)) == 0x00); /* half min subnormal -> 0 */
     CHECK(ff_f32_to_fp8e5m2(ldexpf(3, -17)) == 0x02);
 }

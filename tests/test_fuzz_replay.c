@@ -15,8 +15,7 @@
 
 typedef int (*fuzz_fn)(const uint8_t *data, size_t size);
 #define FUZZ_TARGETS(X) \
-    X(onnx) X(tosa_reader) X(tosa_exec) X(spec) X(npy) X(tensor_pb) X(roundtrip) X(lower) X(json) \
-    X(report)
+    X(onnx) X(tosa_reader) X(tosa_exec) X(spec) X(npy) X(tensor_pb) X(roundtrip) X(lower) X(json) X(report)
 #define DECL(n) int ctosa_fuzz_##n(const uint8_t *data, size_t size);
 FUZZ_TARGETS(DECL)
 #undef DECL
@@ -30,9 +29,7 @@ static const struct {
 #undef ROW
 };
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Replays every regular file of dir (sorted, for stable logs); returns how
  * many were replayed. A missing folder counts 0. */
@@ -94,8 +91,7 @@ int main(void) {
         /* Every target has a committed seed corpus; an empty one means the
          * corpus went missing, not that there is nothing to test. */
         CHECK_MSG(seeds >= 10, "fuzz/corpus/%s holds %u inputs", targets[i].name, seeds);
-        fprintf(stderr, "%-12s %4u corpus inputs, %3u regressions replayed\n", targets[i].name,
-                seeds, regs);
+        fprintf(stderr, "%-12s %4u corpus inputs, %3u regressions replayed\n", targets[i].name, seeds, regs);
         total += seeds + regs;
     }
     fprintf(stderr, "%u inputs replayed\n", total);

@@ -32,7 +32,9 @@ static ctosa_lower_result *lower(const char *model, const char *spec_s, const ch
     CHECK_MSG(e == NULL, "%s: %s", model, e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
     char why[1024];
-    if (r) CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(r), &spec, why, sizeof why), "%s: %s", model, why);
+    if (r)
+        CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(r), &spec, why, sizeof why), "%s: %s", model,
+                  why);
     return r;
 }
 
@@ -42,27 +44,39 @@ static void check_accounting(const ctosa_lower_summary *s, const char *const *wa
     for (uint32_t w = 0; w < n_want; w++) {
         uint32_t seen = 0;
         for (uint32_t p = 0; p < s->n_partitions; p++)
-            for (uint32_t k = 0; k < s->partitions[p].n_nodes; k++) seen += !strcmp(s->partitions[p].nodes[k], want[w]);
+            for (uint32_t k = 0; k < s->partitions[p].n_nodes; k++)
+                seen += !strcmp(s->partitions[p].nodes[k], want[w]);
         for (uint32_t f = 0; f < s->n_fallback; f++) seen += !strcmp(s->fallback[f].node, want[w]);
         CHECK_MSG(seen == 1, "node '%s' counted %u times", want[w], seen);
     }
 }
 
-static const char *const NODES[] = {
-    "call1/Constant", "call1/Mul", "call1/Add", "call2/Constant", "call2/Mul", "call2/Add",
-    "call3/ScaledAdd/Constant", "call3/ScaledAdd/Mul", "call3/ScaledAdd/Add", "relu", "call4/Add"};
+static const char *const NODES[] = {"call1/Constant",
+                                    "call1/Mul",
+                                    "call1/Add",
+                                    "call2/Constant",
+                                    "call2/Mul",
+                                    "call2/Add",
+                                    "call3/ScaledAdd/Constant",
+                                    "call3/ScaledAdd/Mul",
+                                    "call3/ScaledAdd/Add",
+                                    "relu",
+                                    "call4/Add"};
 
 static void test_delegated(void) {
     ctosa_lower_result *r = lower(DATA "function.onnx", "TOSA-1.0+FP", NULL);
     if (!r) return;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
     check_accounting(s, NODES, 11);
-    CHECK( s->n_fallback == 0 && s->n_partitions == 1);
+    CHECK(s->n_fallback == 0 && s->n_partitions == 1);
     const char *j = s->report_json;
     CHECK(strstr(j, "\"inlined_functions\": [") != NULL);
-    CHECK(strstr(j, "{\"node\": \"call3/ScaledAdd\", \"op_type\": \"ScaledAdd\", \"domain\": \"local\", \"depth\": 1, "
-                    "\"nodes\": [\"call3/ScaledAdd/Constant\", \"call3/ScaledAdd/Mul\", \"call3/ScaledAdd/Add\"], "
-                    "\"partitions\": [0], \"fallback\": []}") != NULL);
+    CHECK(
+        strstr(j,
+               "{\"node\": \"call3/ScaledAdd\", \"op_type\": \"ScaledAdd\", \"domain\": \"local\", "
+               "\"depth\": 1, "
+               "\"nodes\": [\"call3/ScaledAdd/Constant\", \"call3/ScaledAdd/Mul\", \"call3/ScaledAdd/Add\"], "
+               "\"partitions\": [0], \"fallback\": []}") != NULL);
     ctosa_lower_result_free(r);
 }
 
@@ -100,7 +114,8 @@ static void test_cpu_encoded(void) {
             const char *in = nd->inputs[q];
             bool found = !in[0];
             for (uint32_t t = 0; t < g->n_inputs && !found; t++) found = !strcmp(g->inputs[t].name, in);
-            for (uint32_t t = 0; t < g->n_initializers && !found; t++) found = !strcmp(g->initializers[t].name, in);
+            for (uint32_t t = 0; t < g->n_initializers && !found; t++)
+                found = !strcmp(g->initializers[t].name, in);
             for (uint32_t t = 0; t < i && !found; t++)
                 for (uint32_t o = 0; o < g->nodes[t].n_outputs && !found; o++)
                     found = !strcmp(g->nodes[t].outputs[o], in);
@@ -125,7 +140,8 @@ static void test_call_in_if(void) {
     ctosa_error_free(e);
     if (!m) return;
     /* the If is copied as it is and its branch still calls Twice */
-    CHECK(ctosa_onnx_info(m)->n_functions == 1 && ctosa_onnx_find_function(m, "local", "Twice", NULL) != NULL);
+    CHECK(ctosa_onnx_info(m)->n_functions == 1 &&
+          ctosa_onnx_find_function(m, "local", "Twice", NULL) != NULL);
     ctosa_onnx_free(m);
 }
 

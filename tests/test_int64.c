@@ -74,8 +74,8 @@ static bool load_case_values(const char *dir, lt_values *vals) {
 
 /* Exact comparison: integers as int64, bools, floats bit for bit. */
 static bool exact_equal(const npy_array *got, const npy_array *want, char *why, size_t cap) {
-    if (got->count != want->count || (!lt_same_shape(got->rank, got->shape, want->rank, want->shape) &&
-                                      got->count != 1)) {
+    if (got->count != want->count ||
+        (!lt_same_shape(got->rank, got->shape, want->rank, want->shape) && got->count != 1)) {
         snprintf(why, cap, "shape differs (%llu vs %llu elements)", (unsigned long long)got->count,
                  (unsigned long long)want->count);
         return false;
@@ -99,8 +99,18 @@ static bool exact_equal(const npy_array *got, const npy_array *want, char *why, 
             const npy_array *a = arr[k];
             switch (a->itemsize) {
             case 1: *pv[k] = a->kind == 'i' ? (int8_t)pp[k][0] : pp[k][0]; break;
-            case 2: { int16_t v; memcpy(&v, pp[k], 2); *pv[k] = v; break; }
-            case 4: { int32_t v; memcpy(&v, pp[k], 4); *pv[k] = v; break; }
+            case 2: {
+                int16_t v;
+                memcpy(&v, pp[k], 2);
+                *pv[k] = v;
+                break;
+            }
+            case 4: {
+                int32_t v;
+                memcpy(&v, pp[k], 4);
+                *pv[k] = v;
+                break;
+            }
             default: memcpy(pv[k], pp[k], 8); break;
             }
         }
@@ -141,8 +151,8 @@ static void run_and_compare(const ctosa_lower_summary *s, const lt_values *ref, 
                 bool same = exact_equal(&got, want, why, sizeof why);
                 CHECK_MSG(same, "%s: partition %u output '%s': %s", label, p, pt->outputs[i].name, why);
                 /* The boundary keeps the ONNX dtype: int64 stays int64. */
-                CHECK_MSG(got.itemsize == want->itemsize, "%s: output '%s' has %u-byte elements, numpy %u", label,
-                          pt->outputs[i].name, got.itemsize, want->itemsize);
+                CHECK_MSG(got.itemsize == want->itemsize, "%s: output '%s' has %u-byte elements, numpy %u",
+                          label, pt->outputs[i].name, got.itemsize, want->itemsize);
             }
             npy_free(&got);
         }
@@ -191,27 +201,31 @@ static void specific_checks(const char *cname, int si, const ctosa_lower_summary
     bool i64 = si >= 2;
     const ctosa_lower_partition *p0 = s->n_partitions ? &s->partitions[0] : NULL;
     if (!strcmp(cname, "where_big") && i64 && p0)
-        CHECK_MSG(has_i64_const(p0, (int64_t)1 << 40), "%s: the 2**40 initializer is not an INT64 constant", label);
+        CHECK_MSG(has_i64_const(p0, (int64_t)1 << 40), "%s: the 2**40 initializer is not an INT64 constant",
+                  label);
     if (!strcmp(cname, "slice_step2") && i64 && p0) {
         /* Every tensor of the slice stays int64 (no narrowed buffer). */
         const ctosa_block *b = ctosa_graph_region(p0->graph, 0)->blocks[0];
         for (uint32_t i = 0; i < b->n_tensors; i++)
-            CHECK_MSG(b->tensors[i]->dtype == CTOSA_DTYPE_INT64 || b->tensors[i]->dtype == CTOSA_DTYPE_SHAPE ||
-                          b->tensors[i]->dtype == CTOSA_DTYPE_INT8,
-                      "%s: tensor '%s' is %s", label, b->tensors[i]->name, ctosa_dtype_short(b->tensors[i]->dtype));
+            CHECK_MSG(
+                b->tensors[i]->dtype == CTOSA_DTYPE_INT64 || b->tensors[i]->dtype == CTOSA_DTYPE_SHAPE ||
+                    b->tensors[i]->dtype == CTOSA_DTYPE_INT8,
+                "%s: tensor '%s' is %s", label, b->tensors[i]->name, ctosa_dtype_short(b->tensors[i]->dtype));
     }
     if ((!strcmp(cname, "gather_const") || !strcmp(cname, "gather_runtime")) && si == 3 && p0)
         CHECK_MSG(has_op(p0, CTOSA_OP_GATHER, 1, CTOSA_DTYPE_INT64), "%s: GATHER indices are not i64", label);
     if (!strcmp(cname, "gather_const") && si == 1 && p0)
-        CHECK_MSG(has_op(p0, CTOSA_OP_GATHER, 1, CTOSA_DTYPE_INT32), "%s: GATHER indices are not narrowed to i32",
-                  label);
+        CHECK_MSG(has_op(p0, CTOSA_OP_GATHER, 1, CTOSA_DTYPE_INT32),
+                  "%s: GATHER indices are not narrowed to i32", label);
     if ((!strcmp(cname, "argmax") || !strcmp(cname, "argmax_int")) && i64 && p0) {
         CHECK_MSG(has_op(p0, CTOSA_OP_ARGMAX, -1, CTOSA_DTYPE_INT64), "%s: ARGMAX output is not i64", label);
         CHECK_MSG(!has_op(p0, CTOSA_OP_CAST, 0, CTOSA_DTYPE_UNKNOWN), "%s: a CAST follows ARGMAX", label);
     }
     if (!strcmp(cname, "argmax_cast") && si == 1 && p0) {
-        CHECK_MSG(has_op(p0, CTOSA_OP_ARGMAX, -1, CTOSA_DTYPE_INT32), "%s: no ARGMAX with an i32 output", label);
-        CHECK_MSG(!has_op(p0, CTOSA_OP_CAST, 0, CTOSA_DTYPE_UNKNOWN), "%s: ArgMax->Cast(int32) emits a CAST", label);
+        CHECK_MSG(has_op(p0, CTOSA_OP_ARGMAX, -1, CTOSA_DTYPE_INT32), "%s: no ARGMAX with an i32 output",
+                  label);
+        CHECK_MSG(!has_op(p0, CTOSA_OP_CAST, 0, CTOSA_DTYPE_UNKNOWN), "%s: ArgMax->Cast(int32) emits a CAST",
+                  label);
     }
     if (!strcmp(cname, "where_const") && !i64) {
         const ctosa_lower_fallback *f = fallback_of(s, "where_big");
@@ -238,7 +252,8 @@ static void run_case(const char *cname, int si, const char *expect) {
         snprintf(base, sizeof base, "%.*s", (int)strcspn(cname, "@"), cname) >= (int)sizeof base ||
         snprintf(dir, sizeof dir, "%s/%s", CASE_DIR, base) >= (int)sizeof dir ||
         snprintf(model, sizeof model, "%s/model.onnx", dir) >= (int)sizeof model ||
-        snprintf(out_dir, sizeof out_dir, "%s/%s.%s", th_tmpdir(), base, SPEC_TAGS[si]) >= (int)sizeof out_dir) {
+        snprintf(out_dir, sizeof out_dir, "%s/%s.%s", th_tmpdir(), base, SPEC_TAGS[si]) >=
+            (int)sizeof out_dir) {
         CHECK_MSG(0, "case name too long: %s", cname);
         return;
     }
@@ -277,13 +292,15 @@ static void run_case(const char *cname, int si, const char *expect) {
             *eq = 0;
             n_expected++;
             const ctosa_lower_fallback *f = fallback_of(s, tok);
-            CHECK_MSG(f && strcmp(f->code, eq + 1) == 0, "%s: node '%s' should fall back with %s, got %s%s%s", label,
-                      tok, eq + 1, f ? f->code : "delegated", f ? ": " : "", f ? f->reason : "");
+            CHECK_MSG(f && strcmp(f->code, eq + 1) == 0, "%s: node '%s' should fall back with %s, got %s%s%s",
+                      label, tok, eq + 1, f ? f->code : "delegated", f ? ": " : "", f ? f->reason : "");
         }
     }
-    CHECK_MSG(s->n_fallback == n_expected, "%s: %u nodes fall back, expected %u", label, s->n_fallback, n_expected);
+    CHECK_MSG(s->n_fallback == n_expected, "%s: %u nodes fall back, expected %u", label, s->n_fallback,
+              n_expected);
     for (uint32_t i = 0; s->n_fallback != n_expected && i < s->n_fallback; i++)
-        fprintf(stderr, "    fallback %s: %s: %s\n", s->fallback[i].node, s->fallback[i].code, s->fallback[i].reason);
+        fprintf(stderr, "    fallback %s: %s: %s\n", s->fallback[i].node, s->fallback[i].code,
+                s->fallback[i].reason);
     if (n_expected) n_fallback_runs++;
     else n_delegated_exact++;
     /* No symbolic dimension crosses a boundary. */
@@ -292,7 +309,8 @@ static void run_case(const char *cname, int si, const char *expect) {
         for (uint32_t k = 0; k < pt->n_inputs + pt->n_outputs; k++) {
             const ctosa_lower_io *io = k < pt->n_inputs ? &pt->inputs[k] : &pt->outputs[k - pt->n_inputs];
             for (uint32_t d = 0; d < io->rank; d++)
-                CHECK_MSG(io->shape[d] >= 0, "%s: boundary tensor '%s' has a symbolic dimension", label, io->name);
+                CHECK_MSG(io->shape[d] >= 0, "%s: boundary tensor '%s' has a symbolic dimension", label,
+                          io->name);
         }
     }
     lt_values ref = {0};
@@ -305,7 +323,8 @@ static void run_case(const char *cname, int si, const char *expect) {
             char *out = NULL;
             int rc = th_run(&out, "flatc --json --raw-binary --strict-json -o '%s' '%s' -- '%s/%s'", out_dir,
                             schema11, out_dir, s->partitions[p].file);
-            CHECK_MSG(rc == 0, "%s: flatc cannot decode %s: %s", label, s->partitions[p].file, out ? out : "");
+            CHECK_MSG(rc == 0, "%s: flatc cannot decode %s: %s", label, s->partitions[p].file,
+                      out ? out : "");
             free(out);
             n_flatc++;
         }
@@ -336,7 +355,8 @@ static void test_matrix(void) {
     }
     free(text);
     printf("int64 matrix: %d runs, %d fully delegated and bit-exact, %d with the expected fallbacks, "
-           "%d .tosa files decoded by flatc\n", n_runs, n_delegated_exact, n_fallback_runs, n_flatc);
+           "%d .tosa files decoded by flatc\n",
+           n_runs, n_delegated_exact, n_fallback_runs, n_flatc);
 }
 
 /* onnx.checker on every partitioned model, and its CPU nodes are exactly
@@ -382,18 +402,20 @@ static void test_spec_onnx(void) {
     CHECK_MSG(rc == 0, "ctosa spec --onnx: exit %d: %s", rc, out ? out : "");
     if (out) {
         /* Delegated with int64 operands (lowered and validated on a probe). */
-        const char *yes[] = {"  Add\n", "  Mul\n", "  CumSum\n", "  Where\n", "  ArgMax\n", "  Concat\n",
-                             "  ReduceSum\n", "  Equal\n"};
+        const char *yes[] = {"  Add\n",    "  Mul\n",    "  CumSum\n",    "  Where\n",
+                             "  ArgMax\n", "  Concat\n", "  ReduceSum\n", "  Equal\n"};
         for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-            CHECK_MSG(strstr(out, yes[i]) != NULL, "spec --onnx: '%.*s' not listed as delegated", (int)strlen(yes[i]) - 1,
-                      yes[i]);
-        CHECK_MSG(strstr(out, "ReduceProd: unsupported_dtype: ") && strstr(out, "REDUCE_PRODUCT which has no i64 row"),
+            CHECK_MSG(strstr(out, yes[i]) != NULL, "spec --onnx: '%.*s' not listed as delegated",
+                      (int)strlen(yes[i]) - 1, yes[i]);
+        CHECK_MSG(strstr(out, "ReduceProd: unsupported_dtype: ") &&
+                      strstr(out, "REDUCE_PRODUCT which has no i64 row"),
                   "spec --onnx: ReduceProd's missing row not named");
     }
     free(out);
     out = NULL;
     rc = th_run(&out, "'%s' spec TOSA-1.1+INT+int64 --onnx --json", th_ctosa());
-    CHECK_MSG(rc == 0 && out && strstr(out, "\"onnx_int64\"") && strstr(out, "\"op\": \"Add\", \"delegated\": true"),
+    CHECK_MSG(rc == 0 && out && strstr(out, "\"onnx_int64\"") &&
+                  strstr(out, "\"op\": \"Add\", \"delegated\": true"),
               "spec --onnx --json: %s", out ? out : "");
     free(out);
     out = NULL;
@@ -404,7 +426,7 @@ static void test_spec_onnx(void) {
 
 /* One-operator TOSA 1.1 graph: in0 (t0, shape s0), in1 (t1, s1) -> out. */
 static ctosa_graph *one_op(ctosa_op_kind k, ctosa_dtype t0, int32_t n0, ctosa_dtype t1, int32_t n1,
-                          ctosa_dtype to, int32_t no, const ctosa_attr *attr) {
+                           ctosa_dtype to, int32_t no, const ctosa_attr *attr) {
     ctosa_graph *g = NULL;
     ctosa_region *r;
     ctosa_block *b;
@@ -435,7 +457,8 @@ static void test_explain(void) {
     lower_code code;
     const char *why = NULL;
     /* GATHER pairs i64 values only with i64 indices. */
-    ctosa_graph *g = one_op(CTOSA_OP_GATHER, CTOSA_DTYPE_INT64, 4, CTOSA_DTYPE_INT32, 2, CTOSA_DTYPE_INT64, 2, NULL);
+    ctosa_graph *g =
+        one_op(CTOSA_OP_GATHER, CTOSA_DTYPE_INT64, 4, CTOSA_DTYPE_INT32, 2, CTOSA_DTYPE_INT64, 2, NULL);
     ctosa_error *e = ctosa_validate(g, &spec, NULL);
     CHECK(e != NULL);
     ctosa_error_free(e);
@@ -474,7 +497,8 @@ int main(void) {
     if (shared) {
         static char buf[1024];
         struct stat st;
-        if (snprintf(buf, sizeof buf, "%s/reference/tosa/schema/tosa-1.1-draft.fbs", shared) < (int)sizeof buf &&
+        if (snprintf(buf, sizeof buf, "%s/reference/tosa/schema/tosa-1.1-draft.fbs", shared) <
+                (int)sizeof buf &&
             stat(buf, &st) == 0)
             schema11 = buf;
     }

@@ -50,8 +50,8 @@ static void test_broadcast(void) {
     CHECK(w[0] == 10 && w[1] == 20 && w[2] == 20 && w[3] == 40);
     /* rank 0 */
     int32_t s1[] = {2}, s2[] = {3}, s[1];
-    CHECK_OK(it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(INT32, s1, 0), IT_IN(INT32, s2, 0)),
-                    IT_OUT(INT32, 0), s));
+    CHECK_OK(
+        it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(INT32, s1, 0), IT_IN(INT32, s2, 0)), IT_OUT(INT32, 0), s));
     CHECK(s[0] == 5);
     /* empty tensors: nothing to compute, no error */
     CHECK_OK(it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(INT32, a, 2, 0, 3), IT_IN(INT32, b, 2, 1, 3)),
@@ -80,13 +80,13 @@ static void test_broadcast(void) {
 static void test_narrow_float_rounding(void) {
     /* fp16: 1 + 2^-11 is a tie -> even (1.0); 1 + 3*2^-11 -> 1 + 2^-9 */
     uint16_t a[] = {0x3c00, 0x3c00}, b[] = {0x1000, 0x1600}, z[2];
-    CHECK_OK(it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(FP16, a, 1, 2), IT_IN(FP16, b, 1, 2)),
-                    IT_OUT(FP16, 1, 2), z));
+    CHECK_OK(
+        it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(FP16, a, 1, 2), IT_IN(FP16, b, 1, 2)), IT_OUT(FP16, 1, 2), z));
     CHECK(z[0] == 0x3c00 && z[1] == 0x3c02);
     /* bf16: 1 + 2^-8 is a tie -> 1.0; 1 + 3*2^-8 -> 1 + 2^-6 */
     uint16_t c[] = {0x3f80, 0x3f80}, d[] = {0x3b80, 0x3c40}, w[2];
-    CHECK_OK(it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(BF16, c, 1, 2), IT_IN(BF16, d, 1, 2)),
-                    IT_OUT(BF16, 1, 2), w));
+    CHECK_OK(
+        it_run(OP(ADD), NULL, 2, IT_ARGS(IT_IN(BF16, c, 1, 2), IT_IN(BF16, d, 1, 2)), IT_OUT(BF16, 1, 2), w));
     CHECK(w[0] == 0x3f80 && w[1] == 0x3f82);
 }
 
@@ -173,19 +173,19 @@ static void test_shifts(void) {
                      IT_ARGS(IT_IN(INT32, a, 1, 1), IT_IN(INT32, sneg, 1, 1)), IT_OUT(INT32, 1, 1), z),
               INV, "shift amount -1");
     int8_t l[] = {1, -1}, ls[] = {7, 1};
-    CHECK_OK(it_run(OP(LOGICAL_LEFT_SHIFT), NULL, 2,
-                    IT_ARGS(IT_IN(INT8, l, 1, 2), IT_IN(INT8, ls, 1, 2)), IT_OUT(INT8, 1, 2), z8));
+    CHECK_OK(it_run(OP(LOGICAL_LEFT_SHIFT), NULL, 2, IT_ARGS(IT_IN(INT8, l, 1, 2), IT_IN(INT8, ls, 1, 2)),
+                    IT_OUT(INT8, 1, 2), z8));
     CHECK(z8[0] == -128 && z8[1] == -2);
     int8_t r[] = {-1, -128}, rs[] = {1, 7}, r8[] = {8};
-    CHECK_OK(it_run(OP(LOGICAL_RIGHT_SHIFT), NULL, 2,
-                    IT_ARGS(IT_IN(INT8, r, 1, 2), IT_IN(INT8, rs, 1, 2)), IT_OUT(INT8, 1, 2), z8));
+    CHECK_OK(it_run(OP(LOGICAL_RIGHT_SHIFT), NULL, 2, IT_ARGS(IT_IN(INT8, r, 1, 2), IT_IN(INT8, rs, 1, 2)),
+                    IT_OUT(INT8, 1, 2), z8));
     CHECK(z8[0] == 127 && z8[1] == 1);
-    CHECK_ERR(it_run(OP(LOGICAL_RIGHT_SHIFT), NULL, 2,
-                     IT_ARGS(IT_IN(INT8, r, 1, 1), IT_IN(INT8, r8, 1, 1)), IT_OUT(INT8, 1, 1), z8),
+    CHECK_ERR(it_run(OP(LOGICAL_RIGHT_SHIFT), NULL, 2, IT_ARGS(IT_IN(INT8, r, 1, 1), IT_IN(INT8, r8, 1, 1)),
+                     IT_OUT(INT8, 1, 1), z8),
               INV, "out of range for int8");
     int32_t m[] = {-1}, ms[] = {28};
-    CHECK_OK(it_run(OP(LOGICAL_RIGHT_SHIFT), NULL, 2,
-                    IT_ARGS(IT_IN(INT32, m, 1, 1), IT_IN(INT32, ms, 1, 1)), IT_OUT(INT32, 1, 1), z));
+    CHECK_OK(it_run(OP(LOGICAL_RIGHT_SHIFT), NULL, 2, IT_ARGS(IT_IN(INT32, m, 1, 1), IT_IN(INT32, ms, 1, 1)),
+                    IT_OUT(INT32, 1, 1), z));
     CHECK(z[0] == 15);
 }
 
@@ -216,8 +216,7 @@ static void test_bitwise_logical_clz(void) {
     CHECK_OK(it_run(OP(LOGICAL_NOT), NULL, 1, IT_ARGS(IT_IN(BOOL, p, 1, 4)), IT_OUT(BOOL, 1, 4), bz));
     CHECK(bz[0] == 1 && bz[2] == 0);
     uint8_t notbool[] = {2};
-    CHECK_ERR(it_run(OP(LOGICAL_NOT), NULL, 1, IT_ARGS(IT_IN(BOOL, notbool, 1, 1)),
-                     IT_OUT(BOOL, 1, 1), bz),
+    CHECK_ERR(it_run(OP(LOGICAL_NOT), NULL, 1, IT_ARGS(IT_IN(BOOL, notbool, 1, 1)), IT_OUT(BOOL, 1, 1), bz),
               CTOSA_ERR_FORMAT, "not a bool");
     int32_t c[] = {0, 1, -1, 0x10000}, cz[4];
     CHECK_OK(it_run(OP(CLZ), NULL, 1, IT_ARGS(IT_IN(INT32, c, 1, 4)), IT_OUT(INT32, 1, 4), cz));
@@ -275,8 +274,8 @@ static void test_unary(void) {
     int32_t a[] = {-5, 0, INT32_MAX}, z[3], min[] = {INT32_MIN};
     CHECK_OK(it_run(OP(ABS), NULL, 1, IT_ARGS(IT_IN(INT32, a, 1, 3)), IT_OUT(INT32, 1, 3), z));
     CHECK(z[0] == 5 && z[1] == 0 && z[2] == INT32_MAX);
-    CHECK_ERR(it_run(OP(ABS), NULL, 1, IT_ARGS(IT_IN(INT32, min, 1, 1)), IT_OUT(INT32, 1, 1), z),
-              INV, "REQUIRE");
+    CHECK_ERR(it_run(OP(ABS), NULL, 1, IT_ARGS(IT_IN(INT32, min, 1, 1)), IT_OUT(INT32, 1, 1), z), INV,
+              "REQUIRE");
     float f[] = {-0.0f, -1.5f, 1.5f, 4}, g[4];
     CHECK_OK(it_run(OP(ABS), NULL, 1, IT_ARGS(IT_IN(FP32, f, 1, 4)), IT_OUT(FP32, 1, 4), g));
     CHECK(g[0] == 0 && !signbit(g[0]) && g[1] == 1.5f);
@@ -303,8 +302,8 @@ static void test_unary(void) {
     CHECK(pz[0] == 1024 && pz[1] == 3);
     CHECK_ERR(it_run(OP(CEIL), NULL, 1, IT_ARGS(IT_IN(INT32, a, 1, 3)), IT_OUT(INT32, 1, 3), z),
               CTOSA_ERR_UNSUPPORTED, "int32");
-    CHECK_ERR(it_run(OP(ABS), NULL, 1, IT_ARGS(IT_IN(INT32, a, 1, 3)), IT_OUT(INT32, 1, 2), z),
-              INV, "differs from input");
+    CHECK_ERR(it_run(OP(ABS), NULL, 1, IT_ARGS(IT_IN(INT32, a, 1, 3)), IT_OUT(INT32, 1, 2), z), INV,
+              "differs from input");
 }
 
 static void test_negate(void) {
@@ -365,10 +364,10 @@ static void test_reduce(void) {
     CHECK_OK(it_run(OP(REDUCE_SUM), &ax0, 1, IT_ARGS(IT_IN(INT32, a, 2, 2, 3)), IT_OUT(INT32, 2, 1, 3), z));
     CHECK(z[0] == 5 && z[1] == 7 && z[2] == 9);
     int32_t big[] = {INT32_MAX, 1};
-    CHECK_ERR(it_run(OP(REDUCE_SUM), &ax0, 1, IT_ARGS(IT_IN(INT32, big, 1, 2)), IT_OUT(INT32, 1, 1), z),
-              INV, "REQUIRE failed");
-    CHECK_ERR(it_run(OP(REDUCE_SUM), &ax1, 1, IT_ARGS(IT_IN(INT32, big, 1, 2)), IT_OUT(INT32, 1, 1), z),
-              INV, "axis 1 is outside 0..0");
+    CHECK_ERR(it_run(OP(REDUCE_SUM), &ax0, 1, IT_ARGS(IT_IN(INT32, big, 1, 2)), IT_OUT(INT32, 1, 1), z), INV,
+              "REQUIRE failed");
+    CHECK_ERR(it_run(OP(REDUCE_SUM), &ax1, 1, IT_ARGS(IT_IN(INT32, big, 1, 2)), IT_OUT(INT32, 1, 1), z), INV,
+              "axis 1 is outside 0..0");
     CHECK_ERR(it_run(OP(REDUCE_SUM), &ax0, 1, IT_ARGS(IT_IN(INT32, a, 2, 2, 3)), IT_OUT(INT32, 2, 1, 2), z),
               INV, "dimension 0 set to 1");
     float f[] = {1, NAN, 3}, g[1], nn[] = {NAN, NAN};
@@ -411,9 +410,11 @@ static void test_threads(void) {
         a[i] = i * 7 - 3000;
         b[i] = (i % 5) * 13;
     }
-    CHECK_OK(it_run_threads(OP(ADD), NULL, 2, IT_ARGS(IT_IN(INT32, a, 2, 512, 256), IT_IN(INT32, b, 2, 512, 256)),
+    CHECK_OK(it_run_threads(OP(ADD), NULL, 2,
+                            IT_ARGS(IT_IN(INT32, a, 2, 512, 256), IT_IN(INT32, b, 2, 512, 256)),
                             IT_OUT(INT32, 2, 512, 256), z1, 1));
-    CHECK_OK(it_run_threads(OP(ADD), NULL, 2, IT_ARGS(IT_IN(INT32, a, 2, 512, 256), IT_IN(INT32, b, 2, 512, 256)),
+    CHECK_OK(it_run_threads(OP(ADD), NULL, 2,
+                            IT_ARGS(IT_IN(INT32, a, 2, 512, 256), IT_IN(INT32, b, 2, 512, 256)),
                             IT_OUT(INT32, 2, 512, 256), z4, 4));
     CHECK(memcmp(z1, z4, N * 4) == 0);
     CHECK(z4[12345] == 12345 * 7 - 3000 + (12345 % 5) * 13);

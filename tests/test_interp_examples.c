@@ -30,8 +30,7 @@ static int json_strings(const char *text, const char *key, char out[][128], int 
 }
 
 static bool close_enough(const npy_array *got, const npy_array *want, double *worst) {
-    if (got->count != want->count || got->kind != want->kind || got->itemsize != want->itemsize)
-        return false;
+    if (got->count != want->count || got->kind != want->kind || got->itemsize != want->itemsize) return false;
     *worst = 0;
     /* Relative error, with the magnitude floored at 1% of the output's
      * range: an output element near zero is the difference of terms of the
@@ -102,8 +101,7 @@ static int run_example(const char *name) {
         void *host = NULL;
         uint64_t hs;
         if (info.name) e = npy_to_host(&a, info.dtype, ifm[i], &host, &hs);
-        if (info.name && !e)
-            e = ctosa_interp_set_input(it, info.name, info.dtype, a.rank, a.shape, host, hs);
+        if (info.name && !e) e = ctosa_interp_set_input(it, info.name, info.dtype, a.rank, a.shape, host, hs);
         free(host);
         npy_free(&a);
     }
@@ -127,10 +125,9 @@ static int run_example(const char *name) {
         got.data = out.data;
         double worst = 0;
         bool ok = close_enough(&got, &want, &worst);
-        CHECK_MSG(ok, "%s: output differs from tflite_result.npy (worst relative error %g)", name,
-                  worst);
-        fprintf(stderr, "  %s: %llu values, worst relative error %g\n", name,
-                (unsigned long long)out.count, worst);
+        CHECK_MSG(ok, "%s: output differs from tflite_result.npy (worst relative error %g)", name, worst);
+        fprintf(stderr, "  %s: %llu values, worst relative error %g\n", name, (unsigned long long)out.count,
+                worst);
         result = ok;
         npy_free(&want);
     }
@@ -160,8 +157,10 @@ static void test_cli_run(void) {
     snprintf(in0, sizeof in0, "%s/placeholder_0.npy", ex);
     snprintf(in1, sizeof in1, "%s/placeholder_1.npy", ex);
     char *out = NULL;
-    int rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s' -o '%s/o' "
-                    "--threads 2", th_ctosa(), model, in0, in1, dir);
+    int rc = th_run(&out,
+                    "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s' -o '%s/o' "
+                    "--threads 2",
+                    th_ctosa(), model, in0, in1, dir);
     CHECK_MSG(rc == 0, "%s", out ? out : "");
     free(out);
     npy_array got, want;
@@ -174,15 +173,19 @@ static void test_cli_run(void) {
     npy_free(&want);
     snprintf(model, sizeof model, "%s/flatbuffer-tflite/test_add_1x4x4x4_f32.tosa", ex);
     /* --output NAME=FILE */
-    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s' -q "
-                "--output TosaOutput_0='%s/named.npy'", th_ctosa(), model, in0, in1, dir);
+    rc = th_run(&out,
+                "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s' -q "
+                "--output TosaOutput_0='%s/named.npy'",
+                th_ctosa(), model, in0, in1, dir);
     CHECK(rc == 0 && out && out[0] == 0);
     free(out);
     CHECK(access(th_path(dir, "named.npy"), R_OK) == 0);
     /* a missing input names it with shape and dtype */
     rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' -o '%s/o2'", th_ctosa(), model, in0, dir);
-    CHECK_MSG(rc == 2 && out && strstr(out, "input 'TosaInput_1' (dtype fp32, shape [1,4,4,4]) is "
-                                            "not given"), "%s", out ? out : "");
+    CHECK_MSG(rc == 2 && out &&
+                  strstr(out, "input 'TosaInput_1' (dtype fp32, shape [1,4,4,4]) is "
+                              "not given"),
+              "%s", out ? out : "");
     free(out);
     CHECK(access(th_path(dir, "o2"), F_OK) != 0); /* nothing written */
     /* a mis-shaped input */
@@ -190,30 +193,37 @@ static void test_cli_run(void) {
     int64_t s[] = {1, 4, 4};
     float z[16] = {0};
     CHECK_OK(npy_write_file(bad, "<f4", 3, s, z, sizeof z));
-    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s'", th_ctosa(),
-                model, in0, bad);
-    CHECK_MSG(rc == 2 && out && strstr(out, "input 'TosaInput_1': expected shape [1,4,4,4] dtype "
-                                            "fp32") && strstr(out, "[1,4,4]"), "%s", out ? out : "");
+    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s'", th_ctosa(), model,
+                in0, bad);
+    CHECK_MSG(rc == 2 && out &&
+                  strstr(out, "input 'TosaInput_1': expected shape [1,4,4,4] dtype "
+                              "fp32") &&
+                  strstr(out, "[1,4,4]"),
+              "%s", out ? out : "");
     free(out);
     /* an int64 file for an fp32 input */
     int64_t iv[64] = {0}, s4[] = {1, 4, 4, 4};
     CHECK_OK(npy_write_file(bad, "<i8", 4, s4, iv, sizeof iv));
-    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s'", th_ctosa(),
-                model, in0, bad);
+    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s'", th_ctosa(), model,
+                in0, bad);
     CHECK_MSG(rc == 2 && out && strstr(out, "expects fp32"), "%s", out ? out : "");
     free(out);
     /* an ONNX TensorProto .pb input (needs python3 with onnx to make one) */
     if (th_run(NULL, "/usr/bin/python3 -c 'import onnx' 2>/dev/null") == 0) {
-        rc = th_run(&out, "cd '%s' && /usr/bin/python3 -c \"import numpy as np, onnx.numpy_helper as h; "
+        rc = th_run(&out,
+                    "cd '%s' && /usr/bin/python3 -c \"import numpy as np, onnx.numpy_helper as h; "
                     "a=np.load('%s'); open('in1.pb','wb').write(h.from_array(a, 'x').SerializeToString())\"",
                     dir, in1);
         CHECK(rc == 0);
         free(out);
-        rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s/in1.pb' "
-                    "--output TosaOutput_0='%s/pb.npy'", th_ctosa(), model, in0, dir, dir);
+        rc = th_run(&out,
+                    "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s/in1.pb' "
+                    "--output TosaOutput_0='%s/pb.npy'",
+                    th_ctosa(), model, in0, dir, dir);
         CHECK_MSG(rc == 0, "%s", out ? out : "");
         free(out);
-        unsigned char *x = th_read(th_path(dir, "pb.npy"), NULL), *y = th_read(th_path(dir, "named.npy"), NULL);
+        unsigned char *x = th_read(th_path(dir, "pb.npy"), NULL),
+                      *y = th_read(th_path(dir, "named.npy"), NULL);
         CHECK(x && y && memcmp(x, y, 128 + 256) == 0);
         free(x);
         free(y);
@@ -225,8 +235,8 @@ static void test_cli_run(void) {
     CHECK(rc == 2 && out && strstr(out, "'nope' is not a graph input"));
     free(out);
     th_write(bad, "\x93NUMPY\x01\x00", 8);
-    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s'", th_ctosa(),
-                model, in0, bad);
+    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s'", th_ctosa(), model,
+                in0, bad);
     CHECK_MSG(rc == 2 && out && strstr(out, "bad.npy: byte"), "%s", out ? out : "");
     free(out);
     rc = th_run(&out, "'%s' run '%s' --bogus", th_ctosa(), model);
@@ -239,8 +249,10 @@ static void test_cli_run(void) {
     float big[64];
     for (int i = 0; i < 64; i++) big[i] = 3.4e38f;
     CHECK_OK(npy_write_file(bad, "<f4", 4, s4, big, sizeof big));
-    rc = th_run(&out, "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s' -q "
-                "--output TosaOutput_0='%s/inf.npy'", th_ctosa(), model, in0, bad, dir);
+    rc = th_run(&out,
+                "'%s' run '%s' --input TosaInput_0='%s' --input TosaInput_1='%s' -q "
+                "--output TosaOutput_0='%s/inf.npy'",
+                th_ctosa(), model, in0, bad, dir);
     CHECK_MSG(rc == 0, "%s", out ? out : "");
     free(out);
 }
@@ -274,8 +286,7 @@ static void test_cli_sanitised_names(void) {
     int64_t s[] = {2};
     CHECK_OK(npy_write_file(th_path(dir, "v.npy"), "|i1", 1, s, v, 2));
     char *o = NULL;
-    int rc = th_run(&o, "'%s' run '%s' --input 'in:0=%s/v.npy' -o '%s/outdir'", th_ctosa(), model,
-                    dir, dir);
+    int rc = th_run(&o, "'%s' run '%s' --input 'in:0=%s/v.npy' -o '%s/outdir'", th_ctosa(), model, dir, dir);
     CHECK_MSG(rc == 0, "%s", o ? o : "");
     free(o);
     npy_array a;
@@ -287,7 +298,6 @@ static void test_cli_sanitised_names(void) {
     CHECK(a.count == 2 && ((int8_t *)a.data)[0] == 2 && ((int8_t *)a.data)[1] == -5);
     npy_free(&a);
 }
-
 
 /* A REQUIRE failure while running (INTDIV by zero) is exit 1 naming the
  * operator; nothing is written. */
@@ -317,16 +327,18 @@ static void test_cli_require_exit1(void) {
     CHECK_OK(npy_write_file(th_path(dir, "a.npy"), "<i4", 1, s, a, sizeof a));
     CHECK_OK(npy_write_file(th_path(dir, "b.npy"), "<i4", 1, s, bv, sizeof bv));
     char *o = NULL;
-    int rc = th_run(&o, "'%s' run '%s' --input a='%s/a.npy' --input b='%s/b.npy' -o '%s/divout'",
-                    th_ctosa(), model, dir, dir, dir);
-    CHECK_MSG(rc == 1 && o && strstr(o, "op #0 INTDIV 'q': REQUIRE failed at output element 1: "
-                                        "division of -7 by zero"), "rc %d: %s", rc, o ? o : "");
+    int rc = th_run(&o, "'%s' run '%s' --input a='%s/a.npy' --input b='%s/b.npy' -o '%s/divout'", th_ctosa(),
+                    model, dir, dir, dir);
+    CHECK_MSG(rc == 1 && o &&
+                  strstr(o, "op #0 INTDIV 'q': REQUIRE failed at output element 1: "
+                            "division of -7 by zero"),
+              "rc %d: %s", rc, o ? o : "");
     free(o);
     CHECK(access(th_path(dir, "divout/q.npy"), F_OK) != 0);
     bv[1] = -2;
     CHECK_OK(npy_write_file(th_path(dir, "b.npy"), "<i4", 1, s, bv, sizeof bv));
-    rc = th_run(&o, "'%s' run '%s' --input a='%s/a.npy' --input b='%s/b.npy' -o '%s/divout'",
-                th_ctosa(), model, dir, dir, dir);
+    rc = th_run(&o, "'%s' run '%s' --input a='%s/a.npy' --input b='%s/b.npy' -o '%s/divout'", th_ctosa(),
+                model, dir, dir, dir);
     CHECK(rc == 0);
     free(o);
     npy_array q;
@@ -379,8 +391,7 @@ static void test_corrupted_graphs(void) {
                     uint64_t hs;
                     e = npy_to_host(&in0, info.dtype, info.name, &host, &hs);
                     if (!e)
-                        e = ctosa_interp_set_input(it, info.name, info.dtype, in0.rank, in0.shape,
-                                                   host, hs);
+                        e = ctosa_interp_set_input(it, info.name, info.dtype, in0.rank, in0.shape, host, hs);
                     free(host);
                 }
             }

@@ -164,8 +164,8 @@ static void test_clamp_fusion_bits(void) {
             for (int runs = 1; runs <= 2; runs++) {
                 memset(got, 0, sizeof got);
                 CHECK_OK(run_fp32(false, threads, (ctosa_nan_mode)nm, lohi, got, runs));
-                CHECK_MSG(memcmp(ref, got, sizeof ref) == 0, "nan_mode %d threads %d runs %d", nm,
-                          threads, runs);
+                CHECK_MSG(memcmp(ref, got, sizeof ref) == 0, "nan_mode %d threads %d runs %d", nm, threads,
+                          runs);
             }
     }
 }
@@ -194,7 +194,8 @@ static ctosa_error *run_int(bool i16, bool weights_input, int threads, int runs,
     if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", xt, 4, xs, NULL);
     if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
     const char *w = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, iw, sizeof iw, weights_input);
-    const char *b = i16 ? gconst(&q, ot, 1, bs, b48, sizeof b48, false) : gconst(&q, ot, 1, bs, ib, sizeof ib, false);
+    const char *b =
+        i16 ? gconst(&q, ot, 1, bs, b48, sizeof b48, false) : gconst(&q, ot, 1, bs, ib, sizeof ib, false);
     const char *zi = i16 ? gconst(&q, xt, 1, one, &izp16, 2, false) : gconst(&q, xt, 1, one, &izp, 1, false);
     const char *zw = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &wzp, 1, false);
     const char *y = gtensor(&q, ot, 4, ys);
@@ -209,8 +210,9 @@ static ctosa_error *run_int(bool i16, bool weights_input, int threads, int runs,
     ctosa_error *e = q.e;
     if (!e) e = ctosa_interp_create(q.g, &opt, &it);
     int64_t xs64[4] = {1, 9, 9, 20}, ws64[4] = {24, 3, 3, 20};
-    if (!e) e = i16 ? ctosa_interp_set_input(it, "x", xt, 4, xs64, sx16, sizeof sx16)
-                    : ctosa_interp_set_input(it, "x", xt, 4, xs64, ix, sizeof ix);
+    if (!e)
+        e = i16 ? ctosa_interp_set_input(it, "x", xt, 4, xs64, sx16, sizeof sx16)
+                : ctosa_interp_set_input(it, "x", xt, 4, xs64, ix, sizeof ix);
     if (!e && weights_input) e = ctosa_interp_set_input(it, w, CTOSA_DTYPE_INT8, 4, ws64, iw, sizeof iw);
     for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
     ctosa_interp_tensor t;
@@ -284,7 +286,8 @@ static void test_cached_matmul(void) {
     }
     /* a value worked by hand: out[0][0][0] = sum_c A[0][0][c] * B[0][c][0] */
     float s = 0;
-    for (int c = 0; c < 33; c++) s += (float)((c * 7) % 13 - 6) / 3.0f * ((float)((c * 40 * 11) % 17 - 8) / 5.0f);
+    for (int c = 0; c < 33; c++)
+        s += (float)((c * 7) % 13 - 6) / 3.0f * ((float)((c * 40 * 11) % 17 - 8) / 5.0f);
     CHECK(fabsf(r[0] - s) < 1e-4f);
 }
 

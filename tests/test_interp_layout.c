@@ -27,8 +27,8 @@ static void test_concat(void) {
                      IT_OUT(INT32, 2, 4, 1), z),
               INV, "outside axis 0");
     ax.axis = 2;
-    CHECK_ERR(it_run(OP(CONCAT), &ax, 1, IT_ARGS(IT_IN(INT32, a, 2, 2, 1)), IT_OUT(INT32, 2, 2, 1), z),
-              INV, "axis 2 is outside 0..1");
+    CHECK_ERR(it_run(OP(CONCAT), &ax, 1, IT_ARGS(IT_IN(INT32, a, 2, 2, 1)), IT_OUT(INT32, 2, 2, 1), z), INV,
+              "axis 2 is outside 0..1");
 }
 
 static void test_pad(void) {
@@ -104,10 +104,11 @@ static void test_reverse_slice_tile(void) {
                     IT_OUT(INT16, 2, 2, 2), sz));
     CHECK(sz[0] == 5 && sz[1] == 6 && sz[2] == 9 && sz[3] == 10);
     int64_t st2[] = {2, 3};
-    CHECK_ERR(it_run(OP(SLICE), NULL, 3,
-                     IT_ARGS(IT_IN(INT16, m, 2, 3, 4), IT_CONST(SHAPE, st2, 1, 2), IT_CONST(SHAPE, size, 1, 2)),
-                     IT_OUT(INT16, 2, 2, 2), sz),
-              INV, "does not fit input [3,4]");
+    CHECK_ERR(
+        it_run(OP(SLICE), NULL, 3,
+               IT_ARGS(IT_IN(INT16, m, 2, 3, 4), IT_CONST(SHAPE, st2, 1, 2), IT_CONST(SHAPE, size, 1, 2)),
+               IT_OUT(INT16, 2, 2, 2), sz),
+        INV, "does not fit input [3,4]");
     int64_t mul[] = {2, 2};
     CHECK_OK(it_run(OP(TILE), NULL, 2, IT_ARGS(IT_IN(INT32, a, 2, 1, 2), IT_CONST(SHAPE, mul, 1, 2)),
                     IT_OUT(INT32, 2, 2, 4), z));
@@ -136,13 +137,15 @@ static void test_transpose(void) {
     for (int i = 0; i < 24; i++) in[i] = (float)i;
     int32_t p201[] = {2, 0, 1};
     at.perms = (ctosa_i32s){p201, 3};
-    CHECK_OK(it_run(OP(TRANSPOSE), &at, 1, IT_ARGS(IT_IN(FP32, in, 3, 2, 3, 4)), IT_OUT(FP32, 3, 4, 2, 3), out));
+    CHECK_OK(
+        it_run(OP(TRANSPOSE), &at, 1, IT_ARGS(IT_IN(FP32, in, 3, 2, 3, 4)), IT_OUT(FP32, 3, 4, 2, 3), out));
     CHECK(out[0] == 0 && out[1] == 4 && out[3] == 12 && out[6] == 1 && out[23] == 23);
     CHECK(out[1 * 6 + 1 * 3 + 2] == in[1 * 12 + 2 * 4 + 1]);
     int32_t dup[] = {0, 0, 1};
     at.perms = (ctosa_i32s){dup, 3};
-    CHECK_ERR(it_run(OP(TRANSPOSE), &at, 1, IT_ARGS(IT_IN(FP32, in, 3, 2, 3, 4)), IT_OUT(FP32, 3, 2, 2, 3), out),
-              INV, "repeated");
+    CHECK_ERR(
+        it_run(OP(TRANSPOSE), &at, 1, IT_ARGS(IT_IN(FP32, in, 3, 2, 3, 4)), IT_OUT(FP32, 3, 2, 2, 3), out),
+        INV, "repeated");
 }
 
 static void test_gather_scatter(void) {
@@ -155,13 +158,15 @@ static void test_gather_scatter(void) {
                      IT_OUT(INT32, 3, 1, 2, 2), z),
               INV, "index 3 at [0,0] is outside 0..2");
     int8_t vin[] = {0, 0, 0}, in[] = {7, 8}, out[3];
-    CHECK_OK(it_run(OP(SCATTER), NULL, 3,
-                    IT_ARGS(IT_IN(INT8, vin, 3, 1, 3, 1), IT_IN(INT32, idx, 2, 1, 2), IT_IN(INT8, in, 3, 1, 2, 1)),
-                    IT_OUT(INT8, 3, 1, 3, 1), out));
+    CHECK_OK(
+        it_run(OP(SCATTER), NULL, 3,
+               IT_ARGS(IT_IN(INT8, vin, 3, 1, 3, 1), IT_IN(INT32, idx, 2, 1, 2), IT_IN(INT8, in, 3, 1, 2, 1)),
+               IT_OUT(INT8, 3, 1, 3, 1), out));
     CHECK(out[0] == 8 && out[1] == 0 && out[2] == 7);
     int32_t twice[] = {1, 1};
     CHECK_ERR(it_run(OP(SCATTER), NULL, 3,
-                     IT_ARGS(IT_IN(INT8, vin, 3, 1, 3, 1), IT_IN(INT32, twice, 2, 1, 2), IT_IN(INT8, in, 3, 1, 2, 1)),
+                     IT_ARGS(IT_IN(INT8, vin, 3, 1, 3, 1), IT_IN(INT32, twice, 2, 1, 2),
+                             IT_IN(INT8, in, 3, 1, 2, 1)),
                      IT_OUT(INT8, 3, 1, 3, 1), out),
               INV, "written twice");
 }
@@ -187,8 +192,8 @@ static ctosa_tensor *gb_t(gb *x, const char *name, ctosa_dtype dt, uint32_t rank
     return t;
 }
 
-static void gb_op(gb *x, ctosa_op_kind k, const ctosa_attr *attr, uint32_t ni, const char **in,
-                  uint32_t no, const char **out) {
+static void gb_op(gb *x, ctosa_op_kind k, const ctosa_attr *attr, uint32_t ni, const char **in, uint32_t no,
+                  const char **out) {
     CHECK_OK(ctosa_block_add_op(x->g, x->b, k, ni, in, no, out, attr, NULL));
 }
 
@@ -238,12 +243,12 @@ static void test_memory_reuse_chain(void) {
     CHECK(ok);
     /* input checks */
     int64_t wrong[] = {63};
-    CHECK_ERR(ctosa_interp_set_input(it, "x", CTOSA_DTYPE_INT32, 1, wrong, x, 63 * 4),
-              CTOSA_ERR_USAGE, "input 'x': expected int32[64], got int32[63]");
+    CHECK_ERR(ctosa_interp_set_input(it, "x", CTOSA_DTYPE_INT32, 1, wrong, x, 63 * 4), CTOSA_ERR_USAGE,
+              "input 'x': expected int32[64], got int32[63]");
     CHECK_ERR(ctosa_interp_set_input(it, "x", CTOSA_DTYPE_FP32, 1, dims, x, 64 * 4), CTOSA_ERR_USAGE,
               "expected int32[64], got fp32[64]");
-    CHECK_ERR(ctosa_interp_set_input(it, "nope", CTOSA_DTYPE_INT32, 1, dims, x, 64 * 4),
-              CTOSA_ERR_USAGE, "'nope' is not an input");
+    CHECK_ERR(ctosa_interp_set_input(it, "nope", CTOSA_DTYPE_INT32, 1, dims, x, 64 * 4), CTOSA_ERR_USAGE,
+              "'nope' is not an input");
     CHECK_ERR(ctosa_interp_get_output(it, "a", &t), CTOSA_ERR_USAGE, "not an output");
     CHECK(ctosa_interp_input_count(it) == 1 && ctosa_interp_output_count(it) == 2);
     CHECK_OK(ctosa_interp_output_info(it, 1, &t));
@@ -416,7 +421,8 @@ static void test_cond_if(void) {
     ctosa_graph_region(g, 0)->blocks[0]->ops[0]->attr.else_graph = "nowhere";
     CHECK_OK(ctosa_interp_create(g, NULL, &it));
     CHECK_OK(ctosa_interp_set_input(it, "c", CTOSA_DTYPE_BOOL, 1, dc, &c0, 1));
-    CHECK_ERR(run1(it, "x", x, 1, dx, 2, "y", y, 2), INV, "op #0 COND_IF 'y': region or block 'nowhere' does not exist");
+    CHECK_ERR(run1(it, "x", x, 1, dx, 2, "y", y, 2), INV,
+              "op #0 COND_IF 'y': region or block 'nowhere' does not exist");
     ctosa_interp_free(it);
     ctosa_graph_free(g);
 }
@@ -580,7 +586,6 @@ static void test_custom(void) {
     ctosa_graph_free(g);
 }
 
-
 /* 1.1 shape operators (EXT-SHAPE) on CONST_SHAPE inputs. */
 static void test_shape_ops(void) {
     int64_t a[] = {7, 8, 1}, b[] = {2, 3, 1}, z[4];
@@ -607,7 +612,8 @@ static void test_shape_ops(void) {
     int64_t l[] = {1, 5, 8};
     CHECK_OK(it_run(OP(LOG2_CEIL_SHAPE), NULL, 1, IT_ARGS(IT_CONST(SHAPE, l, 1, 3)), IT_OUT(SHAPE, 1, 3), z));
     CHECK(z[0] == 0 && z[1] == 3 && z[2] == 3);
-    CHECK_OK(it_run(OP(LOG2_FLOOR_SHAPE), NULL, 1, IT_ARGS(IT_CONST(SHAPE, l, 1, 3)), IT_OUT(SHAPE, 1, 3), z));
+    CHECK_OK(
+        it_run(OP(LOG2_FLOOR_SHAPE), NULL, 1, IT_ARGS(IT_CONST(SHAPE, l, 1, 3)), IT_OUT(SHAPE, 1, 3), z));
     CHECK(z[0] == 0 && z[1] == 2 && z[2] == 3);
     CHECK_OK(it_run(OP(EXP2_SHAPE), NULL, 1, IT_ARGS(IT_CONST(SHAPE, l, 1, 3)), IT_OUT(SHAPE, 1, 3), z));
     CHECK(z[0] == 2 && z[1] == 32 && z[2] == 256);
@@ -682,9 +688,20 @@ static void test_random_layout(void) {
         for (uint32_t d = 0; d < rank; d++) {
             switch (kind) {
             case 0: out_s[d] = in_s[perm[d]]; break;
-            case 1: p1[d] = 1 + lrnd((int)in_s[d]); p0[d] = lrnd((int)(in_s[d] - p1[d] + 1)); out_s[d] = p1[d]; break;
-            case 2: p0[d] = lrnd(3); p1[d] = lrnd(3); out_s[d] = in_s[d] + p0[d] + p1[d]; break;
-            case 3: p0[d] = 1 + lrnd(large ? 2 : 3); out_s[d] = in_s[d] * p0[d]; break;
+            case 1:
+                p1[d] = 1 + lrnd((int)in_s[d]);
+                p0[d] = lrnd((int)(in_s[d] - p1[d] + 1));
+                out_s[d] = p1[d];
+                break;
+            case 2:
+                p0[d] = lrnd(3);
+                p1[d] = lrnd(3);
+                out_s[d] = in_s[d] + p0[d] + p1[d];
+                break;
+            case 3:
+                p0[d] = 1 + lrnd(large ? 2 : 3);
+                out_s[d] = in_s[d] * p0[d];
+                break;
             default: out_s[d] = in_s[d]; break;
             }
             nout *= (uint64_t)out_s[d];
@@ -705,13 +722,15 @@ static void test_random_layout(void) {
             break;
         case 1:
             for (uint32_t d = 0; d < rank; d++) v0[d] = p0[d], v1[d] = p1[d];
-            e = it_run_threads(OP(SLICE), NULL, 3, IT_ARGS(a, IT_CONST(SHAPE, v0, 1, rank), IT_CONST(SHAPE, v1, 1, rank)),
-                               o, z, th);
+            e = it_run_threads(OP(SLICE), NULL, 3,
+                               IT_ARGS(a, IT_CONST(SHAPE, v0, 1, rank), IT_CONST(SHAPE, v1, 1, rank)), o, z,
+                               th);
             break;
         case 2:
             for (uint32_t d = 0; d < rank; d++) v0[2 * d] = p0[d], v0[2 * d + 1] = p1[d];
-            e = it_run_threads(OP(PAD), NULL, 3, IT_ARGS(a, IT_CONST(SHAPE, v0, 1, 2 * rank), IT_CONST(INT16, &pc, 1, 1)),
-                               o, z, th);
+            e = it_run_threads(OP(PAD), NULL, 3,
+                               IT_ARGS(a, IT_CONST(SHAPE, v0, 1, 2 * rank), IT_CONST(INT16, &pc, 1, 1)), o, z,
+                               th);
             break;
         case 3:
             for (uint32_t d = 0; d < rank; d++) v0[d] = p0[d];
@@ -736,7 +755,10 @@ static void test_random_layout(void) {
                 switch (kind) {
                 case 0: src[perm[d]] = idx[d]; break;
                 case 1: src[d] = idx[d] + p0[d]; break;
-                case 2: src[d] = idx[d] - p0[d]; is_pad |= src[d] < 0 || src[d] >= in_s[d]; break;
+                case 2:
+                    src[d] = idx[d] - p0[d];
+                    is_pad |= src[d] < 0 || src[d] >= in_s[d];
+                    break;
                 case 3: src[d] = idx[d] % in_s[d]; break;
                 default: src[d] = (int)d == axis ? in_s[d] - 1 - idx[d] : idx[d]; break;
                 }

@@ -66,7 +66,14 @@ static ctosa_graph *build(void) {
     CHECK_OK(ctosa_block_add_tensor(g, b, "r", CTOSA_DTYPE_FP32, 3, o, NULL));
     CHECK_OK(ctosa_block_add_tensor(g, b, "out", CTOSA_DTYPE_FP32, 3, o, NULL));
     CHECK_OK(ctosa_block_add_tensor(g, b, "q", CTOSA_DTYPE_FP32, 3, s1, NULL));
-    struct { const char *name; const int32_t *shape; uint32_t rank; ctosa_dtype dt; const void *p; uint64_t n; } cs[] = {
+    struct {
+        const char *name;
+        const int32_t *shape;
+        uint32_t rank;
+        ctosa_dtype dt;
+        const void *p;
+        uint64_t n;
+    } cs[] = {
         {"w1", v, 3, CTOSA_DTYPE_FP32, W1, sizeof W1},
         {"w2", v, 3, CTOSA_DTYPE_FP32, W2, sizeof W2},
         {"w3", w3s, 3, CTOSA_DTYPE_FP32, W3, sizeof W3},
@@ -78,10 +85,10 @@ static ctosa_graph *build(void) {
         CHECK_OK(ctosa_tensor_set_data(g, t, cs[i].p, cs[i].n, true));
         CHECK_OK(ctosa_block_add_op(g, b, CTOSA_OP_CONST, 0, NULL, 1, &cs[i].name, NULL, NULL));
     }
-#define OP(kind, n, outname, attr, ...)                                                        \
-    do {                                                                                   \
-        const char *in_[] = {__VA_ARGS__}, *out_[] = {outname};                            \
-        CHECK_OK(ctosa_block_add_op(g, b, kind, n, in_, 1, out_, attr, NULL));             \
+#define OP(kind, n, outname, attr, ...)                                        \
+    do {                                                                       \
+        const char *in_[] = {__VA_ARGS__}, *out_[] = {outname};                \
+        CHECK_OK(ctosa_block_add_op(g, b, kind, n, in_, 1, out_, attr, NULL)); \
     } while (0)
     ctosa_attr ax = {0};
     ax.axis = 2;
@@ -279,11 +286,10 @@ static void test_cli(void) {
     expect(m, r, out);
     char *log = NULL;
     /* slice: y not given, intermediates written to DIR/<name>.npy */
-    int rc = th_run(&log, "'%s' run '%s' --input x='%s' --outputs m,r -o '%s/s1'", th_ctosa(), path,
-                    xin, dir);
+    int rc =
+        th_run(&log, "'%s' run '%s' --input x='%s' --outputs m,r -o '%s/s1'", th_ctosa(), path, xin, dir);
     CHECK_MSG(rc == 0, "%s", log ? log : "");
-    CHECK(log && strstr(log, "m: fp32 [1,1,1024]") && strstr(log, "r: fp32 [1,1,4]") &&
-          !strstr(log, "out:"));
+    CHECK(log && strstr(log, "m: fp32 [1,1,1024]") && strstr(log, "r: fp32 [1,1,4]") && !strstr(log, "out:"));
     free(log);
     char p[4096];
     snprintf(p, sizeof p, "%s/s1/m.npy", dir);
@@ -306,12 +312,10 @@ static void test_cli(void) {
     CHECK(rc == 2 && log && strstr(log, "input 'y'") && strstr(log, "is not given"));
     free(log);
     /* unknown names: exit 2 naming them */
-    rc = th_run(&log, "'%s' run '%s' --input x='%s' --outputs r,nope -o '%s/s4'", th_ctosa(), path,
-                xin, dir);
+    rc = th_run(&log, "'%s' run '%s' --input x='%s' --outputs r,nope -o '%s/s4'", th_ctosa(), path, xin, dir);
     CHECK(rc == 2 && log && strstr(log, "'nope' is not a tensor"));
     free(log);
-    rc = th_run(&log, "'%s' run '%s' --input x='%s' --output nope='%s/n.npy'", th_ctosa(), path,
-                xin, dir);
+    rc = th_run(&log, "'%s' run '%s' --input x='%s' --output nope='%s/n.npy'", th_ctosa(), path, xin, dir);
     CHECK(rc == 2 && log && strstr(log, "'nope' is not a graph output or a tensor"));
     free(log);
     rc = th_run(&log, "'%s' run '%s' --input x='%s' --outputs 'r,,m'", th_ctosa(), path, xin);
@@ -329,8 +333,7 @@ static void add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind k, const ctosa_
     CHECK_OK(ctosa_block_add_op(g, b, k, ni, in, no, out, a, NULL));
 }
 
-static ctosa_error *run_i32(ctosa_interp *it, const char *in, const int32_t *x, const char *out,
-                            int32_t *y) {
+static ctosa_error *run_i32(ctosa_interp *it, const char *in, const int32_t *x, const char *out, int32_t *y) {
     int64_t d[1] = {2};
     ctosa_error *e = ctosa_interp_set_input(it, in, CTOSA_DTYPE_INT32, 1, d, x, 8);
     if (!e) e = ctosa_interp_run(it);

@@ -12,8 +12,7 @@ static void fill(itensor *t, int64_t lo, int64_t hi) {
     for (uint64_t i = 0; i < t->count; i++) {
         if (t->dtype == CTOSA_DTYPE_FP32 || t->dtype == CTOSA_DTYPE_FP16)
             ((float *)t->data)[i] = ff_round_to(t->dtype, kt_randf() * (float)hi);
-        else
-            im_store_i(t->dtype, t->data, i, kt_randi(lo, hi));
+        else im_store_i(t->dtype, t->data, i, kt_randi(lo, hi));
     }
 }
 
@@ -23,9 +22,9 @@ static double val(const itensor *t, uint64_t i) {
 }
 
 /* Naive conv (kind 0 conv2d, 1 depthwise, 2 transpose), double/int64 sums. */
-static double naive_conv(int kind, const itensor *in, const itensor *w, const itensor *bias, int64_t izp, int64_t wzp,
-                         const int32_t *pad, const int32_t *st, const int32_t *dil, int64_t n, int64_t oy, int64_t ox,
-                         int64_t oc) {
+static double naive_conv(int kind, const itensor *in, const itensor *w, const itensor *bias, int64_t izp,
+                         int64_t wzp, const int32_t *pad, const int32_t *st, const int32_t *dil, int64_t n,
+                         int64_t oy, int64_t ox, int64_t oc) {
     int64_t IH = in->shape[1], IW = in->shape[2], IC = in->shape[3];
     int64_t KH = kind == 1 ? w->shape[0] : w->shape[1], KW = kind == 1 ? w->shape[1] : w->shape[2];
     int64_t M = kind == 1 ? w->shape[3] : 1;
@@ -105,20 +104,25 @@ static void run_case(const ccase *c) {
         a.pad = (ctosa_i32s){c->pad, 4};
         a.dilation = (ctosa_i32s){c->dil, 2};
     }
-    interp_kernel_fn fn = c->kind == 0 ? interp_k_CONV2D : c->kind == 1 ? interp_k_DEPTHWISE_CONV2D : interp_k_TRANSPOSE_CONV2D;
+    interp_kernel_fn fn = c->kind == 0   ? interp_k_CONV2D
+                          : c->kind == 1 ? interp_k_DEPTHWISE_CONV2D
+                                         : interp_k_TRANSPOSE_CONV2D;
     CHECK_OK(kt_run(fn, CTOSA_OP_CONV2D, &a, 5, ins, 1, &out));
     int bad = 0;
     for (int64_t n = 0; n < c->N; n++)
         for (int64_t oy = 0; oy < OH; oy++)
             for (int64_t ox = 0; ox < OW; ox++)
                 for (int64_t oc = 0; oc < OC; oc++) {
-                    double want = naive_conv(c->kind, in, w, b, c->izp, c->wzp, c->pad, c->st, c->dil, n, oy, ox, oc);
+                    double want =
+                        naive_conv(c->kind, in, w, b, c->izp, c->wzp, c->pad, c->st, c->dil, n, oy, ox, oc);
                     uint64_t i = (uint64_t)(((n * OH + oy) * OW + ox) * OC + oc);
                     double got = val(out, i);
                     double tol = isf ? 1e-4 * (1 + fabs(want)) : 0;
                     if (c->to == CTOSA_DTYPE_FP16) tol = 2e-3 * (1 + fabs(want));
                     if (fabs(got - want) > tol) {
-                        if (bad < 3) fprintf(stderr, "  kind %d at %llu: got %.9g want %.9g\n", c->kind, (unsigned long long)i, got, want);
+                        if (bad < 3)
+                            fprintf(stderr, "  kind %d at %llu: got %.9g want %.9g\n", c->kind,
+                                    (unsigned long long)i, got, want);
                         bad++;
                     }
                 }
@@ -134,61 +138,114 @@ static void run_case(const ccase *c) {
 
 static void test_conv2d(void) {
     /* fp32: padding, stride, dilation, odd channel counts (panel edges) */
-    run_case(&(ccase){0, F32, F32, F32, F32, 2, 7, 9, 5, 19, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){0, F32, F32, F32, F32, 1, 9, 8, 3, 33, 3, 2, 1, {0, 2, 1, 0}, {2, 1}, {1, 2}, 0, 0, true});
-    run_case(&(ccase){0, F32, F32, F32, F32, 1, 13, 13, 40, 16, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){0, F32, F32, F32, F32, 1, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){0, F32, F32, F32, F32, 2, 7, 9, 5, 19, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){0, F32, F32, F32, F32, 1, 9, 8, 3, 33, 3, 2, 1, {0, 2, 1, 0}, {2, 1}, {1, 2}, 0, 0, true});
+    run_case(&(ccase){
+        0, F32, F32, F32, F32, 1, 13, 13, 40, 16, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){0, F32, F32, F32, F32, 1, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
     /* zero input channels: the output is the bias */
-    run_case(&(ccase){0, F32, F32, F32, F32, 1, 3, 3, 0, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){0, I8, I8, I32, I32, 1, 3, 3, 0, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 4, 0, false});
+    run_case(
+        &(ccase){0, F32, F32, F32, F32, 1, 3, 3, 0, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){0, I8, I8, I32, I32, 1, 3, 3, 0, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 4, 0, false});
     /* empty batch */
-    run_case(&(ccase){0, F32, F32, F32, F32, 0, 3, 3, 2, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){0, F32, F32, F32, F32, 0, 3, 3, 2, 5, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
     /* int8 with zero points at the limits, int4 weights, int16 x int8 -> int48 */
-    run_case(&(ccase){0, I8, I8, I32, I32, 2, 6, 5, 7, 18, 3, 3, 1, {1, 1, 1, 1}, {1, 2}, {1, 1}, -128, 127, false});
-    run_case(&(ccase){0, I8, CTOSA_DTYPE_INT4, I32, I32, 1, 5, 5, 4, 5, 2, 2, 1, {1, 0, 0, 1}, {1, 1}, {2, 1}, 5, 0, true});
-    run_case(&(ccase){0, I16, I8, I48, I48, 1, 5, 6, 9, 17, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, -3, false});
+    run_case(&(ccase){
+        0, I8, I8, I32, I32, 2, 6, 5, 7, 18, 3, 3, 1, {1, 1, 1, 1}, {1, 2}, {1, 1}, -128, 127, false});
+    run_case(&(ccase){
+        0, I8, CTOSA_DTYPE_INT4, I32, I32, 1, 5, 5, 4, 5, 2, 2, 1, {1, 0, 0, 1}, {1, 1}, {2, 1}, 5, 0, true});
+    run_case(
+        &(ccase){0, I16, I8, I48, I48, 1, 5, 6, 9, 17, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, -3, false});
     /* int8 with K = 900 at extreme zero points: the exact fp32 path splits K
      * into chunks of whole taps (IC 100 <= 258 terms per chunk) */
-    run_case(&(ccase){0, I8, I8, I32, I32, 1, 4, 4, 100, 20, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -128, 127, false});
-    run_case(&(ccase){0, I8, I8, I32, I32, 1, 3, 3, 300, 17, 1, 2, 1, {0, 0, 0, 1}, {1, 1}, {1, 1}, 127, -128, true});
+    run_case(&(ccase){
+        0, I8, I8, I32, I32, 1, 4, 4, 100, 20, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -128, 127, false});
+    run_case(&(ccase){
+        0, I8, I8, I32, I32, 1, 3, 3, 300, 17, 1, 2, 1, {0, 0, 0, 1}, {1, 1}, {1, 1}, 127, -128, true});
     /* few input channels (the RGB stem): the per-pixel patch path, with
      * padding on every side, stride 2, and dilation */
-    run_case(&(ccase){0, F32, F32, F32, F32, 2, 15, 17, 3, 35, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){0, F32, F32, F32, F32, 1, 12, 11, 1, 32, 3, 3, 1, {0, 2, 2, 0}, {1, 1}, {1, 1}, 0, 0, true});
-    run_case(&(ccase){0, F32, F32, F32, F32, 1, 10, 13, 4, 17, 3, 3, 1, {1, 1, 1, 1}, {1, 2}, {2, 1}, 0, 0, false});
+    run_case(&(ccase){
+        0, F32, F32, F32, F32, 2, 15, 17, 3, 35, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){0, F32, F32, F32, F32, 1, 12, 11, 1, 32, 3, 3, 1, {0, 2, 2, 0}, {1, 1}, {1, 1}, 0, 0, true});
+    run_case(&(ccase){
+        0, F32, F32, F32, F32, 1, 10, 13, 4, 17, 3, 3, 1, {1, 1, 1, 1}, {1, 2}, {2, 1}, 0, 0, false});
     /* fp16 in/out, fp32 accumulate */
-    run_case(&(ccase){0, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, CTOSA_DTYPE_FP16, F32, 1, 5, 5, 3, 4, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){0,
+                      CTOSA_DTYPE_FP16,
+                      CTOSA_DTYPE_FP16,
+                      CTOSA_DTYPE_FP16,
+                      F32,
+                      1,
+                      5,
+                      5,
+                      3,
+                      4,
+                      3,
+                      3,
+                      1,
+                      {1, 1, 1, 1},
+                      {1, 1},
+                      {1, 1},
+                      0,
+                      0,
+                      false});
 }
 
 static void test_depthwise(void) {
-    run_case(&(ccase){1, F32, F32, F32, F32, 2, 9, 7, 24, 0, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 6, 6, 5, 0, 3, 2, 3, {0, 1, 2, 1}, {1, 1}, {2, 1}, 0, 0, true});
-    run_case(&(ccase){1, I8, I8, I32, I32, 1, 8, 8, 13, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -7, 9, false});
-    run_case(&(ccase){1, I8, I8, I32, I32, 1, 5, 5, 4, 0, 3, 3, 2, {1, 1, 1, 1}, {2, 2}, {1, 1}, 127, -128, false});
-    run_case(&(ccase){1, I16, I8, I48, I48, 1, 5, 5, 6, 0, 2, 2, 1, {0, 1, 0, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 2, 9, 7, 24, 0, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 6, 6, 5, 0, 3, 2, 3, {0, 1, 2, 1}, {1, 1}, {2, 1}, 0, 0, true});
+    run_case(
+        &(ccase){1, I8, I8, I32, I32, 1, 8, 8, 13, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -7, 9, false});
+    run_case(&(ccase){
+        1, I8, I8, I32, I32, 1, 5, 5, 4, 0, 3, 3, 2, {1, 1, 1, 1}, {2, 2}, {1, 1}, 127, -128, false});
+    run_case(
+        &(ccase){1, I16, I8, I48, I48, 1, 5, 5, 6, 0, 2, 2, 1, {0, 1, 0, 1}, {1, 1}, {1, 1}, 0, 0, false});
     /* the 3x3 register-blocked paths: full 16-channel blocks plus a tail,
      * stride 2, dilation 2, asymmetric padding, narrow images */
-    run_case(&(ccase){1, F32, F32, F32, F32, 2, 11, 9, 37, 0, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 9, 10, 32, 0, 3, 3, 1, {2, 0, 0, 2}, {1, 1}, {2, 2}, 0, 0, true});
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 2, 1, 16, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){1, I8, I8, I32, I32, 1, 9, 8, 48, 0, 3, 3, 1, {0, 0, 1, 0}, {2, 2}, {1, 1}, -128, 127, false});
-    run_case(&(ccase){1, I8, I8, I32, I32, 1, 6, 6, 35, 0, 3, 3, 1, {0, 0, 0, 0}, {1, 1}, {2, 2}, 3, -3, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 2, 11, 9, 37, 0, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 9, 10, 32, 0, 3, 3, 1, {2, 0, 0, 2}, {1, 1}, {2, 2}, 0, 0, true});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 2, 1, 16, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){
+        1, I8, I8, I32, I32, 1, 9, 8, 48, 0, 3, 3, 1, {0, 0, 1, 0}, {2, 2}, {1, 1}, -128, 127, false});
+    run_case(
+        &(ccase){1, I8, I8, I32, I32, 1, 6, 6, 35, 0, 3, 3, 1, {0, 0, 0, 0}, {1, 1}, {2, 2}, 3, -3, false});
     /* stride 1, dilation 1: interior columns in groups of four, a remainder,
      * border columns, wide and narrow padding */
-    run_case(&(ccase){1, F32, F32, F32, F32, 2, 7, 13, 37, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 6, 10, 32, 0, 3, 3, 1, {0, 2, 2, 0}, {1, 1}, {1, 1}, 0, 0, true});
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 5, 4, 16, 0, 3, 3, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){1, I8, I8, I32, I32, 1, 6, 12, 48, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -128, 127, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 2, 7, 13, 37, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 6, 10, 32, 0, 3, 3, 1, {0, 2, 2, 0}, {1, 1}, {1, 1}, 0, 0, true});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 5, 4, 16, 0, 3, 3, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(&(ccase){
+        1, I8, I8, I32, I32, 1, 6, 12, 48, 0, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, -128, 127, false});
     /* other kernel sizes: generic blocked loop */
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 8, 8, 20, 0, 5, 5, 1, {2, 2, 2, 2}, {1, 1}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){1, I8, I8, I32, I32, 1, 7, 7, 33, 0, 2, 4, 1, {0, 1, 1, 2}, {1, 1}, {1, 1}, -1, 2, false});
-    run_case(&(ccase){1, F32, F32, F32, F32, 1, 9, 9, 3, 0, 8, 8, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 8, 8, 20, 0, 5, 5, 1, {2, 2, 2, 2}, {1, 1}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){1, I8, I8, I32, I32, 1, 7, 7, 33, 0, 2, 4, 1, {0, 1, 1, 2}, {1, 1}, {1, 1}, -1, 2, false});
+    run_case(
+        &(ccase){1, F32, F32, F32, F32, 1, 9, 9, 3, 0, 8, 8, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, 0, 0, false});
 }
 
 static void test_transpose(void) {
-    run_case(&(ccase){2, F32, F32, F32, F32, 1, 4, 5, 6, 7, 3, 3, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}, 0, 0, false});
-    run_case(&(ccase){2, F32, F32, F32, F32, 2, 3, 3, 4, 17, 3, 2, 1, {-1, -2, 1, 0}, {1, 3}, {1, 1}, 0, 0, true});
-    run_case(&(ccase){2, I8, I8, I32, I32, 1, 4, 4, 5, 6, 2, 3, 1, {1, 0, 0, 2}, {2, 1}, {1, 1}, -100, 33, false});
+    run_case(
+        &(ccase){2, F32, F32, F32, F32, 1, 4, 5, 6, 7, 3, 3, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}, 0, 0, false});
+    run_case(
+        &(ccase){2, F32, F32, F32, F32, 2, 3, 3, 4, 17, 3, 2, 1, {-1, -2, 1, 0}, {1, 3}, {1, 1}, 0, 0, true});
+    run_case(
+        &(ccase){2, I8, I8, I32, I32, 1, 4, 4, 5, 6, 2, 3, 1, {1, 0, 0, 2}, {2, 1}, {1, 1}, -100, 33, false});
 }
 
 /* CONV3D against a plain loop written from the pseudocode (double sums);
@@ -250,8 +307,9 @@ static double conv3d_case(ctosa_dtype t, ctosa_dtype acc_t, int64_t N, int64_t I
 static void test_conv3d(void) {
     /* depth padding and stride */
     double bound, d;
-    d = conv3d_case(CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, 1, 5, 5, 4, 3, 5, 2, 3, 2, (const int32_t[]){1, 0, 1, 1, 0, 1},
-                    (const int32_t[]){2, 1, 1}, (const int32_t[]){1, 1, 2}, false, &bound);
+    d = conv3d_case(CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, 1, 5, 5, 4, 3, 5, 2, 3, 2,
+                    (const int32_t[]){1, 0, 1, 1, 0, 1}, (const int32_t[]){2, 1, 1},
+                    (const int32_t[]){1, 1, 2}, false, &bound);
     CHECK_MSG(d <= bound, "max diff %g (bound %g)", d, bound);
     /* Conformance cases that read past the input in the small-channel patch
      * path (it ignored the depth coordinate): kernels 1x2x1 and 1x1x2,
@@ -277,8 +335,9 @@ static void test_conv3d(void) {
         }
     }
     /* batch > 1 walks the pixel index across the depth and batch borders */
-    d = conv3d_case(CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, 2, 3, 4, 5, 2, 3, 2, 2, 2, (const int32_t[]){0, 3, 1, 0, 2, 1},
-                    (const int32_t[]){1, 3, 1}, (const int32_t[]){2, 1, 3}, false, &bound);
+    d = conv3d_case(CTOSA_DTYPE_FP32, CTOSA_DTYPE_FP32, 2, 3, 4, 5, 2, 3, 2, 2, 2,
+                    (const int32_t[]){0, 3, 1, 0, 2, 1}, (const int32_t[]){1, 3, 1},
+                    (const int32_t[]){2, 1, 3}, false, &bound);
     CHECK_MSG(d <= bound, "batch 2: max diff %g (bound %g)", d, bound);
 }
 
@@ -339,13 +398,15 @@ static void test_conv_errors(void) {
     itensor *in16 = KT_T(INT16, 4, 1, 4, 4, 2), *out48 = KT_T(INT48, 4, 1, 2, 2, 3), *b48 = KT_T(INT48, 1, 3);
     itensor *ins16[5] = {in16, w, b48, kt_scalar_i(CTOSA_DTYPE_INT16, 1), kt_scalar_i(CTOSA_DTYPE_INT8, 0)};
     a.acc_type = CTOSA_DTYPE_INT48;
-    CHECK_ERR(kt_run(interp_k_CONV2D, CTOSA_OP_CONV2D, &a, 5, ins16, 1, &out48), CTOSA_ERR_INVALID, "input_zp");
+    CHECK_ERR(kt_run(interp_k_CONV2D, CTOSA_OP_CONV2D, &a, 5, ins16, 1, &out48), CTOSA_ERR_INVALID,
+              "input_zp");
     /* int48 bias add overflow is a REQUIRE failure */
     ins16[3] = kt_scalar_i(CTOSA_DTYPE_INT16, 0);
     ((int16_t *)in16->data)[0] = 1000;
     ((int8_t *)w->data)[0] = 100;
     for (int i = 0; i < 3; i++) ((int64_t *)b48->data)[i] = (INT64_C(1) << 47) - 1;
-    CHECK_ERR(kt_run(interp_k_CONV2D, CTOSA_OP_CONV2D, &a, 5, ins16, 1, &out48), CTOSA_ERR_INVALID, "REQUIRE");
+    CHECK_ERR(kt_run(interp_k_CONV2D, CTOSA_OP_CONV2D, &a, 5, ins16, 1, &out48), CTOSA_ERR_INVALID,
+              "REQUIRE");
     kt_free_all();
 }
 
@@ -389,7 +450,8 @@ static void test_matmul(void) {
                 for (int64_t w = 0; w < W; w++) {
                     double s = 0;
                     for (int64_t c = 0; c < C; c++)
-                        s += (double)((float *)A->data)[(n * H + h) * C + c] * ((float *)B->data)[(n * C + c) * W + w];
+                        s += (double)((float *)A->data)[(n * H + h) * C + c] *
+                             ((float *)B->data)[(n * C + c) * W + w];
                     if (fabs(((float *)O->data)[(n * H + h) * W + w] - s) > 1e-4) bad++;
                 }
         CHECK_MSG(bad == 0, "fp32 matmul: %d mismatches", bad);
@@ -422,7 +484,8 @@ static void test_matmul(void) {
                 for (int64_t w = 0; w < W; w++) {
                     int64_t s = 0;
                     for (int64_t c = 0; c < C; c++)
-                        s += (int64_t)((int16_t *)Ah->data)[(n * H + h) * C + c] * ((int16_t *)Bh->data)[(n * C + c) * W + w];
+                        s += (int64_t)((int16_t *)Ah->data)[(n * H + h) * C + c] *
+                             ((int16_t *)Bh->data)[(n * C + c) * W + w];
                     if (((int64_t *)Oh->data)[(n * H + h) * W + w] != s) bad++;
                 }
         CHECK_MSG(bad == 0, "int16 matmul: %d mismatches", bad);
@@ -441,16 +504,19 @@ static void test_matmul(void) {
             for (int64_t w = 0; w < W; w++) {
                 int64_t sum = 0;
                 for (int64_t c = 0; c < C; c++)
-                    sum += (int64_t)(((int8_t *)Ai->data)[h * C + c] - 127) * (((int8_t *)Bi->data)[c * W + w] + 128);
+                    sum += (int64_t)(((int8_t *)Ai->data)[h * C + c] - 127) *
+                           (((int8_t *)Bi->data)[c * W + w] + 128);
                 if (((int32_t *)Oi->data)[h * W + w] != sum) bad++;
             }
         CHECK_MSG(bad == 0, "int8 K=600 matmul: %d mismatches", bad);
         /* K = 40000 of 255 * 255 passes int32: REQUIRE error */
-        itensor *Ab = KT_T(INT8, 3, 1, 1, 40000), *Bb = KT_T(INT8, 3, 1, 40000, 1), *Ob = KT_T(INT32, 3, 1, 1, 1);
+        itensor *Ab = KT_T(INT8, 3, 1, 1, 40000), *Bb = KT_T(INT8, 3, 1, 40000, 1),
+                *Ob = KT_T(INT32, 3, 1, 1, 1);
         memset(Ab->data, 0x80, 40000);
         memset(Bb->data, 0x80, 40000);
         itensor *insb[4] = {Ab, Bb, kt_scalar_i(CTOSA_DTYPE_INT8, 127), kt_scalar_i(CTOSA_DTYPE_INT8, 127)};
-        CHECK_ERR(kt_run(interp_k_MATMUL, CTOSA_OP_MATMUL, NULL, 4, insb, 1, &Ob), CTOSA_ERR_INVALID, "overflow");
+        CHECK_ERR(kt_run(interp_k_MATMUL, CTOSA_OP_MATMUL, NULL, 4, insb, 1, &Ob), CTOSA_ERR_INVALID,
+                  "overflow");
         kt_free_all();
     }
     /* errors: zp on int16, shape mismatch */

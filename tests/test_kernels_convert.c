@@ -75,8 +75,15 @@ static void test_rescale_random_vs_ref(void) {
     int bad = 0;
     for (int it = 0; it < 200; it++) {
         bool dbl = it & 1;
-        rs_opts p = {CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, true, false, false, false,
-                     dbl ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE, 0, 0};
+        rs_opts p = {CTOSA_DTYPE_INT32,
+                     CTOSA_DTYPE_INT32,
+                     true,
+                     false,
+                     false,
+                     false,
+                     dbl ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE,
+                     0,
+                     0};
         int64_t m = kt_randi(0, INT32_MAX), s = kt_randi(32, 62);
         int64_t v[16], r[16];
         for (int i = 0; i < 16; i++) v[i] = (int64_t)(int32_t)kt_rand() * (i & 1 ? -1 : 1);
@@ -107,12 +114,15 @@ static void test_rescale_zp_saturation(void) {
                      (int64_t[]){30}, r));
     CHECK(r[0] == 127 && r[1] == -128 && r[2] == 127 && r[3] == -128);
     /* zero points at the int8 limits */
-    p = (rs_opts){CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, true, false, false, false, CTOSA_ROUND_SINGLE, -128, 127};
-    CHECK_OK(rescale(&p, 1, KT_DIMS(3), (int64_t[]){127, -128, 0}, 1, (int64_t[]){1 << 30}, (int64_t[]){31}, r));
+    p = (rs_opts){
+        CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, true, false, false, false, CTOSA_ROUND_SINGLE, -128, 127};
+    CHECK_OK(
+        rescale(&p, 1, KT_DIMS(3), (int64_t[]){127, -128, 0}, 1, (int64_t[]){1 << 30}, (int64_t[]){31}, r));
     /* (255*0.5 -> 128) + 127 -> 127 (clip); 0 + 127; (128*0.5=64)+127 -> 127 */
     CHECK(r[0] == 127 && r[1] == 127 && r[2] == 127);
     p.ozp = -128;
-    CHECK_OK(rescale(&p, 1, KT_DIMS(3), (int64_t[]){127, -128, 0}, 1, (int64_t[]){1 << 30}, (int64_t[]){31}, r));
+    CHECK_OK(
+        rescale(&p, 1, KT_DIMS(3), (int64_t[]){127, -128, 0}, 1, (int64_t[]){1 << 30}, (int64_t[]){31}, r));
     CHECK(r[0] == 0 && r[1] == -128 && r[2] == -64);
 }
 
@@ -120,18 +130,23 @@ static void test_rescale_unsigned(void) {
     int64_t r[3];
     /* uint8 input (stored int8) with zp 128 -> int8 */
     rs_opts p = {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, true, false, true, false, CTOSA_ROUND_SINGLE, -128, 0};
-    CHECK_OK(rescale(&p, 1, KT_DIMS(3), (int64_t[]){-1, 0, -128}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
+    CHECK_OK(
+        rescale(&p, 1, KT_DIMS(3), (int64_t[]){-1, 0, -128}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
     CHECK(r[0] == 127 && r[1] == -128 && r[2] == 0);
     /* int16 -> uint8 output: 200 stays 200 (stored as -56), -5 clips to 0 */
     p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, true, false, false, true, CTOSA_ROUND_SINGLE, 0, 0};
-    CHECK_OK(rescale(&p, 1, KT_DIMS(3), (int64_t[]){200, -5, 300}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
+    CHECK_OK(
+        rescale(&p, 1, KT_DIMS(3), (int64_t[]){200, -5, 300}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
     CHECK(r[0] == -56 && r[1] == 0 && r[2] == -1);
     /* uint16 input with zp 32768 */
-    p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT16, true, false, true, false, CTOSA_ROUND_SINGLE, -32768, 0};
-    CHECK_OK(rescale(&p, 1, KT_DIMS(3), (int64_t[]){-32768, -1, 0}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
+    p = (rs_opts){
+        CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT16, true, false, true, false, CTOSA_ROUND_SINGLE, -32768, 0};
+    CHECK_OK(
+        rescale(&p, 1, KT_DIMS(3), (int64_t[]){-32768, -1, 0}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
     CHECK(r[0] == 0 && r[1] == 32767 && r[2] == -32768);
     /* uint16 output with zp 32768: 0 -> 32768 stored as -32768 */
-    p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT16, true, false, false, true, CTOSA_ROUND_SINGLE, 0, -32768};
+    p = (rs_opts){
+        CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT16, true, false, false, true, CTOSA_ROUND_SINGLE, 0, -32768};
     CHECK_OK(rescale(&p, 1, KT_DIMS(2), (int64_t[]){0, 32767}, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, r));
     CHECK(r[0] == -32768 && r[1] == -1);
 }
@@ -148,7 +163,8 @@ static void test_rescale_per_channel_and_16(void) {
                      (int64_t[]){16384}, (int64_t[]){30}, r));
     CHECK(r[0] == (1 << 24) && r[1] == -48);
     /* result beyond int32: REQUIRE failure -> error */
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), (int64_t[]){INT64_C(1) << 46}, 1, (int64_t[]){16384}, (int64_t[]){2}, NULL),
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), (int64_t[]){INT64_C(1) << 46}, 1, (int64_t[]){16384}, (int64_t[]){2},
+                      NULL),
               CTOSA_ERR_INVALID, "REQUIRE");
     kt_free_all();
 }
@@ -156,32 +172,43 @@ static void test_rescale_per_channel_and_16(void) {
 static void test_rescale_errors(void) {
     int64_t v[1] = {1};
     rs_opts p = {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, true, false, false, false, CTOSA_ROUND_SINGLE, 0, 0};
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){1}, NULL), CTOSA_ERR_INVALID, "shift");
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){63}, NULL), CTOSA_ERR_INVALID, "shift");
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){-5}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "negative");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){1}, NULL), CTOSA_ERR_INVALID,
+              "shift");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){63}, NULL),
+              CTOSA_ERR_INVALID, "shift");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){-5}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID,
+              "negative");
     p.iu = p.ou = true;
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "both");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL),
+              CTOSA_ERR_INVALID, "both");
     p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, true, false, false, false, CTOSA_ROUND_SINGLE, 3, 0};
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "input_zp");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL),
+              CTOSA_ERR_INVALID, "input_zp");
     p.iu = true;
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "32768");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL),
+              CTOSA_ERR_INVALID, "32768");
     p = (rs_opts){CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT32, true, false, false, false, CTOSA_ROUND_SINGLE, 0, 4};
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "output_zp");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL),
+              CTOSA_ERR_INVALID, "output_zp");
     p = (rs_opts){CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT32, true, false, false, false, CTOSA_ROUND_SINGLE, 0, 0};
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "scale32");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 30}, (int64_t[]){30}, NULL),
+              CTOSA_ERR_INVALID, "scale32");
     p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT16, false, false, false, false, CTOSA_ROUND_DOUBLE, 0, 0};
-    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 14}, (int64_t[]){30}, NULL), CTOSA_ERR_INVALID, "DOUBLE_ROUND");
+    CHECK_ERR(rescale(&p, 1, KT_DIMS(1), v, 1, (int64_t[]){1 << 14}, (int64_t[]){30}, NULL),
+              CTOSA_ERR_INVALID, "DOUBLE_ROUND");
     /* REQUIRE of apply_scale_32: value must fit below 2^(shift-1) */
     p = (rs_opts){CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT32, true, false, false, false, CTOSA_ROUND_SINGLE, 0, 0};
     CHECK_ERR(rescale(&p, 1, KT_DIMS(1), (int64_t[]){20000}, 1, (int64_t[]){1 << 30}, (int64_t[]){10}, NULL),
               CTOSA_ERR_INVALID, "REQUIRE");
     /* the same REQUIREs on the 8-lane path (element counts divisible by 8) */
     CHECK_ERR(rescale(&p, 1, KT_DIMS(8), (int64_t[]){1, 2, 3, 4, 5, 20000, 7, 8}, 1, (int64_t[]){1 << 30},
-                      (int64_t[]){10}, NULL), CTOSA_ERR_INVALID, "REQUIRE");
+                      (int64_t[]){10}, NULL),
+              CTOSA_ERR_INVALID, "REQUIRE");
     CHECK_OK(rescale(&p, 1, KT_DIMS(8), (int64_t[]){1, 2, 3, 4, 5, 511, -512, 8}, 1, (int64_t[]){1 << 30},
                      (int64_t[]){10}, NULL));
     {
-        rs_opts q = {CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT32, false, true, false, false, CTOSA_ROUND_SINGLE, 0, 0};
+        rs_opts q = {
+            CTOSA_DTYPE_INT48, CTOSA_DTYPE_INT32, false, true, false, false, CTOSA_ROUND_SINGLE, 0, 0};
         int64_t big[16], m[8], sh[8], r[16];
         for (int i = 0; i < 8; i++) {
             m[i] = 16384;
@@ -197,7 +224,8 @@ static void test_rescale_errors(void) {
     /* per-channel multiplier count must match the last dimension */
     p.per_channel = true;
     CHECK_ERR(rescale(&p, 2, KT_DIMS(2, 3), (int64_t[]){1, 2, 3, 4, 5, 6}, 2, (int64_t[]){1 << 30, 1 << 30},
-                      (int64_t[]){30, 30}, NULL), CTOSA_ERR_INVALID, "elements");
+                      (int64_t[]){30, 30}, NULL),
+              CTOSA_ERR_INVALID, "elements");
     kt_free_all();
 }
 
@@ -208,8 +236,7 @@ static itensor *cast_run(ctosa_dtype ti, ctosa_dtype to, uint64_t n, const doubl
     for (uint64_t i = 0; i < n; i++) {
         if (ti == CTOSA_DTYPE_FP32 || ti == CTOSA_DTYPE_FP16 || ti == CTOSA_DTYPE_BF16)
             ((float *)in->data)[i] = (float)vals[i];
-        else
-            im_store_i(ti, in->data, i, (int64_t)vals[i]);
+        else im_store_i(ti, in->data, i, (int64_t)vals[i]);
     }
     CHECK_OK(kt_run(interp_k_CAST, CTOSA_OP_CAST, NULL, 1, &in, 1, &out));
     return out;

@@ -22,7 +22,7 @@
 #include "interp/kernels_gemm.h"
 #include "util/floatfmt.h"
 
-static int g_cases;              /* per operator */
+static int g_cases;               /* per operator */
 static int g_compared, g_refused; /* of the current operator */
 
 static bool long_tests(void) {
@@ -63,8 +63,10 @@ static bool same_out(const itensor *a, const itensor *b, double tol_scale, const
             float x = ((float *)a->data)[i], y = ((float *)b->data)[i];
             if (isnan(x) && isnan(y)) continue;
             /* tol_scale: the largest |partial sum| the output could see */
-            double ulp = a->dtype == CTOSA_DTYPE_FP32 ? 0x1p-22 : a->dtype == CTOSA_DTYPE_FP16 ? 0x1p-9
-                         : a->dtype == CTOSA_DTYPE_BF16 ? 0x1p-6 : 0x1p-2;
+            double ulp = a->dtype == CTOSA_DTYPE_FP32   ? 0x1p-22
+                         : a->dtype == CTOSA_DTYPE_FP16 ? 0x1p-9
+                         : a->dtype == CTOSA_DTYPE_BF16 ? 0x1p-6
+                                                        : 0x1p-2;
             if (!(fabs((double)x - y) <= tol_scale * ulp + 1e-30)) {
                 CHECK_MSG(0, "%s (seed %llu): element %llu fast %.9g reference %.9g", what,
                           (unsigned long long)seed, (unsigned long long)i, x, y);
@@ -82,8 +84,8 @@ static bool same_out(const itensor *a, const itensor *b, double tol_scale, const
 
 /* Runs fn twice (fast, reference) on the same inputs; outputs and error
  * status must agree. Returns false when a case was invalid for both. */
-static bool diff_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *a, uint32_t n_in, itensor **in,
-                     itensor *out, double tol_scale, const char *what, uint64_t seed) {
+static bool diff_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *a, uint32_t n_in,
+                     itensor **in, itensor *out, double tol_scale, const char *what, uint64_t seed) {
     itensor *ref = like(out);
     kt_reference = false;
     ctosa_error *e1 = kt_run(fn, kind, a, n_in, in, 1, &out);
@@ -237,8 +239,10 @@ static void conv_case(int op, uint64_t seed) {
     a.local_bound = coin(50);
     int32_t pad[6], st[3], dil[3];
     if (depth) {
-        int32_t p6[6] = {(int32_t)ad.pa, (int32_t)ad.pb, (int32_t)ay.pa, (int32_t)ay.pb, (int32_t)ax.pa, (int32_t)ax.pb};
-        int32_t s3[3] = {(int32_t)ad.s, (int32_t)ay.s, (int32_t)ax.s}, d3[3] = {(int32_t)ad.d, (int32_t)ay.d, (int32_t)ax.d};
+        int32_t p6[6] = {(int32_t)ad.pa, (int32_t)ad.pb, (int32_t)ay.pa,
+                         (int32_t)ay.pb, (int32_t)ax.pa, (int32_t)ax.pb};
+        int32_t s3[3] = {(int32_t)ad.s, (int32_t)ay.s, (int32_t)ax.s},
+                d3[3] = {(int32_t)ad.d, (int32_t)ay.d, (int32_t)ax.d};
         memcpy(pad, p6, sizeof p6);
         memcpy(st, s3, sizeof s3);
         memcpy(dil, d3, sizeof d3);
@@ -270,9 +274,10 @@ static void conv_case(int op, uint64_t seed) {
              names[op], ctosa_dtype_short(ty.in), ctosa_dtype_short(ty.w), ctosa_dtype_short(ty.acc),
              (long long)N, (long long)ad.in, (long long)ay.in, (long long)ax.in, (long long)IC, (long long)KD,
              (long long)KH, (long long)KW, (long long)ad.s, (long long)ay.s, (long long)ax.s, (long long)ad.d,
-             (long long)ay.d, (long long)ax.d, (long long)(tr ? opad[0] : ad.pa), (long long)(tr ? opad[1] : ad.pb),
-             (long long)(tr ? opad[2] : ay.pa), (long long)(tr ? opad[3] : ay.pb), (long long)ax.pa,
-             (long long)ax.pb, (long long)OC, (long long)M);
+             (long long)ay.d, (long long)ax.d, (long long)(tr ? opad[0] : ad.pa),
+             (long long)(tr ? opad[1] : ad.pb), (long long)(tr ? opad[2] : ay.pa),
+             (long long)(tr ? opad[3] : ay.pb), (long long)ax.pa, (long long)ax.pb, (long long)OC,
+             (long long)M);
     int64_t K = KD * KH * KW * (dw ? 1 : IC);
     diff_run(fns[op], kinds[op], &a, 5, ins, out, f_scale(K), what, seed);
     kt_free_all();
@@ -295,7 +300,7 @@ static void matmul_case(uint64_t seed) {
     ctypes ty = all[coin(40) ? 2 : coin(40) ? 0 : (int)ri(0, CTOSA_ARRAY_LEN(all) - 1)];
     int64_t N = ri(1, 3), H = coin(30) ? ri(1, 4) : ri(1, 40), C = coin(20) ? ri(0, 3) : ri(1, 70),
             W = coin(30) ? ri(1, 4) : ri(1, 40);
-    if (coin(15)) W = ri(60, 200); /* whole 64-column chunks of the few-row (GEMV) path */
+    if (coin(15)) W = ri(60, 200);                    /* whole 64-column chunks of the few-row (GEMV) path */
     if (ty.in == CTOSA_DTYPE_INT16 && C > 40) C = 40; /* int48 sums of int16 squares */
     itensor *A = kt_new(ty.in, 3, KT_DIMS(N, H, C)), *B = kt_new(ty.in, 3, KT_DIMS(N, C, W));
     itensor *out = kt_new(ty.out, 3, KT_DIMS(N, H, W));
@@ -340,7 +345,8 @@ static void pool_case(bool avg, uint64_t seed) {
     fill(x, false);
     int64_t izp = 0, ozp = 0;
     if (t == CTOSA_DTYPE_INT8 && coin(60)) izp = ri(-128, 127), ozp = ri(-128, 127);
-    itensor *zi = kt_scalar_i(is_f(t) ? CTOSA_DTYPE_INT8 : t, izp), *zo = kt_scalar_i(is_f(t) ? CTOSA_DTYPE_INT8 : t, ozp);
+    itensor *zi = kt_scalar_i(is_f(t) ? CTOSA_DTYPE_INT8 : t, izp),
+            *zo = kt_scalar_i(is_f(t) ? CTOSA_DTYPE_INT8 : t, ozp);
     if (is_f(t)) zi = kt_new(t, 1, KT_DIMS(1)), zo = kt_new(t, 1, KT_DIMS(1));
     int32_t kk[2] = {(int32_t)k[0], (int32_t)k[1]}, ss[2] = {(int32_t)s[0], (int32_t)s[1]};
     int32_t pp[4] = {(int32_t)p[0], (int32_t)p[1], (int32_t)p[2], (int32_t)p[3]};
@@ -354,10 +360,12 @@ static void pool_case(bool avg, uint64_t seed) {
     ctosa_error *e = avg ? kt_run(interp_k_AVG_POOL2D, CTOSA_OP_AVG_POOL2D, &a, 3, ins, 1, &y)
                          : kt_run(interp_k_MAX_POOL2D, CTOSA_OP_MAX_POOL2D, &a, 1, ins, 1, &y);
     char what[300];
-    snprintf(what, sizeof what, "%s %s acc %s N%lld in[%lld,%lld]x%lld k[%lld,%lld] s[%lld,%lld] pad[%lld,%lld,%lld,%lld]",
+    snprintf(what, sizeof what,
+             "%s %s acc %s N%lld in[%lld,%lld]x%lld k[%lld,%lld] s[%lld,%lld] pad[%lld,%lld,%lld,%lld]",
              avg ? "AVG_POOL2D" : "MAX_POOL2D", ctosa_dtype_short(t), ctosa_dtype_short(acc), (long long)N,
-             (long long)in[0], (long long)in[1], (long long)C, (long long)k[0], (long long)k[1], (long long)s[0],
-             (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3]);
+             (long long)in[0], (long long)in[1], (long long)C, (long long)k[0], (long long)k[1],
+             (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2],
+             (long long)p[3]);
     CHECK_MSG(!e, "%s (seed %llu): %s", what, (unsigned long long)seed, ctosa_error_message(e));
     ctosa_error_free(e);
     if (e) {
@@ -448,10 +456,11 @@ static void rescale_case(uint64_t seed) {
     int64_t ozp = to == CTOSA_DTYPE_INT8 && coin(60) ? ri(-128, 127) : 0;
     itensor *ins[5] = {in, mul, sh, kt_scalar_i(ti, izp), kt_scalar_i(to, ozp)};
     char what[200];
-    snprintf(what, sizeof what, "RESCALE %s%s -> %s%s [%lld,%lld] scale32 %d round %d per_channel %d izp %lld ozp %lld",
-             a.input_unsigned ? "u" : "", ctosa_dtype_short(ti), a.output_unsigned ? "u" : "", ctosa_dtype_short(to),
-             (long long)R, (long long)C, a.scale32, (int)a.rounding_mode, a.per_channel, (long long)izp,
-             (long long)ozp);
+    snprintf(what, sizeof what,
+             "RESCALE %s%s -> %s%s [%lld,%lld] scale32 %d round %d per_channel %d izp %lld ozp %lld",
+             a.input_unsigned ? "u" : "", ctosa_dtype_short(ti), a.output_unsigned ? "u" : "",
+             ctosa_dtype_short(to), (long long)R, (long long)C, a.scale32, (int)a.rounding_mode,
+             a.per_channel, (long long)izp, (long long)ozp);
     diff_run(interp_k_RESCALE, CTOSA_OP_RESCALE, &a, 5, ins, out, 0, what, seed);
     kt_free_all();
 }
@@ -481,7 +490,9 @@ static void sigmoid_case(uint64_t seed) {
 
 /* ------------------------------------------------------------ driver */
 
-static uint64_t case_seed(int op, int i) { return 0x9E3779B97F4A7C15ull * (uint64_t)(op * 1000003 + i + 1) | 1; }
+static uint64_t case_seed(int op, int i) {
+    return 0x9E3779B97F4A7C15ull * (uint64_t)(op * 1000003 + i + 1) | 1;
+}
 
 static void run_op(const char *name, int op) {
     int before = th_failures;
@@ -516,8 +527,10 @@ static void test_sigmoid(void) { run_op("SIGMOID", 8); }
  * paths); each must take most of the int8 cases (the others have weights
  * whose zero point puts them outside int8, or sums that may pass int32). */
 static void test_q8_paths(void) {
-    static const struct { int level; const char *name; } isa[] = {
-        {KG_Q8_AVX512VNNI, "AVX-512 VNNI"}, {KG_Q8_AVXVNNI, "AVX-VNNI"}};
+    static const struct {
+        int level;
+        const char *name;
+    } isa[] = {{KG_Q8_AVX512VNNI, "AVX-512 VNNI"}, {KG_Q8_AVXVNNI, "AVX-VNNI"}};
     for (int i = 0; i < 2; i++) {
         kg_q8_limit(isa[i].level);
         if (kg_q8_isa() != isa[i].level) {

@@ -79,7 +79,8 @@ static void test_float_activations(void) {
     memcpy(in->data, v, sizeof v);
     CHECK_OK(kt_run(interp_k_SIGMOID, CTOSA_OP_SIGMOID, NULL, 1, &in, 1, &out));
     float *o = out->data;
-    CHECK(o[0] == 0.5f && fabsf(o[1] - 0.7310586f) < 1e-7f && fabsf(o[2] - 0.1192029f) < 1e-7f && o[3] == 1.0f && isnan(o[4]));
+    CHECK(o[0] == 0.5f && fabsf(o[1] - 0.7310586f) < 1e-7f && fabsf(o[2] - 0.1192029f) < 1e-7f &&
+          o[3] == 1.0f && isnan(o[4]));
     CHECK_OK(kt_run(interp_k_TANH, CTOSA_OP_TANH, NULL, 1, &in, 1, &out));
     CHECK(o[0] == 0 && fabsf(o[1] - 0.7615942f) < 1e-7f && o[3] == 1.0f);
     CHECK_OK(kt_run(interp_k_ERF, CTOSA_OP_ERF, NULL, 1, &in, 1, &out));
@@ -116,11 +117,12 @@ static void test_resize(void) {
     CHECK_OK(resize(in, out, CTOSA_RESIZE_BILINEAR, sc, off, bor));
     int32_t *o = out->data;
     /* output scaled by 4*4 = 16; x positions -0.25, 0.25, 0.75, 1.25 */
-    CHECK(o[0] == 0);               /* clamped corner */
-    CHECK(o[1] == 40 * 16 / 4);     /* row 0: 0*0.75 + 40*0.25 = 10 -> 160 */
+    CHECK(o[0] == 0);           /* clamped corner */
+    CHECK(o[1] == 40 * 16 / 4); /* row 0: 0*0.75 + 40*0.25 = 10 -> 160 */
     CHECK(o[2] == 30 * 16);
     CHECK(o[3] == 40 * 16);
-    CHECK(o[5] == (int32_t)((0 * 0.75 * 0.75 + 40 * 0.75 * 0.25 + 80 * 0.25 * 0.75 + 120 * 0.25 * 0.25) * 16));
+    CHECK(o[5] ==
+          (int32_t)((0 * 0.75 * 0.75 + 40 * 0.75 * 0.25 + 80 * 0.25 * 0.75 + 120 * 0.25 * 0.25) * 16));
     CHECK(o[15] == 120 * 16);
     itensor *on = KT_T(INT8, 4, 1, 4, 4, 1);
     CHECK_OK(resize(in, on, CTOSA_RESIZE_NEAREST, sc, off, bor));
@@ -164,18 +166,22 @@ static void test_fft(void) {
                     double sr = 0, si = 0;
                     for (int64_t iy = 0; iy < H; iy++)
                         for (int64_t ix = 0; ix < W; ix++) {
-                            double ang = sign * 2 * M_PI * ((double)((iy * oy) % H) / H + (double)((ix * ox) % W) / W);
-                            double vr = ((float *)re->data)[(n * H + iy) * W + ix], vi = ((float *)im->data)[(n * H + iy) * W + ix];
+                            double ang =
+                                sign * 2 * M_PI * ((double)((iy * oy) % H) / H + (double)((ix * ox) % W) / W);
+                            double vr = ((float *)re->data)[(n * H + iy) * W + ix],
+                                   vi = ((float *)im->data)[(n * H + iy) * W + ix];
                             sr += vr * cos(ang) + vi * sin(ang);
                             si += -vr * sin(ang) + vi * cos(ang);
                         }
                     size_t i = (size_t)((n * H + oy) * W + ox);
-                    if (fabs(((float *)orr->data)[i] - sr) > 1e-4 || fabs(((float *)oi->data)[i] - si) > 1e-4) bad++;
+                    if (fabs(((float *)orr->data)[i] - sr) > 1e-4 || fabs(((float *)oi->data)[i] - si) > 1e-4)
+                        bad++;
                 }
         CHECK_MSG(bad == 0, "FFT2D inverse=%d: %d mismatches", inv, bad);
     }
     /* RFFT2D: imaginary parts at the purely real bins are exactly zero */
-    itensor *rr = KT_T(FP32, 3, 1, H, W / 2 + 1), *ri = KT_T(FP32, 3, 1, H, W / 2 + 1), *rin = KT_T(FP32, 3, 1, H, W);
+    itensor *rr = KT_T(FP32, 3, 1, H, W / 2 + 1), *ri = KT_T(FP32, 3, 1, H, W / 2 + 1),
+            *rin = KT_T(FP32, 3, 1, H, W);
     for (uint64_t i = 0; i < rin->count; i++) ((float *)rin->data)[i] = kt_randf();
     itensor *routs[2] = {rr, ri};
     CHECK_OK(kt_run(interp_k_RFFT2D, CTOSA_OP_RFFT2D, NULL, 1, &rin, 2, routs));

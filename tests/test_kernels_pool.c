@@ -43,9 +43,9 @@ static void test_avg_int(void) {
     memcpy(in->data, v, 9);
     CHECK_OK(pool(interp_k_AVG_POOL2D, in, out3, 3, 3, 1, 1, P1, CTOSA_DTYPE_INT32, 0, 0, 0));
     o = out3->data;
-    CHECK(o[0] == 3);           /* (1+2+4+5)/4 */
-    CHECK(o[4] == 5);           /* 46/9 = 5.11 */
-    CHECK(o[8] == 7);           /* (5+6+8+10)/4 = 7.25 */
+    CHECK(o[0] == 3); /* (1+2+4+5)/4 */
+    CHECK(o[4] == 5); /* 46/9 = 5.11 */
+    CHECK(o[8] == 7); /* (5+6+8+10)/4 = 7.25 */
     /* zero points at the limits and output saturation */
     int8_t z[9] = {127, 127, 127, 127, 127, 127, 127, 127, 127};
     memcpy(in->data, z, 9);
@@ -71,20 +71,26 @@ static void test_avg_float_and_errors(void) {
     CHECK(((float *)out->data)[0] == 2.5f && isinf(((float *)out->data)[1]));
     /* pad >= kernel, bad output size, zp on fp, wrong acc type */
     int32_t pbig[4] = {2, 0, 0, 0};
-    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 2, 2, 1, 1, pbig, CTOSA_DTYPE_FP32, 0, 0, 0), CTOSA_ERR_INVALID, "pad");
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 2, 2, 1, 1, pbig, CTOSA_DTYPE_FP32, 0, 0, 0),
+              CTOSA_ERR_INVALID, "pad");
     itensor *bad = KT_T(FP32, 4, 1, 2, 1, 2);
-    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, bad, 2, 2, 1, 1, P0, CTOSA_DTYPE_FP32, 0, 0, 0), CTOSA_ERR_INVALID, "height");
-    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 2, 2, 1, 1, P0, CTOSA_DTYPE_INT32, 0, 0, 0), CTOSA_ERR_INVALID, "acc_type");
-    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 0, 2, 1, 1, P0, CTOSA_DTYPE_FP32, 0, 0, 0), CTOSA_ERR_INVALID, "kernel");
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, bad, 2, 2, 1, 1, P0, CTOSA_DTYPE_FP32, 0, 0, 0),
+              CTOSA_ERR_INVALID, "height");
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 2, 2, 1, 1, P0, CTOSA_DTYPE_INT32, 0, 0, 0),
+              CTOSA_ERR_INVALID, "acc_type");
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, in, out, 0, 2, 1, 1, P0, CTOSA_DTYPE_FP32, 0, 0, 0),
+              CTOSA_ERR_INVALID, "kernel");
     /* empty input height: the one output window holds only padding */
     itensor *e_in = KT_T(INT8, 4, 1, 0, 2, 1), *e_out = KT_T(INT8, 4, 1, 1, 1, 1);
     int32_t pad11[4] = {1, 1, 0, 0};
-    CHECK_ERR(pool(interp_k_AVG_POOL2D, e_in, e_out, 2, 2, 1, 1, pad11, CTOSA_DTYPE_INT32, 0, 0, 0), CTOSA_ERR_INVALID, "REQUIRE");
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, e_in, e_out, 2, 2, 1, 1, pad11, CTOSA_DTYPE_INT32, 0, 0, 0),
+              CTOSA_ERR_INVALID, "REQUIRE");
     itensor *ef_in = KT_T(FP32, 4, 1, 0, 2, 1), *ef_out = KT_T(FP32, 4, 1, 1, 1, 1);
     CHECK_OK(pool(interp_k_AVG_POOL2D, ef_in, ef_out, 2, 2, 1, 1, pad11, CTOSA_DTYPE_FP32, 0, 0, 0));
     CHECK(isnan(((float *)ef_out->data)[0]));
     itensor *i16 = KT_T(INT16, 4, 1, 2, 2, 1), *o16 = KT_T(INT16, 4, 1, 1, 1, 1);
-    CHECK_ERR(pool(interp_k_AVG_POOL2D, i16, o16, 2, 2, 1, 1, P0, CTOSA_DTYPE_INT32, 0, 3, 0), CTOSA_ERR_INVALID, "zero");
+    CHECK_ERR(pool(interp_k_AVG_POOL2D, i16, o16, 2, 2, 1, 1, P0, CTOSA_DTYPE_INT32, 0, 3, 0),
+              CTOSA_ERR_INVALID, "zero");
     kt_free_all();
 }
 

@@ -47,8 +47,8 @@ static ctosa_lower_result *lower_case(const char *name, const ctosa_spec *spec) 
 /* Feeds the case's input_<name>.npy files and compares output_<i>.npy. */
 static void run_ok_case(const char *name, const ctosa_lower_summary *s, double rtol, double atol) {
     char why[1024];
-    CHECK_MSG(s->n_fallback == 0 && s->nodes_delegated == s->nodes_total, "%s: %u/%u delegated%s%s",
-              name, s->nodes_delegated, s->nodes_total, s->n_fallback ? ": " : "",
+    CHECK_MSG(s->n_fallback == 0 && s->nodes_delegated == s->nodes_total, "%s: %u/%u delegated%s%s", name,
+              s->nodes_delegated, s->nodes_total, s->n_fallback ? ": " : "",
               s->n_fallback ? s->fallback[0].reason : "");
     if (s->n_fallback) return;
     CHECK_MSG(lt_check_accounting(s, why, sizeof why), "%s: %s", name, why);
@@ -64,7 +64,10 @@ static void run_ok_case(const char *name, const ctosa_lower_summary *s, double r
         npy_array a;
         ctosa_error *e = lt_load_array(path, &a);
         CHECK_MSG(!e, "%s: %s", name, e ? ctosa_error_message(e) : "");
-        if (e) { ctosa_error_free(e); continue; }
+        if (e) {
+            ctosa_error_free(e);
+            continue;
+        }
         CHECK_OK(lt_values_put(&vals, g->inputs[i].name, &a));
     }
     lt_run_status rs = lt_run_partitions(s, &vals, 1, why, sizeof why);
@@ -74,13 +77,16 @@ static void run_ok_case(const char *name, const ctosa_lower_summary *s, double r
         npy_array want;
         ctosa_error *e = lt_load_array(path, &want);
         CHECK_MSG(!e, "%s: %s", name, e ? ctosa_error_message(e) : "");
-        if (e) { ctosa_error_free(e); continue; }
+        if (e) {
+            ctosa_error_free(e);
+            continue;
+        }
         const npy_array *got = lt_values_get(&vals, g->outputs[i].name);
         CHECK_MSG(got, "%s: output '%s' not produced", name, g->outputs[i].name);
         if (got) {
             double mx;
-            CHECK_MSG(lt_compare(got, &want, rtol, atol, &mx, why, sizeof why), "%s: output '%s': %s",
-                      name, g->outputs[i].name, why);
+            CHECK_MSG(lt_compare(got, &want, rtol, atol, &mx, why, sizeof why), "%s: output '%s': %s", name,
+                      g->outputs[i].name, why);
         }
         npy_free(&want);
     }

@@ -21,20 +21,39 @@
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 
 static const char *const prefixes[] = {
-    "test_conv", "test_basic_conv", "test_convtranspose", "test_maxpool", "test_averagepool",
-    "test_globalaveragepool", "test_globalmaxpool", "test_matmul_", "test_gemm", "test_einsum",
-    "test_batchnorm", "test_instancenorm", "test_layer_normalization", "test_group_normalization",
-    "test_rms_normalization", "test_lpnorm", "test_lrn", "test_softmax", "test_logsoftmax",
-    "test_hardmax", "test_resize", "test_upsample", "test_depthtospace", "test_spacetodepth",
+    "test_conv",
+    "test_basic_conv",
+    "test_convtranspose",
+    "test_maxpool",
+    "test_averagepool",
+    "test_globalaveragepool",
+    "test_globalmaxpool",
+    "test_matmul_",
+    "test_gemm",
+    "test_einsum",
+    "test_batchnorm",
+    "test_instancenorm",
+    "test_layer_normalization",
+    "test_group_normalization",
+    "test_rms_normalization",
+    "test_lpnorm",
+    "test_lrn",
+    "test_softmax",
+    "test_logsoftmax",
+    "test_hardmax",
+    "test_resize",
+    "test_upsample",
+    "test_depthtospace",
+    "test_spacetodepth",
 };
 
 /* Tests that fall back, with the code their operator node must get. */
 static const struct {
     const char *test, *code;
 } exceptions[] = {
-    {"test_maxpool_2d_dilations", "unsupported_attribute"},     /* TOSA pools have no dilation */
-    {"test_maxpool_2d_uint8", "unsupported_dtype"},             /* uint8 has no TOSA type */
-    {"test_maxpool_with_argmax_2d_precomputed_pads", "unsupported_attribute"},   /* Indices */
+    {"test_maxpool_2d_dilations", "unsupported_attribute"}, /* TOSA pools have no dilation */
+    {"test_maxpool_2d_uint8", "unsupported_dtype"},         /* uint8 has no TOSA type */
+    {"test_maxpool_with_argmax_2d_precomputed_pads", "unsupported_attribute"}, /* Indices */
     {"test_maxpool_with_argmax_2d_precomputed_strides", "unsupported_attribute"},
     {"test_batchnorm_epsilon_training_mode", "unsupported_attribute"},
     {"test_batchnorm_example_training_mode", "unsupported_attribute"},
@@ -55,7 +74,7 @@ static const struct {
     {"test_resize_upsample_sizes_cubic", "unsupported_attribute"},
     /* its roi reaches outside the input: extrapolation_value, TOSA clamps */
     {"test_resize_tf_crop_and_resize", "unsupported_attribute"},
-    {"test_depthtospace_example", "no_compute"},                /* data movement alone */
+    {"test_depthtospace_example", "no_compute"}, /* data movement alone */
     {"test_depthtospace_crd_mode_example", "no_compute"},
     {"test_depthtospace_dcr_mode", "no_compute"},
     {"test_depthtospace_crd_mode", "no_compute"},
@@ -84,8 +103,7 @@ static uint32_t n_pass, n_exc, n_fail;
 
 /* Lowers test dir `d` binding `binds`; returns the result or NULL. */
 static ctosa_lower_result *lower_with(const char *model, const ctosa_spec *spec,
-                                      const ctosa_lower_bind *binds, uint32_t nb, char *why,
-                                      size_t cap) {
+                                      const ctosa_lower_bind *binds, uint32_t nb, char *why, size_t cap) {
     ctosa_lower_options opt;
     ctosa_lower_options_init(&opt);
     opt.binds = binds;
@@ -136,7 +154,8 @@ static bool run_test(const char *name, const ctosa_spec *spec, char *why, size_t
             /* a run-time int64 input reports int64_not_enabled before the
              * lowering can ask for it as a constant: bind it too */
             if ((strcmp(s->fallback[f].code, "needs_constant") &&
-                 strcmp(s->fallback[f].code, "int64_not_enabled")) || !in)
+                 strcmp(s->fallback[f].code, "int64_not_enabled")) ||
+                !in)
                 continue;
             for (uint32_t k = 0; k < n_in && nb < 16; k++)
                 if (!strcmp(in_names[k], in)) {
@@ -240,11 +259,16 @@ static void run_all(const char *spec_text) {
             n_fail++;
             CHECK_MSG(false, "%s under %s: %s", names[i], spec_text, why);
         }
-        if (verbose) fprintf(stderr, "%s %-60s %s %s\n", spec_text, names[i], ok ? "pass" : exc ? "exception" : "FAIL", ok ? "" : why);
+        if (verbose)
+            fprintf(stderr, "%s %-60s %s %s\n", spec_text, names[i],
+                    ok    ? "pass"
+                    : exc ? "exception"
+                          : "FAIL",
+                    ok ? "" : why);
         free(names[i]);
     }
-    fprintf(stderr, "node tests under %s: %u pass, %u documented exceptions, %u fail\n", spec_text,
-            n_pass, n_exc, n_fail);
+    fprintf(stderr, "node tests under %s: %u pass, %u documented exceptions, %u fail\n", spec_text, n_pass,
+            n_exc, n_fail);
     CHECK(n_pass >= 100);
 }
 

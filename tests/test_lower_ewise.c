@@ -35,18 +35,43 @@
 static double onnx_elem(const onnx_tensor_value *v, uint64_t i) {
     const uint8_t *p = v->data;
     switch (v->dtype) {
-    case CTOSA_ONNX_FLOAT: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-    case CTOSA_ONNX_DOUBLE: { double d; memcpy(&d, p + 8 * i, 8); return d; }
+    case CTOSA_ONNX_FLOAT: {
+        float f;
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    }
+    case CTOSA_ONNX_DOUBLE: {
+        double d;
+        memcpy(&d, p + 8 * i, 8);
+        return d;
+    }
     case CTOSA_ONNX_FLOAT16: return ff_fp16_to_f32(rd_u16(p + 2 * i));
     case CTOSA_ONNX_BFLOAT16: return ff_bf16_to_f32(rd_u16(p + 2 * i));
-    case CTOSA_ONNX_BOOL: case CTOSA_ONNX_UINT8: return p[i];
+    case CTOSA_ONNX_BOOL:
+    case CTOSA_ONNX_UINT8: return p[i];
     case CTOSA_ONNX_INT8: return (int8_t)p[i];
     case CTOSA_ONNX_INT16: return (int16_t)rd_u16(p + 2 * i);
     case CTOSA_ONNX_UINT16: return rd_u16(p + 2 * i);
-    case CTOSA_ONNX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-    case CTOSA_ONNX_UINT32: { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-    case CTOSA_ONNX_INT64: { int64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
-    case CTOSA_ONNX_UINT64: { uint64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
+    case CTOSA_ONNX_INT32: {
+        int32_t x;
+        memcpy(&x, p + 4 * i, 4);
+        return x;
+    }
+    case CTOSA_ONNX_UINT32: {
+        uint32_t x;
+        memcpy(&x, p + 4 * i, 4);
+        return x;
+    }
+    case CTOSA_ONNX_INT64: {
+        int64_t x;
+        memcpy(&x, p + 8 * i, 8);
+        return (double)x;
+    }
+    case CTOSA_ONNX_UINT64: {
+        uint64_t x;
+        memcpy(&x, p + 8 * i, 8);
+        return (double)x;
+    }
     case CTOSA_ONNX_FLOAT8E4M3FN: return ff_fp8e4m3_to_f32(p[i]);
     case CTOSA_ONNX_FLOAT8E5M2: return ff_fp8e5m2_to_f32(p[i]);
     default: return NAN;
@@ -56,14 +81,40 @@ static double onnx_elem(const onnx_tensor_value *v, uint64_t i) {
 static double host_elem(ctosa_dtype t, const void *data, uint64_t i) {
     const uint8_t *p = data;
     switch (t) {
-    case CTOSA_DTYPE_FP32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-    case CTOSA_DTYPE_FP16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return ff_fp16_to_f32(h); }
-    case CTOSA_DTYPE_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return ff_bf16_to_f32(h); }
+    case CTOSA_DTYPE_FP32: {
+        float f;
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    }
+    case CTOSA_DTYPE_FP16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return ff_fp16_to_f32(h);
+    }
+    case CTOSA_DTYPE_BF16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return ff_bf16_to_f32(h);
+    }
     case CTOSA_DTYPE_BOOL: return p[i];
-    case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: return (int8_t)p[i];
-    case CTOSA_DTYPE_INT16: { int16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-    case CTOSA_DTYPE_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-    case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: { int64_t x; memcpy(&x, p + 8 * i, 8); return (double)x; }
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8: return (int8_t)p[i];
+    case CTOSA_DTYPE_INT16: {
+        int16_t x;
+        memcpy(&x, p + 2 * i, 2);
+        return x;
+    }
+    case CTOSA_DTYPE_INT32: {
+        int32_t x;
+        memcpy(&x, p + 4 * i, 4);
+        return x;
+    }
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64: {
+        int64_t x;
+        memcpy(&x, p + 8 * i, 8);
+        return (double)x;
+    }
     case CTOSA_DTYPE_FP8E4M3: return ff_fp8e4m3_to_f32(p[i]);
     case CTOSA_DTYPE_FP8E5M2: return ff_fp8e5m2_to_f32(p[i]);
     default: return NAN;
@@ -73,14 +124,40 @@ static double host_elem(ctosa_dtype t, const void *data, uint64_t i) {
 static void host_store(ctosa_dtype t, void *data, uint64_t i, double v) {
     uint8_t *p = data;
     switch (t) {
-    case CTOSA_DTYPE_FP32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); break; }
-    case CTOSA_DTYPE_FP16: { uint16_t h = ff_f32_to_fp16((float)v); memcpy(p + 2 * i, &h, 2); break; }
-    case CTOSA_DTYPE_BF16: { uint16_t h = ff_f32_to_bf16((float)v); memcpy(p + 2 * i, &h, 2); break; }
+    case CTOSA_DTYPE_FP32: {
+        float f = (float)v;
+        memcpy(p + 4 * i, &f, 4);
+        break;
+    }
+    case CTOSA_DTYPE_FP16: {
+        uint16_t h = ff_f32_to_fp16((float)v);
+        memcpy(p + 2 * i, &h, 2);
+        break;
+    }
+    case CTOSA_DTYPE_BF16: {
+        uint16_t h = ff_f32_to_bf16((float)v);
+        memcpy(p + 2 * i, &h, 2);
+        break;
+    }
     case CTOSA_DTYPE_BOOL: p[i] = v != 0; break;
-    case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: p[i] = (uint8_t)(int8_t)v; break;
-    case CTOSA_DTYPE_INT16: { int16_t x = (int16_t)v; memcpy(p + 2 * i, &x, 2); break; }
-    case CTOSA_DTYPE_INT32: { int32_t x = (int32_t)v; memcpy(p + 4 * i, &x, 4); break; }
-    case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: { int64_t x = (int64_t)v; memcpy(p + 8 * i, &x, 8); break; }
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8: p[i] = (uint8_t)(int8_t)v; break;
+    case CTOSA_DTYPE_INT16: {
+        int16_t x = (int16_t)v;
+        memcpy(p + 2 * i, &x, 2);
+        break;
+    }
+    case CTOSA_DTYPE_INT32: {
+        int32_t x = (int32_t)v;
+        memcpy(p + 4 * i, &x, 4);
+        break;
+    }
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64: {
+        int64_t x = (int64_t)v;
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
     case CTOSA_DTYPE_FP8E4M3: p[i] = ff_f32_to_fp8e4m3((float)v); break;
     case CTOSA_DTYPE_FP8E5M2: p[i] = ff_f32_to_fp8e5m2((float)v); break;
     default: break;
@@ -96,19 +173,19 @@ static double ref_elem(const onnx_tensor_value *v, uint64_t i, ctosa_dtype t) {
 }
 
 static bool is_float_onnx(int32_t dt) {
-    return dt == CTOSA_ONNX_FLOAT || dt == CTOSA_ONNX_DOUBLE || dt == CTOSA_ONNX_FLOAT16 || dt == CTOSA_ONNX_BFLOAT16 ||
-           dt == CTOSA_ONNX_FLOAT8E4M3FN || dt == CTOSA_ONNX_FLOAT8E5M2;
+    return dt == CTOSA_ONNX_FLOAT || dt == CTOSA_ONNX_DOUBLE || dt == CTOSA_ONNX_FLOAT16 ||
+           dt == CTOSA_ONNX_BFLOAT16 || dt == CTOSA_ONNX_FLOAT8E4M3FN || dt == CTOSA_ONNX_FLOAT8E5M2;
 }
 
 /* ------------------------------------------------------------ one case */
 
 typedef struct tcase {
-    const char *dir;          /* model.onnx, input_N.pb / output_N.pb in data_dir */
+    const char *dir; /* model.onnx, input_N.pb / output_N.pb in data_dir */
     const char *data_dir;
     const char *spec;
-    const char *expect;       /* "ok", "any" or a reason code */
+    const char *expect; /* "ok", "any" or a reason code */
     double rtol, atol;
-    bool node_mode;           /* print PASS/FAIL instead of CHECKs */
+    bool node_mode; /* print PASS/FAIL instead of CHECKs */
 } tcase;
 
 typedef struct tdata {
@@ -168,8 +245,8 @@ static bool load_data(const tcase *tc, tdata *d, char *why, size_t nwhy) {
 }
 
 /* Runs the single partition and compares; returns false with why. */
-static bool run_and_compare(const tcase *tc, const tdata *d, const ctosa_lower_partition *p,
-                            char *why, size_t nwhy) {
+static bool run_and_compare(const tcase *tc, const tdata *d, const ctosa_lower_partition *p, char *why,
+                            size_t nwhy) {
     ctosa_interp *it = NULL;
     ctosa_interp_options io;
     ctosa_interp_options_init(&io);
@@ -189,7 +266,8 @@ static bool run_and_compare(const tcase *tc, const tdata *d, const ctosa_lower_p
             goto out;
         }
         void *buf = calloc(info.count ? info.count : 1, ctosa_host_elem_size(info.dtype) + 1);
-        for (uint64_t k = 0; k < info.count; k++) host_store(info.dtype, buf, k, ref_elem(src, k, info.dtype));
+        for (uint64_t k = 0; k < info.count; k++)
+            host_store(info.dtype, buf, k, ref_elem(src, k, info.dtype));
         e = ctosa_interp_set_input(it, info.name, info.dtype, info.rank, info.shape, buf,
                                    info.count * ctosa_host_elem_size(info.dtype));
         free(buf);
@@ -286,8 +364,7 @@ static bool run_case(const tcase *tc) {
             if (s->n_fallback)
                 snprintf(why, sizeof why, "not delegated: %s: %s", s->fallback[0].code,
                          s->fallback[0].reason);
-            else
-                snprintf(why, sizeof why, "%u partitions", s->n_partitions);
+            else snprintf(why, sizeof why, "%u partitions", s->n_partitions);
             if (strcmp(tc->expect, "any") == 0) pass = true;
             goto done;
         }
@@ -300,10 +377,12 @@ static bool run_case(const tcase *tc) {
     }
 done:
     if (tc->node_mode)
-        printf("%s %s %s%s%s\n", pass && !why[0] ? "PASS" : pass ? "FALLBACK" : "FAIL", tc->dir,
-               tc->spec, why[0] ? ": " : "", why);
-    else
-        CHECK_MSG(pass, "%s under %s: %s", tc->dir, tc->spec, why);
+        printf("%s %s %s%s%s\n",
+               pass && !why[0] ? "PASS"
+               : pass          ? "FALLBACK"
+                               : "FAIL",
+               tc->dir, tc->spec, why[0] ? ": " : "", why);
+    else CHECK_MSG(pass, "%s under %s: %s", tc->dir, tc->spec, why);
     ctosa_lower_result_free(r);
     arena_free(&d.a);
     return pass;

@@ -35,7 +35,9 @@ static ctosa_lower_result *lower(const char *name, const char *spec_s, const cha
     CHECK_MSG(e == NULL, "%s: %s", name, e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
     char why[1024];
-    if (r) CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(r), &spec, why, sizeof why), "%s: %s", name, why);
+    if (r)
+        CHECK_MSG(lt_validate_all(ctosa_lower_result_summary(r), &spec, why, sizeof why), "%s: %s", name,
+                  why);
     return r;
 }
 
@@ -51,7 +53,8 @@ static void check_every_node_once(const ctosa_lower_summary *s) {
             const char *n = s->partitions[p].nodes[i];
             uint32_t hits = 0;
             for (uint32_t q = 0; q < s->n_partitions; q++)
-                for (uint32_t j = 0; j < s->partitions[q].n_nodes; j++) hits += strcmp(s->partitions[q].nodes[j], n) == 0;
+                for (uint32_t j = 0; j < s->partitions[q].n_nodes; j++)
+                    hits += strcmp(s->partitions[q].nodes[j], n) == 0;
             for (uint32_t f = 0; f < s->n_fallback; f++) hits += strcmp(s->fallback[f].node, n) == 0;
             CHECK_MSG(hits == 1, "node %s appears %u times", n, hits);
         }
@@ -89,8 +92,8 @@ static bool run_f32(const ctosa_lower_partition *p, const float *x, uint64_t nx,
     o.threads = 1;
     ctosa_error *e = ctosa_interp_create(p->graph, &o, &it);
     if (!e)
-        e = ctosa_interp_set_input(it, p->inputs[0].name, CTOSA_DTYPE_FP32, p->inputs[0].rank, p->inputs[0].shape,
-                                   x, nx * 4);
+        e = ctosa_interp_set_input(it, p->inputs[0].name, CTOSA_DTYPE_FP32, p->inputs[0].rank,
+                                   p->inputs[0].shape, x, nx * 4);
     if (!e) e = ctosa_interp_run(it);
     ctosa_interp_tensor t;
     if (!e) e = ctosa_interp_get_output(it, p->outputs[0].name, &t);
@@ -317,8 +320,11 @@ static void check_onnx(const char *path) {
         fprintf(stderr, "  (skipped: /usr/bin/python3 with onnx not available for onnx.checker)\n");
         return;
     }
-    rc = th_run(&out, "/usr/bin/python3 -c 'import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
-                      "print(sum(n.op_type==\"EPContext\" for n in m.graph.node))' '%s'", path);
+    rc =
+        th_run(&out,
+               "/usr/bin/python3 -c 'import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
+               "print(sum(n.op_type==\"EPContext\" for n in m.graph.node))' '%s'",
+               path);
     CHECK_MSG(rc == 0, "%s: %s", path, out ? out : "");
     free(out);
 }
@@ -382,23 +388,29 @@ static void test_cli(void) {
     int rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s'", th_ctosa(), model("chain.onnx"), d);
     CHECK_MSG(rc == 0 && out && strstr(out, "4 of 4 nodes delegated"), "%s", out ? out : "");
     free(out);
-    rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --strict", th_ctosa(), model("split.onnx"), d);
+    rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --strict", th_ctosa(), model("split.onnx"),
+                d);
     CHECK_MSG(rc == 1 && out && strstr(out, "unsupported_op"), "%s", out ? out : "");
     free(out);
     rc = th_run(&out, "'%s' lower '%s' --spec TOSA-9.9+FP -o '%s'", th_ctosa(), model("chain.onnx"), d);
     CHECK(rc == 2);
     free(out);
-    rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --bind x", th_ctosa(), model("chain.onnx"), d);
+    rc = th_run(&out, "'%s' lower '%s' --spec TOSA-1.0+FP -o '%s' --bind x", th_ctosa(), model("chain.onnx"),
+                d);
     CHECK(rc == 2);
     free(out);
     rc = th_run(&out, "'%s' lower /nonexistent.onnx --spec TOSA-1.0+FP -o '%s'", th_ctosa(), d);
     CHECK(rc == 2);
     free(out);
     /* never overwrite the input model */
-    rc = th_run(&out, "cp '%s' '%s/m.onnx' && '%s' lower '%s/m.onnx' --spec TOSA-1.0+FP -o '%s' --stem m.partitioned "
-                      "-q; echo rc=$?", model("chain.onnx"), d, th_ctosa(), d, d);
+    rc = th_run(
+        &out,
+        "cp '%s' '%s/m.onnx' && '%s' lower '%s/m.onnx' --spec TOSA-1.0+FP -o '%s' --stem m.partitioned "
+        "-q; echo rc=$?",
+        model("chain.onnx"), d, th_ctosa(), d, d);
     free(out);
-    rc = th_run(&out, "'%s' lower '%s/m.onnx' --spec TOSA-1.0+FP -o '%s' --report-json '%s/m.onnx'", th_ctosa(), d, d, d);
+    rc = th_run(&out, "'%s' lower '%s/m.onnx' --spec TOSA-1.0+FP -o '%s' --report-json '%s/m.onnx'",
+                th_ctosa(), d, d, d);
     CHECK_MSG(rc == 2 && out && strstr(out, "overwrite"), "%s", out ? out : "");
     free(out);
 }

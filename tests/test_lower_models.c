@@ -29,11 +29,11 @@
 typedef enum model_kind { MK_FP32, MK_QDQ, MK_LLM } model_kind;
 
 typedef struct model_case {
-    const char *model;     /* path under the source tree */
-    const char *prefix;    /* .npy files: <prefix>input_N.npy, <prefix>output_N.npy */
+    const char *model;  /* path under the source tree */
+    const char *prefix; /* .npy files: <prefix>input_N.npy, <prefix>output_N.npy */
     model_kind kind;
-    bool expect_full;      /* fully delegated and matching today: asserted */
-    const char *spec;      /* NULL: TOSA-1.0+FP */
+    bool expect_full; /* fully delegated and matching today: asserted */
+    const char *spec; /* NULL: TOSA-1.0+FP */
 } model_case;
 
 #define TM(name) "tests/models/" name "/model.onnx", "tests/models/" name "/"
@@ -78,16 +78,15 @@ static void print_fallback(const ctosa_lower_summary *s) {
                 cnt++;
             }
         }
-        printf("      %4u x %-20s %-22s e.g. %s: %.120s\n", cnt, a->op_type, a->code, a->node,
-               a->reason);
+        printf("      %4u x %-20s %-22s e.g. %s: %.120s\n", cnt, a->op_type, a->code, a->node, a->reason);
     }
     free(done);
 }
 
 /* Lowers one model folder; asserts the invariants; returns whether it was
  * fully delegated and matched the reference. */
-static bool run_model(const char *model, const char *prefix, const char *label,
-                      model_kind kind, bool expect_full, const char *spec_str) {
+static bool run_model(const char *model, const char *prefix, const char *label, model_kind kind,
+                      bool expect_full, const char *spec_str) {
     char file[4200], why[2048];
     ctosa_spec spec;
     if (!spec_str) spec_str = "TOSA-1.0+FP";
@@ -108,16 +107,16 @@ static bool run_model(const char *model, const char *prefix, const char *label,
     }
     const ctosa_lower_summary *s = ctosa_lower_result_summary(res);
     printf("  %-32s %5u/%-5u nodes delegated (%5.1f%%), %u partition(s), %u fallback, "
-           "lowered in %.2f s\n", label,
-           s->nodes_delegated, s->nodes_total,
-           s->nodes_total ? 100.0 * s->nodes_delegated / s->nodes_total : 0.0, s->n_partitions,
-           s->n_fallback, t1 - t0);
+           "lowered in %.2f s\n",
+           label, s->nodes_delegated, s->nodes_total,
+           s->nodes_total ? 100.0 * s->nodes_delegated / s->nodes_total : 0.0, s->n_partitions, s->n_fallback,
+           t1 - t0);
     /* Every ONNX node of the main graph must be accounted for (none of
      * these models has local functions). */
     ctosa_onnx_model *om = NULL;
     CHECK_OK(ctosa_onnx_load(model, NULL, &om));
-    bool acc = lt_check_accounting_graph(s, om && ctosa_onnx_info(om)->n_functions == 0
-                                          ? ctosa_onnx_info(om)->graph : NULL, why, sizeof why);
+    bool acc = lt_check_accounting_graph(
+        s, om && ctosa_onnx_info(om)->n_functions == 0 ? ctosa_onnx_info(om)->graph : NULL, why, sizeof why);
     ctosa_onnx_free(om);
     CHECK_MSG(acc, "%s: %s", model, why);
     bool valid = lt_validate_all(s, &spec, why, sizeof why);
@@ -169,7 +168,10 @@ static bool run_model(const char *model, const char *prefix, const char *label,
             double maxd = 0;
             bool ok = got && lt_compare(got, &want, 0, LOGIT_ATOL, &maxd, why, sizeof why);
             printf("      output '%s' vs %s_%u.npy: max |diff| %.3g (%s), ran in %.2f s\n",
-                   g->outputs[o].name, ref, o, maxd, ok ? "within 1e-4" : got ? why : "missing",
+                   g->outputs[o].name, ref, o, maxd,
+                   ok    ? "within 1e-4"
+                   : got ? why
+                         : "missing",
                    t3 - t2);
             if (kind != MK_QDQ) CHECK_MSG(ok, "%s: output '%s' differs", model, g->outputs[o].name);
             if (!ok) matched = false;
@@ -196,17 +198,14 @@ static void test_committed_models(void) {
         char label[256];
         snprintf(label, sizeof label, "%s", MODELS[i].model);
         if (!strncmp(label, "tests/models/", 13)) /* "tests/models/X/model.onnx" -> "X" */
-            snprintf(label, sizeof label, "%.*s", (int)(strlen(MODELS[i].model) - 24),
-                     MODELS[i].model + 13);
+            snprintf(label, sizeof label, "%.*s", (int)(strlen(MODELS[i].model) - 24), MODELS[i].model + 13);
         if (MODELS[i].spec)
             snprintf(label + strlen(label), sizeof label - strlen(label), " [%s]", MODELS[i].spec);
         run_model(model, prefix, label, MODELS[i].kind, MODELS[i].expect_full, MODELS[i].spec);
     }
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Run over CTOSA_MODELS_DIR/<name>/model.onnx (report-only unless
  * CTOSA_MODELS_STRICT=1). */
@@ -232,7 +231,7 @@ static void test_extra_models(void) {
         FILE *f = fopen(model, "rb");
         if (f) {
             fclose(f);
-            model_kind k = strstr(names[i], "llm") ? MK_LLM
+            model_kind k = strstr(names[i], "llm")                                       ? MK_LLM
                            : (strstr(names[i], "qnnpack") || strstr(names[i], "onednn")) ? MK_QDQ
                                                                                          : MK_FP32;
             /* CTOSA_MODELS_STRICT=1 (CI, after generating resnet18,
@@ -263,8 +262,7 @@ static void test_example_cli(void) {
     /* Time is printed, not asserted: speed is a benchmark's job. */
     printf("  ctosa lower examples/models/small_cnn.onnx: %.3f s\n%s", t1 - t0, text ? text : "");
     free(text);
-    const char *files[] = {"small_cnn.part0.tosa", "small_cnn.report.json",
-                           "small_cnn.partitioned.onnx"};
+    const char *files[] = {"small_cnn.part0.tosa", "small_cnn.report.json", "small_cnn.partitioned.onnx"};
     for (int i = 0; i < 3; i++) {
         size_t n = 0;
         unsigned char *b = th_read(th_path(out, files[i]), &n);
@@ -273,9 +271,10 @@ static void test_example_cli(void) {
     }
     /* The written .tosa runs and gives the reference output. */
     const char *y = th_path(out, "y.npy");
-    rc = th_run(&text, "'%s' run '%s/small_cnn.part0.tosa' --input 'input=%s/examples/models/"
-                "small_cnn.input_0.npy' --output 'output=%s' -q", th_ctosa(), out,
-                CTOSA_SOURCE_DIR, y);
+    rc = th_run(&text,
+                "'%s' run '%s/small_cnn.part0.tosa' --input 'input=%s/examples/models/"
+                "small_cnn.input_0.npy' --output 'output=%s' -q",
+                th_ctosa(), out, CTOSA_SOURCE_DIR, y);
     CHECK_MSG(rc == 0, "ctosa run exit %d: %s", rc, text ? text : "");
     free(text);
     npy_array got, want;

@@ -85,8 +85,8 @@ static void one_case(const char *dir, const char *name) {
     ctosa_lower_result *r = lower(model, &sp);
     if (!r) return;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-    CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s: %u fallback, %u partitions", name, s->n_fallback,
-              s->n_partitions);
+    CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s: %u fallback, %u partitions", name,
+              s->n_fallback, s->n_partitions);
     if (s->n_fallback) print_fallbacks(s, 3);
     ctosa_onnx_model *m = NULL;
     CHECK_OK(ctosa_onnx_load(model, NULL, &m));
@@ -106,7 +106,8 @@ static void one_case(const char *dir, const char *name) {
             snprintf(f, sizeof f, "%s/%s/ort_output_%u.npy", dir, name, o);
             CHECK_OK(lt_load_array(f, &want));
             double d = rel_diff(lt_values_get(&vals, g->outputs[o].name), &want);
-            CHECK_MSG(d >= 0 && d <= REL_TOL, "%s: output %s: relative difference %.3g", name, g->outputs[o].name, d);
+            CHECK_MSG(d >= 0 && d <= REL_TOL, "%s: output %s: relative difference %.3g", name,
+                      g->outputs[o].name, d);
             worst = fmax(worst, d);
             npy_free(&want);
         }
@@ -166,8 +167,8 @@ static bool top1_same(const npy_array *got, const npy_array *want) {
 /* Runs the 20 stored inputs through a fully delegated lowering and compares
  * with ORT's outputs: fp32 relative to the magnitude, quantized in output
  * steps (step > 0). */
-static void compare20(const char *net, const char *spec, const ctosa_lower_summary *s, const ctosa_onnx_graph *g,
-                      double step) {
+static void compare20(const char *net, const char *spec, const ctosa_lower_summary *s,
+                      const ctosa_onnx_graph *g, double step) {
     char f[700];
     npy_array xs, ref;
     snprintf(f, sizeof f, "%s/tests/models/%s/inputs_20.npy", CTOSA_SOURCE_DIR, net);
@@ -209,8 +210,8 @@ static void compare20(const char *net, const char *spec, const ctosa_lower_summa
         CHECK_MSG(frac >= 0.99, "%s: %.4f within 3 steps", net, frac);
         CHECK_MSG(top1 == sets, "%s: top-1 %d/%d", net, top1, sets);
     } else {
-        printf("      %s, %d inputs vs ORT: max |diff| %.3g, relative to magnitude %.3g: %.2g, top-1 %d/%d\n", spec,
-               sets, maxd, mag, maxd / mag, top1, sets);
+        printf("      %s, %d inputs vs ORT: max |diff| %.3g, relative to magnitude %.3g: %.2g, top-1 %d/%d\n",
+               spec, sets, maxd, mag, maxd / mag, top1, sets);
         CHECK_MSG(maxd / mag <= REL_TOL, "%s: relative difference %.3g", net, maxd / mag);
         CHECK_MSG(top1 == sets, "%s: top-1 %d/%d", net, top1, sets);
     }
@@ -218,7 +219,9 @@ static void compare20(const char *net, const char *spec, const ctosa_lower_summa
     npy_free(&ref);
 }
 
-static bool is_recurrent(const char *op) { return !strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN"); }
+static bool is_recurrent(const char *op) {
+    return !strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN");
+}
 
 static void one_net(const char *net, bool quantized) {
     char model[600], f[700];
@@ -241,10 +244,10 @@ static void one_net(const char *net, bool quantized) {
     ctosa_lower_result *r = lower(model, &sp);
     if (r) {
         const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-        printf("  %-20s %s: %u/%u nodes delegated, %u partition(s)\n", net, full, s->nodes_delegated, s->nodes_total,
-               s->n_partitions);
-        CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s: %u fallback, %u partitions", net, s->n_fallback,
-                  s->n_partitions);
+        printf("  %-20s %s: %u/%u nodes delegated, %u partition(s)\n", net, full, s->nodes_delegated,
+               s->nodes_total, s->n_partitions);
+        CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s: %u fallback, %u partitions", net,
+                  s->n_fallback, s->n_partitions);
         print_fallbacks(s, 4);
         if (s->n_fallback == 0 && s->n_partitions == 1) compare20(net, full, s, g, step);
         ctosa_lower_result_free(r);
@@ -262,8 +265,8 @@ static void one_net(const char *net, bool quantized) {
             const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
             uint32_t rec = 0, rec_total = 0;
             for (uint32_t i = 0; i < g->n_nodes; i++) rec_total += is_recurrent(g->nodes[i].op_type);
-            printf("  %-20s %s: %u/%u nodes delegated, %u partition(s); on the CPU:", net, ints[k], s->nodes_delegated,
-                   s->nodes_total, s->n_partitions);
+            printf("  %-20s %s: %u/%u nodes delegated, %u partition(s); on the CPU:", net, ints[k],
+                   s->nodes_delegated, s->nodes_total, s->n_partitions);
             /* fallback histogram by operator */
             const char *seen[64];
             uint32_t cnt[64], ns = 0;
@@ -271,8 +274,8 @@ static void one_net(const char *net, bool quantized) {
                 const char *op = s->fallback[i].op_type;
                 if (is_recurrent(op)) {
                     rec++;
-                    CHECK_MSG(!strcmp(s->fallback[i].code, "not_in_spec"), "%s: %s falls back with %s", net, op,
-                              s->fallback[i].code);
+                    CHECK_MSG(!strcmp(s->fallback[i].code, "not_in_spec"), "%s: %s falls back with %s", net,
+                              op, s->fallback[i].code);
                 }
                 uint32_t j = 0;
                 while (j < ns && strcmp(seen[j], op)) j++;
@@ -281,8 +284,8 @@ static void one_net(const char *net, bool quantized) {
             }
             for (uint32_t j = 0; j < ns; j++) printf(" %s x%u", seen[j], cnt[j]);
             printf("\n");
-            CHECK_MSG(rec == rec_total, "%s: %u of %u recurrent nodes fall back under %s", net, rec, rec_total,
-                      ints[k]);
+            CHECK_MSG(rec == rec_total, "%s: %u of %u recurrent nodes fall back under %s", net, rec,
+                      rec_total, ints[k]);
             CHECK(s->n_partitions >= 1);
             ctosa_lower_result_free(r);
         }

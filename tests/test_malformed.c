@@ -31,9 +31,7 @@ static uint64_t w_vtable(const uint8_t *b, uint64_t t) {
     return (uint64_t)((int64_t)t - (int32_t)rd_u32(b + t));
 }
 static uint64_t w_deref(const uint8_t *b, uint64_t p) { return p + rd_u32(b + p); }
-static uint64_t w_ref(const uint8_t *b, uint64_t t, unsigned slot) {
-    return w_deref(b, w_field(b, t, slot));
-}
+static uint64_t w_ref(const uint8_t *b, uint64_t t, unsigned slot) { return w_deref(b, w_field(b, t, slot)); }
 static uint64_t w_elem(const uint8_t *b, uint64_t vec, uint32_t i) {
     return w_deref(b, vec + 4 + 4 * (uint64_t)i);
 }
@@ -95,8 +93,8 @@ static void expect_reject(const char *what, const unsigned char *p, size_t n, ct
     if (ctosa_error_code(e) != code || !strstr(m, NAME ": ") ||
         (code == CTOSA_ERR_FORMAT && !strstr(m, "byte ")) || (needle && !strstr(m, needle))) {
         th_failures++;
-        fprintf(stderr, "[%s] %s: expected code %d with '%s', got %d: %s\n", th_current, what,
-                (int)code, needle ? needle : "byte ", (int)ctosa_error_code(e), m);
+        fprintf(stderr, "[%s] %s: expected code %d with '%s', got %d: %s\n", th_current, what, (int)code,
+                needle ? needle : "byte ", (int)ctosa_error_code(e), m);
     } else {
         cases_rejected++;
         if (getenv("CTOSA_TEST_VERBOSE")) printf("  %-44s -> %s\n", what, m);
@@ -112,12 +110,16 @@ static unsigned char *dup_buf(const unsigned char *base, size_t n) {
     return p;
 }
 
-#define MUTATE(base, n, what, code, needle, patch)          \
-    do {                                                    \
-        unsigned char *m_ = dup_buf(base, n);               \
-        { unsigned char *b = m_; (void)b; patch; }         \
-        expect_reject(what, m_, n, code, needle);           \
-        free(m_);                                           \
+#define MUTATE(base, n, what, code, needle, patch) \
+    do {                                           \
+        unsigned char *m_ = dup_buf(base, n);      \
+        {                                          \
+            unsigned char *b = m_;                 \
+            (void)b;                               \
+            patch;                                 \
+        }                                          \
+        expect_reject(what, m_, n, code, needle);  \
+        free(m_);                                  \
     } while (0)
 
 /* -------------------------------------------------------------- cases */
@@ -163,7 +165,8 @@ static void test_root_and_identifier(void) {
     MUTATE(seed_buf, n, "root offset past end", CTOSA_ERR_FORMAT, "byte 0:", wr_u32(b, (uint32_t)n + 100));
     MUTATE(seed_buf, n, "root offset 0xffffffff", CTOSA_ERR_FORMAT, "past the end", wr_u32(b, 0xffffffffu));
     MUTATE(seed_buf, n, "root offset 0 (self)", CTOSA_ERR_FORMAT, "itself", wr_u32(b, 0));
-    MUTATE(seed_buf, n, "root offset at last 2 bytes", CTOSA_ERR_FORMAT, "byte 0:", wr_u32(b, (uint32_t)n - 2));
+    MUTATE(seed_buf, n, "root offset at last 2 bytes", CTOSA_ERR_FORMAT,
+           "byte 0:", wr_u32(b, (uint32_t)n - 2));
     /* a missing identifier is fine unless asked for */
     unsigned char *m = dup_buf(seed_buf, n);
     memcpy(m + 4, "ABCD", 4);
@@ -183,19 +186,14 @@ static void test_vtables(void) {
     MUTATE(seed_buf, n, "root vtable before file start", CTOSA_ERR_FORMAT, "vtable offset",
            wr_u32(b + root, (uint32_t)(root + 64)));
     MUTATE(seed_buf, n, "root vtable past end", CTOSA_ERR_FORMAT, "vtable offset",
-           wr_u32(b + root, (uint32_t)-(int32_t)(n * 2)));
+           wr_u32(b + root, (uint32_t) - (int32_t)(n * 2)));
     MUTATE(seed_buf, n, "tensor vtable past end", CTOSA_ERR_FORMAT, "TosaTensor",
-           wr_u32(b + t0, (uint32_t)-(int32_t)n));
-    MUTATE(seed_buf, n, "vtable size odd", CTOSA_ERR_FORMAT, "invalid vtable size",
-           wr_u16(b + tvt, 7));
-    MUTATE(seed_buf, n, "vtable size 2", CTOSA_ERR_FORMAT, "invalid vtable size",
-           wr_u16(b + tvt, 2));
-    MUTATE(seed_buf, n, "vtable size past end", CTOSA_ERR_FORMAT, "vtable of",
-           wr_u16(b + rvt, 0xfffe));
-    MUTATE(seed_buf, n, "table size past end", CTOSA_ERR_FORMAT, "table of",
-           wr_u16(b + tvt + 2, 0xfff0));
-    MUTATE(seed_buf, n, "table size < 4", CTOSA_ERR_FORMAT, "invalid table size",
-           wr_u16(b + tvt + 2, 2));
+           wr_u32(b + t0, (uint32_t) - (int32_t)n));
+    MUTATE(seed_buf, n, "vtable size odd", CTOSA_ERR_FORMAT, "invalid vtable size", wr_u16(b + tvt, 7));
+    MUTATE(seed_buf, n, "vtable size 2", CTOSA_ERR_FORMAT, "invalid vtable size", wr_u16(b + tvt, 2));
+    MUTATE(seed_buf, n, "vtable size past end", CTOSA_ERR_FORMAT, "vtable of", wr_u16(b + rvt, 0xfffe));
+    MUTATE(seed_buf, n, "table size past end", CTOSA_ERR_FORMAT, "table of", wr_u16(b + tvt + 2, 0xfff0));
+    MUTATE(seed_buf, n, "table size < 4", CTOSA_ERR_FORMAT, "invalid table size", wr_u16(b + tvt + 2, 2));
     MUTATE(seed_buf, n, "field offset outside table", CTOSA_ERR_FORMAT, "outside its table",
            wr_u16(b + tvt + 4, rd_u16(b + tvt + 2)));
     MUTATE(seed_buf, n, "field offset inside soffset", CTOSA_ERR_FORMAT, "outside its table",
@@ -243,17 +241,14 @@ static void test_unions_and_enums(void) {
     size_t n = seed_n;
     uint64_t add = w_op(seed_buf, 2); /* ADD */
     uint64_t at = w_field(seed_buf, add, 1), opf = w_field(seed_buf, add, 0);
-    MUTATE(seed_buf, n, "union type 200", CTOSA_ERR_FORMAT, "union type 200 is out of range",
-           b[at] = 200);
-    MUTATE(seed_buf, n, "union type 76 in a 1.0 file", CTOSA_ERR_FORMAT, "union type 76",
-           b[at] = 76);
+    MUTATE(seed_buf, n, "union type 200", CTOSA_ERR_FORMAT, "union type 200 is out of range", b[at] = 200);
+    MUTATE(seed_buf, n, "union type 76 in a 1.0 file", CTOSA_ERR_FORMAT, "union type 76", b[at] = 76);
     uint64_t dim = w_op(v11_buf, 1);
     MUTATE(v11_buf, v11_n, "union type 97 in a 1.1 file", CTOSA_ERR_FORMAT, "union type 97",
            b[w_field(b, dim, 1)] = 97);
     MUTATE(seed_buf, n, "attribute table offset past end", CTOSA_ERR_FORMAT, "attribute",
            wr_u32(b + w_field(b, add, 2), (uint32_t)n));
-    MUTATE(seed_buf, n, "operator value 0", CTOSA_ERR_FORMAT, "unknown operator value 0",
-           wr_u32(b + opf, 0));
+    MUTATE(seed_buf, n, "operator value 0", CTOSA_ERR_FORMAT, "unknown operator value 0", wr_u32(b + opf, 0));
     MUTATE(seed_buf, n, "operator value 5000", CTOSA_ERR_FORMAT, "unknown operator value 5000",
            wr_u32(b + opf, 5000));
     uint64_t typef = w_field(seed_buf, w_tensor(seed_buf, 1), 2);
@@ -287,8 +282,7 @@ static void test_semantics(void) {
     ctosa_graph *g = NULL;
     CHECK_OK(read_exact(m, n, NULL, &g));
     free(m);
-    MUTATE(seed_buf, n, "data too small", CTOSA_ERR_FORMAT, "holds 15 bytes",
-           wr_u32(b + wdata, 15));
+    MUTATE(seed_buf, n, "data too small", CTOSA_ERR_FORMAT, "holds 15 bytes", wr_u32(b + wdata, 15));
     uint64_t bigshape = w_ref(seed_buf, w_tensor(seed_buf, 7), 1); /* "big": [1,1,1,1] */
     MUTATE(seed_buf, n, "element count overflow", CTOSA_ERR_FORMAT, "'big': element count overflows", {
         for (int k = 0; k < 4; k++) wr_u32(b + bigshape + 4 + 4 * k, 0x7fffffff);
@@ -382,8 +376,7 @@ static void test_dag_blowup(void) {
     size_t blk = hb_table(&h, bvt, 0);
     for (uint32_t i = 0; i < M; i++) hb_set_off(&h, bv + 4 + 4 * i, blk);
     double t0 = now_seconds();
-    expect_reject("DAG blow-up (4000 x 4000 shared tables)", h.p, h.n, CTOSA_ERR_FORMAT,
-                  "objects shared");
+    expect_reject("DAG blow-up (4000 x 4000 shared tables)", h.p, h.n, CTOSA_ERR_FORMAT, "objects shared");
     double dt = now_seconds() - t0;
     CHECK_MSG(dt < 1.0, "blow-up refusal took %.2f s", dt);
     free(h.p);
@@ -432,8 +425,7 @@ static void test_string_blowup(void) {
     double dt = now_seconds() - t0;
     /* Names with zeros inside may collide (refused as duplicates) or hit the
      * string budget; either way: refused, quickly, naming a byte. */
-    CHECK(e != NULL && ctosa_error_code(e) == CTOSA_ERR_FORMAT &&
-          strstr(ctosa_error_message(e), "byte "));
+    CHECK(e != NULL && ctosa_error_code(e) == CTOSA_ERR_FORMAT && strstr(ctosa_error_message(e), "byte "));
     if (e && getenv("CTOSA_TEST_VERBOSE")) printf("  string blow-up -> %s\n", ctosa_error_message(e));
     CHECK_MSG(dt < 1.0, "string blow-up refusal took %.2f s", dt);
     ctosa_error_free(e);
@@ -465,16 +457,14 @@ static void test_random_flips(void) {
         ctosa_error *e = read_exact(m, n, NULL, &g);
         if (e) {
             refused++;
-            CHECK_MSG(strstr(ctosa_error_message(e), NAME ": ") != NULL, "%s",
-                      ctosa_error_message(e));
+            CHECK_MSG(strstr(ctosa_error_message(e), NAME ": ") != NULL, "%s", ctosa_error_message(e));
             ctosa_error_free(e);
         } else {
             accepted++;
         }
         free(m);
     }
-    printf("random flips: %d refused, %d accepted (harmless changes), no crash\n", refused,
-           accepted);
+    printf("random flips: %d refused, %d accepted (harmless changes), no crash\n", refused, accepted);
     CHECK(refused > 1000);
 }
 
@@ -498,8 +488,7 @@ static void test_cli(void) {
     CHECK(th_write(bad2, m, seed_n) == 0);
     free(m);
     rc = th_run(&out, "'%s' dump --format json '%s'", th_ctosa(), bad2);
-    CHECK_MSG(rc == 2 && out && strstr(out, bad2) && strstr(out, "byte ") &&
-                  !strstr(out, "\"regions\""),
+    CHECK_MSG(rc == 2 && out && strstr(out, bad2) && strstr(out, "byte ") && !strstr(out, "\"regions\""),
               "rc %d: %s", rc, out);
     free(out);
 

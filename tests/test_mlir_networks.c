@@ -92,7 +92,8 @@ static void check_partition(const ctosa_lower_partition *p, const ctosa_spec *sp
     char res[96];
     if (exec) snprintf(res, sizeof res, "%s (max rel. diff %.2g)", ok ? "outputs match" : "MISMATCH", rel);
     else snprintf(res, sizeof res, "not run (generated network; CTOSA_LONG_TESTS=1 runs it)");
-    printf("    %-30s %5u ops  %s, %s, %s  [%.1f s + %.1f s]\n", p->file, n_ops, rc == 0 || !exec ? "valid" : "INVALID",
+    printf("    %-30s %5u ops  %s, %s, %s  [%.1f s + %.1f s]\n", p->file, n_ops,
+           rc == 0 || !exec ? "valid" : "INVALID",
            rejected ? "wrong profile rejected" : "WRONG PROFILE ACCEPTED", res, t1 - t0, t2 - t1);
     g_parts++;
     g_valid += rejected;
@@ -113,7 +114,8 @@ static bool classify(const char *model, bool *qdq, bool *i64) {
     }
     const ctosa_onnx_graph *g = ctosa_onnx_info(m)->graph;
     for (uint32_t i = 0; i < g->n_nodes; i++)
-        *qdq |= !strcmp(g->nodes[i].op_type, "QuantizeLinear") || !strcmp(g->nodes[i].op_type, "DequantizeLinear");
+        *qdq |= !strcmp(g->nodes[i].op_type, "QuantizeLinear") ||
+                !strcmp(g->nodes[i].op_type, "DequantizeLinear");
     for (uint32_t i = 0; i < g->n_inputs; i++)
         *i64 |= g->inputs[i].type && g->inputs[i].type->elem_type == 7; /* ONNX INT64 */
     ctosa_onnx_free(m);
@@ -139,8 +141,10 @@ static void check_network(const char *model, const char *label, const char *spec
     }
     const ctosa_lower_summary *s = ctosa_lower_result_summary(res);
     double t0 = now();
-    printf("  %s under %s: %u partition(s), %u fallback node(s)\n", label, spec_str, s->n_partitions, s->n_fallback);
-    for (uint32_t k = 0; k < s->n_partitions; k++) check_partition(&s->partitions[k], &spec, spec_str, int_range);
+    printf("  %s under %s: %u partition(s), %u fallback node(s)\n", label, spec_str, s->n_partitions,
+           s->n_fallback);
+    for (uint32_t k = 0; k < s->n_partitions; k++)
+        check_partition(&s->partitions[k], &spec, spec_str, int_range);
     printf("    (%.1f s)\n", now() - t0);
     ctosa_lower_result_free(res);
 }

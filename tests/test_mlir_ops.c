@@ -14,10 +14,14 @@
 #include "harness.h"
 #include "mlir_testutil.h"
 
-#define V(...) {(const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4}
-#define F32B(x) {(const uint8_t *)(const float[]){x}, 4}
-#define I8B(x) {(const uint8_t *)(const int8_t[]){x}, 1}
-#define I16B(x) {(const uint8_t *)(const int16_t[]){x}, 2}
+#define V(...) \
+    { (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4 }
+#define F32B(x) \
+    { (const uint8_t *)(const float[]){x}, 4 }
+#define I8B(x) \
+    { (const uint8_t *)(const int8_t[]){x}, 1 }
+#define I16B(x) \
+    { (const uint8_t *)(const int16_t[]){x}, 2 }
 #define P CTOSA_NAN_PROPAGATE
 
 enum { G_FP, G_INT, G_FFT, G_COUNT };
@@ -45,22 +49,47 @@ typedef struct opcase {
 static const opcase CASES[] = {
     /* ---------------------------------------------------- float profile */
     {CTOSA_OP_ARGMAX, G_FP, "f32[2,3,4] -> i32[2,4]", {.axis = 1, .nan_mode = P}, NULL},
-    {CTOSA_OP_AVG_POOL2D, G_FP, "f32[1,4,4,2] f32[1]{0} f32[1]{0} -> f32[1,2,2,2]",
-     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .acc_type = CTOSA_DTYPE_FP32}, NULL},
-    {CTOSA_OP_CONV2D, G_FP, "f32[1,5,5,2] f32[3,3,3,2] f32[3] f32[1]{0} f32[1]{0} -> f32[1,5,5,3]",
-     {.pad = V(1, 1, 1, 1), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_FP32}, NULL},
-    {CTOSA_OP_CONV2D, G_FP, "f16[1,4,4,2] f16[2,1,1,2] f16[2] f16[1]{0} f16[1]{0} -> f16[1,4,4,2]",
-     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_FP32}, NULL},
-    {CTOSA_OP_CONV3D, G_FP, "f32[1,3,4,4,2] f32[2,2,2,2,2] f32[2] f32[1]{0} f32[1]{0} -> f32[1,2,3,3,2]",
-     {.pad = V(0, 0, 0, 0, 0, 0), .stride = V(1, 1, 1), .dilation = V(1, 1, 1), .acc_type = CTOSA_DTYPE_FP32}, NULL},
-    {CTOSA_OP_DEPTHWISE_CONV2D, G_FP, "f32[1,4,4,2] f32[3,3,2,2] f32[4] f32[1]{0} f32[1]{0} -> f32[1,2,2,4]",
-     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_FP32}, NULL},
+    {CTOSA_OP_AVG_POOL2D,
+     G_FP,
+     "f32[1,4,4,2] f32[1]{0} f32[1]{0} -> f32[1,2,2,2]",
+     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .acc_type = CTOSA_DTYPE_FP32},
+     NULL},
+    {CTOSA_OP_CONV2D,
+     G_FP,
+     "f32[1,5,5,2] f32[3,3,3,2] f32[3] f32[1]{0} f32[1]{0} -> f32[1,5,5,3]",
+     {.pad = V(1, 1, 1, 1), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_FP32},
+     NULL},
+    {CTOSA_OP_CONV2D,
+     G_FP,
+     "f16[1,4,4,2] f16[2,1,1,2] f16[2] f16[1]{0} f16[1]{0} -> f16[1,4,4,2]",
+     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_FP32},
+     NULL},
+    {CTOSA_OP_CONV3D,
+     G_FP,
+     "f32[1,3,4,4,2] f32[2,2,2,2,2] f32[2] f32[1]{0} f32[1]{0} -> f32[1,2,3,3,2]",
+     {.pad = V(0, 0, 0, 0, 0, 0), .stride = V(1, 1, 1), .dilation = V(1, 1, 1), .acc_type = CTOSA_DTYPE_FP32},
+     NULL},
+    {CTOSA_OP_DEPTHWISE_CONV2D,
+     G_FP,
+     "f32[1,4,4,2] f32[3,3,2,2] f32[4] f32[1]{0} f32[1]{0} -> f32[1,2,2,4]",
+     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_FP32},
+     NULL},
     {CTOSA_OP_MATMUL, G_FP, "f32[1,2,3] f32[1,3,4] f32[1]{0} f32[1]{0} -> f32[1,2,4]", {0}, NULL},
-    {CTOSA_OP_MAX_POOL2D, G_FP, "f32[1,4,4,2] -> f32[1,2,2,2]",
-     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .nan_mode = P}, NULL},
-    {CTOSA_OP_TRANSPOSE_CONV2D, G_FP, "f32[1,3,3,2] f32[2,3,3,2] f32[2] f32[1]{0} f32[1]{0} -> f32[1,5,5,2]",
-     {.out_pad = V(0, 0, 0, 0), .stride = V(1, 1), .acc_type = CTOSA_DTYPE_FP32}, NULL},
-    {CTOSA_OP_CLAMP, G_FP, "f32[2,3] -> f32[2,3]", {.min_val = F32B(-1.0f), .max_val = F32B(1.0f), .nan_mode = P}, NULL},
+    {CTOSA_OP_MAX_POOL2D,
+     G_FP,
+     "f32[1,4,4,2] -> f32[1,2,2,2]",
+     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .nan_mode = P},
+     NULL},
+    {CTOSA_OP_TRANSPOSE_CONV2D,
+     G_FP,
+     "f32[1,3,3,2] f32[2,3,3,2] f32[2] f32[1]{0} f32[1]{0} -> f32[1,5,5,2]",
+     {.out_pad = V(0, 0, 0, 0), .stride = V(1, 1), .acc_type = CTOSA_DTYPE_FP32},
+     NULL},
+    {CTOSA_OP_CLAMP,
+     G_FP,
+     "f32[2,3] -> f32[2,3]",
+     {.min_val = F32B(-1.0f), .max_val = F32B(1.0f), .nan_mode = P},
+     NULL},
     {CTOSA_OP_ERF, G_FP, "f32[2,3] -> f32[2,3]", {0}, NULL},
     {CTOSA_OP_SIGMOID, G_FP, "f32[2,3] -> f32[2,3]", {0}, NULL},
     {CTOSA_OP_TANH, G_FP, "f32[2,3] -> f32[2,3]", {0}, NULL},
@@ -98,10 +127,16 @@ static const opcase CASES[] = {
     {CTOSA_OP_TRANSPOSE, G_FP, "f32[2,3,4] -> f32[4,2,3]", {.perms = V(2, 0, 1)}, NULL},
     {CTOSA_OP_GATHER, G_FP, "f32[2,5,3] i32[2,4]<0,4> -> f32[2,4,3]", {0}, NULL},
     {CTOSA_OP_SCATTER, G_FP, "f32[2,5,3] i32[2,2]{0,3,4,1} f32[2,2,3] -> f32[2,5,3]", {0}, NULL},
-    {CTOSA_OP_RESIZE, G_FP, "f32[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> f32[1,6,6,2]",
-     {.mode = CTOSA_RESIZE_NEAREST}, NULL},
-    {CTOSA_OP_RESIZE, G_FP, "f32[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> f32[1,6,6,2]",
-     {.mode = CTOSA_RESIZE_BILINEAR}, NULL},
+    {CTOSA_OP_RESIZE,
+     G_FP,
+     "f32[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> f32[1,6,6,2]",
+     {.mode = CTOSA_RESIZE_NEAREST},
+     NULL},
+    {CTOSA_OP_RESIZE,
+     G_FP,
+     "f32[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> f32[1,6,6,2]",
+     {.mode = CTOSA_RESIZE_BILINEAR},
+     NULL},
     {CTOSA_OP_CAST, G_FP, "f32[2,3] -> f16[2,3]", {0}, NULL},
     {CTOSA_OP_CAST, G_FP, "i8[2,3] -> f32[2,3]", {0}, NULL},
     {CTOSA_OP_CAST, G_FP, "f32[2,3]<-100,100> -> i32[2,3]", {0}, NULL},
@@ -109,25 +144,61 @@ static const opcase CASES[] = {
     {CTOSA_OP_CONST, G_FP, "-> f32[2,2]{1.5,-2,0.25,3}", {0}, NULL},
     /* ---------------------------------------------------- integer profile */
     {CTOSA_OP_ARGMAX, G_INT, "i8[2,3,4] -> i32[2,3]", {.axis = 2, .nan_mode = P}, NULL},
-    {CTOSA_OP_AVG_POOL2D, G_INT, "i8[1,4,4,2] i8[1]{-3} i8[1]{2} -> i8[1,2,2,2]",
-     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .acc_type = CTOSA_DTYPE_INT32}, NULL},
-    {CTOSA_OP_CONV2D, G_INT, "i8[1,5,5,2] i8[3,3,3,2] i32[3] i8[1]{5} i8[1]{0} -> i32[1,5,5,3]",
-     {.pad = V(1, 1, 1, 1), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_INT32}, NULL},
-    {CTOSA_OP_CONV2D, G_INT, "i16[1,4,4,2] i8[2,1,1,2] i48[2]{7,-9} i16[1]{0} i8[1]{0} -> i48[1,4,4,2]",
-     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_INT48}, NULL},
-    {CTOSA_OP_CONV3D, G_INT, "i8[1,3,4,4,2] i8[2,2,2,2,2] i32[2] i8[1]{1} i8[1]{0} -> i32[1,2,3,3,2]",
-     {.pad = V(0, 0, 0, 0, 0, 0), .stride = V(1, 1, 1), .dilation = V(1, 1, 1), .acc_type = CTOSA_DTYPE_INT32}, NULL},
-    {CTOSA_OP_DEPTHWISE_CONV2D, G_INT, "i8[1,4,4,2] i8[3,3,2,2] i32[4] i8[1]{-1} i8[1]{0} -> i32[1,2,2,4]",
-     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_INT32}, NULL},
+    {CTOSA_OP_AVG_POOL2D,
+     G_INT,
+     "i8[1,4,4,2] i8[1]{-3} i8[1]{2} -> i8[1,2,2,2]",
+     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .acc_type = CTOSA_DTYPE_INT32},
+     NULL},
+    {CTOSA_OP_CONV2D,
+     G_INT,
+     "i8[1,5,5,2] i8[3,3,3,2] i32[3] i8[1]{5} i8[1]{0} -> i32[1,5,5,3]",
+     {.pad = V(1, 1, 1, 1), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_INT32},
+     NULL},
+    {CTOSA_OP_CONV2D,
+     G_INT,
+     "i16[1,4,4,2] i8[2,1,1,2] i48[2]{7,-9} i16[1]{0} i8[1]{0} -> i48[1,4,4,2]",
+     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_INT48},
+     NULL},
+    {CTOSA_OP_CONV3D,
+     G_INT,
+     "i8[1,3,4,4,2] i8[2,2,2,2,2] i32[2] i8[1]{1} i8[1]{0} -> i32[1,2,3,3,2]",
+     {.pad = V(0, 0, 0, 0, 0, 0),
+      .stride = V(1, 1, 1),
+      .dilation = V(1, 1, 1),
+      .acc_type = CTOSA_DTYPE_INT32},
+     NULL},
+    {CTOSA_OP_DEPTHWISE_CONV2D,
+     G_INT,
+     "i8[1,4,4,2] i8[3,3,2,2] i32[4] i8[1]{-1} i8[1]{0} -> i32[1,2,2,4]",
+     {.pad = V(0, 0, 0, 0), .stride = V(1, 1), .dilation = V(1, 1), .acc_type = CTOSA_DTYPE_INT32},
+     NULL},
     {CTOSA_OP_MATMUL, G_INT, "i8[1,2,3] i8[1,3,4] i8[1]{3} i8[1]{-2} -> i32[1,2,4]", {0}, NULL},
     {CTOSA_OP_MATMUL, G_INT, "i16[1,2,3] i16[1,3,4] i16[1]{0} i16[1]{0} -> i48[1,2,4]", {0}, NULL},
-    {CTOSA_OP_MAX_POOL2D, G_INT, "i8[1,4,4,2] -> i8[1,2,2,2]",
-     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .nan_mode = P}, NULL},
-    {CTOSA_OP_TRANSPOSE_CONV2D, G_INT, "i8[1,3,3,2] i8[2,3,3,2] i32[2] i8[1]{4} i8[1]{0} -> i32[1,5,5,2]",
-     {.out_pad = V(0, 0, 0, 0), .stride = V(1, 1), .acc_type = CTOSA_DTYPE_INT32}, NULL},
-    {CTOSA_OP_CLAMP, G_INT, "i8[2,3] -> i8[2,3]", {.min_val = I8B(-5), .max_val = I8B(5), .nan_mode = P}, NULL},
-    {CTOSA_OP_CLAMP, G_INT, "i16[2,3] -> i16[2,3]", {.min_val = I16B(-300), .max_val = I16B(900), .nan_mode = P}, NULL},
-    {CTOSA_OP_ADD, G_INT, "i32[2,3]<-1000000000,1000000000> i32[2,3]<-1000000000,1000000000> -> i32[2,3]", {0}, NULL},
+    {CTOSA_OP_MAX_POOL2D,
+     G_INT,
+     "i8[1,4,4,2] -> i8[1,2,2,2]",
+     {.kernel = V(2, 2), .stride = V(2, 2), .pad = V(0, 0, 0, 0), .nan_mode = P},
+     NULL},
+    {CTOSA_OP_TRANSPOSE_CONV2D,
+     G_INT,
+     "i8[1,3,3,2] i8[2,3,3,2] i32[2] i8[1]{4} i8[1]{0} -> i32[1,5,5,2]",
+     {.out_pad = V(0, 0, 0, 0), .stride = V(1, 1), .acc_type = CTOSA_DTYPE_INT32},
+     NULL},
+    {CTOSA_OP_CLAMP,
+     G_INT,
+     "i8[2,3] -> i8[2,3]",
+     {.min_val = I8B(-5), .max_val = I8B(5), .nan_mode = P},
+     NULL},
+    {CTOSA_OP_CLAMP,
+     G_INT,
+     "i16[2,3] -> i16[2,3]",
+     {.min_val = I16B(-300), .max_val = I16B(900), .nan_mode = P},
+     NULL},
+    {CTOSA_OP_ADD,
+     G_INT,
+     "i32[2,3]<-1000000000,1000000000> i32[2,3]<-1000000000,1000000000> -> i32[2,3]",
+     {0},
+     NULL},
     {CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, G_INT, "i32[2,3] i32[2,3]<0,31> -> i32[2,3]", {.round = true}, NULL},
     {CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, G_INT, "i8[2,3] i8[2,3]<0,7> -> i8[2,3]", {.round = false}, NULL},
     {CTOSA_OP_BITWISE_AND, G_INT, "i32[2,3] i32[2,3] -> i32[2,3]", {0}, NULL},
@@ -144,7 +215,11 @@ static const opcase CASES[] = {
     {CTOSA_OP_MUL, G_INT, "i32[2,3]<-30000,30000> i32[2,3]<-30000,30000> i8[1]{0} -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_MUL, G_INT, "i32[2,3]<-30000,30000> i32[2,3]<-30000,30000> i8[1]{9} -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_MUL, G_INT, "i8[2,3] i8[2,3] i8[1]{0} -> i32[2,3]", {0}, NULL},
-    {CTOSA_OP_SUB, G_INT, "i32[2,3]<-1000000000,1000000000> i32[2,3]<-1000000000,1000000000> -> i32[2,3]", {0}, NULL},
+    {CTOSA_OP_SUB,
+     G_INT,
+     "i32[2,3]<-1000000000,1000000000> i32[2,3]<-1000000000,1000000000> -> i32[2,3]",
+     {0},
+     NULL},
     {CTOSA_OP_TABLE, G_INT, "i8[2,3] i8[256]{?} -> i8[2,3]", {0}, NULL},
     {CTOSA_OP_TABLE, G_INT, "i16[2,3] i16[513]<-1000,1000>{?} -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_ABS, G_INT, "i32[2,3]<-1000000,1000000> -> i32[2,3]", {0}, NULL},
@@ -171,23 +246,41 @@ static const opcase CASES[] = {
     {CTOSA_OP_TRANSPOSE, G_INT, "i8[2,3,4] -> i8[3,4,2]", {.perms = V(1, 2, 0)}, NULL},
     {CTOSA_OP_GATHER, G_INT, "i8[1,6,2] i32[1,3]<0,5> -> i8[1,3,2]", {0}, NULL},
     {CTOSA_OP_SCATTER, G_INT, "i16[1,4,2] i32[1,2]{3,0} i16[1,2,2] -> i16[1,4,2]", {0}, NULL},
-    {CTOSA_OP_RESIZE, G_INT, "i8[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> i8[1,6,6,2]",
-     {.mode = CTOSA_RESIZE_NEAREST}, NULL},
-    {CTOSA_OP_RESIZE, G_INT, "i8[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> i32[1,6,6,2]",
-     {.mode = CTOSA_RESIZE_BILINEAR}, NULL},
+    {CTOSA_OP_RESIZE,
+     G_INT,
+     "i8[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> i8[1,6,6,2]",
+     {.mode = CTOSA_RESIZE_NEAREST},
+     NULL},
+    {CTOSA_OP_RESIZE,
+     G_INT,
+     "i8[1,3,3,2] shape{2,1,2,1} shape{0,0} shape{1,1} -> i32[1,6,6,2]",
+     {.mode = CTOSA_RESIZE_BILINEAR},
+     NULL},
     {CTOSA_OP_CAST, G_INT, "i8[2,3] -> i32[2,3]", {0}, NULL},
     {CTOSA_OP_CAST, G_INT, "i32[2,3] -> i8[2,3]", {0}, NULL},
     {CTOSA_OP_CAST, G_INT, "bool[2,3] -> i16[2,3]", {0}, NULL},
     {CTOSA_OP_CAST, G_INT, "i32[2,3]<-1,1> -> bool[2,3]", {0}, NULL},
-    {CTOSA_OP_RESCALE, G_INT, "i8[2,3] i32[1]{1073741824} i8[1]{30} i8[1]{-3} i32[1]{0} -> i32[2,3]",
-     {.scale32 = true, .rounding_mode = CTOSA_ROUND_SINGLE}, NULL},
-    {CTOSA_OP_RESCALE, G_INT, "i32[2,3]<-100000,100000> i32[3]{1518500250,1073741824,2040109465} "
+    {CTOSA_OP_RESCALE,
+     G_INT,
+     "i8[2,3] i32[1]{1073741824} i8[1]{30} i8[1]{-3} i32[1]{0} -> i32[2,3]",
+     {.scale32 = true, .rounding_mode = CTOSA_ROUND_SINGLE},
+     NULL},
+    {CTOSA_OP_RESCALE,
+     G_INT,
+     "i32[2,3]<-100000,100000> i32[3]{1518500250,1073741824,2040109465} "
      "i8[3]{38,36,40} i32[1]{0} i8[1]{5} -> i8[2,3]",
-     {.scale32 = true, .rounding_mode = CTOSA_ROUND_DOUBLE, .per_channel = true}, NULL},
-    {CTOSA_OP_RESCALE, G_INT, "i16[2,3] i16[1]{21845} i8[1]{16} i16[1]{0} i8[1]{0} -> i8[2,3]",
-     {.scale32 = false, .rounding_mode = CTOSA_ROUND_SINGLE}, NULL},
-    {CTOSA_OP_RESCALE, G_INT, "i8[2,3] i32[1]{1073741824} i8[1]{30} i8[1]{-128} i8[1]{5} -> i8[2,3]",
-     {.scale32 = true, .rounding_mode = CTOSA_ROUND_SINGLE, .input_unsigned = true}, NULL},
+     {.scale32 = true, .rounding_mode = CTOSA_ROUND_DOUBLE, .per_channel = true},
+     NULL},
+    {CTOSA_OP_RESCALE,
+     G_INT,
+     "i16[2,3] i16[1]{21845} i8[1]{16} i16[1]{0} i8[1]{0} -> i8[2,3]",
+     {.scale32 = false, .rounding_mode = CTOSA_ROUND_SINGLE},
+     NULL},
+    {CTOSA_OP_RESCALE,
+     G_INT,
+     "i8[2,3] i32[1]{1073741824} i8[1]{30} i8[1]{-128} i8[1]{5} -> i8[2,3]",
+     {.scale32 = true, .rounding_mode = CTOSA_ROUND_SINGLE, .input_unsigned = true},
+     NULL},
     {CTOSA_OP_IDENTITY, G_INT, "i48[2,3]{1,-2,140737488355327,-140737488355328,0,5} -> i48[2,3]", {0}, NULL},
     {CTOSA_OP_IDENTITY, G_INT, "bool[9]{1,0,1,1,0,0,0,1,1} -> bool[9]", {0}, NULL},
     /* ------------------------------------------------------- EXT-FFT */
@@ -209,11 +302,13 @@ typedef struct operand {
 } operand;
 
 static bool parse_dtype(const char **s, ctosa_dtype *dt) {
-    static const struct { const char *n; ctosa_dtype t; } T[] = {
-        {"f32", CTOSA_DTYPE_FP32}, {"f16", CTOSA_DTYPE_FP16}, {"bf16", CTOSA_DTYPE_BF16},
-        {"i48", CTOSA_DTYPE_INT48}, {"i4", CTOSA_DTYPE_INT4}, {"i8", CTOSA_DTYPE_INT8},
-        {"i16", CTOSA_DTYPE_INT16}, {"i32", CTOSA_DTYPE_INT32}, {"i64", CTOSA_DTYPE_INT64},
-        {"bool", CTOSA_DTYPE_BOOL}};
+    static const struct {
+        const char *n;
+        ctosa_dtype t;
+    } T[] = {{"f32", CTOSA_DTYPE_FP32},  {"f16", CTOSA_DTYPE_FP16},  {"bf16", CTOSA_DTYPE_BF16},
+             {"i48", CTOSA_DTYPE_INT48}, {"i4", CTOSA_DTYPE_INT4},   {"i8", CTOSA_DTYPE_INT8},
+             {"i16", CTOSA_DTYPE_INT16}, {"i32", CTOSA_DTYPE_INT32}, {"i64", CTOSA_DTYPE_INT64},
+             {"bool", CTOSA_DTYPE_BOOL}};
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         size_t n = strlen(T[i].n);
         if (!strncmp(*s, T[i].n, n) && (*s)[n] == '[') {
@@ -276,25 +371,42 @@ static uint64_t op_count(const operand *o) {
 /* Element value k of a constant operand in its file encoding into p. */
 static void put_elem(ctosa_dtype dt, uint8_t *p, uint64_t k, double v) {
     switch (dt) {
-    case CTOSA_DTYPE_FP32: { float f = (float)v; memcpy(p + 4 * k, &f, 4); break; }
+    case CTOSA_DTYPE_FP32: {
+        float f = (float)v;
+        memcpy(p + 4 * k, &f, 4);
+        break;
+    }
     case CTOSA_DTYPE_FP16: {
         float f = (float)v;
         uint32_t u;
         memcpy(&u, &f, 4);
         int ex = (int)((u >> 23) & 255) - 127 + 15;
-        uint16_t h = (uint16_t)(((u >> 16) & 0x8000) | (f == 0 ? 0 : ((unsigned)ex << 10) | ((u >> 13) & 1023)));
+        uint16_t h =
+            (uint16_t)(((u >> 16) & 0x8000) | (f == 0 ? 0 : ((unsigned)ex << 10) | ((u >> 13) & 1023)));
         memcpy(p + 2 * k, &h, 2);
         break;
     }
-    case CTOSA_DTYPE_BOOL: case CTOSA_DTYPE_INT8: p[k] = (uint8_t)(int8_t)v; break;
-    case CTOSA_DTYPE_INT16: { int16_t x = (int16_t)v; memcpy(p + 2 * k, &x, 2); break; }
-    case CTOSA_DTYPE_INT32: { int32_t x = (int32_t)v; memcpy(p + 4 * k, &x, 4); break; }
+    case CTOSA_DTYPE_BOOL:
+    case CTOSA_DTYPE_INT8: p[k] = (uint8_t)(int8_t)v; break;
+    case CTOSA_DTYPE_INT16: {
+        int16_t x = (int16_t)v;
+        memcpy(p + 2 * k, &x, 2);
+        break;
+    }
+    case CTOSA_DTYPE_INT32: {
+        int32_t x = (int32_t)v;
+        memcpy(p + 4 * k, &x, 4);
+        break;
+    }
     case CTOSA_DTYPE_INT48: {
         int64_t x = (int64_t)v;
         for (int b = 0; b < 6; b++) p[6 * k + (uint64_t)b] = (uint8_t)(x >> (8 * b));
         break;
     }
-    default: { int64_t x = (int64_t)v; memcpy(p + 8 * k, &x, 8); }
+    default: {
+        int64_t x = (int64_t)v;
+        memcpy(p + 8 * k, &x, 8);
+    }
     }
 }
 
@@ -316,9 +428,9 @@ static double rand_value(batch *bt, const operand *o) {
     int bits = ctosa_dtype_bits(o->dt);
     double lo = o->ranged ? o->lo : fl ? -2 : o->dt == CTOSA_DTYPE_BOOL ? 0 : -ldexp(1, bits - 1);
     double hi = o->ranged ? o->hi : fl ? 2 : o->dt == CTOSA_DTYPE_BOOL ? 1 : ldexp(1, bits - 1) - 1;
-    double v = o->dt == CTOSA_DTYPE_FP32 ? lo + f * (hi - lo)
-             : o->dt == CTOSA_DTYPE_FP16 ? round((lo + f * (hi - lo)) * 64) / 64
-             : floor(lo + f * (hi - lo + 1));
+    double v = o->dt == CTOSA_DTYPE_FP32   ? lo + f * (hi - lo)
+               : o->dt == CTOSA_DTYPE_FP16 ? round((lo + f * (hi - lo)) * 64) / 64
+                                           : floor(lo + f * (hi - lo + 1));
     return v > hi ? hi : v;
 }
 
@@ -332,10 +444,18 @@ static ctosa_error *add_case(batch *bt, uint32_t ci) {
     bool results = false;
     ctosa_error *e = NULL;
     while (*s && !e) {
-        if (*s == ' ') { s++; continue; }
-        if (!strncmp(s, "->", 2)) { results = true; s += 2; continue; }
+        if (*s == ' ') {
+            s++;
+            continue;
+        }
+        if (!strncmp(s, "->", 2)) {
+            results = true;
+            s += 2;
+            continue;
+        }
         operand o;
-        if (!parse_operand(&s, &o)) return ctosa_error_new(CTOSA_ERR_USAGE, "case %u: bad signature at '%s'", ci, s);
+        if (!parse_operand(&s, &o))
+            return ctosa_error_new(CTOSA_ERR_USAGE, "case %u: bad signature at '%s'", ci, s);
         char *name = ctosa_graph_alloc(bt->g, 32);
         snprintf(name, 32, "c%u_%s%u", ci, results ? "out" : "in", results ? n_out : n_in);
         ctosa_tensor *t = NULL;
@@ -419,8 +539,7 @@ static bool g_covered[CTOSA_OP_COUNT]; /* operators with a passing round trip */
 /* Under the other profile ctosa's validator and mlir-opt must agree: an
  * operator type in both profiles (int32 ADD, bool logic, ...) is accepted
  * by both, one that is not is rejected by both. */
-static bool agree_on(const ctosa_graph *g, const char *path, const ctosa_spec *wrong, char *why,
-                     size_t cap) {
+static bool agree_on(const ctosa_graph *g, const char *path, const ctosa_spec *wrong, char *why, size_t cap) {
     ctosa_error *e = ctosa_validate(g, wrong, NULL);
     bool ours = e == NULL;
     char w[512];
@@ -428,9 +547,8 @@ static bool agree_on(const ctosa_graph *g, const char *path, const ctosa_spec *w
     ctosa_error_free(e);
     bool theirs = mt_validate(path, wrong, NULL, 0) == 0;
     if (ours != theirs)
-        snprintf(why, cap, "under the other profile ctosa %s, mlir-opt %s%s%s",
-                 ours ? "accepts" : "rejects", theirs ? "accepts" : "rejects", ours ? "" : ": ",
-                 ours ? "" : w);
+        snprintf(why, cap, "under the other profile ctosa %s, mlir-opt %s%s%s", ours ? "accepts" : "rejects",
+                 theirs ? "accepts" : "rejects", ours ? "" : ": ", ours ? "" : w);
     g_rejected_other += !ours && !theirs;
     return ours == theirs;
 }
@@ -506,8 +624,10 @@ static void test_operators(void) {
         for (uint32_t i = 0; i < N_CASES; i++) {
             if (CASES[i].group != gi || !CASES[i].gap) continue;
             result r1 = check(&i, 1, gi, why, sizeof why);
-            CHECK_MSG(r1 == RS_PIPELINE || r1 == RS_MISMATCH, "case %u %s: marked as an LLVM 22 gap "
-                      "(%s) but: %s", i, ctosa_op_name(CASES[i].op), CASES[i].gap,
+            CHECK_MSG(r1 == RS_PIPELINE || r1 == RS_MISMATCH,
+                      "case %u %s: marked as an LLVM 22 gap "
+                      "(%s) but: %s",
+                      i, ctosa_op_name(CASES[i].op), CASES[i].gap,
                       r1 == RS_OK ? "it lowers and matches now" : why);
             printf("    gap: %-22s %s\n", ctosa_op_name(CASES[i].op), CASES[i].gap);
             gap_op[CASES[i].op] = true;
@@ -521,19 +641,20 @@ static void test_operators(void) {
         n_10 += v10;
         n_ops += v10 && cov;
         n_gap += v10 && gap_op[k];
-        if (v10 && !cov) snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s",
-                                  ctosa_op_name((ctosa_op_kind)k));
+        if (v10 && !cov)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s",
+                     ctosa_op_name((ctosa_op_kind)k));
     }
     CHECK_MSG(!missing[0], "TOSA 1.0 operators without a round trip:%s", missing);
     printf("  %u of %u TOSA 1.0 operators have a round trip (%u of them LLVM 22 gaps); %u graphs "
-           "rejected under the wrong spec by both ctosa and mlir-opt\n", n_ops, n_10,
-           n_gap, g_rejected_other);
+           "rejected under the wrong spec by both ctosa and mlir-opt\n",
+           n_ops, n_10, n_gap, g_rejected_other);
 }
 
 /* ------------------------------------------- regions, variables, custom */
 
-static ctosa_tensor *add_t(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype dt,
-                           uint32_t rank, const int32_t *shape) {
+static ctosa_tensor *add_t(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype dt, uint32_t rank,
+                           const int32_t *shape) {
     ctosa_tensor *t = NULL;
     CHECK_OK(ctosa_block_add_tensor(g, b, name, dt, rank, shape, &t));
     return t;
@@ -709,7 +830,8 @@ static void test_regions_variables_custom(void) {
     add_t(g, m, "y", CTOSA_DTYPE_FP32, 1, s4);
     CHECK_OK(ctosa_block_add_input(g, m, "x"));
     static const uint8_t impl[] = {'{', '"', 'k', '"', ':', '1', '}', 0, 0xff};
-    ctosa_attr ca = {.operator_name = "my_gelu", .domain_name = "com.example",
+    ctosa_attr ca = {.operator_name = "my_gelu",
+                     .domain_name = "com.example",
                      .implementation_attrs = {impl, sizeof impl}};
     const char *xi[1] = {"x"}, *yo[1] = {"y"};
     add_op(g, m, CTOSA_OP_CUSTOM, 1, xi, 1, yo, &ca);

@@ -8,8 +8,7 @@
 #include "harness.h"
 #include "tensorfile/tensorfile.h"
 
-static void roundtrip(ctosa_dtype t, const void *data, uint32_t rank, const int64_t *shape,
-                      uint64_t count) {
+static void roundtrip(ctosa_dtype t, const void *data, uint32_t rank, const int64_t *shape, uint64_t count) {
     const char *descr = npy_descr_for(t);
     CHECK_MSG(descr != NULL, "%s", ctosa_dtype_short(t));
     if (!descr) return;
@@ -58,9 +57,9 @@ static void test_roundtrip_every_dtype(void) {
     roundtrip(CTOSA_DTYPE_BF16, bf16, 2, s23, 6);
     roundtrip(CTOSA_DTYPE_FP8E4M3, f8, 2, s23, 6);
     roundtrip(CTOSA_DTYPE_FP8E5M2, f8, 2, s23, 6);
-    roundtrip(CTOSA_DTYPE_FP32, f32, 0, NULL, 1);   /* rank 0 */
+    roundtrip(CTOSA_DTYPE_FP32, f32, 0, NULL, 1); /* rank 0 */
     int64_t s0[] = {3, 0};
-    roundtrip(CTOSA_DTYPE_INT32, i32, 2, s0, 0);     /* empty */
+    roundtrip(CTOSA_DTYPE_INT32, i32, 2, s0, 0); /* empty */
     /* the file round trip */
     const char *p = th_path(th_tmpdir(), "x.npy");
     CHECK_OK(npy_write_file(p, "<i4", 2, s23, i32, sizeof i32));
@@ -169,23 +168,29 @@ static void test_numpy_crosscheck(void) {
     uint8_t b[] = {1, 0, 0, 1};
     CHECK_OK(npy_write_file(th_path(dir, "b.npy"), "|b1", 2, s, b, 4));
     char *out = NULL;
-    int rc = th_run(&out, "cd '%s' && /usr/bin/python3 -c \"import numpy as np; a=np.load('h.npy'); "
+    int rc = th_run(&out,
+                    "cd '%s' && /usr/bin/python3 -c \"import numpy as np; a=np.load('h.npy'); "
                     "b=np.load('b.npy'); print(a.dtype, a.shape, a[0,0], a[0,1], a[1,0], "
-                    "a[1,1]==2**-24, b.dtype, b.tolist())\"", dir);
-    CHECK_MSG(rc == 0 && out && strstr(out, "float16 (2, 2) 1.0 -2.0 inf True bool "
-                                            "[[True, False], [False, True]]"), "%s", out ? out : "");
+                    "a[1,1]==2**-24, b.dtype, b.tolist())\"",
+                    dir);
+    CHECK_MSG(rc == 0 && out &&
+                  strstr(out, "float16 (2, 2) 1.0 -2.0 inf True bool "
+                              "[[True, False], [False, True]]"),
+              "%s", out ? out : "");
     free(out);
     /* numpy -> ours: v2.0 header, big-endian, rank 0, bool */
-    rc = th_run(&out, "cd '%s' && /usr/bin/python3 -c \"import numpy as np; "
+    rc = th_run(&out,
+                "cd '%s' && /usr/bin/python3 -c \"import numpy as np; "
                 "np.lib.format.write_array(open('v2.npy','wb'), np.arange(6, dtype='>i2').reshape(3,2), "
                 "version=(2,0)); np.save('s.npy', np.float32(2.5)); "
-                "np.save('bb.npy', np.array([True, False]))\"", dir);
+                "np.save('bb.npy', np.array([True, False]))\"",
+                dir);
     CHECK(rc == 0);
     free(out);
     npy_array a;
     CHECK_OK(npy_read_file(th_path(dir, "v2.npy"), &a));
-    CHECK(a.kind == 'i' && a.itemsize == 2 && a.rank == 2 && a.shape[0] == 3 &&
-          ((int16_t *)a.data)[5] == 5 && ((int16_t *)a.data)[1] == 1);
+    CHECK(a.kind == 'i' && a.itemsize == 2 && a.rank == 2 && a.shape[0] == 3 && ((int16_t *)a.data)[5] == 5 &&
+          ((int16_t *)a.data)[1] == 1);
     npy_free(&a);
     CHECK_OK(npy_read_file(th_path(dir, "s.npy"), &a));
     CHECK(a.rank == 0 && a.count == 1 && ((float *)a.data)[0] == 2.5f);

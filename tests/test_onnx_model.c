@@ -102,7 +102,8 @@ static void test_conv_net(void) {
     /* Symbolic and unknown dims. */
     CHECK(g->n_inputs == 1 && g->n_outputs == 1 && g->n_value_infos == 2);
     const ctosa_onnx_type *xt = g->inputs[0].type;
-    CHECK(xt && xt->kind == CTOSA_ONNX_TYPE_TENSOR && xt->elem_type == CTOSA_ONNX_FLOAT && xt->has_shape && xt->rank == 4);
+    CHECK(xt && xt->kind == CTOSA_ONNX_TYPE_TENSOR && xt->elem_type == CTOSA_ONNX_FLOAT && xt->has_shape &&
+          xt->rank == 4);
     if (xt && xt->rank == 4) {
         CHECK(!xt->dims[0].has_value && xt->dims[0].param && !strcmp(xt->dims[0].param, "N"));
         CHECK(xt->dims[1].has_value && xt->dims[1].value == 3 && !xt->dims[1].param);
@@ -160,13 +161,20 @@ static void test_external(void) {
 }
 
 static void test_external_refused(void) {
-    struct { const char *file, *needle; ctosa_code code; } bad[] = {
-        {"bad_abs.onnx", "tensor 'abs': external data location '/etc/hostname' is an absolute path", CTOSA_ERR_FORMAT},
-        {"bad_dotdot.onnx", "tensor 'dotdot': external data location 'weights/../../conv_net.onnx' contains '..'",
+    struct {
+        const char *file, *needle;
+        ctosa_code code;
+    } bad[] = {
+        {"bad_abs.onnx", "tensor 'abs': external data location '/etc/hostname' is an absolute path",
          CTOSA_ERR_FORMAT},
-        {"bad_eof.onnx", "tensor 'eof': external data 'weights/data.bin': range 80+48 runs past the end of the file",
+        {"bad_dotdot.onnx",
+         "tensor 'dotdot': external data location 'weights/../../conv_net.onnx' contains '..'",
          CTOSA_ERR_FORMAT},
-        {"bad_offset.onnx", "tensor 'bigoff': external data 'weights/data.bin': offset 1099511627776 is past the end",
+        {"bad_eof.onnx",
+         "tensor 'eof': external data 'weights/data.bin': range 80+48 runs past the end of the file",
+         CTOSA_ERR_FORMAT},
+        {"bad_offset.onnx",
+         "tensor 'bigoff': external data 'weights/data.bin': offset 1099511627776 is past the end",
          CTOSA_ERR_FORMAT},
         {"bad_size.onnx", "tensor 'size': external data 'weights/data.bin' has 12 bytes, FLOAT [4] needs 16",
          CTOSA_ERR_FORMAT},
@@ -184,7 +192,8 @@ static void test_external_refused(void) {
             continue;
         }
         const char *msg = ctosa_error_message(e);
-        CHECK_MSG(ctosa_error_code(e) == bad[i].code && strstr(msg, bad[i].needle), "%s: %s", bad[i].file, msg);
+        CHECK_MSG(ctosa_error_code(e) == bad[i].code && strstr(msg, bad[i].needle), "%s: %s", bad[i].file,
+                  msg);
         CHECK_MSG(strstr(msg, path) == msg && strstr(msg, ": byte "), "%s", msg);
         CHECK(ctosa_error_exit_code(e) == 2);
         ctosa_error_free(e);
@@ -193,8 +202,10 @@ static void test_external_refused(void) {
     const char *tmp = th_tmpdir();
     char dir[1024], cmd[4096];
     snprintf(dir, sizeof dir, "%s/ext_link", tmp);
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/sub' && cp '%s' '%s/' && printf 'abcdabcd' > '%s/outside.bin' && "
-             "printf 'wxyz' > '%s/sub/in.bin'", dir, DATA "external/bad_link.onnx", dir, tmp, dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/sub' && cp '%s' '%s/' && printf 'abcdabcd' > '%s/outside.bin' && "
+             "printf 'wxyz' > '%s/sub/in.bin'",
+             dir, DATA "external/bad_link.onnx", dir, tmp, dir);
     CHECK(th_run(NULL, "%s", cmd) == 0);
     char link[1100], target[1100], model[1100];
     snprintf(link, sizeof link, "%s/link.bin", dir);
@@ -202,7 +213,8 @@ static void test_external_refused(void) {
     snprintf(model, sizeof model, "%s/bad_link.onnx", dir);
     CHECK(symlink(target, link) == 0);
     ctosa_onnx_model *m = NULL;
-    CHECK_ERR(ctosa_onnx_load(model, NULL, &m), CTOSA_ERR_FORMAT, "tensor 'link': external data location 'link.bin' resolves to");
+    CHECK_ERR(ctosa_onnx_load(model, NULL, &m), CTOSA_ERR_FORMAT,
+              "tensor 'link': external data location 'link.bin' resolves to");
     unlink(link);
     CHECK(symlink("sub/in.bin", link) == 0);
     CHECK_OK(ctosa_onnx_load(model, NULL, &m));
@@ -231,7 +243,8 @@ static void test_control_flow(void) {
     const ctosa_onnx_attr *el = ctosa_onnx_node_attr(&g->nodes[0], "else_branch");
     CHECK(th && th->type == CTOSA_ONNX_ATTR_GRAPH && th->g && el && el->g);
     if (th && th->g && el && el->g) {
-        CHECK(!strcmp(th->g->name, "then_body") && th->g->n_nodes == 1 && th->g->depth == 1 && th->g->parent == g);
+        CHECK(!strcmp(th->g->name, "then_body") && th->g->n_nodes == 1 && th->g->depth == 1 &&
+              th->g->parent == g);
         CHECK(!strcmp(th->g->nodes[0].op_type, "Add") && !strcmp(el->g->nodes[0].name, "else_sub"));
         CHECK(th->g->n_inputs == 0 && th->g->n_outputs == 1);
     }
@@ -244,7 +257,8 @@ static void test_control_flow(void) {
         const ctosa_onnx_attr *inner = ctosa_onnx_node_attr(&body->g->nodes[1], "then_branch");
         CHECK(inner && inner->g && inner->g->depth == 2 && inner->g->parent == body->g);
         CHECK(body->g->inputs[1].type && body->g->inputs[1].type->elem_type == CTOSA_ONNX_BOOL);
-        CHECK(body->g->inputs[0].type && body->g->inputs[0].type->has_shape && body->g->inputs[0].type->rank == 0);
+        CHECK(body->g->inputs[0].type && body->g->inputs[0].type->has_shape &&
+              body->g->inputs[0].type->rank == 0);
     }
     /* Scan. */
     const ctosa_onnx_attr *nsi = ctosa_onnx_node_attr(&g->nodes[2], "num_scan_inputs");
@@ -269,7 +283,8 @@ static void test_attrs(void) {
     a = ctosa_onnx_node_attr(n, "a_string");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_STRING && a->s.n == 5 && !memcmp(a->s.p, "hello", 5));
     a = ctosa_onnx_node_attr(n, "a_tensor");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_TENSOR && a->t && a->t->dtype == CTOSA_ONNX_INT32 && a->t->count == 3);
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_TENSOR && a->t && a->t->dtype == CTOSA_ONNX_INT32 &&
+          a->t->count == 3);
     if (a && a->t) {
         const void *d;
         uint64_t nb;
@@ -281,11 +296,14 @@ static void test_attrs(void) {
     a = ctosa_onnx_node_attr(n, "a_graph");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_GRAPH && a->g && a->g->n_nodes == 1 && a->g->parent == g);
     a = ctosa_onnx_node_attr(n, "a_floats");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_FLOATS && a->count == 3 && a->floats[0] == 0.5f && a->floats[2] == 2.25f);
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_FLOATS && a->count == 3 && a->floats[0] == 0.5f &&
+          a->floats[2] == 2.25f);
     a = ctosa_onnx_node_attr(n, "a_ints");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_INTS && a->count == 3 && a->ints[1] == -2 && a->ints[2] == 3000000000LL);
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_INTS && a->count == 3 && a->ints[1] == -2 &&
+          a->ints[2] == 3000000000LL);
     a = ctosa_onnx_node_attr(n, "a_strings");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_STRINGS && a->count == 3 && a->strings[1].n == 2 && a->strings[2].n == 0);
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_STRINGS && a->count == 3 && a->strings[1].n == 2 &&
+          a->strings[2].n == 0);
     a = ctosa_onnx_node_attr(n, "a_tensors");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_TENSORS && a->count == 2 && !strcmp(a->tensors[1].name, "t1"));
     a = ctosa_onnx_node_attr(n, "a_graphs");
@@ -297,8 +315,8 @@ static void test_attrs(void) {
     a = ctosa_onnx_node_attr(n, "a_sparses");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_SPARSE_TENSORS && a->count == 2);
     a = ctosa_onnx_node_attr(n, "a_tp");
-    CHECK(a && a->type == CTOSA_ONNX_ATTR_TYPE_PROTO && a->tp && a->tp->elem_type == CTOSA_ONNX_INT8 && a->tp->rank == 2 &&
-          a->tp->dims[1].param && !strcmp(a->tp->dims[1].param, "K"));
+    CHECK(a && a->type == CTOSA_ONNX_ATTR_TYPE_PROTO && a->tp && a->tp->elem_type == CTOSA_ONNX_INT8 &&
+          a->tp->rank == 2 && a->tp->dims[1].param && !strcmp(a->tp->dims[1].param, "K"));
     a = ctosa_onnx_node_attr(n, "a_tps");
     CHECK(a && a->type == CTOSA_ONNX_ATTR_TYPE_PROTOS && a->count == 2 &&
           a->type_protos[1]->kind == CTOSA_ONNX_TYPE_SEQUENCE && a->type_protos[1]->elem &&
@@ -312,7 +330,8 @@ static void test_attrs(void) {
     CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_OPTIONAL && v->type->elem->elem_type == CTOSA_ONNX_INT64);
     v = find_vi(g->value_infos, g->n_value_infos, "map_v");
     CHECK(v && v->type->kind == CTOSA_ONNX_TYPE_MAP && v->type->key_type == CTOSA_ONNX_STRING &&
-          v->type->elem->kind == CTOSA_ONNX_TYPE_TENSOR && v->type->elem->has_shape && v->type->elem->rank == 0);
+          v->type->elem->kind == CTOSA_ONNX_TYPE_TENSOR && v->type->elem->has_shape &&
+          v->type->elem->rank == 0);
     ctosa_onnx_free(m);
 }
 
@@ -321,7 +340,13 @@ static void test_dtypes(void) {
     ctosa_onnx_model *m = load(DATA "dtypes.onnx");
     if (!m) return;
     const ctosa_onnx_graph *g = ctosa_onnx_info(m)->graph;
-    struct { const char *name; int32_t dtype; uint64_t count; const char *bytes; uint64_t nbytes; } cases[] = {
+    struct {
+        const char *name;
+        int32_t dtype;
+        uint64_t count;
+        const char *bytes;
+        uint64_t nbytes;
+    } cases[] = {
         {"f16_typed", CTOSA_ONNX_FLOAT16, 5, "\x00\xc0\x00\xbc\x00\x00\x00\x3c\x00\x40", 10},
         {"f16_raw", CTOSA_ONNX_FLOAT16, 4, "\x00\x00\x00\x38\x00\x3c\x00\x3e", 8},
         {"bf16_typed", CTOSA_ONNX_BFLOAT16, 2, "\x80\x3f\x00\xc0", 4},
@@ -342,14 +367,20 @@ static void test_dtypes(void) {
         {"u8_typed", CTOSA_ONNX_UINT8, 2, "\xff\x07", 2},
         {"i16_typed", CTOSA_ONNX_INT16, 2, "\xd4\xfe\x2c\x01", 4},
         {"u16_typed", CTOSA_ONNX_UINT16, 1, "\xff\xff", 2},
-        {"i32_typed", CTOSA_ONNX_INT32, 4, "\xfb\xff\xff\xff\x06\x00\x00\x00\xf9\xff\xff\xff\xff\xff\xff\x7f", 16},
+        {"i32_typed", CTOSA_ONNX_INT32, 4, "\xfb\xff\xff\xff\x06\x00\x00\x00\xf9\xff\xff\xff\xff\xff\xff\x7f",
+         16},
         {"i64_typed", CTOSA_ONNX_INT64, 3,
-         "\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xc0", 24},
+         "\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xc0",
+         24},
         {"u32_typed", CTOSA_ONNX_UINT32, 2, "\xff\xff\xff\xff\x01\x00\x00\x00", 8},
-        {"u64_typed", CTOSA_ONNX_UINT64, 2, "\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00\x00\x00\x00\x00\x00\x00", 16},
-        {"f64_typed", CTOSA_ONNX_DOUBLE, 2, "\x00\x00\x00\x00\x00\x00\xf4\x3f\x00\x00\x00\x00\x00\x00\x0c\xc0", 16},
-        {"c64_typed", CTOSA_ONNX_COMPLEX64, 2, "\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\xc0", 16},
-        {"c128_typed", CTOSA_ONNX_COMPLEX128, 1, "\x00\x00\x00\x00\x00\x00\xe0\x3f\x00\x00\x00\x00\x00\x00\xd0\xbf", 16},
+        {"u64_typed", CTOSA_ONNX_UINT64, 2,
+         "\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00\x00\x00\x00\x00\x00\x00", 16},
+        {"f64_typed", CTOSA_ONNX_DOUBLE, 2,
+         "\x00\x00\x00\x00\x00\x00\xf4\x3f\x00\x00\x00\x00\x00\x00\x0c\xc0", 16},
+        {"c64_typed", CTOSA_ONNX_COMPLEX64, 2,
+         "\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\xc0", 16},
+        {"c128_typed", CTOSA_ONNX_COMPLEX128, 1,
+         "\x00\x00\x00\x00\x00\x00\xe0\x3f\x00\x00\x00\x00\x00\x00\xd0\xbf", 16},
         {"f32_scalar", CTOSA_ONNX_FLOAT, 1, "\x00\x00\x28\x42", 4},
         {"empty", CTOSA_ONNX_FLOAT, 0, "", 0},
     };
@@ -377,7 +408,8 @@ static void test_dtypes(void) {
         uint64_t nb;
         CHECK_OK(ctosa_onnx_tensor_data(m, s, &d, &nb));
         const ctosa_onnx_bytes *sv = d;
-        CHECK(nb == 3 * sizeof *sv && sv[0].n == 2 && !memcmp(sv[0].p, "ab", 2) && sv[1].n == 0 && sv[2].n == 3);
+        CHECK(nb == 3 * sizeof *sv && sv[0].n == 2 && !memcmp(sv[0].p, "ab", 2) && sv[1].n == 0 &&
+              sv[2].n == 3);
         uint64_t x;
         CHECK(!ctosa_onnx_dtype_storage(CTOSA_ONNX_STRING, 3, &x));
     }
@@ -392,7 +424,8 @@ static void test_dtypes(void) {
         CHECK_OK(ctosa_onnx_tensor_data(m, &sp->indices, &d, &nb));
         CHECK(nb == 24 && i64_at(d, 2) == 11);
     }
-    CHECK(!strcmp(ctosa_onnx_dtype_name(CTOSA_ONNX_FLOAT8E4M3FN), "FLOAT8E4M3FN") && ctosa_onnx_dtype_name(99) == NULL);
+    CHECK(!strcmp(ctosa_onnx_dtype_name(CTOSA_ONNX_FLOAT8E4M3FN), "FLOAT8E4M3FN") &&
+          ctosa_onnx_dtype_name(99) == NULL);
     ctosa_onnx_free(m);
 }
 
@@ -409,9 +442,11 @@ static void test_functions(void) {
     const ctosa_onnx_function *f = ctosa_onnx_find_function(m, "local", "ScaledAdd", NULL);
     CHECK(f && f->n_inputs == 2 && f->n_outputs == 1 && f->n_nodes == 3 && f->n_opsets == 1);
     if (f) {
-        CHECK(f->n_attr_defaults == 1 && !strcmp(f->attr_defaults[0].name, "alpha") && f->attr_defaults[0].f == 2.0f);
+        CHECK(f->n_attr_defaults == 1 && !strcmp(f->attr_defaults[0].name, "alpha") &&
+              f->attr_defaults[0].f == 2.0f);
         const ctosa_onnx_attr *ref = ctosa_onnx_node_attr(&f->nodes[0], "value_float");
-        CHECK(ref && ref->ref_attr_name && !strcmp(ref->ref_attr_name, "alpha") && ref->type == CTOSA_ONNX_ATTR_FLOAT);
+        CHECK(ref && ref->ref_attr_name && !strcmp(ref->ref_attr_name, "alpha") &&
+              ref->type == CTOSA_ONNX_ATTR_FLOAT);
     }
     CHECK(ctosa_onnx_find_function(m, "local", "Double", "") != NULL);
     CHECK(ctosa_onnx_find_function(m, "other", "Double", "") == NULL);
@@ -498,7 +533,8 @@ static void test_nesting_limits(void) {
         CHECK(depth == 6);
         ctosa_onnx_free(m);
     }
-    CHECK_ERR(ctosa_onnx_load(DATA "deep_if.onnx", NULL, &m), CTOSA_ERR_LIMIT, "subgraphs nested deeper than 32");
+    CHECK_ERR(ctosa_onnx_load(DATA "deep_if.onnx", NULL, &m), CTOSA_ERR_LIMIT,
+              "subgraphs nested deeper than 32");
     ctosa_error *e = ctosa_onnx_load(DATA "deep_if.onnx", NULL, &m);
     /* The message walks down the chain of If nodes to the offending graph. */
     CHECK(e && strstr(ctosa_error_message(e), ": byte ") &&
@@ -533,8 +569,8 @@ static void test_big_model_speed(void) {
 
 /* ------------------------------------------------------------- malformed */
 static void test_truncated_and_corrupted(void) {
-    const char *files[] = {"conv_net.onnx", "control_flow.onnx", "attrs.onnx", "dtypes.onnx", "function.onnx",
-                           "function_in_if.onnx"};
+    const char *files[] = {"conv_net.onnx", "control_flow.onnx", "attrs.onnx",
+                           "dtypes.onnx",   "function.onnx",     "function_in_if.onnx"};
     uint64_t tried = 0, failed = 0;
     for (size_t fi = 0; fi < CTOSA_ARRAY_LEN(files); fi++) {
         char path[1024];
@@ -581,8 +617,8 @@ static void test_truncated_and_corrupted(void) {
                 tried++;
                 if (e) {
                     failed++;
-                    CHECK_MSG(strstr(ctosa_error_message(e), "bad.onnx: byte ") == ctosa_error_message(e), "%s",
-                              ctosa_error_message(e));
+                    CHECK_MSG(strstr(ctosa_error_message(e), "bad.onnx: byte ") == ctosa_error_message(e),
+                              "%s", ctosa_error_message(e));
                 } else {
                     const ctosa_onnx_graph *g = ctosa_onnx_info(m)->graph;
                     for (uint32_t i = 0; i < g->n_initializers; i++) {
@@ -614,8 +650,9 @@ static void test_specific_errors(void) {
     if (!buf) return;
     ctosa_onnx_model *m = NULL;
     /* Not an ONNX file at all. */
-    CHECK_ERR(ctosa_onnx_load_memory("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11, "junk.onnx", NULL, &m),
-              CTOSA_ERR_FORMAT, "junk.onnx: byte 0: varint longer than 10 bytes");
+    CHECK_ERR(
+        ctosa_onnx_load_memory("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11, "junk.onnx", NULL, &m),
+        CTOSA_ERR_FORMAT, "junk.onnx: byte 0: varint longer than 10 bytes");
     CHECK_ERR(ctosa_onnx_load_memory("", 0, "empty.onnx", NULL, &m), CTOSA_ERR_FORMAT,
               "empty.onnx: byte 0: the model has no graph");
     CHECK_ERR(ctosa_onnx_load(DATA "no_such.onnx", NULL, &m), CTOSA_ERR_IO, "no_such.onnx");
@@ -623,13 +660,18 @@ static void test_specific_errors(void) {
      * tag 0x40); turn the first element into a fixed32 (tag 0x45). */
     size_t at = 0;
     for (size_t i = 0; i + 4 < n; i++)
-        if (!memcmp(buf + i, "pads", 4)) { at = i; break; }
+        if (!memcmp(buf + i, "pads", 4)) {
+            at = i;
+            break;
+        }
     CHECK(at > 0 && buf[at + 4] == 0x40);
     if (at > 0 && buf[at + 4] == 0x40) {
         buf[at + 4] = 0x45;
         char want[256];
-        snprintf(want, sizeof want, "m.onnx: byte %zu: node #0 'conv1' (Conv): attribute 'pads': field 'ints' (8) "
-                 "has wire type fixed32, expected varint or packed", at + 4);
+        snprintf(want, sizeof want,
+                 "m.onnx: byte %zu: node #0 'conv1' (Conv): attribute 'pads': field 'ints' (8) "
+                 "has wire type fixed32, expected varint or packed",
+                 at + 4);
         CHECK_ERR(ctosa_onnx_load_memory(buf, n, "m.onnx", NULL, &m), CTOSA_ERR_FORMAT, want);
         buf[at + 4] = 0x40;
         /* Overlong varint as the first pads value: 11 continuation bytes do
@@ -648,9 +690,7 @@ typedef struct corpus_stats {
     unsigned models, nodes, tensors, skipped_non_tensor, initializers, failed, quirks;
 } corpus_stats;
 
-static bool is_initializer(const ctosa_onnx_graph *g, const char *name) {
-    return find_init(g, name) != NULL;
-}
+static bool is_initializer(const ctosa_onnx_graph *g, const char *name) { return find_init(g, name) != NULL; }
 
 static void check_pb(const char *path, const ctosa_onnx_value_info *vi, corpus_stats *st) {
     if (!vi || !vi->type || vi->type->kind != CTOSA_ONNX_TYPE_TENSOR) {
@@ -681,10 +721,8 @@ static void check_pb(const char *path, const ctosa_onnx_value_info *vi, corpus_s
         if (vi->type->has_shape && !like_quirk)
             CHECK_MSG(v.rank == vi->type->rank, "%s: rank %u vs %u", path, v.rank, vi->type->rank);
         uint64_t want;
-        if (v.dtype == CTOSA_ONNX_STRING)
-            CHECK(v.nbytes == v.count * sizeof(ctosa_onnx_bytes));
-        else
-            CHECK_MSG(ctosa_onnx_dtype_storage(v.dtype, v.count, &want) && want == v.nbytes, "%s", path);
+        if (v.dtype == CTOSA_ONNX_STRING) CHECK(v.nbytes == v.count * sizeof(ctosa_onnx_bytes));
+        else CHECK_MSG(ctosa_onnx_dtype_storage(v.dtype, v.count, &want) && want == v.nbytes, "%s", path);
     }
     arena_free(&a);
 }
@@ -731,8 +769,8 @@ static void corpus_dir(const char *root, corpus_stats *st) {
             for (uint32_t i = 0;; i++) {
                 snprintf(path, sizeof path, "%s/test_data_set_0/%s_%u.pb", dir, kind ? "output" : "input", i);
                 if (access(path, R_OK) != 0) break;
-                const ctosa_onnx_value_info *vi = kind ? (i < g->n_outputs ? &g->outputs[i] : NULL)
-                                                       : (i < nin ? ins[i] : NULL);
+                const ctosa_onnx_value_info *vi =
+                    kind ? (i < g->n_outputs ? &g->outputs[i] : NULL) : (i < nin ? ins[i] : NULL);
                 check_pb(path, vi, st);
             }
         }
@@ -744,7 +782,8 @@ static void corpus_dir(const char *root, corpus_stats *st) {
 static void test_corpus(void) {
     struct stat sb;
     if (stat(CORPUS "/node", &sb) != 0) {
-        fprintf(stderr, "SKIPPED test_corpus: %s absent (apt-get install libonnx-testdata)\n", CORPUS "/node");
+        fprintf(stderr, "SKIPPED test_corpus: %s absent (apt-get install libonnx-testdata)\n",
+                CORPUS "/node");
         return;
     }
     const char *sub[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
@@ -754,9 +793,11 @@ static void test_corpus(void) {
         snprintf(root, sizeof root, CORPUS "/%s", sub[i]);
         double t0 = now_seconds();
         corpus_dir(root, &st);
-        fprintf(stderr, "corpus %s: %u models (%u nodes, %u initializers), %u tensor files, %u sequence/optional "
-                "files skipped, %u known data-set quirks, %u failures, %.0f ms\n", sub[i], st.models, st.nodes,
-                st.initializers, st.tensors, st.skipped_non_tensor, st.quirks, st.failed, (now_seconds() - t0) * 1e3);
+        fprintf(stderr,
+                "corpus %s: %u models (%u nodes, %u initializers), %u tensor files, %u sequence/optional "
+                "files skipped, %u known data-set quirks, %u failures, %.0f ms\n",
+                sub[i], st.models, st.nodes, st.initializers, st.tensors, st.skipped_non_tensor, st.quirks,
+                st.failed, (now_seconds() - t0) * 1e3);
         CHECK(st.failed == 0);
         if (!strcmp(sub[i], "node")) CHECK(st.models == 932 && st.tensors > 2500);
     }

@@ -63,37 +63,145 @@
 static const struct {
     const char *op, *family;
 } LISTED[] = {
-#define EW(o) {o, "elementwise"}
-#define CV(o) {o, "conv/matmul/norm"}
-#define DM(o) {o, "layout/gather/reduce"}
-#define ST(o) {o, "structural"}
-#define RN(o) {o, "recurrent"}
-    EW("Abs"), EW("Acos"), EW("Acosh"), EW("Add"), EW("And"), EW("Asin"), EW("Asinh"),
-    EW("Atan"), EW("Atanh"), EW("BitShift"), EW("BitwiseAnd"), EW("BitwiseNot"),
-    EW("BitwiseOr"), EW("BitwiseXor"), EW("Cast"), EW("CastLike"), EW("Ceil"), EW("Celu"),
-    EW("Clip"), EW("Cos"), EW("Cosh"), EW("Div"), EW("Elu"), EW("Equal"), EW("Erf"), EW("Exp"),
-    EW("Floor"), EW("Gelu"), EW("Greater"), EW("GreaterOrEqual"), EW("HardSigmoid"),
-    EW("HardSwish"), EW("LeakyRelu"), EW("Less"), EW("LessOrEqual"), EW("Log"), EW("Max"),
-    EW("Mean"), EW("Min"), EW("Mish"), EW("Mod"), EW("Mul"), EW("Neg"), EW("Not"), EW("Or"),
-    EW("Pow"), EW("PRelu"), EW("Reciprocal"), EW("Relu"), EW("Round"), EW("Selu"),
-    EW("Shrink"), EW("Sigmoid"), EW("Sign"), EW("Sin"), EW("Sinh"), EW("Softplus"),
-    EW("Softsign"), EW("Sqrt"), EW("Sub"), EW("Sum"), EW("Tan"), EW("Tanh"),
-    EW("ThresholdedRelu"), EW("Where"), EW("Xor"),
-    CV("AveragePool"), CV("BatchNormalization"), CV("Conv"), CV("ConvTranspose"),
-    CV("DepthToSpace"), CV("Einsum"), CV("Gemm"), CV("GlobalAveragePool"),
-    CV("GlobalMaxPool"), CV("GroupNormalization"), CV("Hardmax"), CV("InstanceNormalization"),
-    CV("LayerNormalization"), CV("LogSoftmax"), CV("LpNormalization"), CV("LRN"),
-    CV("MatMul"), CV("MaxPool"), CV("Resize"), CV("RMSNormalization"), CV("Softmax"),
-    CV("SpaceToDepth"), CV("Upsample"),
-    DM("ArgMax"), DM("ArgMin"), DM("Concat"), DM("CumSum"), DM("Expand"), DM("EyeLike"),
-    DM("Gather"), DM("GatherElements"), DM("Pad"), DM("Range"), DM("ReduceL1"),
-    DM("ReduceL2"), DM("ReduceLogSum"), DM("ReduceLogSumExp"), DM("ReduceMax"),
-    DM("ReduceMean"), DM("ReduceMin"), DM("ReduceProd"), DM("ReduceSum"),
-    DM("ReduceSumSquare"), DM("ScatterElements"), DM("ScatterND"), DM("Slice"), DM("Split"),
-    DM("Tile"), DM("Trilu"),
-    ST("Constant"), ST("ConstantOfShape"), ST("Dropout"), ST("Flatten"), ST("Identity"),
-    ST("Reshape"), ST("Shape"), ST("Size"), ST("Squeeze"), ST("Transpose"), ST("Unsqueeze"),
-    RN("GRU"), RN("LSTM"), RN("RNN"),
+#define EW(o) \
+    { o, "elementwise" }
+#define CV(o) \
+    { o, "conv/matmul/norm" }
+#define DM(o) \
+    { o, "layout/gather/reduce" }
+#define ST(o) \
+    { o, "structural" }
+#define RN(o) \
+    { o, "recurrent" }
+    EW("Abs"),
+    EW("Acos"),
+    EW("Acosh"),
+    EW("Add"),
+    EW("And"),
+    EW("Asin"),
+    EW("Asinh"),
+    EW("Atan"),
+    EW("Atanh"),
+    EW("BitShift"),
+    EW("BitwiseAnd"),
+    EW("BitwiseNot"),
+    EW("BitwiseOr"),
+    EW("BitwiseXor"),
+    EW("Cast"),
+    EW("CastLike"),
+    EW("Ceil"),
+    EW("Celu"),
+    EW("Clip"),
+    EW("Cos"),
+    EW("Cosh"),
+    EW("Div"),
+    EW("Elu"),
+    EW("Equal"),
+    EW("Erf"),
+    EW("Exp"),
+    EW("Floor"),
+    EW("Gelu"),
+    EW("Greater"),
+    EW("GreaterOrEqual"),
+    EW("HardSigmoid"),
+    EW("HardSwish"),
+    EW("LeakyRelu"),
+    EW("Less"),
+    EW("LessOrEqual"),
+    EW("Log"),
+    EW("Max"),
+    EW("Mean"),
+    EW("Min"),
+    EW("Mish"),
+    EW("Mod"),
+    EW("Mul"),
+    EW("Neg"),
+    EW("Not"),
+    EW("Or"),
+    EW("Pow"),
+    EW("PRelu"),
+    EW("Reciprocal"),
+    EW("Relu"),
+    EW("Round"),
+    EW("Selu"),
+    EW("Shrink"),
+    EW("Sigmoid"),
+    EW("Sign"),
+    EW("Sin"),
+    EW("Sinh"),
+    EW("Softplus"),
+    EW("Softsign"),
+    EW("Sqrt"),
+    EW("Sub"),
+    EW("Sum"),
+    EW("Tan"),
+    EW("Tanh"),
+    EW("ThresholdedRelu"),
+    EW("Where"),
+    EW("Xor"),
+    CV("AveragePool"),
+    CV("BatchNormalization"),
+    CV("Conv"),
+    CV("ConvTranspose"),
+    CV("DepthToSpace"),
+    CV("Einsum"),
+    CV("Gemm"),
+    CV("GlobalAveragePool"),
+    CV("GlobalMaxPool"),
+    CV("GroupNormalization"),
+    CV("Hardmax"),
+    CV("InstanceNormalization"),
+    CV("LayerNormalization"),
+    CV("LogSoftmax"),
+    CV("LpNormalization"),
+    CV("LRN"),
+    CV("MatMul"),
+    CV("MaxPool"),
+    CV("Resize"),
+    CV("RMSNormalization"),
+    CV("Softmax"),
+    CV("SpaceToDepth"),
+    CV("Upsample"),
+    DM("ArgMax"),
+    DM("ArgMin"),
+    DM("Concat"),
+    DM("CumSum"),
+    DM("Expand"),
+    DM("EyeLike"),
+    DM("Gather"),
+    DM("GatherElements"),
+    DM("Pad"),
+    DM("Range"),
+    DM("ReduceL1"),
+    DM("ReduceL2"),
+    DM("ReduceLogSum"),
+    DM("ReduceLogSumExp"),
+    DM("ReduceMax"),
+    DM("ReduceMean"),
+    DM("ReduceMin"),
+    DM("ReduceProd"),
+    DM("ReduceSum"),
+    DM("ReduceSumSquare"),
+    DM("ScatterElements"),
+    DM("ScatterND"),
+    DM("Slice"),
+    DM("Split"),
+    DM("Tile"),
+    DM("Trilu"),
+    ST("Constant"),
+    ST("ConstantOfShape"),
+    ST("Dropout"),
+    ST("Flatten"),
+    ST("Identity"),
+    ST("Reshape"),
+    ST("Shape"),
+    ST("Size"),
+    ST("Squeeze"),
+    ST("Transpose"),
+    ST("Unsqueeze"),
+    RN("GRU"),
+    RN("LSTM"),
+    RN("RNN"),
 #undef EW
 #undef CV
 #undef DM
@@ -118,34 +226,33 @@ static int g_n_specs = N_SPECS;
 
 /* Result of one test under one spec. Order: worse failures later. */
 typedef enum rstat {
-    R_NONE = 0,      /* not run (skipped) */
+    R_NONE = 0, /* not run (skipped) */
     R_PASS,
     R_FALLBACK,
     R_MISMATCH,
     R_RUN_ERROR,
-    R_INTERNAL,      /* a fallback with code internal_error: a lowering bug */
+    R_INTERNAL, /* a fallback with code internal_error: a lowering bug */
     R_LOWER_ERROR,
     R_ACCOUNTING,
     R_INVALID,
     R_CRASH,
     R_COUNT
 } rstat;
-static const char *const RNAME[] = {"skipped",     "pass",       "fallback",
-                                    "mismatch",    "run_error",  "internal_error",
-                                    "lower_error", "accounting", "invalid_tosa",
-                                    "crash"};
+static const char *const RNAME[] = {"skipped",      "pass",           "fallback",    "mismatch",
+                                    "run_error",    "internal_error", "lower_error", "accounting",
+                                    "invalid_tosa", "crash"};
 
 typedef struct spec_result {
     rstat st;
     uint32_t delegated, total, partitions, binds;
-    char code[48];            /* fallback: first reason code */
-    char reason[REASON_CAP];  /* fallback reason or failure detail */
+    char code[48];           /* fallback: first reason code */
+    char reason[REASON_CAP]; /* fallback reason or failure detail */
 } spec_result;
 
 typedef struct test_case {
     char *name;
-    char op[64];          /* the operator under test ("" when several) */
-    const char *family;   /* listed family or NULL */
+    char op[64];        /* the operator under test ("" when several) */
+    const char *family; /* listed family or NULL */
     bool expanded;
     bool skipped;
     char skip_reason[128];
@@ -167,8 +274,7 @@ static void one_line(char *s) {
         if (*s == '\n' || *s == '\r' || *s == '\t') *s = ' ';
 }
 
-static void set_reason(spec_result *r, rstat st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void set_reason(spec_result *r, rstat st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_reason(spec_result *r, rstat st, const char *fmt, ...) {
     r->st = st;
     va_list ap;
@@ -226,9 +332,8 @@ static uint32_t add_binds(binder *b, const ctosa_lower_summary *sum, const char 
 
 /* Lowers with the binds of b, then keeps binding needs_constant graph
  * inputs and lowering again while that adds binds (a few rounds). */
-static ctosa_error *lower_bound(const char *dir, const char *model, int s,
-                                const char *const *in_names, uint32_t n_in, binder *b,
-                                ctosa_lower_result **out) {
+static ctosa_error *lower_bound(const char *dir, const char *model, int s, const char *const *in_names,
+                                uint32_t n_in, binder *b, ctosa_lower_result **out) {
     static char files[MAX_IO][4200];
     ctosa_lower_bind binds[MAX_IO];
     ctosa_lower_result *res = NULL;
@@ -254,8 +359,7 @@ static ctosa_error *lower_bound(const char *dir, const char *model, int s,
             ctosa_lower_result_free(res);
             return e;
         }
-        if (round >= 16 ||
-            !add_binds(b, ctosa_lower_result_summary(res), in_names, n_in, "needs_constant"))
+        if (round >= 16 || !add_binds(b, ctosa_lower_result_summary(res), in_names, n_in, "needs_constant"))
             break;
     }
     *out = res;
@@ -290,8 +394,7 @@ static void run_spec(const char *dir, const ctosa_onnx_graph *g, int s, spec_res
         ctosa_lower_result *res2 = NULL;
         le = lower_bound(dir, model, s, in_names, n_in, &b2, &res2);
         if (le) {
-            set_reason(r, R_LOWER_ERROR, "(with --bind of int64 inputs) %s",
-                       ctosa_error_message(le));
+            set_reason(r, R_LOWER_ERROR, "(with --bind of int64 inputs) %s", ctosa_error_message(le));
             ctosa_error_free(le);
             ctosa_lower_result_free(res);
             return;
@@ -328,8 +431,7 @@ static void run_spec(const char *dir, const ctosa_onnx_graph *g, int s, spec_res
         const ctosa_lower_fallback *fb = &sum->fallback[0];
         r->st = R_FALLBACK;
         snprintf(r->code, sizeof r->code, "%s", fb->code);
-        set_reason(r, R_FALLBACK, "%s: %s: %s", fb->op_type ? fb->op_type : "?", fb->code,
-                   fb->reason);
+        set_reason(r, R_FALLBACK, "%s: %s: %s", fb->op_type ? fb->op_type : "?", fb->code, fb->reason);
         goto done;
     }
 
@@ -365,8 +467,10 @@ static void run_spec(const char *dir, const ctosa_onnx_graph *g, int s, spec_res
         }
         const npy_array *got = lt_values_get(&vals, name);
         if (!got)
-            set_reason(r, R_MISMATCH, "graph output '%s' is produced by no partition "
-                       "(folded outputs cannot be checked)", name);
+            set_reason(r, R_MISMATCH,
+                       "graph output '%s' is produced by no partition "
+                       "(folded outputs cannot be checked)",
+                       name);
         else if (!lt_compare(got, &want, RTOL, ATOL, NULL, why, sizeof why))
             set_reason(r, R_MISMATCH, "output '%s': %s", name, why);
         npy_free(&want);
@@ -384,9 +488,8 @@ static void child_run(const char *dir, const ctosa_onnx_graph *g, int fd) {
         memset(&r, 0, sizeof r);
         run_spec(dir, g, s, &r);
         char line[REASON_CAP + 200];
-        int n = snprintf(line, sizeof line, "R %d %d %u %u %u %u %s\t%s\n", s, (int)r.st,
-                         r.delegated, r.total, r.partitions, r.binds, r.code[0] ? r.code : "-",
-                         r.reason);
+        int n = snprintf(line, sizeof line, "R %d %d %u %u %u %u %s\t%s\n", s, (int)r.st, r.delegated,
+                         r.total, r.partitions, r.binds, r.code[0] ? r.code : "-", r.reason);
         if (n > (int)sizeof line) n = (int)sizeof line;
         if (write(fd, line, (size_t)n) < 0) break;
     }
@@ -394,9 +497,7 @@ static void child_run(const char *dir, const ctosa_onnx_graph *g, int fd) {
 
 /* ------------------------------------------------------------ the driver */
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static uint64_t dir_bytes(const char *dir) {
     DIR *d = opendir(dir);
@@ -451,8 +552,9 @@ static void parse_child(test_case *t, char *buf) {
         unsigned del, tot, parts, binds;
         char code[48];
         int off = 0;
-        if (sscanf(line, "R %d %d %u %u %u %u %47s%n", &s, &st, &del, &tot, &parts, &binds,
-                   code, &off) != 7 || s < 0 || s >= g_n_specs || st < 0 || st >= R_COUNT)
+        if (sscanf(line, "R %d %d %u %u %u %u %47s%n", &s, &st, &del, &tot, &parts, &binds, code, &off) !=
+                7 ||
+            s < 0 || s >= g_n_specs || st < 0 || st >= R_COUNT)
             continue;
         spec_result *r = &t->r[s];
         r->st = (rstat)st;
@@ -562,9 +664,7 @@ static void run_all(test_case *tests, size_t n, int jobs) {
                 if (WIFSIGNALED(status))
                     snprintf(how, sizeof how, "killed by signal %d%s", WTERMSIG(status),
                              WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
-                else
-                    snprintf(how, sizeof how, "exit status %d (sanitizer report?)",
-                             WEXITSTATUS(status));
+                else snprintf(how, sizeof how, "exit status %d (sanitizer report?)", WEXITSTATUS(status));
                 for (int s = 0; s < g_n_specs; s++)
                     if (t->r[s].st == R_NONE || s == g_n_specs - 1) {
                         set_reason(&t->r[s], R_CRASH, "%s", how);
@@ -593,8 +693,7 @@ static void verdict(test_case *t) {
     if (worst >= R_MISMATCH) {
         t->failed = true;
         snprintf(t->fail_kind, sizeof t->fail_kind, "%s", RNAME[worst]);
-        snprintf(t->fail_reason, sizeof t->fail_reason, "%s: %s", SPECS[worst_s],
-                 t->r[worst_s].reason);
+        snprintf(t->fail_reason, sizeof t->fail_reason, "%s: %s", SPECS[worst_s], t->r[worst_s].reason);
     } else if (t->family && !passed) {
         /* A listed operator that no spec delegated: say why (the wider spec
          * first: it has the integer rows too). */
@@ -707,23 +806,21 @@ static int write_exceptions(const char *path, const test_case *tests, size_t n) 
 
 /* Per-operator table (tools/node_report.sh). */
 static void print_table(const test_case *tests, size_t n) {
-    printf("%-24s %-22s %5s %7s %7s %8s %6s  %s\n", "operator", "family", "tests", "pass_FP",
-           "pass_IF", "fallback", "failed", "first reason (INT+FP)");
+    printf("%-24s %-22s %5s %7s %7s %8s %6s  %s\n", "operator", "family", "tests", "pass_FP", "pass_IF",
+           "fallback", "failed", "first reason (INT+FP)");
     /* operators in order of first appearance in the sorted test list */
     for (size_t i = 0; i < n; i++) {
         const char *op = tests[i].op[0] ? tests[i].op : (tests[i].expanded ? "(expanded)" : "(multi-op)");
         bool first = true;
         for (size_t k = 0; k < i && first; k++) {
-            const char *o2 = tests[k].op[0] ? tests[k].op
-                                            : (tests[k].expanded ? "(expanded)" : "(multi-op)");
+            const char *o2 = tests[k].op[0] ? tests[k].op : (tests[k].expanded ? "(expanded)" : "(multi-op)");
             if (strcmp(o2, op) == 0) first = false;
         }
         if (!first) continue;
         unsigned cnt = 0, p0 = 0, p1 = 0, fb = 0, fail = 0;
         const char *reason = "";
         for (size_t k = i; k < n; k++) {
-            const char *o2 = tests[k].op[0] ? tests[k].op
-                                            : (tests[k].expanded ? "(expanded)" : "(multi-op)");
+            const char *o2 = tests[k].op[0] ? tests[k].op : (tests[k].expanded ? "(expanded)" : "(multi-op)");
             if (strcmp(o2, op) != 0 || tests[k].skipped) continue;
             cnt++;
             p0 += tests[k].r[0].st == R_PASS;
@@ -735,8 +832,8 @@ static void print_table(const test_case *tests, size_t n) {
                 reason = tests[k].failed ? tests[k].fail_reason : tests[k].r[1].reason;
         }
         if (!cnt) continue;
-        printf("%-24s %-22s %5u %7u %7u %8u %6u  %.110s\n", op,
-               tests[i].family ? tests[i].family : "-", cnt, p0, p1, fb, fail, reason);
+        printf("%-24s %-22s %5u %7u %7u %8u %6u  %.110s\n", op, tests[i].family ? tests[i].family : "-", cnt,
+               p0, p1, fb, fail, reason);
     }
 }
 
@@ -758,14 +855,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--extra-spec") && i + 1 < argc) {
             SPECS[N_SPECS] = argv[++i];
             g_n_specs = N_SPECS + 1;
-        }
-        else if (!strcmp(argv[i], "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sample") && i + 1 < argc) sample = atoi(argv[++i]);
         else if (argv[i][0] != '-' && n_filters < 64) filters[n_filters++] = argv[i];
         else {
-            fprintf(stderr, "usage: %s [-v] [-q] [--table] [--write-exceptions FILE] [--exceptions "
+            fprintf(stderr,
+                    "usage: %s [-v] [-q] [--table] [--write-exceptions FILE] [--exceptions "
                     "FILE] [--data DIR] [--extra-spec SPEC] [-j N] [--sample N] "
-                    "[SUBSTRING...]\n", argv[0]);
+                    "[SUBSTRING...]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -824,8 +922,8 @@ int main(int argc, char **argv) {
 
     struct timeval t0, t1;
     gettimeofday(&t0, NULL);
-    fprintf(stderr, "running %zu of %zu node tests from %s, %d at a time%s\n", n_run, n, g_data,
-            jobs, sample > 1 ? " (sampled)" : "");
+    fprintf(stderr, "running %zu of %zu node tests from %s, %d at a time%s\n", n_run, n, g_data, jobs,
+            sample > 1 ? " (sampled)" : "");
     run_all(tests, n, jobs);
     gettimeofday(&t1, NULL);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_usec - t0.tv_usec) / 1e6;
@@ -842,8 +940,8 @@ int main(int argc, char **argv) {
         /* The extra spec is report-only: its failures are notes. */
         for (int s = N_SPECS; s < g_n_specs; s++)
             if (t->r[s].st >= R_MISMATCH)
-                printf("note: %s under %s (report-only): %s: %s\n", t->name, SPECS[s],
-                       RNAME[t->r[s].st], t->r[s].reason);
+                printf("note: %s under %s (report-only): %s: %s\n", t->name, SPECS[s], RNAME[t->r[s].st],
+                       t->r[s].reason);
         verdict(t);
         t->exception = find_exception(&exc, t->name);
         if (t->family) listed++;
@@ -854,8 +952,7 @@ int main(int argc, char **argv) {
             else other_ok++;
             if (t->exception) {
                 fixed++;
-                printf("note: %s passes now but is listed as an exception (%s)\n", t->name,
-                       t->exception);
+                printf("note: %s passes now but is listed as an exception (%s)\n", t->name, t->exception);
             }
         } else if (t->exception) {
             excepted++;
@@ -866,41 +963,38 @@ int main(int argc, char **argv) {
             th_failures++;
             if (!quiet)
                 printf("FAIL %s [%s] %s: %s\n", t->name, t->op[0] ? t->op : "-", t->fail_kind,
-                   t->fail_reason);
+                       t->fail_reason);
         }
         if (verbose && !t->failed)
-            printf("ok   %s [%s] FP:%s INT+FP:%s%s%s\n", t->name, t->op[0] ? t->op : "-",
-                   RNAME[t->r[0].st], RNAME[t->r[1].st], g_n_specs > N_SPECS ? " extra:" : "",
+            printf("ok   %s [%s] FP:%s INT+FP:%s%s%s\n", t->name, t->op[0] ? t->op : "-", RNAME[t->r[0].st],
+                   RNAME[t->r[1].st], g_n_specs > N_SPECS ? " extra:" : "",
                    g_n_specs > N_SPECS ? RNAME[t->r[N_SPECS].st] : "");
         if (verbose && t->failed && g_n_specs > N_SPECS)
             printf("     %s under %s: %s\n", t->name, SPECS[N_SPECS], RNAME[t->r[N_SPECS].st]);
     }
 
     if (table) print_table(tests, n);
-    printf("\n%-16s %5s %8s %8s %9s %8s %11s %10s %12s %5s %5s\n", "spec", "pass",
-           "fallback", "mismatch", "run_error", "internal", "lower_error", "accounting",
-           "invalid_tosa", "crash", "tests");
+    printf("\n%-16s %5s %8s %8s %9s %8s %11s %10s %12s %5s %5s\n", "spec", "pass", "fallback", "mismatch",
+           "run_error", "internal", "lower_error", "accounting", "invalid_tosa", "crash", "tests");
     for (int s = 0; s < g_n_specs; s++) {
         unsigned tot = 0;
         for (int k = R_PASS; k < R_COUNT; k++) tot += per[s][k];
         printf("%-16s %5u %8u %8u %9u %8u %11u %10u %12u %5u %5u\n", SPECS[s], per[s][R_PASS],
                per[s][R_FALLBACK], per[s][R_MISMATCH], per[s][R_RUN_ERROR], per[s][R_INTERNAL],
-               per[s][R_LOWER_ERROR], per[s][R_ACCOUNTING], per[s][R_INVALID], per[s][R_CRASH],
-               tot);
+               per[s][R_LOWER_ERROR], per[s][R_ACCOUNTING], per[s][R_INVALID], per[s][R_CRASH], tot);
     }
     /* Per family of listed operators: tests, delegated+matching per spec,
      * and how many are exceptions. */
-    static const char *const FAMILIES[] = {"elementwise", "conv/matmul/norm",
-                                           "layout/gather/reduce", "structural", "recurrent", NULL};
-    printf("\n%-22s %6s %8s %8s %8s %10s %9s\n", "family (listed ops)", "tests", "pass_FP",
-           "pass_IF", "pass_any", "exceptions", "failures");
+    static const char *const FAMILIES[] = {"elementwise", "conv/matmul/norm", "layout/gather/reduce",
+                                           "structural",  "recurrent",        NULL};
+    printf("\n%-22s %6s %8s %8s %8s %10s %9s\n", "family (listed ops)", "tests", "pass_FP", "pass_IF",
+           "pass_any", "exceptions", "failures");
     for (int f = 0; f <= 5; f++) {
         unsigned c = 0, p0 = 0, p1 = 0, pa = 0, ex = 0, fl = 0;
         for (size_t i = 0; i < n; i++) {
             const test_case *t = &tests[i];
             if (t->skipped) continue;
-            if (f < 5 ? !(t->family && !strcmp(t->family, FAMILIES[f])) : t->family != NULL)
-                continue;
+            if (f < 5 ? !(t->family && !strcmp(t->family, FAMILIES[f])) : t->family != NULL) continue;
             c++;
             p0 += t->r[0].st == R_PASS;
             p1 += t->r[1].st == R_PASS;
@@ -908,16 +1002,15 @@ int main(int argc, char **argv) {
             ex += t->failed && t->exception;
             fl += t->failed && !t->exception;
         }
-        printf("%-22s %6u %8u %8u %8u %10u %9u\n", f < 5 ? FAMILIES[f] : "(other, expanded)", c,
-               p0, p1, pa, ex, fl);
+        printf("%-22s %6u %8u %8u %8u %10u %9u\n", f < 5 ? FAMILIES[f] : "(other, expanded)", c, p0, p1, pa,
+               ex, fl);
     }
-    printf("\nlisted-operator tests: %u, delegated+matching %u, documented exceptions %u\n",
-           listed, listed_pass, listed_exc);
+    printf("\nlisted-operator tests: %u, delegated+matching %u, documented exceptions %u\n", listed,
+           listed_pass, listed_exc);
     printf("other tests (unlisted ops, _expanded): %u, clean %u\n", other, other_ok);
-    printf("exceptions used %u (list has %zu), listed exceptions that pass now %u\n", excepted,
-           exc.n, fixed);
-    printf("%u passed, %u failed (unexpected), %u exceptions, %zu skipped, %.1f s\n",
-           listed_pass + other_ok, unexpected, excepted, n - n_run, secs);
+    printf("exceptions used %u (list has %zu), listed exceptions that pass now %u\n", excepted, exc.n, fixed);
+    printf("%u passed, %u failed (unexpected), %u exceptions, %zu skipped, %.1f s\n", listed_pass + other_ok,
+           unexpected, excepted, n - n_run, secs);
 
     int rc = 0;
     if (write_path) rc = write_exceptions(write_path, tests, n);

@@ -24,7 +24,10 @@ static void w_varint(wbuf *w, uint64_t v) {
     } while (v);
 }
 static void w_tag(wbuf *w, uint32_t num, int wire) { w_varint(w, (uint64_t)num << 3 | (uint64_t)wire); }
-static void w_uint(wbuf *w, uint32_t num, uint64_t v) { w_tag(w, num, 0); w_varint(w, v); }
+static void w_uint(wbuf *w, uint32_t num, uint64_t v) {
+    w_tag(w, num, 0);
+    w_varint(w, v);
+}
 static void w_bytes(wbuf *w, uint32_t num, const void *p, size_t n) {
     w_tag(w, num, 2);
     w_varint(w, n);
@@ -54,7 +57,8 @@ static void test_files(void) {
     onnx_tensor_value v;
 
     CHECK_OK(read_t(TDATA "f32_raw.pb", &a, &v));
-    CHECK(v.dtype == CTOSA_ONNX_FLOAT && v.rank == 3 && v.dims[0] == 2 && v.dims[2] == 4 && v.count == 24 && v.nbytes == 96);
+    CHECK(v.dtype == CTOSA_ONNX_FLOAT && v.rank == 3 && v.dims[0] == 2 && v.dims[2] == 4 && v.count == 24 &&
+          v.nbytes == 96);
     CHECK(!strcmp(v.name, "x"));
     bool ok = true;
     for (int i = 0; i < 24; i++) {
@@ -106,7 +110,8 @@ static void test_numpy_names(void) {
     CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_UINT8), "uint8"));
     CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_BFLOAT16), "bfloat16"));
     CHECK(!strcmp(onnx_dtype_numpy_name(CTOSA_ONNX_INT4), "int4"));
-    CHECK(onnx_dtype_numpy_name(0) == NULL && onnx_dtype_numpy_name(27) == NULL && onnx_dtype_numpy_name(-1) == NULL);
+    CHECK(onnx_dtype_numpy_name(0) == NULL && onnx_dtype_numpy_name(27) == NULL &&
+          onnx_dtype_numpy_name(-1) == NULL);
     uint64_t b;
     CHECK(ctosa_onnx_dtype_storage(CTOSA_ONNX_INT4, 5, &b) && b == 3);
     CHECK(ctosa_onnx_dtype_storage(CTOSA_ONNX_INT2, 5, &b) && b == 2);
@@ -137,7 +142,8 @@ static void test_typed_layouts(void) {
     w_uint(&w, 1, 2);
     w_uint(&w, 1, 2);
     w_uint(&w, 2, CTOSA_ONNX_INT64);
-    uint8_t run1[] = {0x05, 0x7f}, run2[] = {0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    uint8_t run1[] = {0x05, 0x7f},
+            run2[] = {0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
     w_bytes(&w, 7, run1, sizeof run1);
     w_bytes(&w, 8, "nm", 2);
     w_bytes(&w, 7, run2, sizeof run2);
@@ -191,7 +197,8 @@ static void test_bad_tensors(void) {
     w_bytes(&w, 8, "neg", 3);
     w_uint(&w, 1, (uint64_t)(int64_t)-3);
     w_uint(&w, 2, CTOSA_ONNX_FLOAT);
-    CHECK_ERR(read_t(write_tmp("neg.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "tensor 'neg': dims[0] = -3 is negative");
+    CHECK_ERR(read_t(write_tmp("neg.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
+              "tensor 'neg': dims[0] = -3 is negative");
 
     w.n = 0;
     w_uint(&w, 1, 1);
@@ -207,7 +214,8 @@ static void test_bad_tensors(void) {
     w_uint(&w, 2, CTOSA_ONNX_FLOAT);
     w_bytes(&w, 9, "abcd", 4);
     w_f32(&w, 4, 1.0f);
-    CHECK_ERR(read_t(write_tmp("both.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "data is given in more than one form");
+    CHECK_ERR(read_t(write_tmp("both.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
+              "data is given in more than one form");
 
     w.n = 0;
     w_uint(&w, 2, CTOSA_ONNX_FLOAT);
@@ -254,12 +262,14 @@ static void test_bad_tensors(void) {
     w_bytes(&kv, 1, "offset", 6);
     w_bytes(&kv, 2, "-1", 2);
     w_bytes(&w, 13, kv.b, kv.n);
-    CHECK_ERR(read_t(write_tmp("extoff.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "offset '-1' is not a non-negative integer");
+    CHECK_ERR(read_t(write_tmp("extoff.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
+              "offset '-1' is not a non-negative integer");
 
     w.n = 0;
     w_uint(&w, 2, CTOSA_ONNX_STRING);
     w_bytes(&w, 9, "ab", 2);
-    CHECK_ERR(read_t(write_tmp("strraw.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "STRING tensors cannot use raw_data");
+    CHECK_ERR(read_t(write_tmp("strraw.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
+              "STRING tensors cannot use raw_data");
 
     w.n = 0;
     w_bytes(&w, 8, "a\0b", 3);
@@ -278,7 +288,8 @@ static void test_bad_tensors(void) {
     w_uint(&w, 1, (uint64_t)1 << 40);
     w_uint(&w, 2, CTOSA_ONNX_INT64);
     w_uint(&w, 7, 1);
-    CHECK_ERR(read_t(write_tmp("huge.pb", &w), &a, &v), CTOSA_ERR_FORMAT, "int64_data has 1 values, INT64 [1099511627776] needs 1099511627776");
+    CHECK_ERR(read_t(write_tmp("huge.pb", &w), &a, &v), CTOSA_ERR_FORMAT,
+              "int64_data has 1 values, INT64 [1099511627776] needs 1099511627776");
     arena_free(&a);
 }
 
@@ -301,7 +312,8 @@ static void test_truncated_files(void) {
             total++;
             if (e) {
                 failed++;
-                CHECK_MSG(strstr(ctosa_error_message(e), p) == ctosa_error_message(e), "%s", ctosa_error_message(e));
+                CHECK_MSG(strstr(ctosa_error_message(e), p) == ctosa_error_message(e), "%s",
+                          ctosa_error_message(e));
             }
             ctosa_error_free(e);
             arena_free(&a);
@@ -326,8 +338,8 @@ static void test_corpus_vs_numpy(void) {
         return;
     }
     const char *out = th_path(th_tmpdir(), "digests.txt");
-    CHECK(th_run(NULL, "/usr/bin/python3 '%s' '%s' > '%s'", CTOSA_SOURCE_DIR "/tests/data/onnx/tensor_digest.py",
-                 corpus, out) == 0);
+    CHECK(th_run(NULL, "/usr/bin/python3 '%s' '%s' > '%s'",
+                 CTOSA_SOURCE_DIR "/tests/data/onnx/tensor_digest.py", corpus, out) == 0);
     FILE *f = fopen(out, "r");
     CHECK(f != NULL);
     if (!f) return;
@@ -358,7 +370,8 @@ static void test_corpus_vs_numpy(void) {
         arena_free(&a);
     }
     fclose(f);
-    fprintf(stderr, "corpus tensors identical to numpy_helper's decoding: %u of %u\n", compared - bad, compared);
+    fprintf(stderr, "corpus tensors identical to numpy_helper's decoding: %u of %u\n", compared - bad,
+            compared);
     CHECK(compared > 2500);
 }
 

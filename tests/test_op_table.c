@@ -36,8 +36,8 @@ static void test_counts_match_spec(void) {
                       "%s inputs %d..%d, spec %u", name, p->min_inputs, p->max_inputs, ni);
         }
         if (lo)
-            CHECK_MSG(p->max_outputs == -1 && p->min_outputs == (int)no, "%s outputs %d..%d, spec %u + a list",
-                      name, p->min_outputs, p->max_outputs, no);
+            CHECK_MSG(p->max_outputs == -1 && p->min_outputs == (int)no,
+                      "%s outputs %d..%d, spec %u + a list", name, p->min_outputs, p->max_outputs, no);
         else
             CHECK_MSG(p->min_outputs == (int)no && p->max_outputs == (int)no + extra_out,
                       "%s outputs %d..%d, spec %u", name, p->min_outputs, p->max_outputs, no);
@@ -50,14 +50,14 @@ static void test_counts_match_spec(void) {
             const spec_arg *arg = spec_op_arg(oi, a);
             if (arg->cat != SPEC_ARG_INPUT) continue;
             if (in_idx >= (uint32_t)p->older_min_inputs && in_idx < (uint32_t)p->min_inputs)
-                CHECK_MSG(arg->ctc_profiles != 0, "%s: older writers omit input %u '%s', not a CTC",
-                          name, in_idx, arg->name);
+                CHECK_MSG(arg->ctc_profiles != 0, "%s: older writers omit input %u '%s', not a CTC", name,
+                          in_idx, arg->name);
             /* Inputs of a layout-following operator that are not data are
              * parameters: compile-time constants in the spec. */
             if (p->layout != CTOSA_OP_LAYOUT_NONE && arg->kind != SPEC_KIND_LIST &&
                 !ctosa_op_is_data_slot(op, in_idx))
-                CHECK_MSG(arg->ctc_profiles != 0, "%s: input %u '%s' is neither data nor a CTC", name,
-                          in_idx, arg->name);
+                CHECK_MSG(arg->ctc_profiles != 0, "%s: input %u '%s' is neither data nor a CTC", name, in_idx,
+                          arg->name);
             if (ctosa_op_is_data_slot(op, in_idx))
                 CHECK_MSG(arg->kind == SPEC_KIND_TENSOR || arg->kind == SPEC_KIND_LIST,
                           "%s: data slot %u '%s' is not a tensor", name, in_idx, arg->name);
@@ -65,8 +65,7 @@ static void test_counts_match_spec(void) {
         }
         if (p->layout == CTOSA_OP_LAYOUT_NONE)
             CHECK_MSG(p->data_slots == 0, "%s: data slots without a layout class", name);
-        else
-            CHECK_MSG(p->data_slots != 0 && ctosa_op_is_data_slot(op, 0), "%s: no data slot 0", name);
+        else CHECK_MSG(p->data_slots != 0 && ctosa_op_is_data_slot(op, 0), "%s: no data slot 0", name);
         if (p->layout == CTOSA_OP_LAYOUT_AXIS) {
             uint32_t n;
             bool has_axis = false;
@@ -108,14 +107,18 @@ static void test_classes_and_flags(void) {
             /* shape operators produce shapes (or nothing: the assertion) */
             CHECK_MSG(tensor_out == 0, "%s: a shape operator with a tensor output", name);
             break;
-        case CTOSA_OP_CLASS_CONTROL: case CTOSA_OP_CLASS_CUSTOM:
+        case CTOSA_OP_CLASS_CONTROL:
+        case CTOSA_OP_CLASS_CUSTOM:
             CHECK_MSG((f & CTOSA_OPF_SIDE_EFFECT) && p->max_inputs == -1, "%s", name);
             break;
-        case CTOSA_OP_CLASS_TENSOR: case CTOSA_OP_CLASS_CONV: case CTOSA_OP_CLASS_REDUCE:
-        case CTOSA_OP_CLASS_IMAGE: case CTOSA_OP_CLASS_CONVERT:
-            CHECK_MSG(f & CTOSA_OPF_COMPUTES, "%s computes", name);
-            break;
-        case CTOSA_OP_CLASS_MOVE: case CTOSA_OP_CLASS_DATA: case CTOSA_OP_CLASS_VARIABLE: break;
+        case CTOSA_OP_CLASS_TENSOR:
+        case CTOSA_OP_CLASS_CONV:
+        case CTOSA_OP_CLASS_REDUCE:
+        case CTOSA_OP_CLASS_IMAGE:
+        case CTOSA_OP_CLASS_CONVERT: CHECK_MSG(f & CTOSA_OPF_COMPUTES, "%s computes", name); break;
+        case CTOSA_OP_CLASS_MOVE:
+        case CTOSA_OP_CLASS_DATA:
+        case CTOSA_OP_CLASS_VARIABLE: break;
         }
     }
     /* the lowering's "does work" test: constants and re-labelling do not */
@@ -140,7 +143,8 @@ static void test_older_writers(void) {
     CHECK(ctosa_op_counts_fit(CTOSA_OP_NEGATE, 1, 1, true));
     CHECK(!ctosa_op_counts_fit(CTOSA_OP_NEGATE, 2, 1, true)); /* never a valid form */
     CHECK(ctosa_op_counts_fit(CTOSA_OP_NEGATE, 3, 1, false));
-    CHECK(ctosa_op_counts_fit(CTOSA_OP_CONCAT, 5, 1, false) && !ctosa_op_counts_fit(CTOSA_OP_CONCAT, 0, 1, false));
+    CHECK(ctosa_op_counts_fit(CTOSA_OP_CONCAT, 5, 1, false) &&
+          !ctosa_op_counts_fit(CTOSA_OP_CONCAT, 0, 1, false));
     CHECK(!ctosa_op_counts_fit(CTOSA_OP_ADD, 2, 2, false));
     CHECK(ctosa_op_is_data_slot(CTOSA_OP_CONCAT, 7));
     CHECK(ctosa_op_is_data_slot(CTOSA_OP_MUL, 1) && !ctosa_op_is_data_slot(CTOSA_OP_MUL, 2));

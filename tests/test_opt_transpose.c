@@ -260,8 +260,8 @@ static bool same_outputs(const ctosa_graph *g, const ctosa_graph *g2, uint64_t s
         if ((e = ctosa_interp_output_info(a, i, &ia))) break;
         if ((e = ctosa_interp_get_output(a, ia.name, &ta))) break;
         if ((e = ctosa_interp_get_output(b, ia.name, &tb))) break;
-        if (ta.size != tb.size || ta.rank != tb.rank || memcmp(ta.shape, tb.shape, ta.rank * sizeof *ta.shape) ||
-            memcmp(ta.data, tb.data, ta.size)) {
+        if (ta.size != tb.size || ta.rank != tb.rank ||
+            memcmp(ta.shape, tb.shape, ta.rank * sizeof *ta.shape) || memcmp(ta.data, tb.data, ta.size)) {
             snprintf(why, wn, "output '%s' differs", ia.name);
             goto out;
         }
@@ -469,10 +469,13 @@ static void test_random_graphs(void) {
         for (uint32_t st = 0; st < steps && np < 60; st++) {
             const char *x = pool[rnd(&s) % np];
             const ctosa_tensor *t = gb_t(&s, x);
-            static const int32_t perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+            static const int32_t perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                                {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
             const char *y = NULL;
             switch (rnd(&s) % 9) {
-            case 0: case 1: case 2: y = gb_transpose(&s, x, perms[1 + rnd(&s) % 5]); break;
+            case 0:
+            case 1:
+            case 2: y = gb_transpose(&s, x, perms[1 + rnd(&s) % 5]); break;
             case 3: y = gb_clamp(&s, x, -1.0f, 1.5f); break;
             case 4: y = gb_unary(&s, rnd(&s) % 2 ? CTOSA_OP_ABS : CTOSA_OP_SIGMOID, x); break;
             case 5: {
@@ -480,18 +483,23 @@ static void test_random_graphs(void) {
                 const char *o = NULL;
                 for (uint32_t k = 0; k < np && !o; k++) {
                     const ctosa_tensor *u = gb_t(&s, pool[(k + rnd(&s)) % np]);
-                    if (memcmp(u->shape, t->shape, 3 * sizeof(int32_t)) == 0 && strcmp(u->name, x)) o = u->name;
+                    if (memcmp(u->shape, t->shape, 3 * sizeof(int32_t)) == 0 && strcmp(u->name, x))
+                        o = u->name;
                 }
                 if (!o || rnd(&s) % 3 == 0) {
                     int32_t cs[3];
                     for (int d = 0; d < 3; d++) cs[d] = rnd(&s) % 2 ? t->shape[d] : 1;
                     o = gb_const_rand(&s, 3, cs);
                 }
-                static const ctosa_op_kind bk[4] = {CTOSA_OP_ADD, CTOSA_OP_MUL, CTOSA_OP_SUB, CTOSA_OP_MAXIMUM};
+                static const ctosa_op_kind bk[4] = {CTOSA_OP_ADD, CTOSA_OP_MUL, CTOSA_OP_SUB,
+                                                    CTOSA_OP_MAXIMUM};
                 y = rnd(&s) % 2 ? gb_binary(&s, bk[rnd(&s) % 4], x, o) : gb_binary(&s, bk[rnd(&s) % 4], o, x);
                 break;
             }
-            case 6: y = gb_reduce(&s, rnd(&s) % 2 ? CTOSA_OP_REDUCE_SUM : CTOSA_OP_REDUCE_MAX, x, (int32_t)(rnd(&s) % 3)); break;
+            case 6:
+                y = gb_reduce(&s, rnd(&s) % 2 ? CTOSA_OP_REDUCE_SUM : CTOSA_OP_REDUCE_MAX, x,
+                              (int32_t)(rnd(&s) % 3));
+                break;
             case 7: {
                 const char *xs[2] = {x, x};
                 y = gb_concat(&s, 2, xs, (int32_t)(rnd(&s) % 3));
@@ -590,7 +598,8 @@ static uint32_t lower_count(const char *model, const char *spec_text, const char
         const ctosa_lower_io *io = &s->partitions[0].inputs[0];
         ctosa_interp_tensor info;
         if (!e) e = ctosa_interp_input_info(it, 0, &info);
-        if (!e) e = ctosa_interp_set_input(it, info.name, info.dtype, info.rank, info.shape, in.data, info.size);
+        if (!e)
+            e = ctosa_interp_set_input(it, info.name, info.dtype, info.rank, info.shape, in.data, info.size);
         if (!e) e = ctosa_interp_run(it);
         ctosa_interp_tensor o;
         if (!e) e = ctosa_interp_output_info(it, 0, &info);

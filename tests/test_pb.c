@@ -24,7 +24,11 @@ static ctosa_error *read_all(const uint8_t *p, size_t n, int *count, pb_field *l
 }
 
 static void test_varints(void) {
-    struct { uint8_t b[12]; size_t n; uint64_t v; } ok[] = {
+    struct {
+        uint8_t b[12];
+        size_t n;
+        uint64_t v;
+    } ok[] = {
         {{0x00}, 1, 0},
         {{0x7f}, 1, 127},
         {{0x80, 0x01}, 2, 128},
@@ -47,7 +51,11 @@ static void test_varints(void) {
     eleven[10] = 0;
     uint8_t over[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
     uint8_t trunc[3] = {0x80, 0x80, 0x80};
-    struct { const uint8_t *b; size_t n; const char *msg; } bad[] = {
+    struct {
+        const uint8_t *b;
+        size_t n;
+        const char *msg;
+    } bad[] = {
         {eleven, 11, "longer than 10 bytes"},
         {over, 10, "does not fit in 64 bits"},
         {trunc, 3, "truncated varint"},
@@ -66,8 +74,8 @@ static void test_varints(void) {
 
 static void test_fields(void) {
     /* 1: varint 150; 2: "abc"; 3: fixed32 1.5f; 4: fixed64 -2.0; 5: empty LEN */
-    const uint8_t buf[] = {0x08, 0x96, 0x01, 0x12, 3, 'a', 'b', 'c', 0x1d, 0x00, 0x00, 0xc0, 0x3f,
-                           0x21, 0, 0, 0, 0, 0, 0, 0, 0xc0, 0x2a, 0x00};
+    const uint8_t buf[] = {0x08, 0x96, 0x01, 0x12, 3, 'a', 'b', 'c', 0x1d, 0x00, 0x00, 0xc0,
+                           0x3f, 0x21, 0,    0,    0, 0,   0,   0,   0,    0xc0, 0x2a, 0x00};
     pb_doc d = doc_of(buf, sizeof buf);
     pb_cursor c;
     pb_cursor_init(&c, &d, buf, sizeof buf);
@@ -90,17 +98,22 @@ static void test_fields(void) {
 }
 
 static void test_malformed(void) {
-    struct { uint8_t b[16]; size_t n; const char *msg; uint64_t off; } bad[] = {
-        {{0x12, 5, 'a', 'b'}, 4, "runs past the end", 0},            /* LEN longer than the buffer */
-        {{0x08, 0x01, 0x12, 0x80}, 4, "truncated varint", 3},         /* truncated length */
+    struct {
+        uint8_t b[16];
+        size_t n;
+        const char *msg;
+        uint64_t off;
+    } bad[] = {
+        {{0x12, 5, 'a', 'b'}, 4, "runs past the end", 0},     /* LEN longer than the buffer */
+        {{0x08, 0x01, 0x12, 0x80}, 4, "truncated varint", 3}, /* truncated length */
         {{0x08, 0x01, 0x1d, 0x00, 0x00}, 5, "truncated fixed32", 2},
         {{0x21, 0x00, 0x00, 0x00}, 4, "truncated fixed64", 0},
         {{0x0e, 0x00}, 2, "invalid wire type 6", 0},
         {{0x0f, 0x00}, 2, "invalid wire type 7", 0},
         {{0x00, 0x00}, 2, "field number 0", 0},
         {{0x08, 0x01, 0x0c}, 3, "group end without a group start", 2},
-        {{0x0b, 0x08, 0x01}, 3, "not closed", 0},                      /* group never closed */
-        {{0x0b, 0x14}, 2, "does not match", 1},                        /* group 1 closed as 2 */
+        {{0x0b, 0x08, 0x01}, 3, "not closed", 0},                           /* group never closed */
+        {{0x0b, 0x14}, 2, "does not match", 1},                             /* group 1 closed as 2 */
         {{0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00}, 7, "out of range", 0}, /* tag > 32 bits */
     };
     for (size_t i = 0; i < CTOSA_ARRAY_LEN(bad); i++) {
@@ -109,7 +122,8 @@ static void test_malformed(void) {
         ctosa_error *e = read_all(bad[i].b, bad[i].n, &n, NULL, &off);
         CHECK_MSG(e != NULL, "case %zu", i);
         if (!e) continue;
-        CHECK_MSG(strstr(ctosa_error_message(e), bad[i].msg) != NULL, "case %zu: %s", i, ctosa_error_message(e));
+        CHECK_MSG(strstr(ctosa_error_message(e), bad[i].msg) != NULL, "case %zu: %s", i,
+                  ctosa_error_message(e));
         CHECK_MSG(strstr(ctosa_error_message(e), "t.pb: byte ") == ctosa_error_message(e), "%s",
                   ctosa_error_message(e));
         CHECK_MSG(off == bad[i].off, "case %zu: offset %llu", i, (unsigned long long)off);
@@ -120,8 +134,8 @@ static void test_malformed(void) {
 
 static void test_groups_skipped(void) {
     /* field 1 varint, group 2 { field 1 varint, group 3 { fixed32 }, "xy" }, field 4 varint */
-    const uint8_t buf[] = {0x08, 0x05, 0x13, 0x08, 0x01, 0x1b, 0x0d, 1, 2, 3, 4, 0x1c, 0x0a, 2, 'x', 'y',
-                           0x14, 0x20, 0x07};
+    const uint8_t buf[] = {0x08, 0x05, 0x13, 0x08, 0x01, 0x1b, 0x0d, 1,    2,   3,
+                           4,    0x1c, 0x0a, 2,    'x',  'y',  0x14, 0x20, 0x07};
     int n;
     pb_field last = {0};
     CHECK_OK(read_all(buf, sizeof buf, &n, &last, NULL));
@@ -158,11 +172,11 @@ static void test_group_depth_limit(void) {
 
 static void test_unknown_fields_skipped(void) {
     /* Unknown field numbers of every wire type among known ones. */
-    const uint8_t buf[] = {0xf8, 0x07, 0x01,                    /* field 127 varint */
-                           0xa1, 0x1f, 1, 2, 3, 4, 5, 6, 7, 8,   /* field 500 fixed64 */
-                           0x08, 0x2a,                           /* field 1 = 42 */
-                           0xfa, 0xff, 0xff, 0xff, 0x0f, 0x01, 0x00, /* field 2^29-1 LEN 1 */
-                           0x15, 1, 2, 3, 4};                    /* field 2 fixed32 */
+    const uint8_t buf[] = {0xf8, 0x07, 0x01,                                  /* field 127 varint */
+                           0xa1, 0x1f, 1,    2,    3,    4,    5,    6, 7, 8, /* field 500 fixed64 */
+                           0x08, 0x2a,                                        /* field 1 = 42 */
+                           0xfa, 0xff, 0xff, 0xff, 0x0f, 0x01, 0x00,          /* field 2^29-1 LEN 1 */
+                           0x15, 1,    2,    3,    4};                        /* field 2 fixed32 */
     pb_doc d = doc_of(buf, sizeof buf);
     pb_cursor c;
     pb_cursor_init(&c, &d, buf, sizeof buf);
@@ -180,8 +194,8 @@ static void test_unknown_fields_skipped(void) {
 
 static void test_packed(void) {
     /* packed varints 3, 270, 86942 and -1 (10 bytes) */
-    const uint8_t pk[] = {0x0a, 16, 0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05, 0xff, 0xff, 0xff, 0xff, 0xff,
-                          0xff, 0xff, 0xff, 0xff, 0x01};
+    const uint8_t pk[] = {0x0a, 16,   0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05, 0xff,
+                          0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
     pb_doc d = doc_of(pk, sizeof pk);
     pb_cursor c;
     pb_cursor_init(&c, &d, pk, sizeof pk);
@@ -223,14 +237,15 @@ static void test_packed(void) {
     d = doc_of(ww, sizeof ww);
     pb_cursor_init(&c, &d, ww, sizeof ww);
     CHECK_OK(pb_next(&c, &f, &more));
-    CHECK_ERR(pb_repeated_count(&d, &f, PB_I32, "floats", &n), CTOSA_ERR_FORMAT, "expected fixed32 or packed");
+    CHECK_ERR(pb_repeated_count(&d, &f, PB_I32, "floats", &n), CTOSA_ERR_FORMAT,
+              "expected fixed32 or packed");
 }
 
 static void test_truncation_never_crashes(void) {
     /* Every prefix of a message with all wire types either parses or fails
      * cleanly with an offset inside the buffer. */
-    const uint8_t buf[] = {0x08, 0x96, 0x01, 0x12, 3, 'a', 'b', 'c', 0x1d, 0x00, 0x00, 0xc0, 0x3f,
-                           0x21, 0, 0, 0, 0, 0, 0, 0, 0xc0, 0x13, 0x08, 0x01, 0x14, 0x2a, 0x00};
+    const uint8_t buf[] = {0x08, 0x96, 0x01, 0x12, 3, 'a', 'b', 'c',  0x1d, 0x00, 0x00, 0xc0, 0x3f, 0x21,
+                           0,    0,    0,    0,    0, 0,   0,   0xc0, 0x13, 0x08, 0x01, 0x14, 0x2a, 0x00};
     for (size_t n = 0; n <= sizeof buf; n++) {
         uint8_t *copy = malloc(n ? n : 1); /* exact size so ASan sees overreads */
         memcpy(copy, buf, n);

@@ -71,8 +71,8 @@ static void node_test(const char *name, const char *spec) {
     ctosa_lower_result *r = lower(model, spec, nb, binds);
     if (r) {
         const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-        CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s under %s: %u fallback, %u partitions", name, spec,
-                  s->n_fallback, s->n_partitions);
+        CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s under %s: %u fallback, %u partitions", name,
+                  spec, s->n_fallback, s->n_partitions);
         if (s->n_fallback) print_fallbacks(s);
         lt_values vals = {0};
         npy_array a, want;
@@ -100,11 +100,12 @@ static void test_node_tests(void) {
         printf("  (libonnx-testdata not installed: node tests skipped)\n");
         return;
     }
-    static const char *const fp[] = {"test_quantizelinear", "test_quantizelinear_axis", "test_dequantizelinear",
-                                     "test_dequantizelinear_axis"};
-    static const char *const in[] = {"test_qlinearconv", "test_qlinearmatmul_2D", "test_qlinearmatmul_3D",
-                                     "test_matmulinteger", "test_convinteger_with_padding",
-                                     "test_convinteger_without_padding", "test_basic_convinteger"};
+    static const char *const fp[] = {"test_quantizelinear", "test_quantizelinear_axis",
+                                     "test_dequantizelinear", "test_dequantizelinear_axis"};
+    static const char *const in[] = {
+        "test_qlinearconv",      "test_qlinearmatmul_2D",         "test_qlinearmatmul_3D",
+        "test_matmulinteger",    "test_convinteger_with_padding", "test_convinteger_without_padding",
+        "test_basic_convinteger"};
     for (size_t i = 0; i < sizeof fp / sizeof *fp; i++) node_test(fp[i], "TOSA-1.0+INT+FP");
     for (size_t i = 0; i < sizeof in / sizeof *in; i++) node_test(in[i], "TOSA-1.0+INT");
     /* the integer-only ones have no float: they delegate under INT+FP too */
@@ -116,8 +117,16 @@ static void test_node_tests(void) {
 static int64_t int_at(const npy_array *a, uint64_t i) {
     const uint8_t *p = (const uint8_t *)a->data + i * a->itemsize;
     if (a->itemsize == 1) return a->kind == 'u' ? (int64_t)p[0] : (int64_t)(int8_t)p[0];
-    if (a->itemsize == 2) { int16_t v; memcpy(&v, p, 2); return v; }
-    if (a->itemsize == 4) { int32_t v; memcpy(&v, p, 4); return v; }
+    if (a->itemsize == 2) {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    if (a->itemsize == 4) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
     return 0;
 }
 
@@ -128,8 +137,8 @@ static void edge_model_spec(const char *name, bool expect_exact, const char *spe
     ctosa_lower_result *r = lower(model, spec, 0, NULL);
     if (!r) return;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-    CHECK_MSG(s->n_fallback == 0 && s->n_partitions >= 1, "%s: %u fallback, %u partitions", name, s->n_fallback,
-              s->n_partitions);
+    CHECK_MSG(s->n_fallback == 0 && s->n_partitions >= 1, "%s: %u fallback, %u partitions", name,
+              s->n_fallback, s->n_partitions);
     if (s->n_fallback) print_fallbacks(s);
     ctosa_onnx_model *m = NULL;
     CHECK_OK(ctosa_onnx_load(model, NULL, &m));
@@ -141,7 +150,8 @@ static void edge_model_spec(const char *name, bool expect_exact, const char *spe
         CHECK_OK(lt_load_array(f, &a));
         CHECK_OK(lt_values_put(&vals, g->inputs[i].name, &a));
     }
-    lt_run_status rs = g && s->n_fallback == 0 ? lt_run_partitions(s, &vals, 1, why, sizeof why) : LT_RUN_ERROR;
+    lt_run_status rs =
+        g && s->n_fallback == 0 ? lt_run_partitions(s, &vals, 1, why, sizeof why) : LT_RUN_ERROR;
     CHECK_MSG(rs == LT_RUN_OK, "%s: %s", name, why);
     uint64_t exact = 0, total = 0;
     int64_t maxd = 0;
@@ -155,9 +165,9 @@ static void edge_model_spec(const char *name, bool expect_exact, const char *spe
             npy_free(&want);
             continue;
         }
-        CHECK_MSG(got->count == want.count && got->kind == want.kind, "%s: output %u is %c%u x %llu, want %c%u x %llu",
-                  name, o, got->kind, got->itemsize, (unsigned long long)got->count, want.kind, want.itemsize,
-                  (unsigned long long)want.count);
+        CHECK_MSG(got->count == want.count && got->kind == want.kind,
+                  "%s: output %u is %c%u x %llu, want %c%u x %llu", name, o, got->kind, got->itemsize,
+                  (unsigned long long)got->count, want.kind, want.itemsize, (unsigned long long)want.count);
         uint64_t n = got->count < want.count ? got->count : want.count;
         uint64_t ex = 0;
         for (uint64_t i = 0; i < n; i++) {
@@ -172,19 +182,21 @@ static void edge_model_spec(const char *name, bool expect_exact, const char *spe
         total += n;
         npy_free(&want);
     }
-    printf("  %-28s delegated (%u partition%s); vs float64 QDQ reference: max %lld step, %llu/%llu exact\n", name,
-           s->n_partitions, s->n_partitions > 1 ? "s" : "", (long long)maxd, (unsigned long long)exact,
+    printf("  %-28s delegated (%u partition%s); vs float64 QDQ reference: max %lld step, %llu/%llu exact\n",
+           name, s->n_partitions, s->n_partitions > 1 ? "s" : "", (long long)maxd, (unsigned long long)exact,
            (unsigned long long)total);
     CHECK_MSG(maxd <= 1, "%s: %lld steps from the reference", name, (long long)maxd);
     if (expect_exact)
-        CHECK_MSG(exact == total, "%s: %llu of %llu elements differ", name, (unsigned long long)(total - exact),
-                  (unsigned long long)total);
+        CHECK_MSG(exact == total, "%s: %llu of %llu elements differ", name,
+                  (unsigned long long)(total - exact), (unsigned long long)total);
     lt_values_free(&vals);
     ctosa_onnx_free(m);
     ctosa_lower_result_free(r);
 }
 
-static void edge_model(const char *name, bool expect_exact) { edge_model_spec(name, expect_exact, "TOSA-1.0+INT"); }
+static void edge_model(const char *name, bool expect_exact) {
+    edge_model_spec(name, expect_exact, "TOSA-1.0+INT");
+}
 
 static void test_edge_models(void) {
     edge_model("conv_zp_limits_u8", true);
@@ -245,13 +257,15 @@ static void test_group_cascade(void) {
     CHECK_MSG(dq == 2 && conv == 1 && q == 1, "fallback: %u DQ, %u Conv, %u Q", dq, conv, q);
     /* the group's members carry the head's reason code, not input_not_available */
     for (uint32_t i = 0; i < s->n_fallback; i++) /* (the weight's constant DequantizeLinear: cpu_consumer) */
-        CHECK_MSG(!strcmp(s->fallback[i].code, "unsupported_attribute") || !strcmp(s->fallback[i].code, "cpu_consumer"),
+        CHECK_MSG(!strcmp(s->fallback[i].code, "unsupported_attribute") ||
+                      !strcmp(s->fallback[i].code, "cpu_consumer"),
                   "%s (%s): %s", s->fallback[i].node, s->fallback[i].op_type, s->fallback[i].code);
     if (s->n_partitions == 1 && s->partitions[0].n_inputs == 1) {
         const ctosa_lower_io *in = &s->partitions[0].inputs[0];
         CHECK_MSG(in->quantized && !strcmp(in->dtype, "int8") && in->scale > 0 && in->scale < 1e-11 &&
                       in->zero_point == 3,
-                  "partition input %s %s scale %g zp %lld", in->name, in->dtype, in->scale, (long long)in->zero_point);
+                  "partition input %s %s scale %g zp %lld", in->name, in->dtype, in->scale,
+                  (long long)in->zero_point);
         CHECK_MSG(lt_run_single_vs_ref(s, dir, why, sizeof why), "cascade: %s", why);
         printf("  cascade_conv: Conv group on the CPU, Relu group delegated with quantized input; exact\n");
     }
@@ -341,14 +355,14 @@ static void test_boundary_types(void) {
         CHECK_MSG(mx <= 1, "boundary_residual: %g steps from the reference", mx);
         npy_free(&want);
         lt_values_free(&vals);
-        printf("  boundary_residual: 2 partitions, every boundary int8 with scale / zero point; max %g step, %llu/%llu exact\n", mx,
-               (unsigned long long)exact, (unsigned long long)want.count);
+        printf("  boundary_residual: 2 partitions, every boundary int8 with scale / zero point; max %g step, "
+               "%llu/%llu exact\n",
+               mx, (unsigned long long)exact, (unsigned long long)want.count);
     }
     ctosa_lower_result_free(r);
 }
 
 /* ------------------------------------------------------------ mobilenet */
-
 
 static bool max_set_intersects(const float *a, const float *b, int n) {
     float ma = a[0], mb = b[0];
@@ -386,8 +400,8 @@ static void qnet(const char *dir, const char *folder, int requant, double min_wi
         else if (!strcmp(op, "DequantizeLinear")) dq++;
         else if (strcmp(op, "Constant") != 0) other++;
     }
-    CHECK_MSG(q == 1 && dq == 1 && other == 0 && s->n_fallback <= 4, "%s: %u fallback (%u Q, %u DQ, %u other)",
-              folder, s->n_fallback, q, dq, other);
+    CHECK_MSG(q == 1 && dq == 1 && other == 0 && s->n_fallback <= 4,
+              "%s: %u fallback (%u Q, %u DQ, %u other)", folder, s->n_fallback, q, dq, other);
     if (s->n_partitions != 1) {
         ctosa_lower_result_free(r);
         return;
@@ -395,7 +409,8 @@ static void qnet(const char *dir, const char *folder, int requant, double min_wi
     const ctosa_lower_partition *p = &s->partitions[0];
     CHECK(p->n_inputs == 1 && p->n_outputs == 1);
     const ctosa_lower_io *pin = &p->inputs[0], *pout = &p->outputs[0];
-    CHECK_MSG(pin->quantized && !strcmp(pin->dtype, "uint8") && pout->quantized && !strcmp(pout->dtype, "uint8"),
+    CHECK_MSG(pin->quantized && !strcmp(pin->dtype, "uint8") && pout->quantized &&
+                  !strcmp(pout->dtype, "uint8"),
               "%s: partition I/O %s/%s quantized %d/%d", folder, pin->dtype, pout->dtype, pin->quantized,
               pout->quantized);
     printf("      partition input %s uint8 scale %.6g zero point %lld; output scale %.6g zero point %lld\n",
@@ -432,7 +447,8 @@ static void qnet(const char *dir, const char *folder, int requant, double min_wi
         }
         int64_t shape[8];
         for (uint32_t d = 0; d < pin->rank; d++) shape[d] = pin->shape[d];
-        ctosa_error *e = ctosa_interp_set_input(it, pin->name, CTOSA_DTYPE_INT8, pin->rank, shape, qin, per_in);
+        ctosa_error *e =
+            ctosa_interp_set_input(it, pin->name, CTOSA_DTYPE_INT8, pin->rank, shape, qin, per_in);
         if (!e) e = ctosa_interp_run(it);
         ctosa_interp_tensor t;
         if (!e) e = ctosa_interp_get_output(it, pout->name, &t);
@@ -455,7 +471,8 @@ static void qnet(const char *dir, const char *folder, int requant, double min_wi
     ctosa_interp_free(it);
     double frac = total ? (double)within / (double)total : 0;
     printf("      vs ONNX Runtime (all optimisations), %d inputs: max %.1f steps, %.2f%% within 3 steps, "
-           "top-1 %d/%d\n", sets, maxsteps, 100.0 * frac, top1, sets);
+           "top-1 %d/%d\n",
+           sets, maxsteps, 100.0 * frac, top1, sets);
     CHECK_MSG(frac >= min_within3, "%s: %.4f within 3 steps (want >= %.2f)", folder, frac, min_within3);
     CHECK_MSG(top1 >= min_top1, "%s: top-1 %d/%d (want >= %d)", folder, top1, sets, min_top1);
     free(qin);
@@ -479,8 +496,8 @@ static void mobilenet_int_fp(const char *folder) {
     ctosa_lower_result *r = lower(model, "TOSA-1.0+INT+FP", 0, NULL);
     if (!r) return;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-    CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s: %u fallback, %u partitions under INT+FP", folder,
-              s->n_fallback, s->n_partitions);
+    CHECK_MSG(s->n_fallback == 0 && s->n_partitions == 1, "%s: %u fallback, %u partitions under INT+FP",
+              folder, s->n_fallback, s->n_partitions);
     ctosa_onnx_model *m = NULL;
     CHECK_OK(ctosa_onnx_load(model, NULL, &m));
     const ctosa_onnx_graph *g = m ? ctosa_onnx_info(m)->graph : NULL;
@@ -489,7 +506,8 @@ static void mobilenet_int_fp(const char *folder) {
     snprintf(f, sizeof f, "%s/tests/models/%s/input_0.npy", CTOSA_SOURCE_DIR, folder);
     CHECK_OK(lt_load_array(f, &a));
     if (g) CHECK_OK(lt_values_put(&vals, g->inputs[0].name, &a));
-    lt_run_status rs = g && s->n_fallback == 0 ? lt_run_partitions(s, &vals, 2, why, sizeof why) : LT_RUN_ERROR;
+    lt_run_status rs =
+        g && s->n_fallback == 0 ? lt_run_partitions(s, &vals, 2, why, sizeof why) : LT_RUN_ERROR;
     CHECK_MSG(rs == LT_RUN_OK, "%s: %s", folder, why);
     snprintf(f, sizeof f, "%s/tests/models/%s/ort_output_0.npy", CTOSA_SOURCE_DIR, folder);
     CHECK_OK(lt_load_array(f, &want));
@@ -497,11 +515,12 @@ static void mobilenet_int_fp(const char *folder) {
     if (rs == LT_RUN_OK && got && want.data && got->kind == 'f' && got->count == want.count) {
         double step = 0.007232092786580324, maxs = 0; /* output scale of both committed models */
         for (uint64_t i = 0; i < got->count; i++) {
-            double d = fabs((double)((const float *)got->data)[i] - (double)((const float *)want.data)[i]) / step;
+            double d =
+                fabs((double)((const float *)got->data)[i] - (double)((const float *)want.data)[i]) / step;
             if (d > maxs) maxs = d;
         }
-        printf("  %-28s TOSA-1.0+INT+FP: %u/%u nodes delegated, float I/O; input_0 vs ORT: max %.1f steps\n", folder,
-               s->nodes_delegated, s->nodes_total, maxs);
+        printf("  %-28s TOSA-1.0+INT+FP: %u/%u nodes delegated, float I/O; input_0 vs ORT: max %.1f steps\n",
+               folder, s->nodes_delegated, s->nodes_total, maxs);
         CHECK_MSG(maxs <= 3.0001, "%s: %.1f steps under INT+FP", folder, maxs);
     } else {
         CHECK_MSG(false, "%s: no comparable float output under INT+FP", folder);
@@ -551,16 +570,14 @@ static void test_generated_nets(void) {
         printf("  CTOSA_QMODELS_DIR not set: generated quantized networks skipped\n");
         return;
     }
-    static const char *const nets[] = {"mobilenet_v3_small_96_qnnpack", "regnet_y_400mf_64_qnnpack",
-                                       "regnet_y_400mf_qnnpack", "regnet_x_400mf_qnnpack",
-                                       "resnext50_32x4d_qnnpack", "mobilenet_v3_large_qnnpack",
-                                       "mobilenet_v3_small_qnnpack", "mnasnet0_5_qnnpack",
-                                       "efficientnet_b0_qnnpack", "shufflenet_v2_qnnpack",
-                                       "mobilenet_v3_small_96_onednn", "regnet_y_400mf_64_onednn",
-                                       "regnet_y_400mf_onednn", "regnet_x_400mf_onednn",
-                                       "resnext50_32x4d_onednn", "mobilenet_v3_large_onednn",
-                                       "mobilenet_v3_small_onednn", "mnasnet0_5_onednn",
-                                       "efficientnet_b0_onednn", "shufflenet_v2_onednn"};
+    static const char *const nets[] = {
+        "mobilenet_v3_small_96_qnnpack", "regnet_y_400mf_64_qnnpack",    "regnet_y_400mf_qnnpack",
+        "regnet_x_400mf_qnnpack",        "resnext50_32x4d_qnnpack",      "mobilenet_v3_large_qnnpack",
+        "mobilenet_v3_small_qnnpack",    "mnasnet0_5_qnnpack",           "efficientnet_b0_qnnpack",
+        "shufflenet_v2_qnnpack",         "mobilenet_v3_small_96_onednn", "regnet_y_400mf_64_onednn",
+        "regnet_y_400mf_onednn",         "regnet_x_400mf_onednn",        "resnext50_32x4d_onednn",
+        "mobilenet_v3_large_onednn",     "mobilenet_v3_small_onednn",    "mnasnet0_5_onednn",
+        "efficientnet_b0_onednn",        "shufflenet_v2_onednn"};
     int found = 0;
     for (size_t i = 0; i < sizeof nets / sizeof *nets; i++) {
         char dir[1000], f[1100];
@@ -584,11 +601,13 @@ static void test_generated_nets(void) {
         while (fp && fgets(line, sizeof line, fp))
             if (strstr(line, "\"output_scale\":")) step = atof(strchr(line, ':') + 1);
         if (fp) fclose(fp);
-        CHECK_MSG(step > 0 && a.data && b.data && a.kind == 'f' && b.kind == 'f', "%s: ORT outputs / scale", nets[i]);
+        CHECK_MSG(step > 0 && a.data && b.data && a.kind == 'f' && b.kind == 'f', "%s: ORT outputs / scale",
+                  nets[i]);
         if (step > 0 && a.data && b.data && a.kind == 'f' && b.kind == 'f') {
             int t1 = 0;
             double fu = frac_within3(&a, &b, step, &t1, 20);
-            printf("  %-30s ORT unfused vs fused: %.2f%% within 3 steps, top-1 %d/20\n", nets[i], 100 * fu, t1);
+            printf("  %-30s ORT unfused vs fused: %.2f%% within 3 steps, top-1 %d/20\n", nets[i], 100 * fu,
+                   t1);
             qnet(dir, nets[i], CTOSA_REQUANT_RESCALE, fu < 0.99 ? fu : 0.99, t1);
         }
         npy_free(&a);

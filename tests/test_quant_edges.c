@@ -26,11 +26,21 @@
 
 #define EDGE_DIR CTOSA_SOURCE_DIR "/tests/data/lower/quant_edges"
 
-static const char *const models[] = {
-    "conv_u8_zp0_to_255", "conv_u8_zp255_to_0", "conv_s8_zpm128_to_127", "conv_s8_zp127_to_m128",
-    "conv_wzp_m128",      "conv_wzp_127",       "gemm_ties",             "gemm_ties_u8",
-    "gemm_ratio_max",     "gemm_ratio_3",       "gemm_ratio_2m20",       "gemm_ratio_2m32",
-    "gemm_ratio_2m34",    "conv_perchannel_tiny", "gemm_ratio_too_large"};
+static const char *const models[] = {"conv_u8_zp0_to_255",
+                                     "conv_u8_zp255_to_0",
+                                     "conv_s8_zpm128_to_127",
+                                     "conv_s8_zp127_to_m128",
+                                     "conv_wzp_m128",
+                                     "conv_wzp_127",
+                                     "gemm_ties",
+                                     "gemm_ties_u8",
+                                     "gemm_ratio_max",
+                                     "gemm_ratio_3",
+                                     "gemm_ratio_2m20",
+                                     "gemm_ratio_2m32",
+                                     "gemm_ratio_2m34",
+                                     "conv_perchannel_tiny",
+                                     "gemm_ratio_too_large"};
 
 typedef struct meta {
     long ties, differ;
@@ -55,7 +65,8 @@ static bool read_meta(const char *dir, meta *m) {
 static uint64_t count_diff(const npy_array *a, const npy_array *b) {
     if (a->count != b->count || a->itemsize != 1 || b->itemsize != 1) return UINT64_MAX;
     uint64_t n = 0;
-    for (uint64_t i = 0; i < a->count; i++) n += ((const uint8_t *)a->data)[i] != ((const uint8_t *)b->data)[i];
+    for (uint64_t i = 0; i < a->count; i++)
+        n += ((const uint8_t *)a->data)[i] != ((const uint8_t *)b->data)[i];
     return n;
 }
 
@@ -96,8 +107,8 @@ static void edge(const char *name) {
         ctosa_lower_result_free(r);
         return;
     }
-    CHECK_MSG(s->n_partitions == 1 && s->n_fallback == 0, "%s: %u partitions, %u fallback", name, s->n_partitions,
-              s->n_fallback);
+    CHECK_MSG(s->n_partitions == 1 && s->n_fallback == 0, "%s: %u partitions, %u fallback", name,
+              s->n_partitions, s->n_fallback);
     if (s->n_partitions == 1 && s->partitions[0].n_inputs == 1 && s->partitions[0].n_outputs == 1) {
         lt_values vals = {0};
         npy_array x, want_tosa, want_onnx;
@@ -114,8 +125,8 @@ static void edge(const char *name) {
         bool exact = got && lt_compare(got, &want_tosa, 0, 0, NULL, why, sizeof why);
         CHECK_MSG(exact, "%s: vs exact reference: %s", name, got ? why : "no output");
         uint64_t d = got ? count_diff(got, &want_onnx) : UINT64_MAX;
-        CHECK_MSG(d == (uint64_t)mt.differ, "%s: %llu elements differ from ONNX's half-to-even, want %ld", name,
-                  (unsigned long long)d, mt.differ);
+        CHECK_MSG(d == (uint64_t)mt.differ, "%s: %llu elements differ from ONNX's half-to-even, want %ld",
+                  name, (unsigned long long)d, mt.differ);
         printf("  %-24s delegated, %s (%llu elements; %ld ties, %llu of them rounded up where ONNX "
                "rounds to even)\n",
                name, exact ? "bit-exact" : "DIFFERS", got ? (unsigned long long)got->count : 0ULL, mt.ties,

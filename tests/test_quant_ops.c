@@ -34,8 +34,16 @@ static ctosa_lower_result *lower(const char *model, const char *spec_str) {
 static int64_t int_at(const npy_array *a, uint64_t i) {
     const uint8_t *p = (const uint8_t *)a->data + i * a->itemsize;
     if (a->itemsize == 1) return a->kind == 'u' ? (int64_t)p[0] : (int64_t)(int8_t)p[0];
-    if (a->itemsize == 2) { int16_t v; memcpy(&v, p, 2); return v; }
-    if (a->itemsize == 4) { int32_t v; memcpy(&v, p, 4); return v; }
+    if (a->itemsize == 2) {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    if (a->itemsize == 4) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
     return 0;
 }
 
@@ -58,11 +66,11 @@ static void run_model(const char *name, const char *spec, const tol *tols, uint3
     ctosa_lower_result *r = lower(model, spec);
     if (!r) return;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-    CHECK_MSG(s->n_fallback == 0 && s->n_partitions >= 1, "%s under %s: %u fallback, %u partitions", name, spec,
-              s->n_fallback, s->n_partitions);
+    CHECK_MSG(s->n_fallback == 0 && s->n_partitions >= 1, "%s under %s: %u fallback, %u partitions", name,
+              spec, s->n_fallback, s->n_partitions);
     for (uint32_t i = 0; i < s->n_fallback && i < 8; i++)
-        printf("      fallback %s (%s): %s: %s\n", s->fallback[i].node, s->fallback[i].op_type, s->fallback[i].code,
-               s->fallback[i].reason);
+        printf("      fallback %s (%s): %s: %s\n", s->fallback[i].node, s->fallback[i].op_type,
+               s->fallback[i].code, s->fallback[i].reason);
     ctosa_onnx_model *m = NULL;
     CHECK_OK(ctosa_onnx_load(model, NULL, &m));
     const ctosa_onnx_graph *g = m ? ctosa_onnx_info(m)->graph : NULL;
@@ -73,11 +81,13 @@ static void run_model(const char *name, const char *spec, const tol *tols, uint3
         CHECK_OK(lt_load_array(f, &a));
         CHECK_OK(lt_values_put(&vals, g->inputs[k].name, &a));
     }
-    lt_run_status rs = g && s->n_fallback == 0 ? lt_run_partitions(s, &vals, 1, why, sizeof why) : LT_RUN_ERROR;
+    lt_run_status rs =
+        g && s->n_fallback == 0 ? lt_run_partitions(s, &vals, 1, why, sizeof why) : LT_RUN_ERROR;
     CHECK_MSG(rs == LT_RUN_OK, "%s: %s", name, why);
-    printf("  %s under %s: %u/%u nodes delegated, %u partition(s)\n", name, spec, s->nodes_delegated, s->nodes_total,
-           s->n_partitions);
-    CHECK_MSG(!g || g->n_outputs == n_tols, "%s: %u outputs, %u tolerances", name, g ? g->n_outputs : 0, n_tols);
+    printf("  %s under %s: %u/%u nodes delegated, %u partition(s)\n", name, spec, s->nodes_delegated,
+           s->nodes_total, s->n_partitions);
+    CHECK_MSG(!g || g->n_outputs == n_tols, "%s: %u outputs, %u tolerances", name, g ? g->n_outputs : 0,
+              n_tols);
     for (uint32_t o = 0; rs == LT_RUN_OK && g && o < g->n_outputs && o < n_tols; o++) {
         npy_array want;
         snprintf(f, sizeof f, "%s/ref_output_%u.npy", dir, o);
@@ -94,13 +104,16 @@ static void run_model(const char *name, const char *spec, const tol *tols, uint3
         for (uint64_t i = 0; i < got->count; i++) {
             int64_t d = llabs(int_at(got, i) - int_at(&want, i));
             if (d > maxall) maxall = d;
-            if (tols[o].skip_below && x0 && x0->count == got->count && int_at(x0, i) < tols[o].skip_below) continue;
+            if (tols[o].skip_below && x0 && x0->count == got->count && int_at(x0, i) < tols[o].skip_below)
+                continue;
             if (d > maxd) maxd = d;
             exact += d == 0;
         }
-        printf("    %-30s max %lld step(s) (allowed %d), %5.1f%% exact of %llu", tols[o].what, (long long)maxd,
-               tols[o].max_steps, 100.0 * (double)exact / (double)got->count, (unsigned long long)got->count);
-        if (tols[o].skip_below) printf(" (from input %d; everywhere: max %lld)", tols[o].skip_below, (long long)maxall);
+        printf("    %-30s max %lld step(s) (allowed %d), %5.1f%% exact of %llu", tols[o].what,
+               (long long)maxd, tols[o].max_steps, 100.0 * (double)exact / (double)got->count,
+               (unsigned long long)got->count);
+        if (tols[o].skip_below)
+            printf(" (from input %d; everywhere: max %lld)", tols[o].skip_below, (long long)maxall);
         /* ONNX Runtime (float32 QDQ kernels; stored when it was installed):
          * within the same tolerance plus ORT's own distance from the
          * float64 reference (float32 roundings at quantisation ties) */
@@ -109,19 +122,23 @@ static void run_model(const char *name, const char *spec, const tol *tols, uint3
         if (access(f, R_OK) == 0 && !lt_load_array(f, &ort)) {
             int64_t maxo = 0, ort_ref = 0;
             for (uint64_t i = 0; ort.count == got->count && i < got->count; i++) {
-                if (tols[o].skip_below && x0 && x0->count == got->count && int_at(x0, i) < tols[o].skip_below) continue;
-                int64_t d = llabs(int_at(got, i) - int_at(&ort, i)), e = llabs(int_at(&ort, i) - int_at(&want, i));
+                if (tols[o].skip_below && x0 && x0->count == got->count && int_at(x0, i) < tols[o].skip_below)
+                    continue;
+                int64_t d = llabs(int_at(got, i) - int_at(&ort, i)),
+                        e = llabs(int_at(&ort, i) - int_at(&want, i));
                 if (d > maxo) maxo = d;
                 if (e > ort_ref) ort_ref = e;
             }
             printf("; vs ORT max %lld (ORT vs reference %lld)", (long long)maxo, (long long)ort_ref);
-            CHECK_MSG(ort.count == got->count && maxo <= tols[o].max_steps + ort_ref, "%s: output %s is %lld steps "
-                      "from ONNX Runtime", name, tols[o].what, (long long)maxo);
+            CHECK_MSG(ort.count == got->count && maxo <= tols[o].max_steps + ort_ref,
+                      "%s: output %s is %lld steps "
+                      "from ONNX Runtime",
+                      name, tols[o].what, (long long)maxo);
             npy_free(&ort);
         }
         printf("\n");
-        CHECK_MSG(maxd <= tols[o].max_steps, "%s: output %s is %lld steps from the reference (allowed %d)", name,
-                  tols[o].what, (long long)maxd, tols[o].max_steps);
+        CHECK_MSG(maxd <= tols[o].max_steps, "%s: output %s is %lld steps from the reference (allowed %d)",
+                  name, tols[o].what, (long long)maxd, tols[o].max_steps);
         npy_free(&want);
     }
     ctosa_onnx_free(m);
@@ -167,16 +184,22 @@ static void test_table16(void) {
          * roundings (table entry, output). With s_y = 1/32768 that is one
          * step for Sigmoid, two for Tanh / Softplus, three for Erf (f''
          * up to 0.92). */
-        {"Sigmoid", 1, 0}, {"Tanh", 2, 0}, {"HardSigmoid", 1, 0},
+        {"Sigmoid", 1, 0},
+        {"Tanh", 2, 0},
+        {"HardSigmoid", 1, 0},
         /* kinks at -3 / 3 and 0 between knots */
-        {"HardSwish", 1, 0}, {"Gelu", 1, 0},
+        {"HardSwish", 1, 0},
+        {"Gelu", 1, 0},
         /* exp(8) = 2981: steep, one knot spans ~8 output steps */
         {"Exp", 2, 0},
         /* log is unbounded at 0: the first segments interpolate between
          * the saturated -10 and log(1/32); from x = 0.5 (input 2048) on
          * the curvature is small (everywhere: reported, not asserted) */
         {"Log", 2, 2048},
-        {"Erf", 3, 0}, {"Softplus", 2, 0}, {"Elu", 1, 0}, {"LeakyRelu", 1, 0},
+        {"Erf", 3, 0},
+        {"Softplus", 2, 0},
+        {"Elu", 1, 0},
+        {"LeakyRelu", 1, 0},
     };
     ctosa_lower_result *r = NULL;
     lt_values vals = {0};
@@ -205,7 +228,8 @@ static void test_table16(void) {
             const int32_t *mult = const_data(g, b, rs->inputs[1], CTOSA_DTYPE_INT32, 1);
             const int8_t *shift = const_data(g, b, rs->inputs[2], CTOSA_DTYPE_INT8, 1);
             const int16_t *ozp = const_data(g, b, rs->inputs[4], CTOSA_DTYPE_INT16, 1);
-            CHECK_MSG(mult && shift && ozp && rs->attr.scale32 && rs->attr.rounding_mode == CTOSA_ROUND_SINGLE,
+            CHECK_MSG(mult && shift && ozp && rs->attr.scale32 &&
+                          rs->attr.rounding_mode == CTOSA_ROUND_SINGLE,
                       "TABLE %u: RESCALE is not a constant scale32 SINGLE_ROUND", tables);
             const npy_array *y = p->n_outputs == 1 ? lt_values_get(&vals, p->outputs[0].name) : NULL;
             CHECK_MSG(y != NULL && y->count == x->count, "TABLE %u: no single partition output", tables);
@@ -245,12 +269,21 @@ static void test_table_mixed(void) {
 static void test_ops16(void) {
     static const tol tols[] = {
         /* one RESCALE per output: ties round half up vs half to even */
-        {"Add", 1, 0}, {"Sub", 1, 0}, {"Mul", 1, 0}, {"MaxPool (requant)", 1, 0},
+        {"Add", 1, 0},
+        {"Sub", 1, 0},
+        {"Mul", 1, 0},
+        {"MaxPool (requant)", 1, 0},
         /* AVG_POOL2D divides with its own fixed-point reciprocal */
-        {"AveragePool", 1, 0}, {"Concat (requant)", 1, 0}, {"Transpose (requant)", 1, 0},
-        {"Slice (same params)", 0, 0}, {"Slice (requant)", 1, 0}, {"Reshape", 0, 0},
+        {"AveragePool", 1, 0},
+        {"Concat (requant)", 1, 0},
+        {"Transpose (requant)", 1, 0},
+        {"Slice (same params)", 0, 0},
+        {"Slice (requant)", 1, 0},
+        {"Reshape", 0, 0},
         /* int48 RESCALE takes 16-bit multipliers */
-        {"MatMul a16 x a16", 1, 0}, {"GlobalAveragePool", 1, 0}, {"ConvTranspose a16w8", 1, 0},
+        {"MatMul a16 x a16", 1, 0},
+        {"GlobalAveragePool", 1, 0},
+        {"ConvTranspose a16w8", 1, 0},
     };
     run_model("ops16", "TOSA-1.0+INT+int16", tols, sizeof tols / sizeof *tols, NULL, NULL);
 }
@@ -274,22 +307,27 @@ static void int16_fallback(const char *name, uint32_t want_heads, uint32_t want_
             /* with their group (and its head's reason code), or
              * (DequantizeLinear of a constant weight) folded but needed by
              * the CPU */
-            CHECK_MSG(!strcmp(s->fallback[i].code, "not_in_spec") || !strcmp(s->fallback[i].code, "cpu_consumer"),
+            CHECK_MSG(!strcmp(s->fallback[i].code, "not_in_spec") ||
+                          !strcmp(s->fallback[i].code, "cpu_consumer"),
                       "%s: %s: %s", name, s->fallback[i].node, s->fallback[i].code);
             continue;
         }
         heads++;
-        bool why16 = !strcmp(s->fallback[i].code, "not_in_spec") && strstr(s->fallback[i].reason, "EXT-INT16");
+        bool why16 =
+            !strcmp(s->fallback[i].code, "not_in_spec") && strstr(s->fallback[i].reason, "EXT-INT16");
         spec_reason += why16;
         CHECK_MSG(why16, "%s: %s falls back for another reason: %s: %s", name, s->fallback[i].node,
                   s->fallback[i].code, s->fallback[i].reason);
         if (why16 && !example) example = s->fallback[i].reason;
     }
-    CHECK_MSG(heads == want_heads && spec_reason == heads && s->n_partitions == want_parts,
-              "%s under TOSA-1.0+INT: %u partitions (want %u), %u heads on the CPU (want %u), %u for EXT-INT16", name,
-              s->n_partitions, want_parts, heads, want_heads, spec_reason);
-    printf("  %s under TOSA-1.0+INT: %u heads on the CPU, each for EXT-INT16 (%u PRO-INT partitions stay); e.g.\n"
-           "      \"%.150s\"\n", name, heads, s->n_partitions, example ? example : "-");
+    CHECK_MSG(
+        heads == want_heads && spec_reason == heads && s->n_partitions == want_parts,
+        "%s under TOSA-1.0+INT: %u partitions (want %u), %u heads on the CPU (want %u), %u for EXT-INT16",
+        name, s->n_partitions, want_parts, heads, want_heads, spec_reason);
+    printf("  %s under TOSA-1.0+INT: %u heads on the CPU, each for EXT-INT16 (%u PRO-INT partitions stay); "
+           "e.g.\n"
+           "      \"%.150s\"\n",
+           name, heads, s->n_partitions, example ? example : "-");
     ctosa_lower_result_free(r);
 }
 
@@ -304,20 +342,31 @@ static void test_int16_fallback(void) {
 
 static void test_ops8(void) {
     static const tol tols8[] = {
-        {"Pad (zero point)", 0, 0}, {"Pad (0.5, requant)", 1, 0}, {"Resize nearest", 0, 0},
+        {"Pad (zero point)", 0, 0},
+        {"Pad (0.5, requant)", 1, 0},
+        {"Resize nearest", 0, 0},
         /* RESIZE int8 -> int32 is exact; one rounding back to int8 */
         {"Resize bilinear", 1, 0},
         /* two roundings (back to the input's step, then requantise) */
         {"Resize bilinear (requant)", 1, 0},
         /* exp to 15 bits, Q14 division, output rounding */
-        {"Softmax axis -1", 1, 0}, {"Softmax axis 1", 1, 0},
-        {"Sub", 1, 0}, {"MatMul two activations", 1, 0},
+        {"Softmax axis -1", 1, 0},
+        {"Softmax axis 1", 1, 0},
+        {"Sub", 1, 0},
+        {"MatMul two activations", 1, 0},
         {"ConvTranspose per-channel", 1, 0},
     };
     run_model("ops8", "TOSA-1.0+INT", tols8, sizeof tols8 / sizeof *tols8, NULL, NULL);
     static const tol tolsu8[] = {
-        {"Pad (zero point)", 0, 0}, {"Pad (0.5, requant)", 1, 0}, {"Resize nearest", 0, 0},
-        {"Resize bilinear", 1, 0}, {"Resize bilinear (requant)", 1, 0}, {"Softmax axis -1", 1, 0}, {"Softmax axis 1", 1, 0}, {"Sub", 1, 0}, {"MatMul two activations", 1, 0},
+        {"Pad (zero point)", 0, 0},
+        {"Pad (0.5, requant)", 1, 0},
+        {"Resize nearest", 0, 0},
+        {"Resize bilinear", 1, 0},
+        {"Resize bilinear (requant)", 1, 0},
+        {"Softmax axis -1", 1, 0},
+        {"Softmax axis 1", 1, 0},
+        {"Sub", 1, 0},
+        {"MatMul two activations", 1, 0},
     };
     run_model("ops8_u8", "TOSA-1.0+INT", tolsu8, sizeof tolsu8 / sizeof *tolsu8, NULL, NULL);
     /* Pad reflect has no integer head, so no group forms around it: under
@@ -354,7 +403,8 @@ static void test_attention(void) {
 
 /* Max distance in output steps between dequantized partition outputs (one
  * run per stored input) and a stored float reference [20, ...]. */
-static double steps_vs(const float *y, const char *file, uint64_t per_out, int sets, double scale, bool *have) {
+static double steps_vs(const float *y, const char *file, uint64_t per_out, int sets, double scale,
+                       bool *have) {
     npy_array ref;
     *have = false;
     if (lt_load_array(file, &ref)) return 0; /* absent (no ORT when it was made) */
@@ -388,15 +438,18 @@ static void test_torch_export(void) {
             printf("      fallback %s (%s): %s\n", s->fallback[i].node, op, s->fallback[i].reason);
         }
     }
-    CHECK_MSG(s->n_partitions == 1 && other == 0 && s->n_fallback <= 4, "torch_upsample: %u partitions, %u fallback "
-              "(%u not boundary Q/DQ)", s->n_partitions, s->n_fallback, other);
+    CHECK_MSG(s->n_partitions == 1 && other == 0 && s->n_fallback <= 4,
+              "torch_upsample: %u partitions, %u fallback "
+              "(%u not boundary Q/DQ)",
+              s->n_partitions, s->n_fallback, other);
     if (s->n_partitions != 1) {
         ctosa_lower_result_free(r);
         return;
     }
     const ctosa_lower_partition *p = &s->partitions[0];
     const ctosa_lower_io *pin = &p->inputs[0], *pout = &p->outputs[0];
-    CHECK(p->n_inputs == 1 && p->n_outputs == 1 && pin->quantized && pout->quantized && !strcmp(pin->dtype, "uint8"));
+    CHECK(p->n_inputs == 1 && p->n_outputs == 1 && pin->quantized && pout->quantized &&
+          !strcmp(pin->dtype, "uint8"));
     npy_array xs;
     snprintf(f, sizeof f, "%s/inputs_20.npy", dir);
     CHECK_OK(lt_load_array(f, &xs));
@@ -416,7 +469,8 @@ static void test_torch_export(void) {
         }
         int64_t shape[8];
         for (uint32_t d = 0; d < pin->rank && d < 8; d++) shape[d] = pin->shape[d];
-        ctosa_error *e = ctosa_interp_set_input(it, pin->name, CTOSA_DTYPE_INT8, pin->rank, shape, qin, per_in);
+        ctosa_error *e =
+            ctosa_interp_set_input(it, pin->name, CTOSA_DTYPE_INT8, pin->rank, shape, qin, per_in);
         if (!e) e = ctosa_interp_run(it);
         ctosa_interp_tensor t;
         if (!e) e = ctosa_interp_get_output(it, pout->name, &t);
@@ -441,8 +495,10 @@ static void test_torch_export(void) {
     double d_noopt = steps_vs(y, f, per_out, sets, pout->scale, &h_noopt);
     snprintf(f, sizeof f, "%s/torch_outputs_20.npy", dir);
     double d_torch = steps_vs(y, f, per_out, sets, pout->scale, &h_torch);
-    printf("  torch_upsample (FX qnnpack): %u/%u nodes delegated; %d inputs, max steps vs ORT %.1f, ORT noopt %.1f, "
-           "torch %.1f\n", s->nodes_delegated, s->nodes_total, sets, d_ort, d_noopt, d_torch);
+    printf("  torch_upsample (FX qnnpack): %u/%u nodes delegated; %d inputs, max steps vs ORT %.1f, ORT "
+           "noopt %.1f, "
+           "torch %.1f\n",
+           s->nodes_delegated, s->nodes_total, sets, d_ort, d_noopt, d_torch);
     /* measured: ORT 1, ORT noopt 1, torch 1 (the uint8 bilinear Resize
      * rounds once more than the float reference) */
     CHECK_MSG(h_torch && d_torch <= 2.0001, "torch_upsample: %.1f steps from torch", d_torch);

@@ -43,14 +43,16 @@ static void test_mobilenet_targets(void) {
             uint32_t other = 0;
             for (uint32_t i = 0; i < s->n_fallback; i++) {
                 const char *op = s->fallback[i].op_type;
-                if (strcmp(op, "QuantizeLinear") && strcmp(op, "DequantizeLinear") && strcmp(op, "Constant")) {
+                if (strcmp(op, "QuantizeLinear") && strcmp(op, "DequantizeLinear") &&
+                    strcmp(op, "Constant")) {
                     other++;
                     printf("    unexpected fallback %s: %s\n", s->fallback[i].node, s->fallback[i].reason);
                 }
             }
-            CHECK_MSG(s->n_partitions == 1 && s->nodes_delegated == 1131 && s->nodes_total == 1135 && other == 0,
-                      "%s under %s: %u/%u delegated, %u partitions, %u unexpected fallbacks", models[m], targets[t],
-                      s->nodes_delegated, s->nodes_total, s->n_partitions, other);
+            CHECK_MSG(s->n_partitions == 1 && s->nodes_delegated == 1131 && s->nodes_total == 1135 &&
+                          other == 0,
+                      "%s under %s: %u/%u delegated, %u partitions, %u unexpected fallbacks", models[m],
+                      targets[t], s->nodes_delegated, s->nodes_total, s->n_partitions, other);
             printf("  %-28s %-14s %u/%u delegated, %u partition\n", models[m], targets[t], s->nodes_delegated,
                    s->nodes_total, s->n_partitions);
             ctosa_lower_result_free(r);
@@ -93,8 +95,8 @@ static void u55_case(const char *file, const char *node, const char *reason, uin
     ctosa_lower_result *r = lower_t(path, "ethos-u85-256");
     if (r) {
         const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-        CHECK_MSG(s->n_fallback == 0 && s->nodes_delegated == total, "%s under ethos-u85-256: %u fallback", file,
-                  s->n_fallback);
+        CHECK_MSG(s->n_fallback == 0 && s->nodes_delegated == total, "%s under ethos-u85-256: %u fallback",
+                  file, s->n_fallback);
         ctosa_lower_result_free(r);
     }
 }
@@ -113,8 +115,8 @@ static void test_u55_chain(void) {
     ctosa_lower_result *ru = lower_t(path, "ethos-u55-128");
     if (!ri || !ru) goto out;
     const ctosa_lower_summary *si = ctosa_lower_result_summary(ri), *su = ctosa_lower_result_summary(ru);
-    CHECK_MSG(si->n_partitions == 1 && si->n_fallback == 0, "INT: %u partitions %u fallback", si->n_partitions,
-              si->n_fallback);
+    CHECK_MSG(si->n_partitions == 1 && si->n_fallback == 0, "INT: %u partitions %u fallback",
+              si->n_partitions, si->n_fallback);
     CHECK_MSG(su->n_partitions == 2 && su->n_fallback == 3 && su->nodes_delegated == 11,
               "u55: %u partitions, %u fallback, %u delegated", su->n_partitions, su->n_fallback,
               su->nodes_delegated);
@@ -173,7 +175,8 @@ static void test_u55_chain(void) {
             const npy_array *b = p1->n_outputs ? find_val(&vu, p1->outputs[0].name) : NULL;
             bool same = a && b && lt_compare(b, a, 0, 0, NULL, why, sizeof why);
             CHECK_MSG(same, "u55 split vs INT: %s", a && b ? why : "missing output");
-            printf("  chain.onnx: u55 delegates %u/%u nodes in 2 partitions (MaxPool s4 on the CPU); output %s\n",
+            printf("  chain.onnx: u55 delegates %u/%u nodes in 2 partitions (MaxPool s4 on the CPU); output "
+                   "%s\n",
                    su->nodes_delegated, su->nodes_total, same ? "identical to TOSA-1.0+INT" : "DIFFERS");
         }
     }

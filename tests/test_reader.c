@@ -317,8 +317,7 @@ static void test_small(void) {
     }
     ctosa_op *cu = find_op(b, CTOSA_OP_CUSTOM, 0);
     CHECK(cu && strcmp(cu->attr.operator_name, "my_op") == 0 &&
-          strcmp(cu->attr.domain_name, "ctosa.test") == 0 &&
-          cu->attr.implementation_attrs.n == 3 &&
+          strcmp(cu->attr.domain_name, "ctosa.test") == 0 && cu->attr.implementation_attrs.n == 3 &&
           memcmp(cu->attr.implementation_attrs.p, "k=v", 3) == 0);
     ctosa_file_info fi = ctosa_graph_file_info(g);
     CHECK(fi.constant_bytes == 16 + 3 + 8 && fi.min_data_alignment >= 4);
@@ -379,10 +378,8 @@ static void test_refused_versions(void) {
     CHECK(g == NULL);
     CHECK_ERR(ctosa_read_file(DATA "oldnum_data.tosa", NULL, &g), CTOSA_ERR_UNSUPPORTED,
               "pre-1.0-final numbering");
-    CHECK_ERR(ctosa_read_file(DATA "oldnum_yield.tosa", NULL, &g), CTOSA_ERR_UNSUPPORTED,
-              "YIELD");
-    CHECK_ERR(ctosa_read_file(DATA "does-not-exist.tosa", NULL, &g), CTOSA_ERR_IO,
-              "does-not-exist.tosa");
+    CHECK_ERR(ctosa_read_file(DATA "oldnum_yield.tosa", NULL, &g), CTOSA_ERR_UNSUPPORTED, "YIELD");
+    CHECK_ERR(ctosa_read_file(DATA "does-not-exist.tosa", NULL, &g), CTOSA_ERR_IO, "does-not-exist.tosa");
 }
 
 static void test_identifier(void) {
@@ -411,8 +408,8 @@ static int same_str(const char *a, const char *b) {
 
 static int same_tensor(const ctosa_tensor *a, const ctosa_tensor *b) {
     if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->rank != b->rank ||
-        a->is_shape != b->is_shape || a->variable != b->variable ||
-        a->is_unranked != b->is_unranked || !same_str(a->variable_name, b->variable_name))
+        a->is_shape != b->is_shape || a->variable != b->variable || a->is_unranked != b->is_unranked ||
+        !same_str(a->variable_name, b->variable_name))
         return 0;
     for (uint32_t i = 0; i < a->rank; i++)
         if (a->shape[i] != b->shape[i]) return 0;
@@ -434,7 +431,9 @@ static int same_op(const ctosa_op *a, const ctosa_op *b) {
     for (uint32_t i = 0; i < nf; i++) {
         const char *x = (const char *)&a->attr + f[i].offset, *y = (const char *)&b->attr + f[i].offset;
         switch (f[i].kind) {
-        case CTOSA_FIELD_I32: case CTOSA_FIELD_ENUM: case CTOSA_FIELD_DTYPE:
+        case CTOSA_FIELD_I32:
+        case CTOSA_FIELD_ENUM:
+        case CTOSA_FIELD_DTYPE:
             if (memcmp(x, y, 4)) return 0;
             break;
         case CTOSA_FIELD_BOOL:
@@ -474,8 +473,7 @@ static int same_graph(const ctosa_graph *a, const ctosa_graph *b) {
         fprintf(stderr, "software version differs\n");
         return 0;
     }
-    if (va.major != vb.major || va.minor != vb.minor || va.patch != vb.patch ||
-        va.draft != vb.draft) {
+    if (va.major != vb.major || va.minor != vb.minor || va.patch != vb.patch || va.draft != vb.draft) {
         fprintf(stderr, "version %d.%d.%d%s vs %d.%d.%d%s\n", va.major, va.minor, va.patch,
                 va.draft ? " draft" : "", vb.major, vb.minor, vb.patch, vb.draft ? " draft" : "");
         return 0;
@@ -487,8 +485,8 @@ static int same_graph(const ctosa_graph *a, const ctosa_graph *b) {
         for (uint32_t bi = 0; bi < ra->n_blocks; bi++) {
             ctosa_block *x = ra->blocks[bi], *y = rb->blocks[bi];
             if (strcmp(x->name, y->name) || x->n_ops != y->n_ops || x->n_tensors != y->n_tensors ||
-                x->n_shapes != y->n_shapes || x->n_inputs != y->n_inputs ||
-                x->n_outputs != y->n_outputs || !same_names(x->inputs, y->inputs, x->n_inputs) ||
+                x->n_shapes != y->n_shapes || x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs ||
+                !same_names(x->inputs, y->inputs, x->n_inputs) ||
                 !same_names(x->outputs, y->outputs, x->n_outputs)) {
                 fprintf(stderr, "block '%s' differs\n", x->name);
                 return 0;
@@ -527,8 +525,7 @@ static void roundtrip_one(const char *path) {
         if (!buf) continue;
         CHECK_OK(ctosa_read_memory(buf, n, path, NULL, &h));
         if (h) {
-            CHECK_MSG(same_graph(g, h), "%s: round trip (%s) differs", path,
-                      layout ? "external" : "inline");
+            CHECK_MSG(same_graph(g, h), "%s: round trip (%s) differs", path, layout ? "external" : "inline");
             ctosa_file_info fi = ctosa_graph_file_info(h);
             CHECK(fi.has_identifier);
             /* TosaShape data has no offset field: only tensors go external */
@@ -602,8 +599,8 @@ static void test_read_speed(void) {
         if (dt < best) best = dt;
         CHECK(sum == 2001 * 2 + 200 * (sizeof data + 1) + 1800 * 2);
     }
-    printf("read+verify+walk of 2000 ops / 200 constants (%.1f MB): %.2f ms\n",
-           200.0 * sizeof data / 1e6, best * 1e3);
+    printf("read+verify+walk of 2000 ops / 200 constants (%.1f MB): %.2f ms\n", 200.0 * sizeof data / 1e6,
+           best * 1e3);
 #if defined(__SANITIZE_ADDRESS__)
     const double budget = 0.5; /* ASan/UBSan builds run several times slower */
 #else
@@ -618,15 +615,14 @@ static void test_cli_output(void) {
     char *out = NULL;
     int rc = th_run(&out, "'%s' dump '%s'", th_ctosa(), DATA "small.tosa");
     CHECK_MSG(rc == 0 && out, "rc %d", rc);
-    static const char *lines[] = {
-        "small.tosa: TOSA 1.0.0\n",
-        "      w: fp32[2,2]  const 16 B = [1, 2, 3, 4]\n",
-        "      v: int8[3] variable 'state'  const 3 B = [1, -1, 7]\n",
-        "      s: shape[1]  const 8 B = [4]\n",
-        "      #2 ADD (x, w) -> (y)  @ loc(\"add0\")\n",
-        "      #3 CLAMP (y) -> (c) min_val=0 max_val=6 nan_mode=PROPAGATE\n",
-        "      #5 CUSTOM (z) -> (out) operator_name=my_op domain_name=ctosa.test "
-        "implementation_attrs=\"k=v\"\n"};
+    static const char *lines[] = {"small.tosa: TOSA 1.0.0\n",
+                                  "      w: fp32[2,2]  const 16 B = [1, 2, 3, 4]\n",
+                                  "      v: int8[3] variable 'state'  const 3 B = [1, -1, 7]\n",
+                                  "      s: shape[1]  const 8 B = [4]\n",
+                                  "      #2 ADD (x, w) -> (y)  @ loc(\"add0\")\n",
+                                  "      #3 CLAMP (y) -> (c) min_val=0 max_val=6 nan_mode=PROPAGATE\n",
+                                  "      #5 CUSTOM (z) -> (out) operator_name=my_op domain_name=ctosa.test "
+                                  "implementation_attrs=\"k=v\"\n"};
     for (size_t i = 0; out && i < CTOSA_ARRAY_LEN(lines); i++)
         CHECK_MSG(strstr(out, lines[i]) != NULL, "dump lacks: %s", lines[i]);
     free(out);
@@ -634,20 +630,21 @@ static void test_cli_output(void) {
         printf("note: /usr/bin/python3 absent, JSON content checks skipped\n");
         return;
     }
-    rc = th_run(&out,
-                "'%s' dump --format json '%s' | /usr/bin/python3 -c '"
-                "import json,sys; d=json.load(sys.stdin); b=d[\"regions\"][0][\"blocks\"][0]; "
-                "ops=b[\"operators\"]; t={x[\"name\"]: x for x in b[\"tensors\"]}; "
-                "assert d[\"version\"]=={\"major\":1,\"minor\":0,\"patch\":0,\"draft\":False}; "
-                "assert ops[3][\"attributes\"]=={\"min_val\":0,\"max_val\":6,\"nan_mode\":\"PROPAGATE\"}, ops[3]; "
-                "assert ops[5][\"attributes\"][\"implementation_attrs\"]==\"k=v\"; "
-                "assert ops[2][\"location\"]==\"loc(\\\"add0\\\")\", ops[2]; "
-                "assert t[\"v\"][\"data\"]=={\"bytes\":3,\"elements\":3,\"values\":[1,-1,7],\"truncated\":False}; "
-                "assert t[\"v\"][\"variable\"] and t[\"v\"][\"variable_name\"]==\"state\"; "
-                "assert \"data\" not in t[\"x\"] and t[\"x\"][\"shape\"]==[2,2] and t[\"x\"][\"dtype\"]==\"FP32\"; "
-                "assert b[\"shapes\"][0]=={\"name\":\"s\",\"dtype\":\"SHAPE\",\"rank\":1,"
-                "\"data\":{\"bytes\":8,\"elements\":1,\"values\":[4],\"truncated\":False}}'",
-                th_ctosa(), DATA "small.tosa");
+    rc = th_run(
+        &out,
+        "'%s' dump --format json '%s' | /usr/bin/python3 -c '"
+        "import json,sys; d=json.load(sys.stdin); b=d[\"regions\"][0][\"blocks\"][0]; "
+        "ops=b[\"operators\"]; t={x[\"name\"]: x for x in b[\"tensors\"]}; "
+        "assert d[\"version\"]=={\"major\":1,\"minor\":0,\"patch\":0,\"draft\":False}; "
+        "assert ops[3][\"attributes\"]=={\"min_val\":0,\"max_val\":6,\"nan_mode\":\"PROPAGATE\"}, ops[3]; "
+        "assert ops[5][\"attributes\"][\"implementation_attrs\"]==\"k=v\"; "
+        "assert ops[2][\"location\"]==\"loc(\\\"add0\\\")\", ops[2]; "
+        "assert t[\"v\"][\"data\"]=={\"bytes\":3,\"elements\":3,\"values\":[1,-1,7],\"truncated\":False}; "
+        "assert t[\"v\"][\"variable\"] and t[\"v\"][\"variable_name\"]==\"state\"; "
+        "assert \"data\" not in t[\"x\"] and t[\"x\"][\"shape\"]==[2,2] and t[\"x\"][\"dtype\"]==\"FP32\"; "
+        "assert b[\"shapes\"][0]=={\"name\":\"s\",\"dtype\":\"SHAPE\",\"rank\":1,"
+        "\"data\":{\"bytes\":8,\"elements\":1,\"values\":[4],\"truncated\":False}}'",
+        th_ctosa(), DATA "small.tosa");
     CHECK_MSG(rc == 0, "dump json content: %s", out ? out : "");
     free(out);
     rc = th_run(&out,
@@ -661,12 +658,14 @@ static void test_cli_output(void) {
                 th_ctosa(), DATA "external.tosa");
     CHECK_MSG(rc == 0, "info json content: %s", out ? out : "");
     free(out);
-    rc = th_run(&out,
-                "'%s' info --json '%s' | /usr/bin/python3 -c '"
-                "import json,sys; d=json.load(sys.stdin); "
-                "assert d[\"software_version\"]=={\"major\":0,\"minor\":1,\"micro\":0,\"modifier\":\"ctosa-test\"}, d; "
-                "assert d[\"version\"][\"draft\"] and d[\"layout\"]==\"inline\" and d[\"shapes\"]==1, d'",
-                th_ctosa(), DATA "v11.tosa");
+    rc = th_run(
+        &out,
+        "'%s' info --json '%s' | /usr/bin/python3 -c '"
+        "import json,sys; d=json.load(sys.stdin); "
+        "assert d[\"software_version\"]=={\"major\":0,\"minor\":1,\"micro\":0,\"modifier\":\"ctosa-test\"}, "
+        "d; "
+        "assert d[\"version\"][\"draft\"] and d[\"layout\"]==\"inline\" and d[\"shapes\"]==1, d'",
+        th_ctosa(), DATA "v11.tosa");
     CHECK_MSG(rc == 0, "info json (1.1): %s", out ? out : "");
     free(out);
 }

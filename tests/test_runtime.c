@@ -90,8 +90,8 @@ static ctosa_error *refuse(void *u, const ctosa_backend_partition *p, void **s) 
     (void)s;
     return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "device has no room for %s", p->name);
 }
-static ctosa_error *never_run(void *u, void *s, const ctosa_interp_tensor *i, uint32_t ni, ctosa_interp_tensor *o,
-                              uint32_t no) {
+static ctosa_error *never_run(void *u, void *s, const ctosa_interp_tensor *i, uint32_t ni,
+                              ctosa_interp_tensor *o, uint32_t no) {
     (void)u, (void)s, (void)i, (void)ni, (void)o, (void)no;
     return NULL;
 }
@@ -120,7 +120,8 @@ static void test_all_on_host(void) {
     CHECK_OK(ctosa_runtime_load(pm, NULL, &rt));
     CHECK_OK(ctosa_runtime_load(lower_to(RDATA "float_mid.onnx", "TOSA-1.0+FP", "host_ref"), NULL, &ref));
     if (!rt || !ref) return;
-    for (uint32_t i = 0; i < ctosa_runtime_step_count(rt); i++) CHECK(!ctosa_runtime_step_at(rt, i)->partition);
+    for (uint32_t i = 0; i < ctosa_runtime_step_count(rt); i++)
+        CHECK(!ctosa_runtime_step_at(rt, i)->partition);
     set_file(rt, "x", RDATA "float_mid_in.npy");
     set_file(ref, "x", RDATA "float_mid_in.npy");
     CHECK_OK(ctosa_runtime_run(rt));
@@ -142,8 +143,8 @@ static void test_all_on_host(void) {
     x.size = b.size;
     ctosa_verify_output res;
     CHECK_OK(ctosa_verify_compare(&a, &x, NULL, &res));
-    CHECK_MSG(res.pass && res.rel < 1e-5 && res.top1 == 1 && res.topk == 1, "rel %g top1 %d: %s", res.rel, res.top1,
-              res.why);
+    CHECK_MSG(res.pass && res.rel < 1e-5 && res.top1 == 1 && res.topk == 1, "rel %g top1 %d: %s", res.rel,
+              res.top1, res.why);
     ctosa_runtime_free(rt);
     ctosa_runtime_free(ref);
 }
@@ -222,10 +223,21 @@ static void test_report(void) {
 static void test_compare(void) {
     float av[4] = {0, 1, 2, 3}, ev[4] = {0, 1, 2, 3.5f};
     int64_t shape[2] = {1, 4};
-    ctosa_runtime_tensor a = {.name = "y", .dtype = "float32", .rank = 2, .shape = shape, .count = 4, .data = av,
+    ctosa_runtime_tensor a = {.name = "y",
+                              .dtype = "float32",
+                              .rank = 2,
+                              .shape = shape,
+                              .count = 4,
+                              .data = av,
                               .size = sizeof av};
-    ctosa_tensor_file e = {.kind = 'f', .itemsize = 4, .type_name = "float32", .rank = 2, .shape = {1, 4},
-                           .count = 4, .data = ev, .size = sizeof ev};
+    ctosa_tensor_file e = {.kind = 'f',
+                           .itemsize = 4,
+                           .type_name = "float32",
+                           .rank = 2,
+                           .shape = {1, 4},
+                           .count = 4,
+                           .data = ev,
+                           .size = sizeof ev};
     ctosa_verify_output r;
     CHECK_OK(ctosa_verify_compare(&a, &e, NULL, &r));
     CHECK(!r.pass && fabs(r.rel - 0.5 / 3.5) < 1e-9 && r.top1 == 1);
@@ -237,10 +249,21 @@ static void test_compare(void) {
     CHECK_OK(ctosa_verify_compare(&a, &e, NULL, &r));
     CHECK(!r.pass && fabs(r.within - 0.75) < 1e-9);
     int32_t ai[4] = {1, 2, 3, 4}, ei[4] = {1, 2, 3, 5};
-    ctosa_runtime_tensor b = {.name = "i", .dtype = "int32", .rank = 1, .shape = shape + 1, .count = 4, .data = ai,
+    ctosa_runtime_tensor b = {.name = "i",
+                              .dtype = "int32",
+                              .rank = 1,
+                              .shape = shape + 1,
+                              .count = 4,
+                              .data = ai,
                               .size = sizeof ai};
-    ctosa_tensor_file f = {.kind = 'i', .itemsize = 4, .type_name = "int32", .rank = 1, .shape = {4}, .count = 4,
-                           .data = ei, .size = sizeof ei};
+    ctosa_tensor_file f = {.kind = 'i',
+                           .itemsize = 4,
+                           .type_name = "int32",
+                           .rank = 1,
+                           .shape = {4},
+                           .count = 4,
+                           .data = ei,
+                           .size = sizeof ei};
     CHECK_OK(ctosa_verify_compare(&b, &f, NULL, &r));
     CHECK(!r.pass && strcmp(r.kind, "integer") == 0);
     f.shape[0] = 3;

@@ -127,11 +127,11 @@ static void test_qdq_cascade(void) {
     if (s->n_partitions == 1 && s->partitions[0].n_inputs == 1) {
         char why[512];
         const ctosa_lower_io *in = &s->partitions[0].inputs[0];
-        CHECK_MSG(in->quantized && in->scale > 0 && in->scale < 1e-11 && in->zero_point == 3, "partition input %s",
-                  in->name);
-        CHECK_MSG(lt_run_single_vs_ref(s, CTOSA_SOURCE_DIR "/tests/data/lower/quant/cascade_conv", why,
-                                       sizeof why),
-                  "cascade: %s", why);
+        CHECK_MSG(in->quantized && in->scale > 0 && in->scale < 1e-11 && in->zero_point == 3,
+                  "partition input %s", in->name);
+        CHECK_MSG(
+            lt_run_single_vs_ref(s, CTOSA_SOURCE_DIR "/tests/data/lower/quant/cascade_conv", why, sizeof why),
+            "cascade: %s", why);
         printf("  qdq_cascade (no value_info): Conv group on the CPU, Relu group delegated, exact\n");
     }
     ctosa_lower_result_free(r);

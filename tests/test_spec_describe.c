@@ -32,8 +32,10 @@ static bool ends_with(const char *s, const char *suf) {
 static void test_text_int(void) {
     char *t = describe("TOSA-1.0+INT", 0);
     if (!t) return;
-    CHECK(strncmp(t, "spec:       TOSA-1.0+INT\nversion:    1.0.0\nprofiles:   PRO-INT\n"
-                     "extensions: none\n", 80) == 0);
+    CHECK(strncmp(t,
+                  "spec:       TOSA-1.0+INT\nversion:    1.0.0\nprofiles:   PRO-INT\n"
+                  "extensions: none\n",
+                  80) == 0);
     CHECK(strstr(t, "  CONV2D\n      (i8,i8,i32,i8,i8)->i32 acc i32  [PRO-INT]\n") != NULL);
     /* 1.0: seven level limits, no MAX_SHAPE_LEN */
     CHECK(strstr(t, "max_tensor_list_size 256)\n") != NULL && !strstr(t, "max_shape_len"));
@@ -61,9 +63,10 @@ static void test_json_agrees_with_text(void) {
             while (last > t && last[-1] != '\n') last--;
             unsigned n = 0;
             CHECK_MSG(sscanf(last, "%u operators allowed", &n) == 1 && n > 0, "%s: %s", specs[i], last);
-            CHECK_MSG(count_of(j, "\n    {\"name\": ") == n, "%s: %u operators in text, %u in JSON",
-                      specs[i], n, count_of(j, "\n    {\"name\": "));
-            CHECK_MSG(count_of(j, "{\"types\": ") == count_of(t, "\n      ("), "%s: signature counts", specs[i]);
+            CHECK_MSG(count_of(j, "\n    {\"name\": ") == n, "%s: %u operators in text, %u in JSON", specs[i],
+                      n, count_of(j, "\n    {\"name\": "));
+            CHECK_MSG(count_of(j, "{\"types\": ") == count_of(t, "\n      ("), "%s: signature counts",
+                      specs[i]);
             char head[300];
             ctosa_spec s;
             CHECK_OK(ctosa_spec_parse(specs[i], &s));
@@ -158,8 +161,10 @@ static void test_cli_prints_describe(void) {
             char *cli = NULL;
             int rc = th_run(&cli, "'%s' spec '%s'%s 2>&1", th_ctosa(), specs[i], flags[f]);
             char *lib = describe(specs[i], f);
-            CHECK_MSG(rc == 0 && cli && lib && strcmp(cli, lib) == 0, "ctosa spec %s%s differs from "
-                      "ctosa_spec_describe (exit %d)", specs[i], flags[f], rc);
+            CHECK_MSG(rc == 0 && cli && lib && strcmp(cli, lib) == 0,
+                      "ctosa spec %s%s differs from "
+                      "ctosa_spec_describe (exit %d)",
+                      specs[i], flags[f], rc);
             free(cli);
             free(lib);
         }

@@ -49,7 +49,7 @@ static void test_research_valid(void) {
     ok("TOSA-1.0+INT+int16", "TOSA-1.0+INT+int16");
     ok("TOSA-1.1+INT+int64", "TOSA-1.1+INT+int64");
     ok("TOSA-1.0+INT+int16+int4+u55", "TOSA-1.0+INT+int16+int4+u55");
-    ok("TOSA-1.00.0+INT+FP+fft", "TOSA-1.0+FP+INT+fft"); /* leading zeros as packaging.Version */
+    ok("TOSA-1.00.0+INT+FP+fft", "TOSA-1.0+FP+INT+fft");            /* leading zeros as packaging.Version */
     ok("TOSA-1.0+FP+INT+int4+int16", "TOSA-1.0+FP+INT+int16+int4"); /* ExecuTorch VGF default */
 }
 
@@ -167,8 +167,7 @@ static void test_our_invalid(void) {
                                 "<major>.<minor>[.<patch>], e.g. TOSA-1.0+INT");
     fails("TOSA-1.0.+INT", P "'TOSA-1.0.+INT': bad version '1.0.': expected "
                              "<major>.<minor>[.<patch>], e.g. TOSA-1.0+INT");
-    fails("TOSA-1.0.999+INT",
-          P "'TOSA-1.0.999+INT': bad version '1.0.999': patch must be at most 255");
+    fails("TOSA-1.0.999+INT", P "'TOSA-1.0.999+INT': bad version '1.0.999': patch must be at most 255");
     fails("TOSA-1.0",
           P "'TOSA-1.0': no profile: expected +INT and/or +FP after the version, e.g. TOSA-1.0+INT");
     fails("TOSA-1.0+INT+", P "'TOSA-1.0+INT+': empty token (two '+' in a row, or a '+' at the end)");
@@ -200,14 +199,12 @@ static void target(const char *name, const char *canon) {
 }
 
 static void test_targets(void) {
-    static const char *u55[] = {"ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
-                                "ethos-u65-256", "ethos-u65-512"};
-    for (size_t i = 0; i < sizeof u55 / sizeof u55[0]; i++)
-        target(u55[i], "TOSA-1.0+INT+int16+int4+u55");
-    static const char *u85[] = {"ethos-u85-128", "ethos-u85-256", "ethos-u85-512",
-                                "ethos-u85-1024", "ethos-u85-2048"};
-    for (size_t i = 0; i < sizeof u85 / sizeof u85[0]; i++)
-        target(u85[i], "TOSA-1.0+INT+int16+int4+cf");
+    static const char *u55[] = {"ethos-u55-32",  "ethos-u55-64",  "ethos-u55-128",
+                                "ethos-u55-256", "ethos-u65-256", "ethos-u65-512"};
+    for (size_t i = 0; i < sizeof u55 / sizeof u55[0]; i++) target(u55[i], "TOSA-1.0+INT+int16+int4+u55");
+    static const char *u85[] = {"ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024",
+                                "ethos-u85-2048"};
+    for (size_t i = 0; i < sizeof u85 / sizeof u85[0]; i++) target(u85[i], "TOSA-1.0+INT+int16+int4+cf");
     target("vgf", "TOSA-1.0+FP+INT+int16+int4");
     target("TOSA-1.0+INT", "TOSA-1.0+INT"); /* ExecuTorch accepts spec strings as targets */
     ctosa_spec s;
@@ -216,8 +213,7 @@ static void test_targets(void) {
               "ethos-u55-32 ethos-u55-64 ethos-u55-128 ethos-u55-256 ethos-u65-256 ethos-u65-512 "
               "ethos-u85-128 ethos-u85-256 ethos-u85-512 ethos-u85-1024 ethos-u85-2048 vgf, or a "
               "spec string such as TOSA-1.0+INT)");
-    CHECK_ERR(ctosa_spec_from_target("ethos-u58-256", &s), CTOSA_ERR_USAGE,
-              "did you mean ethos-u55-256?");
+    CHECK_ERR(ctosa_spec_from_target("ethos-u58-256", &s), CTOSA_ERR_USAGE, "did you mean ethos-u55-256?");
     CHECK_ERR(ctosa_spec_from_target("xyz", &s), CTOSA_ERR_USAGE, "unknown target 'xyz' (valid");
     CHECK_ERR(ctosa_spec_from_target(NULL, &s), CTOSA_ERR_USAGE, "unknown target ''");
     const char *sp;
@@ -253,8 +249,8 @@ static void test_cli(void) {
     free(out);
     rc = th_run(&out, "'%s' spec TOSA-1.0.0+INT+FP+fft", ctosa);
     CHECK(rc == 0);
-    CHECK_MSG(out && strstr(out, "spec:       TOSA-1.0+FP+INT+fft\n") &&
-                  strstr(out, "extensions: EXT-FFT") && strstr(out, "  FFT2D\n") &&
+    CHECK_MSG(out && strstr(out, "spec:       TOSA-1.0+FP+INT+fft\n") && strstr(out, "extensions: EXT-FFT") &&
+                  strstr(out, "  FFT2D\n") &&
                   strstr(out, "      (i8,i8,i32,i8,i8)->i32 acc i32  [PRO-INT]\n"),
               "%s", out);
     free(out);
@@ -271,9 +267,10 @@ static void test_cli(void) {
               "%s", out);
     free(out);
     if (access("/usr/bin/python3", X_OK) == 0) {
-        rc = th_run(&out, "'%s' spec TOSA-1.1+FP+INT+int64+shape+8k --json | /usr/bin/python3 -c "
-                          "'import json,sys; d=json.load(sys.stdin); "
-                          "print(d[\"level\"][\"max_rank\"], d[\"draft\"], len(d[\"operators\"]))'",
+        rc = th_run(&out,
+                    "'%s' spec TOSA-1.1+FP+INT+int64+shape+8k --json | /usr/bin/python3 -c "
+                    "'import json,sys; d=json.load(sys.stdin); "
+                    "print(d[\"level\"][\"max_rank\"], d[\"draft\"], len(d[\"operators\"]))'",
                     ctosa);
         CHECK_MSG(rc == 0 && out && strncmp(out, "6 True ", 7) == 0, "%s", out);
         free(out);

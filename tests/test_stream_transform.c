@@ -194,8 +194,8 @@ static void value_info(buf *g, uint32_t field, const char *name, uint32_t rank, 
 }
 
 /* An fp32 initializer: inline raw_data, or appended to ext (external data). */
-static void initializer(buf *g, const char *name, uint32_t rank, const int64_t *shape, const float *v, FILE *ext,
-                        const char *ext_name) {
+static void initializer(buf *g, const char *name, uint32_t rank, const int64_t *shape, const float *v,
+                        FILE *ext, const char *ext_name) {
     buf t = {0};
     uint64_t n = 1;
     for (uint32_t i = 0; i < rank; i++) {
@@ -216,7 +216,8 @@ static void initializer(buf *g, const char *name, uint32_t rank, const int64_t *
             f_str(&e, 1, keys[k]);
             if (k == 0) f_str(&e, 2, ext_name);
             else {
-                snprintf(num, sizeof num, "%llu", k == 1 ? (unsigned long long)off : (unsigned long long)(n * 4));
+                snprintf(num, sizeof num, "%llu",
+                         k == 1 ? (unsigned long long)off : (unsigned long long)(n * 4));
                 f_str(&e, 2, num);
             }
             f_msg(&t, 13, &e);
@@ -399,7 +400,8 @@ static uint8_t *lower_run(const char *dir, const char *min, const char *tag, con
                 const ctosa_region *rg = ctosa_graph_region(g, ri);
                 for (uint32_t bi = 0; bi < rg->n_blocks; bi++)
                     for (uint32_t ti = 0; ti < rg->blocks[bi]->n_tensors; ti++)
-                        *n_generated += !written && rg->blocks[bi]->tensors[ti]->data.kind == CTOSA_DATA_GENERATED;
+                        *n_generated +=
+                            !written && rg->blocks[bi]->tensors[ti]->data.kind == CTOSA_DATA_GENERATED;
             }
             /* the written run's graph (its sources now file ranges) runs too */
             ctosa_interp *it = NULL;

@@ -14,8 +14,13 @@ static const char *tmp_path(const char *name) { return th_path(th_tmpdir(), name
 static void test_npy_roundtrip_int8(void) {
     int64_t shape[] = {2, 3};
     int8_t v[] = {-128, 127, 0, 1, -1, 5};
-    ctosa_interp_tensor t = {.name = "y", .dtype = CTOSA_DTYPE_INT8, .rank = 2, .shape = shape,
-                             .count = 6, .data = v, .size = sizeof v};
+    ctosa_interp_tensor t = {.name = "y",
+                             .dtype = CTOSA_DTYPE_INT8,
+                             .rank = 2,
+                             .shape = shape,
+                             .count = 6,
+                             .data = v,
+                             .size = sizeof v};
     const char *p = tmp_path("y.npy");
     CHECK_OK(ctosa_tensor_file_write_npy(p, &t));
     size_t n = 0;
@@ -60,8 +65,13 @@ static void test_npy_roundtrip_int8(void) {
 static void test_float_conversions(void) {
     int64_t shape[] = {3};
     float v[] = {1.0f, -2.5f, 65504.0f};
-    ctosa_interp_tensor t = {.name = "f", .dtype = CTOSA_DTYPE_FP32, .rank = 1, .shape = shape,
-                             .count = 3, .data = v, .size = sizeof v};
+    ctosa_interp_tensor t = {.name = "f",
+                             .dtype = CTOSA_DTYPE_FP32,
+                             .rank = 1,
+                             .shape = shape,
+                             .count = 3,
+                             .data = v,
+                             .size = sizeof v};
     const char *p = tmp_path("f.npy");
     CHECK_OK(ctosa_tensor_file_write_npy(p, &t));
     ctosa_tensor_file f;
@@ -85,7 +95,8 @@ static void test_float_conversions(void) {
 /* A .npy image with the given descr and shape text and raw data. */
 static size_t make_npy(uint8_t *buf, const char *descr, const char *shape, const void *data, size_t n) {
     char hdr[128];
-    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+    int len =
+        snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
     while ((10 + len + 1) % 16) hdr[len++] = ' ';
     hdr[len++] = '\n';
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
@@ -134,7 +145,8 @@ static void test_parse_kinds(void) {
     double d[] = {0.5};
     n = make_npy(buf, "<f8", "()", d, 8);
     CHECK_OK(ctosa_tensor_file_parse_npy(buf, n, "d.npy", &f));
-    CHECK(f.dtype == CTOSA_DTYPE_UNKNOWN && f.rank == 0 && f.count == 1 && strcmp(f.type_name, "float64") == 0);
+    CHECK(f.dtype == CTOSA_DTYPE_UNKNOWN && f.rank == 0 && f.count == 1 &&
+          strcmp(f.type_name, "float64") == 0);
     CHECK_OK(ctosa_tensor_file_to_host(&f, CTOSA_DTYPE_FP32, "d", &host, &hs));
     CHECK(hs == 4 && host && *(float *)host == 0.5f);
     free(host);
@@ -150,7 +162,8 @@ static void test_malformed(void) {
     int32_t v[] = {1, 2};
     size_t n = make_npy(buf, "<i4", "(3,)", v, 8); /* 8 bytes for 3 elements */
     char want[128];
-    snprintf(want, sizeof want, "short.npy: byte %zu: data has 8 bytes, shape and dtype '<i4' need 12", n - 8);
+    snprintf(want, sizeof want, "short.npy: byte %zu: data has 8 bytes, shape and dtype '<i4' need 12",
+             n - 8);
     CHECK_ERR(ctosa_tensor_file_parse_npy(buf, n, "short.npy", &f), CTOSA_ERR_FORMAT, want);
     const char *missing = tmp_path("missing.npy");
     ctosa_error *e = ctosa_tensor_file_read(missing, &f);
@@ -164,8 +177,13 @@ static void test_write_errors_leave_nothing(void) {
     int64_t shape[] = {2};
     uint8_t v[] = {1, 2};
     const char *p = tmp_path("fp4.npy");
-    ctosa_interp_tensor t = {.name = "q", .dtype = CTOSA_DTYPE_FP4E2M1, .rank = 1, .shape = shape,
-                             .count = 2, .data = v, .size = 2};
+    ctosa_interp_tensor t = {.name = "q",
+                             .dtype = CTOSA_DTYPE_FP4E2M1,
+                             .rank = 1,
+                             .shape = shape,
+                             .count = 2,
+                             .data = v,
+                             .size = 2};
     CHECK(ctosa_npy_descr(CTOSA_DTYPE_FP4E2M1) == NULL);
     CHECK_ERR(ctosa_tensor_file_write_npy(p, &t), CTOSA_ERR_UNSUPPORTED, "cannot be written as .npy");
     CHECK(access(p, F_OK) != 0);
@@ -196,8 +214,8 @@ static size_t pb_varint(uint8_t *p, uint64_t v) {
     return n;
 }
 
-static size_t make_tensor_pb(uint8_t *buf, const int64_t *dims, uint32_t rank, int dtype,
-                             const void *raw, size_t n) {
+static size_t make_tensor_pb(uint8_t *buf, const int64_t *dims, uint32_t rank, int dtype, const void *raw,
+                             size_t n) {
     size_t k = 0;
     for (uint32_t i = 0; i < rank; i++) {
         buf[k++] = 0x08;

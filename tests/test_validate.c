@@ -33,9 +33,7 @@ static ctosa_tensor *ten(ctosa_block *b, const char *name, ctosa_dtype dt, uint3
 }
 
 static const int32_t S4[1] = {4};
-static ctosa_tensor *f4(ctosa_block *b, const char *name) {
-    return ten(b, name, CTOSA_DTYPE_FP32, 1, S4);
-}
+static ctosa_tensor *f4(ctosa_block *b, const char *name) { return ten(b, name, CTOSA_DTYPE_FP32, 1, S4); }
 
 static void op2(ctosa_block *b, ctosa_op_kind k, const char *x, const char *y, const char *out) {
     const char *in[2] = {x, y}, *o[1] = {out};
@@ -66,18 +64,21 @@ static int count_lines(const char *m) {
     return n;
 }
 
-#define PASS(expr)                                                                     \
-    do {                                                                               \
-        char *m_ = (expr);                                                             \
-        CHECK_MSG(m_ == NULL, "unexpected: %s", m_);                                   \
-        free(m_);                                                                      \
+#define PASS(expr)                                   \
+    do {                                             \
+        char *m_ = (expr);                           \
+        CHECK_MSG(m_ == NULL, "unexpected: %s", m_); \
+        free(m_);                                    \
     } while (0)
-#define HAS(m, needle) CHECK_MSG((m) && strstr((m), (needle)), "expected '%s' in: %s", needle, (m) ? (m) : "(none)")
+#define HAS(m, needle) \
+    CHECK_MSG((m) && strstr((m), (needle)), "expected '%s' in: %s", needle, (m) ? (m) : "(none)")
 
 /* x + y -> z, a correct graph. */
 static ctosa_block *simple(void) {
     ctosa_block *b = new_graph();
-    f4(b, "x"); f4(b, "y"); f4(b, "z");
+    f4(b, "x");
+    f4(b, "y");
+    f4(b, "z");
     op2(b, CTOSA_OP_ADD, "x", "y", "z");
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     CHECK_OK(ctosa_block_add_input(G, b, "y"));
@@ -104,9 +105,10 @@ static void test_valid(void) {
 static void test_undefined_and_twice(void) {
     ctosa_block *b = simple();
     f4(b, "u");
-    f4(b, "r1"); f4(b, "r2");
-    op2(b, CTOSA_OP_ADD, "x", "nope", "r1");  /* name of no tensor */
-    op2(b, CTOSA_OP_ADD, "x", "u", "r2");     /* declared, never defined */
+    f4(b, "r1");
+    f4(b, "r2");
+    op2(b, CTOSA_OP_ADD, "x", "nope", "r1"); /* name of no tensor */
+    op2(b, CTOSA_OP_ADD, "x", "u", "r2");    /* declared, never defined */
     char *m = validate("TOSA-1.0+FP", 0);
     HAS(m, "op #1 ADD 'r1': input 'nope' does not name a tensor of block 'main'");
     HAS(m, "op #2 ADD 'r2': input 'u' is never defined");
@@ -145,7 +147,9 @@ static void test_undefined_and_twice(void) {
 
 static void test_use_before_definition(void) {
     ctosa_block *b = new_graph();
-    f4(b, "x"); f4(b, "t"); f4(b, "y");
+    f4(b, "x");
+    f4(b, "t");
+    f4(b, "y");
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     op2(b, CTOSA_OP_ADD, "x", "t", "y"); /* t is made by the next op */
     op2(b, CTOSA_OP_ABS, "x", NULL, "t");
@@ -162,7 +166,8 @@ static ctosa_block *cond_graph(const char *then_name, const char *else_name) {
     ctosa_block *b = new_graph();
     static const int32_t one[1] = {1};
     ten(b, "c", CTOSA_DTYPE_BOOL, 1, one);
-    f4(b, "x"); f4(b, "y");
+    f4(b, "x");
+    f4(b, "y");
     CHECK_OK(ctosa_block_add_input(G, b, "c"));
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     ctosa_attr a = {.then_graph = then_name, .else_graph = else_name};
@@ -174,7 +179,8 @@ static ctosa_block *cond_graph(const char *then_name, const char *else_name) {
 
 static void branch(const char *name, ctosa_op_kind k) {
     ctosa_block *t = add_region(name);
-    f4(t, "a"); f4(t, "b");
+    f4(t, "a");
+    f4(t, "b");
     CHECK_OK(ctosa_block_add_input(G, t, "a"));
     op2(t, k, "a", NULL, "b");
     CHECK_OK(ctosa_block_add_output(G, t, "b"));
@@ -202,7 +208,8 @@ static void test_control_flow(void) {
     cond_graph("then", "nowhere");
     ctosa_block *t = add_region("then");
     static const int32_t s5[1] = {5};
-    ten(t, "a", CTOSA_DTYPE_FP32, 1, s5); f4(t, "b");
+    ten(t, "a", CTOSA_DTYPE_FP32, 1, s5);
+    f4(t, "b");
     CHECK_OK(ctosa_block_add_input(G, t, "a"));
     CHECK_OK(ctosa_block_add_input(G, t, "a2"));
     op2(t, CTOSA_OP_ABS, "a", NULL, "b");
@@ -215,7 +222,8 @@ static void test_control_flow(void) {
 
     cond_graph("then", "then");
     t = add_region("then");
-    ten(t, "a", CTOSA_DTYPE_FP32, 1, s5); ten(t, "b", CTOSA_DTYPE_INT32, 1, S4);
+    ten(t, "a", CTOSA_DTYPE_FP32, 1, s5);
+    ten(t, "b", CTOSA_DTYPE_INT32, 1, S4);
     CHECK_OK(ctosa_block_add_input(G, t, "a"));
     const char *in[1] = {"a"}, *out[1] = {"b"};
     CHECK_OK(ctosa_block_add_op(G, t, CTOSA_OP_CAST, 1, in, 1, out, NULL, NULL));
@@ -229,7 +237,10 @@ static void test_control_flow(void) {
 /* WHILE_LOOP whose regions capture a value of the main block. */
 static void test_while_and_capture(void) {
     ctosa_block *b = new_graph();
-    f4(b, "x"); f4(b, "k"); f4(b, "y"); f4(b, "late");
+    f4(b, "x");
+    f4(b, "k");
+    f4(b, "y");
+    f4(b, "late");
     static const int32_t one[1] = {1};
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     op2(b, CTOSA_OP_ABS, "x", NULL, "k"); /* captured by the body */
@@ -240,7 +251,9 @@ static void test_while_and_capture(void) {
     CHECK_OK(ctosa_block_add_output(G, b, "late"));
 
     ctosa_block *c = add_region("cond");
-    f4(c, "ci"); ten(c, "cz", CTOSA_DTYPE_FP32, 1, one); ten(c, "co", CTOSA_DTYPE_BOOL, 1, one);
+    f4(c, "ci");
+    ten(c, "cz", CTOSA_DTYPE_FP32, 1, one);
+    ten(c, "co", CTOSA_DTYPE_BOOL, 1, one);
     CHECK_OK(ctosa_block_add_input(G, c, "ci"));
     ctosa_attr ax = {.axis = 0};
     const char *rin[1] = {"ci"}, *rout[1] = {"cz"};
@@ -249,7 +262,8 @@ static void test_while_and_capture(void) {
     CHECK_OK(ctosa_block_add_output(G, c, "co"));
 
     ctosa_block *body = add_region("body");
-    f4(body, "bi"); f4(body, "bo");
+    f4(body, "bi");
+    f4(body, "bo");
     CHECK_OK(ctosa_block_add_input(G, body, "bi"));
     op2(body, CTOSA_OP_SUB, "bi", "k", "bo");
     CHECK_OK(ctosa_block_add_output(G, body, "bo"));
@@ -258,18 +272,21 @@ static void test_while_and_capture(void) {
     /* The body now uses 'late', defined only after the loop. */
     op2(body, CTOSA_OP_SUB, "bi", "late", "bo2");
     char *m = validate("TOSA-1.0+FP+cf", 0);
-    HAS(m, "region 'body' op #1 SUB 'bo2': input 'late' of the enclosing block is not defined before the calling operator");
+    HAS(m, "region 'body' op #1 SUB 'bo2': input 'late' of the enclosing block is not defined before the "
+           "calling operator");
     HAS(m, "region 'body' op #1 SUB 'bo2': output 'bo2' is not a tensor of block 'body'");
     free(m);
 
     /* cond graph must give one bool */
     b = new_graph();
-    f4(b, "x"); f4(b, "y");
+    f4(b, "x");
+    f4(b, "y");
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     CHECK_OK(ctosa_block_add_op(G, b, CTOSA_OP_WHILE_LOOP, 1, in, 1, out, &a, NULL));
     CHECK_OK(ctosa_block_add_output(G, b, "y"));
     c = add_region("cond");
-    f4(c, "ci"); f4(c, "co");
+    f4(c, "ci");
+    f4(c, "co");
     CHECK_OK(ctosa_block_add_input(G, c, "ci"));
     op2(c, CTOSA_OP_ABS, "ci", NULL, "co");
     CHECK_OK(ctosa_block_add_output(G, c, "co"));
@@ -331,7 +348,9 @@ static void test_variables(void) {
     float init[4] = {0};
     CHECK_OK(ctosa_tensor_set_data(G, v, init, sizeof init, true));
     v->variable = true;
-    f4(b, "x"); f4(b, "r"); f4(b, "n");
+    f4(b, "x");
+    f4(b, "r");
+    f4(b, "n");
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
     op2(b, CTOSA_OP_ADD, "x", "state", "r");
     op2(b, CTOSA_OP_IDENTITY, "r", NULL, "state"); /* state update: allowed twice */
@@ -345,7 +364,8 @@ static void test_variables(void) {
 
     /* VARIABLE_READ of something no VARIABLE declared; shape mismatch */
     b = new_graph();
-    f4(b, "v"); f4(b, "out");
+    f4(b, "v");
+    f4(b, "out");
     static const int32_t s3[1] = {3};
     ten(b, "o3", CTOSA_DTYPE_FP32, 1, s3);
     const char *in[1] = {"v"}, *out[1] = {"out"}, *out3[1] = {"o3"};
@@ -388,13 +408,15 @@ static void test_many_and_cap(void) {
 
     /* different kinds of problems in one run */
     b = new_graph();
-    f4(b, "x"); f4(b, "y"); f4(b, "z");
+    f4(b, "x");
+    f4(b, "y");
+    f4(b, "z");
     static const int32_t s2x2[2] = {2, 2};
     ten(b, "w", CTOSA_DTYPE_FP32, 2, s2x2);
     CHECK_OK(ctosa_block_add_input(G, b, "x"));
-    op2(b, CTOSA_OP_ADD, "x", "w", "y");           /* ranks differ */
-    op2(b, CTOSA_OP_ADD, "x", "nope", "z");        /* undefined */
-    op2(b, CTOSA_OP_ADD, "x", "x", "z");           /* defined twice */
+    op2(b, CTOSA_OP_ADD, "x", "w", "y");            /* ranks differ */
+    op2(b, CTOSA_OP_ADD, "x", "nope", "z");         /* undefined */
+    op2(b, CTOSA_OP_ADD, "x", "x", "z");            /* defined twice */
     CHECK_OK(ctosa_block_add_output(G, b, "gone")); /* unresolved output */
     m = validate("TOSA-1.0+INT", 0);
     HAS(m, "input ranks differ");
@@ -456,12 +478,12 @@ static void test_examples_cli(void) {
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         char *out = NULL;
-        int rc = th_run(&out, "'%s' check '%s/%s/%s' --spec '%s'", th_ctosa(), shared, ex,
-                        cases[i].file, cases[i].spec);
-        CHECK_MSG(rc == cases[i].rc, "%s under %s: rc %d, output: %s", cases[i].file, cases[i].spec,
-                  rc, out ? out : "");
-        CHECK_MSG(out && strstr(out, cases[i].needle), "%s under %s: expected '%s' in: %s",
-                  cases[i].file, cases[i].spec, cases[i].needle, out ? out : "");
+        int rc = th_run(&out, "'%s' check '%s/%s/%s' --spec '%s'", th_ctosa(), shared, ex, cases[i].file,
+                        cases[i].spec);
+        CHECK_MSG(rc == cases[i].rc, "%s under %s: rc %d, output: %s", cases[i].file, cases[i].spec, rc,
+                  out ? out : "");
+        CHECK_MSG(out && strstr(out, cases[i].needle), "%s under %s: expected '%s' in: %s", cases[i].file,
+                  cases[i].spec, cases[i].needle, out ? out : "");
         free(out);
     }
     /* --max-problems caps the lines */
@@ -499,8 +521,7 @@ static void test_mutated_files(void) {
             seed = seed * 1103515245u + 12345u;
             size_t pos = (seed >> 8) % size;
             seed = seed * 1103515245u + 12345u;
-            buf[pos] = (unsigned char)(iter % 3 == 0 ? buf[pos] ^ (1u << ((seed >> 16) % 8))
-                                                     : (seed >> 16));
+            buf[pos] = (unsigned char)(iter % 3 == 0 ? buf[pos] ^ (1u << ((seed >> 16) % 8)) : (seed >> 16));
         }
         ctosa_graph *g = NULL;
         ctosa_error *e = ctosa_read_memory(buf, size, "mutant", NULL, &g);

@@ -73,13 +73,11 @@ static void check_inline_file(const ctosa_graph *g, const uint8_t *f, size_t siz
         if (first_data == UINT64_MAX) first_data = start;
         CHECK_MSG(start % align == 0, "tensor %s data at %llu not %u-aligned", t[i]->name,
                   (unsigned long long)start, align);
-        CHECK_MSG(d[i].vec_len == t[i]->data.size, "tensor %s: length %u", t[i]->name,
-                  d[i].vec_len);
+        CHECK_MSG(d[i].vec_len == t[i]->data.size, "tensor %s: length %u", t[i]->name, d[i].vec_len);
         CHECK(start + d[i].vec_len <= size);
         CHECK(start >= prev_end); /* data in file order, after the metadata */
         if (start + d[i].vec_len <= size)
-            CHECK_MSG(memcmp(f + start, t[i]->data.ptr, d[i].vec_len) == 0, "tensor %s bytes",
-                      t[i]->name);
+            CHECK_MSG(memcmp(f + start, t[i]->data.ptr, d[i].vec_len) == 0, "tensor %s bytes", t[i]->name);
         prev_end = start + d[i].vec_len;
     }
     CHECK(prev_end == size); /* the last constant ends the file */
@@ -185,8 +183,8 @@ static void check_external_file(const ctosa_graph *g, const uint8_t *f, size_t s
         CHECK(d[i].offset >= prev_end);
         CHECK(d[i].offset + d[i].size <= size);
         if (d[i].offset + d[i].size <= size)
-            CHECK_MSG(memcmp(f + d[i].offset, t[i]->data.ptr, d[i].size) == 0,
-                      "tensor %s bytes at offset", t[i]->name);
+            CHECK_MSG(memcmp(f + d[i].offset, t[i]->data.ptr, d[i].size) == 0, "tensor %s bytes at offset",
+                      t[i]->name);
         prev_end = last_end = d[i].offset + d[i].size;
     }
     CHECK(prev_end > 0);
@@ -270,8 +268,7 @@ static void test_file_backed(void) {
         if (m) {
             nav_data d[2];
             CHECK(nav_tensors(m, d, 2) == 2);
-            CHECK(d[1].offset + 3000 == ms && memcmp((uint8_t *)m + d[1].offset, blob + 1999,
-                                                     3000) == 0);
+            CHECK(d[1].offset + 3000 == ms && memcmp((uint8_t *)m + d[1].offset, blob + 1999, 3000) == 0);
         }
         free(m);
         if (mode == 1) { /* a range past the end of the file */
@@ -375,8 +372,7 @@ static void test_errors(void) {
     free(m);
 
     /* Unwritable destination: named, nothing left behind. */
-    CHECK_ERR(ctosa_write_file(g, "/nonexistent-dir/x.tosa", NULL), CTOSA_ERR_IO,
-              "/nonexistent-dir/x.tosa");
+    CHECK_ERR(ctosa_write_file(g, "/nonexistent-dir/x.tosa", NULL), CTOSA_ERR_IO, "/nonexistent-dir/x.tosa");
     char sub[1100];
     snprintf(sub, sizeof sub, "%s/ro", dir);
     CHECK(mkdir(sub, 0500) == 0);
@@ -498,14 +494,15 @@ static void test_long_over_2gb(void) {
         char head[1100], *outtxt = NULL;
         snprintf(head, sizeof head, "%s/big-head.tosa", th_tmpdir());
         CHECK(th_write(head, head_buf, (size_t)d[0].offset) == 0);
-        int rc = th_run(&outtxt, "flatc --json --raw-binary --strict-json -o '%s' "
-                        "'%s/reference/tosa/schema/tosa-1.0.fbs' -- '%s' && tr -d ' \\n' < '%s/big-head.json'",
-                        th_tmpdir(), shared, head, th_tmpdir());
+        int rc =
+            th_run(&outtxt,
+                   "flatc --json --raw-binary --strict-json -o '%s' "
+                   "'%s/reference/tosa/schema/tosa-1.0.fbs' -- '%s' && tr -d ' \\n' < '%s/big-head.json'",
+                   th_tmpdir(), shared, head, th_tmpdir());
         char want[100];
         snprintf(want, sizeof want, "\"offset\":%llu,\"size\":%llu", (unsigned long long)d[1].offset,
                  (unsigned long long)part);
-        CHECK_MSG(rc == 0 && outtxt && strstr(outtxt, want), "flatc: %d %.300s", rc,
-                  outtxt ? outtxt : "");
+        CHECK_MSG(rc == 0 && outtxt && strstr(outtxt, want), "flatc: %d %.300s", rc, outtxt ? outtxt : "");
         free(outtxt);
     } else {
         printf("test_long_over_2gb: flatc check skipped (flatc or ../shared missing)\n");
@@ -555,8 +552,7 @@ static void test_reader_roundtrip(void) {
                 CHECK(ctosa_graph_region_count(r) == ctosa_graph_region_count(gs[gi]));
                 CHECK_OK(ctosa_write_memory(r, &o, &b2, &s2));
                 CHECK_MSG(s1 == s2 && b2 && memcmp(b1, b2, s1) == 0,
-                          "graph %d layout %d: re-written bytes differ (%zu vs %zu)", gi, lay, s1,
-                          s2);
+                          "graph %d layout %d: re-written bytes differ (%zu vs %zu)", gi, lay, s1, s2);
                 ctosa_file_info fi = ctosa_graph_file_info(r);
                 CHECK(fi.external_data == (lay == 1 && gi != 0));
                 CHECK(fi.file_size == s1);

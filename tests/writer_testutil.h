@@ -12,8 +12,7 @@
 /* ------------------------------------------------------------ walker */
 
 static inline uint32_t nav_u32(const uint8_t *b, uint64_t p) {
-    return (uint32_t)b[p] | (uint32_t)b[p + 1] << 8 | (uint32_t)b[p + 2] << 16 |
-           (uint32_t)b[p + 3] << 24;
+    return (uint32_t)b[p] | (uint32_t)b[p + 1] << 8 | (uint32_t)b[p + 2] << 16 | (uint32_t)b[p + 3] << 24;
 }
 static inline uint64_t nav_u64(const uint8_t *b, uint64_t p) {
     return nav_u32(b, p) | (uint64_t)nav_u32(b, p + 4) << 32;
@@ -32,7 +31,7 @@ static inline uint64_t nav_deref(const uint8_t *b, uint64_t p) { return p + nav_
 /* Where one tensor's (or shape's) bytes are. */
 typedef struct nav_data {
     bool is_shape;
-    uint64_t vec;    /* position of the inline data vector's length field */
+    uint64_t vec; /* position of the inline data vector's length field */
     uint32_t vec_len;
     uint64_t offset, size; /* TosaTensor.offset / .size (0 for shapes) */
 } nav_data;
@@ -85,7 +84,7 @@ static inline ctosa_block *tu_main(ctosa_graph *g) {
 /* A constant int8 tensor of n bytes with a pattern seeded by `seed`, plus
  * its CONST op. Data is copied into the graph. */
 static inline ctosa_tensor *tu_const_i8(ctosa_graph *g, ctosa_block *b, const char *name, int32_t n,
-                                 unsigned seed) {
+                                        unsigned seed) {
     ctosa_tensor *t = NULL;
     CHECK_OK(ctosa_block_add_tensor(g, b, name, CTOSA_DTYPE_INT8, 1, &n, &t));
     uint8_t *p = malloc(n ? (size_t)n : 1);
@@ -115,9 +114,7 @@ static inline void tu_fill_attr(ctosa_op_kind k, ctosa_attr *a, int32_t *vec, ui
             break;
         }
         case CTOSA_FIELD_DTYPE: *(ctosa_dtype *)p = CTOSA_DTYPE_INT48; break;
-        case CTOSA_FIELD_I32_VEC:
-            *(ctosa_i32s *)p = (ctosa_i32s){vec + i, 2 + (k + i) % 4};
-            break;
+        case CTOSA_FIELD_I32_VEC: *(ctosa_i32s *)p = (ctosa_i32s){vec + i, 2 + (k + i) % 4}; break;
         case CTOSA_FIELD_BYTES: *(ctosa_bytes *)p = (ctosa_bytes){bytes + i, 1 + (k + i) % 9}; break;
         case CTOSA_FIELD_STRING: {
             static char s[16][32];
@@ -148,8 +145,8 @@ static inline ctosa_graph *tu_every_op_graph(void) {
         tu_fill_attr((ctosa_op_kind)k, &a, vec, bytes);
         const char *in[] = {"x", "y", "z"}, *out[] = {"o1", "o2"};
         ctosa_op *op;
-        CHECK_OK(ctosa_block_add_op(g, b, (ctosa_op_kind)k, (uint32_t)(k % 4), in,
-                                    1 + (uint32_t)(k % 2), out, &a, &op));
+        CHECK_OK(ctosa_block_add_op(g, b, (ctosa_op_kind)k, (uint32_t)(k % 4), in, 1 + (uint32_t)(k % 2), out,
+                                    &a, &op));
         if (op && k % 3 == 0) {
             char loc[64];
             snprintf(loc, sizeof loc, "loc(\"model.py\":%d:7)", k);

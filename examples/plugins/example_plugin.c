@@ -33,7 +33,8 @@ static ctosa_error *swish_validate(void *user, const ctosa_custom_node *node) {
     if (beta && beta->type != CTOSA_ONNX_ATTR_FLOAT)
         return host->error_new(CTOSA_ERR_UNSUPPORTED, "attribute 'beta' must be a float");
     if (beta && !(beta->f > 0.0f))
-        return host->error_new(CTOSA_ERR_UNSUPPORTED, "attribute 'beta' must be positive, not %g", (double)beta->f);
+        return host->error_new(CTOSA_ERR_UNSUPPORTED, "attribute 'beta' must be positive, not %g",
+                               (double)beta->f);
     (void)user;
     return NULL;
 }
@@ -41,8 +42,8 @@ static ctosa_error *swish_validate(void *user, const ctosa_custom_node *node) {
 static ctosa_error *swish_infer(void *user, const ctosa_custom_node *node, const ctosa_custom_tensor *in,
                                 uint32_t n_in, ctosa_custom_tensor *out, uint32_t n_out) {
     if (n_in != 1 || n_out != 1 || !in[0].present)
-        return host->error_new(CTOSA_ERR_UNSUPPORTED, "MySwish takes one input and gives one output (got %u and %u)",
-                               n_in, n_out);
+        return host->error_new(CTOSA_ERR_UNSUPPORTED,
+                               "MySwish takes one input and gives one output (got %u and %u)", n_in, n_out);
     out[0] = in[0]; /* same dtype and shape */
     out[0].data = NULL;
     out[0].nbytes = 0;
@@ -70,7 +71,8 @@ static ctosa_error *split_infer(void *user, const ctosa_custom_node *node, const
                                 uint32_t n_in, ctosa_custom_tensor *out, uint32_t n_out) {
     if (n_in != 1 || n_out != 2 || !in[0].present)
         return host->error_new(CTOSA_ERR_UNSUPPORTED, "SplitHalf takes one input and gives two outputs");
-    if (in[0].rank == 0) return host->error_new(CTOSA_ERR_UNSUPPORTED, "SplitHalf needs an input of rank >= 1");
+    if (in[0].rank == 0)
+        return host->error_new(CTOSA_ERR_UNSUPPORTED, "SplitHalf needs an input of rank >= 1");
     int64_t last = in[0].shape[in[0].rank - 1];
     if (last % 2)
         return host->error_new(CTOSA_ERR_UNSUPPORTED, "the last axis of '%s' has odd size %lld",
@@ -89,7 +91,8 @@ static ctosa_error *split_kernel(void *user, const ctosa_interp_tensor *in, uint
                                  ctosa_interp_tensor *out, uint32_t n_out, const uint8_t *attrs,
                                  uint32_t attrs_len) {
     if (n_in != 1 || n_out != 2 || in[0].rank == 0 || in[0].count == 0)
-        return host->error_new(CTOSA_ERR_UNSUPPORTED, "SplitHalf: expected one non-empty input and two outputs");
+        return host->error_new(CTOSA_ERR_UNSUPPORTED,
+                               "SplitHalf: expected one non-empty input and two outputs");
     size_t es = (size_t)(in[0].size / in[0].count);
     int64_t last = in[0].shape[in[0].rank - 1];
     uint64_t rows = in[0].count / (uint64_t)last;

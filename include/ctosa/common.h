@@ -86,6 +86,8 @@ int ctosa_version_key(ctosa_version v);
 
 /* X(NAME, value, bits per element, min version key, lower-case name,
  *   is_float: a floating-point format (ctosa_dtype_is_float)) */
+/* The table is aligned by hand, one row per type. */
+/* clang-format off */
 #define CTOSA_DTYPE_LIST(X) \
     X(UNKNOWN,  0,  0,  10, "unknown",  0) \
     X(BOOL,     1,  8,  10, "bool",     0) \
@@ -113,9 +115,10 @@ typedef enum ctosa_dtype {
 #undef CTOSA_X
     CTOSA_DTYPE_COUNT
 } ctosa_dtype;
+/* clang-format on */
 
-const char *ctosa_dtype_name(ctosa_dtype t);   /* "INT8", "FP32"... or NULL */
-const char *ctosa_dtype_short(ctosa_dtype t);  /* "int8", "fp32"... or NULL */
+const char *ctosa_dtype_name(ctosa_dtype t);  /* "INT8", "FP32"... or NULL */
+const char *ctosa_dtype_short(ctosa_dtype t); /* "int8", "fp32"... or NULL */
 /* Bits per element as stored in a file (INT4 4, INT48 48, SHAPE 64). */
 int ctosa_dtype_bits(ctosa_dtype t);
 /* Bytes needed to store n elements of t in a file (INT4 packs two per byte,
@@ -164,6 +167,8 @@ bool ctosa_dtype_is_float(ctosa_dtype t);
  *
  * Adding an operator: docs/adding-an-op.md.
  */
+/* The table is aligned by hand, one row per operator. */
+/* clang-format off */
 #define CTOSA_OP_LIST(X) \
     X(ARGMAX,                 1,  ArgMax,               10, TENSOR,   NONE, 0,   C,  1, 1,  1, 1,  1) \
     X(AVG_POOL2D,             2,  AvgPool2d,            10, TENSOR,   NONE, 0,   CW, 3, 3,  1, 1,  3) \
@@ -269,8 +274,9 @@ typedef enum ctosa_op_kind {
 #undef CTOSA_X
     CTOSA_OP_COUNT
 } ctosa_op_kind;
+/* clang-format on */
 
-const char *ctosa_op_name(ctosa_op_kind op);      /* "CONV2D", or NULL */
+const char *ctosa_op_name(ctosa_op_kind op); /* "CONV2D", or NULL */
 bool ctosa_op_from_name(const char *name, ctosa_op_kind *out);
 /* 10 (TOSA 1.0) or 11 (1.1 draft); 0 for an unknown value. */
 int ctosa_op_min_version(ctosa_op_kind op);
@@ -348,10 +354,7 @@ typedef enum ctosa_rounding_mode {
     CTOSA_ROUND_DOUBLE = 3
 } ctosa_rounding_mode;
 
-typedef enum ctosa_block_size {
-    CTOSA_BLOCK_SIZE_UNKNOWN = 0,
-    CTOSA_BLOCK_SIZE_32 = 32
-} ctosa_block_size;
+typedef enum ctosa_block_size { CTOSA_BLOCK_SIZE_UNKNOWN = 0, CTOSA_BLOCK_SIZE_32 = 32 } ctosa_block_size;
 
 #ifdef __cplusplus
 }

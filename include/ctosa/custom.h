@@ -68,23 +68,23 @@ typedef struct ctosa_custom_registry ctosa_custom_registry;
 
 /* The node being lowered, as the callbacks see it. */
 typedef struct ctosa_custom_node {
-    const char *name;      /* node name, or "<op_type>#<index>" when unnamed */
-    const char *domain;    /* ONNX domain as written ("" for the default domain) */
+    const char *name;   /* node name, or "<op_type>#<index>" when unnamed */
+    const char *domain; /* ONNX domain as written ("" for the default domain) */
     const char *op_type;
-    int64_t opset;         /* the model's opset for the node's domain (-1 if not imported) */
+    int64_t opset; /* the model's opset for the node's domain (-1 if not imported) */
     uint32_t n_attrs;
-    const ctosa_onnx_attr *attrs;   /* see ctosa_custom_find_attr() */
-    const ctosa_onnx_node *onnx;    /* the whole ONNX node */
+    const ctosa_onnx_attr *attrs; /* see ctosa_custom_find_attr() */
+    const ctosa_onnx_node *onnx;  /* the whole ONNX node */
 } ctosa_custom_node;
 
 /* One input or output of the node. */
 typedef struct ctosa_custom_tensor {
-    ctosa_dtype dtype;     /* TOSA dtype the value is carried in */
-    int32_t onnx_dtype;    /* inputs: ONNX element type; outputs: leave 0 */
+    ctosa_dtype dtype;  /* TOSA dtype the value is carried in */
+    int32_t onnx_dtype; /* inputs: ONNX element type; outputs: leave 0 */
     uint32_t rank;
     int64_t shape[CTOSA_CUSTOM_MAX_RANK];
-    bool present;          /* inputs: false for an omitted optional input ("") */
-    const void *data;      /* inputs: the constant value when known at compile time
+    bool present;     /* inputs: false for an omitted optional input ("") */
+    const void *data; /* inputs: the constant value when known at compile time
                               (dense little-endian, ONNX natural width), else NULL */
     uint64_t nbytes;
 } ctosa_custom_tensor;
@@ -100,24 +100,24 @@ typedef ctosa_error *(*ctosa_custom_validate_fn)(void *user, const ctosa_custom_
 /* implementation_attrs encoder, snprintf style: write at most cap bytes to
  * buf (buf may be NULL when cap is 0) and set *len to the full length.
  * Called again with a larger buffer when *len > cap. */
-typedef ctosa_error *(*ctosa_custom_encode_fn)(void *user, const ctosa_custom_node *node,
-                                               uint8_t *buf, size_t cap, size_t *len);
+typedef ctosa_error *(*ctosa_custom_encode_fn)(void *user, const ctosa_custom_node *node, uint8_t *buf,
+                                               size_t cap, size_t *len);
 
 typedef struct ctosa_custom_op {
-    const char *onnx_domain;   /* ONNX domain matched; "" / "ai.onnx" = a standard operator */
-    const char *onnx_op_type;  /* ONNX op_type matched */
-    int64_t since_opset;       /* opset range of onnx_domain matched; 0 = unbounded */
+    const char *onnx_domain;  /* ONNX domain matched; "" / "ai.onnx" = a standard operator */
+    const char *onnx_op_type; /* ONNX op_type matched */
+    int64_t since_opset;      /* opset range of onnx_domain matched; 0 = unbounded */
     int64_t until_opset;
-    const char *tosa_domain;   /* CUSTOM domain_name; NULL = onnx_domain (required for
+    const char *tosa_domain;             /* CUSTOM domain_name; NULL = onnx_domain (required for
                                   standard operators) */
-    const char *tosa_operator; /* CUSTOM operator_name; NULL = onnx_op_type */
-    ctosa_custom_infer_fn infer;          /* required */
-    ctosa_custom_validate_fn validate;    /* optional */
-    ctosa_custom_encode_fn encode_attrs;  /* optional; default canonical JSON */
-    ctosa_custom_fn kernel;               /* optional interpreter kernel (ctosa/interp.h) */
-    const ctosa_dtype *dtypes;  /* optional: dtypes every input and output must have */
+    const char *tosa_operator;           /* CUSTOM operator_name; NULL = onnx_op_type */
+    ctosa_custom_infer_fn infer;         /* required */
+    ctosa_custom_validate_fn validate;   /* optional */
+    ctosa_custom_encode_fn encode_attrs; /* optional; default canonical JSON */
+    ctosa_custom_fn kernel;              /* optional interpreter kernel (ctosa/interp.h) */
+    const ctosa_dtype *dtypes;           /* optional: dtypes every input and output must have */
     uint32_t n_dtypes;
-    void *user;                 /* passed to every callback */
+    void *user; /* passed to every callback */
 } ctosa_custom_op;
 
 ctosa_error *ctosa_custom_registry_create(ctosa_custom_registry **out);
@@ -146,8 +146,8 @@ ctosa_error *ctosa_custom_registry_attach(const ctosa_custom_registry *reg, ctos
  * "FILE:LINE:COLUMN". */
 ctosa_error *ctosa_custom_registry_load_json(ctosa_custom_registry *reg, const char *path);
 /* Same from memory; name is used in messages. */
-ctosa_error *ctosa_custom_registry_load_json_text(ctosa_custom_registry *reg, const char *text,
-                                                  size_t len, const char *name);
+ctosa_error *ctosa_custom_registry_load_json_text(ctosa_custom_registry *reg, const char *text, size_t len,
+                                                  const char *name);
 
 /* ---------------------------------------------------------------- plugins
  *
@@ -204,8 +204,7 @@ typedef uint32_t (*ctosa_plugin_init_fn)(ctosa_custom_registry *reg, const ctosa
 ctosa_error *ctosa_custom_registry_load_plugin(ctosa_custom_registry *reg, const char *path);
 
 /* The attribute of node named name, or NULL (inline: usable from plugins). */
-static inline const ctosa_onnx_attr *ctosa_custom_find_attr(const ctosa_custom_node *node,
-                                                            const char *name) {
+static inline const ctosa_onnx_attr *ctosa_custom_find_attr(const ctosa_custom_node *node, const char *name) {
     for (uint32_t i = 0; i < node->n_attrs; i++) {
         const char *a = node->attrs[i].name, *b = name;
         while (*a && *a == *b) a++, b++;

@@ -71,30 +71,30 @@ typedef struct ctosa_bytes {
  * zero after reading. Zero-initialise and set what the operator needs.
  */
 typedef struct ctosa_attr {
-    int32_t axis;                      /* ARGMAX, REDUCE_*, CONCAT, REVERSE, DIM */
-    ctosa_nan_mode nan_mode;           /* ARGMAX, MAX_POOL2D*, CLAMP, MAXIMUM, MINIMUM, REDUCE_MAX/MIN */
-    ctosa_i32s kernel, stride, pad;    /* pooling; stride/pad also convolutions */
-    ctosa_i32s dilation;               /* CONV2D, CONV3D, DEPTHWISE_CONV2D */
-    ctosa_i32s out_pad;                /* TRANSPOSE_CONV2D */
-    ctosa_i32s perms;                  /* TRANSPOSE */
-    ctosa_dtype acc_type;              /* convolutions, AVG_POOL2D* (a DType value) */
-    bool local_bound;                  /* convolutions, FFT2D, RFFT2D */
-    bool inverse;                      /* FFT2D */
-    bool round;                        /* ARITHMETIC_RIGHT_SHIFT */
-    ctosa_bytes min_val, max_val;      /* CLAMP: little-endian bytes of in_out_t */
-    ctosa_resize_mode mode;            /* RESIZE */
-    bool scale32;                      /* RESCALE */
-    ctosa_rounding_mode rounding_mode; /* RESCALE */
-    bool per_channel;                  /* RESCALE */
-    bool input_unsigned;               /* RESCALE */
-    bool output_unsigned;              /* RESCALE */
-    const char *operator_name;         /* CUSTOM */
-    const char *domain_name;           /* CUSTOM */
-    ctosa_bytes implementation_attrs;  /* CUSTOM */
+    int32_t axis;                        /* ARGMAX, REDUCE_*, CONCAT, REVERSE, DIM */
+    ctosa_nan_mode nan_mode;             /* ARGMAX, MAX_POOL2D*, CLAMP, MAXIMUM, MINIMUM, REDUCE_MAX/MIN */
+    ctosa_i32s kernel, stride, pad;      /* pooling; stride/pad also convolutions */
+    ctosa_i32s dilation;                 /* CONV2D, CONV3D, DEPTHWISE_CONV2D */
+    ctosa_i32s out_pad;                  /* TRANSPOSE_CONV2D */
+    ctosa_i32s perms;                    /* TRANSPOSE */
+    ctosa_dtype acc_type;                /* convolutions, AVG_POOL2D* (a DType value) */
+    bool local_bound;                    /* convolutions, FFT2D, RFFT2D */
+    bool inverse;                        /* FFT2D */
+    bool round;                          /* ARITHMETIC_RIGHT_SHIFT */
+    ctosa_bytes min_val, max_val;        /* CLAMP: little-endian bytes of in_out_t */
+    ctosa_resize_mode mode;              /* RESIZE */
+    bool scale32;                        /* RESCALE */
+    ctosa_rounding_mode rounding_mode;   /* RESCALE */
+    bool per_channel;                    /* RESCALE */
+    bool input_unsigned;                 /* RESCALE */
+    bool output_unsigned;                /* RESCALE */
+    const char *operator_name;           /* CUSTOM */
+    const char *domain_name;             /* CUSTOM */
+    ctosa_bytes implementation_attrs;    /* CUSTOM */
     const char *then_graph, *else_graph; /* COND_IF: region names */
     const char *cond_graph, *body_graph; /* WHILE_LOOP: region names */
-    ctosa_block_size block_size;       /* 1.1 block-scaled ops */
-    bool allow_broadcast;              /* 1.1 ASSERT_EQUAL_SHAPE */
+    ctosa_block_size block_size;         /* 1.1 block-scaled ops */
+    bool allow_broadcast;                /* 1.1 ASSERT_EQUAL_SHAPE */
 } ctosa_attr;
 
 /* How one attribute field is stored (drives writer, reader, dump). */
@@ -109,7 +109,7 @@ typedef enum ctosa_field_kind {
 } ctosa_field_kind;
 
 typedef struct ctosa_attr_field {
-    const char *name;      /* schema field name, e.g. "pad" */
+    const char *name; /* schema field name, e.g. "pad" */
     ctosa_field_kind kind;
     uint16_t offset;       /* offsetof(ctosa_attr, member) */
     const char *enum_type; /* "NanPropagationMode", "ResizeMode", "RoundingMode",
@@ -141,11 +141,12 @@ typedef ctosa_error *(*ctosa_data_fill_fn)(void *user, uint64_t offset, void *bu
 
 typedef struct ctosa_data {
     ctosa_data_kind kind;
-    uint64_t size;   /* bytes, in the file encoding of the dtype (docs/tosa-format.md: INT4 two per byte, INT48 6 bytes) */
-    const void *ptr; /* MEMORY */
-    const char *path; /* FILE */
-    int fd;           /* FILE when path == NULL; the writer does not close it */
-    uint64_t offset;  /* FILE */
+    uint64_t
+        size; /* bytes, in the file encoding of the dtype (docs/tosa-format.md: INT4 two per byte, INT48 6 bytes) */
+    const void *ptr;         /* MEMORY */
+    const char *path;        /* FILE */
+    int fd;                  /* FILE when path == NULL; the writer does not close it */
+    uint64_t offset;         /* FILE */
     ctosa_data_fill_fn fill; /* GENERATED */
     void *user;              /* GENERATED: fill's argument (borrowed) */
 } ctosa_data;
@@ -165,7 +166,7 @@ typedef struct ctosa_tensor {
 typedef struct ctosa_op {
     ctosa_op_kind kind;
     uint32_t n_inputs, n_outputs;
-    const char **inputs;  /* tensor or shape names */
+    const char **inputs; /* tensor or shape names */
     const char **outputs;
     ctosa_attr attr;
     const char *location; /* OpLocation.text, NULL if none */
@@ -206,8 +207,8 @@ typedef struct ctosa_software_version {
     const char *modifier;
 } ctosa_software_version;
 ctosa_software_version ctosa_graph_software_version(const ctosa_graph *g);
-ctosa_error *ctosa_graph_set_software_version(ctosa_graph *g, int32_t major, int32_t minor,
-                                              int32_t micro, const char *modifier);
+ctosa_error *ctosa_graph_set_software_version(ctosa_graph *g, int32_t major, int32_t minor, int32_t micro,
+                                              const char *modifier);
 
 uint32_t ctosa_graph_region_count(const ctosa_graph *g);
 ctosa_region *ctosa_graph_region(const ctosa_graph *g, uint32_t i);
@@ -225,34 +226,31 @@ ctosa_region *ctosa_graph_find_region(const ctosa_graph *g, const char *name);
  *     const ctosa_region *r;
  *     const ctosa_block *b = ctosa_graph_find_called(g, caller, op->attr.then_graph, &r);
  */
-const ctosa_block *ctosa_graph_find_called(const ctosa_graph *g, const ctosa_region *from,
-                                           const char *name, const ctosa_region **region);
+const ctosa_block *ctosa_graph_find_called(const ctosa_graph *g, const ctosa_region *from, const char *name,
+                                           const ctosa_region **region);
 
 /* Finds a tensor or shape of block b by name (hash lookup; NULL if none). */
-ctosa_tensor *ctosa_block_find_tensor(const ctosa_graph *g, const ctosa_block *b,
-                                      const char *name);
+ctosa_tensor *ctosa_block_find_tensor(const ctosa_graph *g, const ctosa_block *b, const char *name);
 
 /* -------------------------------------------------------------- builder */
 
 ctosa_error *ctosa_graph_add_region(ctosa_graph *g, const char *name, ctosa_region **out);
-ctosa_error *ctosa_region_add_block(ctosa_graph *g, ctosa_region *r, const char *name,
-                                    ctosa_block **out);
+ctosa_error *ctosa_region_add_block(ctosa_graph *g, ctosa_region *r, const char *name, ctosa_block **out);
 /* Adds a tensor. shape may be NULL when rank is 0. Duplicate names in one
  * block are an error. out may be NULL. */
-ctosa_error *ctosa_block_add_tensor(ctosa_graph *g, ctosa_block *b, const char *name,
-                                    ctosa_dtype dtype, uint32_t rank, const int32_t *shape,
-                                    ctosa_tensor **out);
+ctosa_error *ctosa_block_add_tensor(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype dtype,
+                                    uint32_t rank, const int32_t *shape, ctosa_tensor **out);
 /* Adds a TosaShape with n int64 values (values may be NULL for a shape that is
  * not constant); values are copied. */
-ctosa_error *ctosa_block_add_shape(ctosa_graph *g, ctosa_block *b, const char *name,
-                                   uint32_t n, const int64_t *values, ctosa_tensor **out);
+ctosa_error *ctosa_block_add_shape(ctosa_graph *g, ctosa_block *b, const char *name, uint32_t n,
+                                   const int64_t *values, ctosa_tensor **out);
 /* Constant data from memory. copy = false borrows (see the top of this file). */
-ctosa_error *ctosa_tensor_set_data(ctosa_graph *g, ctosa_tensor *t, const void *ptr,
-                                   uint64_t size, bool copy);
+ctosa_error *ctosa_tensor_set_data(ctosa_graph *g, ctosa_tensor *t, const void *ptr, uint64_t size,
+                                   bool copy);
 /* Constant data from a byte range of a file; the file is opened when the graph
  * is written (path), or used as is (fd >= 0 with path NULL). */
-ctosa_error *ctosa_tensor_set_data_file(ctosa_graph *g, ctosa_tensor *t, const char *path,
-                                        int fd, uint64_t offset, uint64_t size);
+ctosa_error *ctosa_tensor_set_data_file(ctosa_graph *g, ctosa_tensor *t, const char *path, int fd,
+                                        uint64_t offset, uint64_t size);
 /*
  * Deferred (generated) constant data, for weights that must change bytes on
  * the way to the file (a transpose, a narrowing, a repacking) without ever
@@ -285,9 +283,8 @@ ctosa_error *ctosa_tensor_read_data(const ctosa_tensor *t, uint64_t offset, void
 
 /* Adds an operator. attr may be NULL (all fields zero). Names, vectors and
  * strings of attr are copied. out may be NULL. */
-ctosa_error *ctosa_block_add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind kind,
-                                uint32_t n_inputs, const char *const *inputs,
-                                uint32_t n_outputs, const char *const *outputs,
+ctosa_error *ctosa_block_add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind kind, uint32_t n_inputs,
+                                const char *const *inputs, uint32_t n_outputs, const char *const *outputs,
                                 const ctosa_attr *attr, ctosa_op **out);
 ctosa_error *ctosa_op_set_location(ctosa_graph *g, ctosa_op *op, const char *text);
 ctosa_error *ctosa_block_add_input(ctosa_graph *g, ctosa_block *b, const char *name);

@@ -55,10 +55,10 @@ extern "C" {
 typedef struct ctosa_interp ctosa_interp;
 
 typedef struct ctosa_interp_options {
-    int threads;          /* worker threads for kernels; 0 = number of CPUs, 1 = none */
-    uint64_t max_memory;  /* bytes for all tensors (constants, inputs, activations,
+    int threads;             /* worker threads for kernels; 0 = number of CPUs, 1 = none */
+    uint64_t max_memory;     /* bytes for all tensors (constants, inputs, activations,
                              variables); 0 = the machine's physical memory */
-    uint32_t max_depth;   /* COND_IF / WHILE_LOOP nesting limit; 0 = 32 */
+    uint32_t max_depth;      /* COND_IF / WHILE_LOOP nesting limit; 0 = 32 */
     uint64_t max_iterations; /* WHILE_LOOP iteration limit per loop; 0 = unlimited */
     /* Running a slice of the graph: when n_outputs > 0, these tensors of the
      * main block (block outputs, intermediates, inputs or constants) are the
@@ -89,8 +89,7 @@ void ctosa_interp_options_init(ctosa_interp_options *opt);
  * as the reader's mapping) are used in place, not copied, and are not
  * counted against max_memory; others are decoded once. Other regions
  * (COND_IF / WHILE_LOOP bodies) are prepared on first use. opt may be NULL. */
-ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_options *opt,
-                                 ctosa_interp **out);
+ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_options *opt, ctosa_interp **out);
 void ctosa_interp_free(ctosa_interp *it); /* accepts NULL */
 
 /* A tensor as seen through the API: data in the host encoding above. */
@@ -122,9 +121,8 @@ ctosa_error *ctosa_interp_output_info(const ctosa_interp *it, uint32_t i, ctosa_
 
 /* Copies data (size bytes, host encoding) into graph input name. dtype,
  * rank and shape must equal the declared ones. */
-ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dtype dtype,
-                                    uint32_t rank, const int64_t *shape, const void *data,
-                                    uint64_t size);
+ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dtype dtype, uint32_t rank,
+                                    const int64_t *shape, const void *data, uint64_t size);
 
 /* Runs the graph. Every input must have been set (values stay set across
  * runs). */
@@ -133,8 +131,7 @@ ctosa_error *ctosa_interp_run(ctosa_interp *it);
 /* The value of graph output name after the last successful run. out->data
  * (host encoding) is owned by the interpreter and valid until the next
  * run or free. */
-ctosa_error *ctosa_interp_get_output(ctosa_interp *it, const char *name,
-                                     ctosa_interp_tensor *out);
+ctosa_error *ctosa_interp_get_output(ctosa_interp *it, const char *name, ctosa_interp_tensor *out);
 
 /* Profile (options.profile): time per operator of the main region, summed
  * over the runs since creation or the last ctosa_interp_profile_reset.
@@ -150,7 +147,7 @@ ctosa_error *ctosa_interp_get_output(ctosa_interp *it, const char *name,
  *         printf("%s %.3f ms\n", p.where, 1e3 * p.seconds / (p.runs ? p.runs : 1));
  *     } */
 typedef struct ctosa_interp_op_profile {
-    uint32_t index;     /* operator index in the main block */
+    uint32_t index; /* operator index in the main block */
     ctosa_op_kind kind;
     const char *where;  /* "op #12 CONV2D 'conv1'" (valid while the interpreter lives) */
     uint64_t runs;      /* how many times it ran */
@@ -160,8 +157,7 @@ typedef struct ctosa_interp_op_profile {
 
 uint32_t ctosa_interp_profile_count(const ctosa_interp *it);
 /* Fills *out for operator i (0 <= i < count); CTOSA_ERR_USAGE otherwise. */
-ctosa_error *ctosa_interp_profile_get(const ctosa_interp *it, uint32_t i,
-                                      ctosa_interp_op_profile *out);
+ctosa_error *ctosa_interp_profile_get(const ctosa_interp *it, uint32_t i, ctosa_interp_op_profile *out);
 /* Sets every operator's runs and seconds to zero (e.g. after a warm-up). */
 void ctosa_interp_profile_reset(ctosa_interp *it);
 
@@ -171,17 +167,16 @@ void ctosa_interp_profile_reset(ctosa_interp *it);
  * implementation_attrs is the operator's attribute bytes (may be empty).
  * Return NULL on success or an error (its message is prefixed with the
  * operator's place). */
-typedef ctosa_error *(*ctosa_custom_fn)(void *user, const ctosa_interp_tensor *inputs,
-                                        uint32_t n_inputs, ctosa_interp_tensor *outputs,
-                                        uint32_t n_outputs, const uint8_t *implementation_attrs,
+typedef ctosa_error *(*ctosa_custom_fn)(void *user, const ctosa_interp_tensor *inputs, uint32_t n_inputs,
+                                        ctosa_interp_tensor *outputs, uint32_t n_outputs,
+                                        const uint8_t *implementation_attrs,
                                         uint32_t implementation_attrs_len);
 
 /* Registers fn for CUSTOM operators with this domain_name and operator_name
  * (copied). A later registration of the same pair replaces the earlier one.
  * Running a CUSTOM operator nobody registered fails naming both. */
 ctosa_error *ctosa_interp_register_custom(ctosa_interp *it, const char *domain_name,
-                                          const char *operator_name, ctosa_custom_fn fn,
-                                          void *user);
+                                          const char *operator_name, ctosa_custom_fn fn, void *user);
 
 #ifdef __cplusplus
 }

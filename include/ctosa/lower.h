@@ -38,14 +38,14 @@ typedef struct ctosa_lower_bind {
 } ctosa_lower_bind;
 
 typedef struct ctosa_lower_shape {
-    const char *name;     /* graph input with symbolic dims */
+    const char *name; /* graph input with symbolic dims */
     uint32_t rank;
-    const int64_t *dims;  /* static dims to use */
+    const int64_t *dims; /* static dims to use */
 } ctosa_lower_shape;
 
 typedef struct ctosa_lower_options {
-    const char *output_dir;   /* NULL: nothing is written */
-    const char *stem;         /* file name stem; NULL: the model's file name without .onnx */
+    const char *output_dir; /* NULL: nothing is written */
+    const char *stem;       /* file name stem; NULL: the model's file name without .onnx */
     uint32_t n_binds;
     const ctosa_lower_bind *binds;
     uint32_t n_shapes;
@@ -84,11 +84,11 @@ void ctosa_lower_options_init(ctosa_lower_options *opt);
 
 /* One boundary tensor of a partition. */
 typedef struct ctosa_lower_io {
-    const char *name;     /* ONNX tensor name (also the TOSA tensor name) */
-    const char *dtype;    /* numpy name: "float32", "int8", "int64", "bool"... */
+    const char *name;  /* ONNX tensor name (also the TOSA tensor name) */
+    const char *dtype; /* numpy name: "float32", "int8", "int64", "bool"... */
     uint32_t rank;
     const int64_t *shape;
-    bool quantized;       /* scale / zero_point meaningful */
+    bool quantized; /* scale / zero_point meaningful */
     double scale;
     int64_t zero_point;
 } ctosa_lower_io;
@@ -102,7 +102,7 @@ typedef struct ctosa_lower_partition {
     uint32_t n_inputs, n_outputs;
     const ctosa_lower_io *inputs, *outputs;
     uint32_t n_op_counts;
-    const char *const *op_names;    /* TOSA operator counts, sorted by name */
+    const char *const *op_names; /* TOSA operator counts, sorted by name */
     const uint32_t *op_counts;
 } ctosa_lower_partition;
 
@@ -114,12 +114,12 @@ typedef struct ctosa_lower_fallback {
 } ctosa_lower_fallback;
 
 typedef struct ctosa_lower_summary {
-    const char *model, *spec;   /* model path as given; canonical spec */
+    const char *model, *spec; /* model path as given; canonical spec */
     uint32_t nodes_total, nodes_delegated;
     uint32_t n_partitions, n_fallback;
     const ctosa_lower_partition *partitions;
     const ctosa_lower_fallback *fallback;
-    const char *report_json;    /* the report (contract schema) */
+    const char *report_json; /* the report (contract schema) */
     /* Delegated nodes lowered through a custom-operator registration
      * (report key "custom_ops"), in node order. */
     uint32_t n_custom;
@@ -128,8 +128,8 @@ typedef struct ctosa_lower_summary {
 
 /* A node that became a TOSA CUSTOM operator. */
 typedef struct ctosa_lower_custom {
-    const char *node, *op_type, *domain;       /* the ONNX node */
-    const char *domain_name, *operator_name;   /* the CUSTOM operator emitted */
+    const char *node, *op_type, *domain;     /* the ONNX node */
+    const char *domain_name, *operator_name; /* the CUSTOM operator emitted */
     uint32_t partition;
     bool overrides_builtin; /* a standard ONNX operator ctosa would lower itself */
 } ctosa_lower_custom;
@@ -139,8 +139,8 @@ typedef struct ctosa_lower_result ctosa_lower_result;
 /* Loads, partitions and lowers model_path under spec. Bad input (malformed
  * model, bad bind file, unsafe external data) is an error (exit-2 class);
  * fallbacks are not errors. opt may be NULL. */
-ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
-                              const ctosa_lower_options *opt, ctosa_lower_result **out);
+ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec, const ctosa_lower_options *opt,
+                              ctosa_lower_result **out);
 const ctosa_lower_summary *ctosa_lower_result_summary(const ctosa_lower_result *r);
 
 /* A value the lowering computed at compile time (folded constants, e.g. a

@@ -54,12 +54,12 @@ extern "C" {
  * encoding (ctosa/interp.h: one element per slot, BOOL and INT4 one byte,
  * INT48 as int64). */
 typedef struct ctosa_mlir_input {
-    const char *name;       /* a main-block input */
-    ctosa_dtype dtype;      /* must be the input's dtype */
-    uint32_t rank;          /* must be the input's rank and shape */
+    const char *name;  /* a main-block input */
+    ctosa_dtype dtype; /* must be the input's dtype */
+    uint32_t rank;     /* must be the input's rank and shape */
     const int64_t *shape;
-    const void *data;       /* borrowed for the call */
-    uint64_t size;          /* bytes */
+    const void *data; /* borrowed for the call */
+    uint64_t size;    /* bytes */
 } ctosa_mlir_input;
 
 typedef struct ctosa_mlir_options {
@@ -76,15 +76,14 @@ void ctosa_mlir_options_init(ctosa_mlir_options *opt);
 typedef ctosa_error *(*ctosa_mlir_sink)(void *user, const char *text, size_t n);
 
 /* Writes g as MLIR text to sink. opt may be NULL. */
-ctosa_error *ctosa_mlir_write(const ctosa_graph *g, const ctosa_mlir_options *opt,
-                              ctosa_mlir_sink sink, void *user);
+ctosa_error *ctosa_mlir_write(const ctosa_graph *g, const ctosa_mlir_options *opt, ctosa_mlir_sink sink,
+                              void *user);
 /* Same into path (temporary name + rename: no partial file on error). */
-ctosa_error *ctosa_mlir_write_file(const ctosa_graph *g, const char *path,
-                                   const ctosa_mlir_options *opt);
+ctosa_error *ctosa_mlir_write_file(const ctosa_graph *g, const char *path, const ctosa_mlir_options *opt);
 /* Same into a malloc'd NUL-terminated string (*len bytes) the caller frees
  * with free(). For small graphs: the whole text is in memory. */
-ctosa_error *ctosa_mlir_write_memory(const ctosa_graph *g, const ctosa_mlir_options *opt,
-                                     char **text, size_t *len);
+ctosa_error *ctosa_mlir_write_memory(const ctosa_graph *g, const ctosa_mlir_options *opt, char **text,
+                                     size_t *len);
 
 #ifdef __cplusplus
 }

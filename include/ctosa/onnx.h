@@ -56,13 +56,33 @@ typedef struct ctosa_onnx_bytes {
  * hold one as int32_t, since a model may carry values this list does not
  * know). */
 typedef enum ctosa_onnx_dtype {
-    CTOSA_ONNX_UNDEFINED = 0, CTOSA_ONNX_FLOAT = 1, CTOSA_ONNX_UINT8 = 2, CTOSA_ONNX_INT8 = 3,
-    CTOSA_ONNX_UINT16 = 4, CTOSA_ONNX_INT16 = 5, CTOSA_ONNX_INT32 = 6, CTOSA_ONNX_INT64 = 7,
-    CTOSA_ONNX_STRING = 8, CTOSA_ONNX_BOOL = 9, CTOSA_ONNX_FLOAT16 = 10, CTOSA_ONNX_DOUBLE = 11,
-    CTOSA_ONNX_UINT32 = 12, CTOSA_ONNX_UINT64 = 13, CTOSA_ONNX_COMPLEX64 = 14, CTOSA_ONNX_COMPLEX128 = 15,
-    CTOSA_ONNX_BFLOAT16 = 16, CTOSA_ONNX_FLOAT8E4M3FN = 17, CTOSA_ONNX_FLOAT8E4M3FNUZ = 18,
-    CTOSA_ONNX_FLOAT8E5M2 = 19, CTOSA_ONNX_FLOAT8E5M2FNUZ = 20, CTOSA_ONNX_UINT4 = 21, CTOSA_ONNX_INT4 = 22,
-    CTOSA_ONNX_FLOAT4E2M1 = 23, CTOSA_ONNX_FLOAT8E8M0 = 24, CTOSA_ONNX_UINT2 = 25, CTOSA_ONNX_INT2 = 26,
+    CTOSA_ONNX_UNDEFINED = 0,
+    CTOSA_ONNX_FLOAT = 1,
+    CTOSA_ONNX_UINT8 = 2,
+    CTOSA_ONNX_INT8 = 3,
+    CTOSA_ONNX_UINT16 = 4,
+    CTOSA_ONNX_INT16 = 5,
+    CTOSA_ONNX_INT32 = 6,
+    CTOSA_ONNX_INT64 = 7,
+    CTOSA_ONNX_STRING = 8,
+    CTOSA_ONNX_BOOL = 9,
+    CTOSA_ONNX_FLOAT16 = 10,
+    CTOSA_ONNX_DOUBLE = 11,
+    CTOSA_ONNX_UINT32 = 12,
+    CTOSA_ONNX_UINT64 = 13,
+    CTOSA_ONNX_COMPLEX64 = 14,
+    CTOSA_ONNX_COMPLEX128 = 15,
+    CTOSA_ONNX_BFLOAT16 = 16,
+    CTOSA_ONNX_FLOAT8E4M3FN = 17,
+    CTOSA_ONNX_FLOAT8E4M3FNUZ = 18,
+    CTOSA_ONNX_FLOAT8E5M2 = 19,
+    CTOSA_ONNX_FLOAT8E5M2FNUZ = 20,
+    CTOSA_ONNX_UINT4 = 21,
+    CTOSA_ONNX_INT4 = 22,
+    CTOSA_ONNX_FLOAT4E2M1 = 23,
+    CTOSA_ONNX_FLOAT8E8M0 = 24,
+    CTOSA_ONNX_UINT2 = 25,
+    CTOSA_ONNX_INT2 = 26,
     CTOSA_ONNX_DTYPE_MAX = 26 /* the largest value above */
 } ctosa_onnx_dtype;
 
@@ -74,28 +94,28 @@ typedef enum ctosa_onnx_storage {
 } ctosa_onnx_storage;
 
 typedef struct ctosa_onnx_external {
-    const char *location;     /* as written in the model ("" if absent) */
-    const char *path;         /* resolved real path; NULL when not resolved */
-    uint64_t offset, length;  /* length = bytes used (resolved even if not given) */
+    const char *location;    /* as written in the model ("" if absent) */
+    const char *path;        /* resolved real path; NULL when not resolved */
+    uint64_t offset, length; /* length = bytes used (resolved even if not given) */
     bool has_offset, has_length;
-    const char *checksum;     /* NULL if absent */
+    const char *checksum; /* NULL if absent */
 } ctosa_onnx_external;
 
 typedef struct ctosa_onnx_tensor {
     const char *name;
-    int32_t dtype;            /* a ctosa_onnx_dtype value */
+    int32_t dtype; /* a ctosa_onnx_dtype value */
     uint32_t rank;
     const int64_t *dims;
-    uint64_t count;           /* product of dims (1 for a scalar) */
+    uint64_t count; /* product of dims (1 for a scalar) */
     ctosa_onnx_storage storage;
-    uint32_t typed_field;     /* TYPED: TensorProto field number (4 float_data,
+    uint32_t typed_field; /* TYPED: TensorProto field number (4 float_data,
                                * 5 int32_data, 6 string_data, 7 int64_data,
                                * 10 double_data, 11 uint64_data) */
-    const uint8_t *data;      /* RAW / EXTERNAL bytes (little-endian, packed) */
+    const uint8_t *data;  /* RAW / EXTERNAL bytes (little-endian, packed) */
     uint64_t nbytes;
-    ctosa_onnx_external ext;  /* EXTERNAL only */
-    bool has_segment;         /* a `segment` was given (read, otherwise ignored) */
-    uint64_t offset;          /* byte offset of the TensorProto in the file */
+    ctosa_onnx_external ext; /* EXTERNAL only */
+    bool has_segment;        /* a `segment` was given (read, otherwise ignored) */
+    uint64_t offset;         /* byte offset of the TensorProto in the file */
     /* Private: the TensorProto bytes, the file they are in, and the typed
      * data once decoded by ctosa_onnx_tensor_data(). */
     const uint8_t *msg_;
@@ -107,10 +127,10 @@ typedef struct ctosa_onnx_tensor {
 } ctosa_onnx_tensor;
 
 typedef struct ctosa_onnx_sparse_tensor {
-    ctosa_onnx_tensor values;   /* 1-D, NNZ values */
-    ctosa_onnx_tensor indices;  /* int64 [NNZ] (linearised) or [NNZ, rank] */
+    ctosa_onnx_tensor values;  /* 1-D, NNZ values */
+    ctosa_onnx_tensor indices; /* int64 [NNZ] (linearised) or [NNZ, rank] */
     uint32_t rank;
-    const int64_t *dims;        /* dense shape */
+    const int64_t *dims; /* dense shape */
     uint64_t offset;
 } ctosa_onnx_sparse_tensor;
 
@@ -118,7 +138,7 @@ typedef struct ctosa_onnx_sparse_tensor {
 
 /* TypeProto kinds (the TypeProto field numbers). */
 typedef enum ctosa_onnx_type_kind {
-    CTOSA_ONNX_TYPE_NONE = 0,   /* no value set */
+    CTOSA_ONNX_TYPE_NONE = 0, /* no value set */
     CTOSA_ONNX_TYPE_TENSOR = 1,
     CTOSA_ONNX_TYPE_SEQUENCE = 4,
     CTOSA_ONNX_TYPE_MAP = 5,
@@ -131,17 +151,17 @@ typedef enum ctosa_onnx_type_kind {
 typedef struct ctosa_onnx_dim {
     bool has_value;
     int64_t value;
-    const char *param;          /* NULL when not symbolic */
+    const char *param; /* NULL when not symbolic */
 } ctosa_onnx_dim;
 
 struct ctosa_onnx_type {
     ctosa_onnx_type_kind kind;
-    int32_t elem_type;          /* TENSOR / SPARSE_TENSOR: ONNX dtype (0 = unset) */
-    bool has_shape;             /* TENSOR / SPARSE_TENSOR: shape given (rank may be 0) */
+    int32_t elem_type; /* TENSOR / SPARSE_TENSOR: ONNX dtype (0 = unset) */
+    bool has_shape;    /* TENSOR / SPARSE_TENSOR: shape given (rank may be 0) */
     uint32_t rank;
     const ctosa_onnx_dim *dims;
-    const ctosa_onnx_type *elem;  /* SEQUENCE / OPTIONAL element; MAP value */
-    int32_t key_type;           /* MAP */
+    const ctosa_onnx_type *elem;             /* SEQUENCE / OPTIONAL element; MAP value */
+    int32_t key_type;                        /* MAP */
     const char *opaque_domain, *opaque_name; /* OPAQUE */
     const char *denotation;
 };
@@ -177,16 +197,16 @@ typedef enum ctosa_onnx_attr_type {
  * (old exporters), it is inferred from the one field that is set. */
 typedef struct ctosa_onnx_attr {
     const char *name;
-    const char *ref_attr_name;  /* function bodies: refers to the caller's attribute; NULL otherwise */
+    const char *ref_attr_name; /* function bodies: refers to the caller's attribute; NULL otherwise */
     ctosa_onnx_attr_type type;
     float f;
     int64_t i;
-    ctosa_onnx_bytes s;         /* STRING: bytes in the file */
+    ctosa_onnx_bytes s; /* STRING: bytes in the file */
     const ctosa_onnx_tensor *t;
     const ctosa_onnx_graph *g;
     const ctosa_onnx_sparse_tensor *sparse_tensor;
     const ctosa_onnx_type *tp;
-    uint32_t count;             /* number of elements of the list member in use */
+    uint32_t count; /* number of elements of the list member in use */
     const float *floats;
     const int64_t *ints;
     const ctosa_onnx_bytes *strings;
@@ -201,9 +221,9 @@ typedef struct ctosa_onnx_attr {
 
 typedef struct ctosa_onnx_node {
     const char *name, *op_type, *domain, *overload;
-    uint32_t index;              /* position in its graph */
+    uint32_t index; /* position in its graph */
     uint32_t n_inputs, n_outputs, n_attrs;
-    const char *const *inputs;   /* "" marks an omitted optional input */
+    const char *const *inputs; /* "" marks an omitted optional input */
     const char *const *outputs;
     const ctosa_onnx_attr *attrs;
     uint64_t offset;
@@ -225,7 +245,7 @@ struct ctosa_onnx_graph {
 /* ------------------------------------------------------------------ model */
 
 typedef struct ctosa_onnx_opset {
-    const char *domain;   /* as written; "" and "ai.onnx" both mean the default domain */
+    const char *domain; /* as written; "" and "ai.onnx" both mean the default domain */
     int64_t version;
 } ctosa_onnx_opset;
 
@@ -238,7 +258,7 @@ typedef struct ctosa_onnx_function {
     const char *name, *domain, *overload;
     uint32_t n_inputs, n_outputs, n_attr_names, n_attr_defaults, n_nodes, n_opsets, n_value_infos;
     const char *const *inputs, *const *outputs;
-    const char *const *attr_names;       /* attributes without defaults */
+    const char *const *attr_names;        /* attributes without defaults */
     const ctosa_onnx_attr *attr_defaults; /* attributes with default values */
     const ctosa_onnx_node *nodes;
     const ctosa_onnx_opset *opsets;
@@ -247,7 +267,7 @@ typedef struct ctosa_onnx_function {
 } ctosa_onnx_function;
 
 typedef struct ctosa_onnx_model_info {
-    const char *path;          /* as given to ctosa_onnx_load (or the name given for memory) */
+    const char *path; /* as given to ctosa_onnx_load (or the name given for memory) */
     uint64_t file_size;
     int64_t ir_version, model_version;
     const char *producer_name, *producer_version, *domain;
@@ -268,14 +288,13 @@ typedef struct ctosa_onnx_options {
     /* Do not open external data files at load (their tensors then have
      * ext.path NULL and no data). */
     bool skip_external_data;
-    uint32_t max_graph_depth;  /* nested subgraphs and function calls; 0 = 32, at most 256 */
-    uint32_t max_nodes;        /* all graphs together; 0 = 16 M */
-    uint32_t max_name;         /* bytes in one name / op type / domain; 0 = 1 MiB */
+    uint32_t max_graph_depth; /* nested subgraphs and function calls; 0 = 32, at most 256 */
+    uint32_t max_nodes;       /* all graphs together; 0 = 16 M */
+    uint32_t max_name;        /* bytes in one name / op type / domain; 0 = 1 MiB */
 } ctosa_onnx_options;
 
 /* Loads a model file (options may be NULL). */
-ctosa_error *ctosa_onnx_load(const char *path, const ctosa_onnx_options *opt,
-                             ctosa_onnx_model **out);
+ctosa_error *ctosa_onnx_load(const char *path, const ctosa_onnx_options *opt, ctosa_onnx_model **out);
 /* Loads from memory; the buffer must outlive the model. `name` is used in
  * messages (NULL = "<memory>"). */
 ctosa_error *ctosa_onnx_load_memory(const void *data, uint64_t size, const char *name,
@@ -304,8 +323,8 @@ const char *ctosa_onnx_attr_type_name(ctosa_onnx_attr_type t); /* "INTS" ... */
  * are returned in place (zero copy); typed fields are decoded into the
  * model's memory on the first call and reused. For STRING tensors *data points to `count`
  * ctosa_onnx_bytes records. Errors name the tensor, file and byte offset. */
-ctosa_error *ctosa_onnx_tensor_data(ctosa_onnx_model *m, const ctosa_onnx_tensor *t,
-                                    const void **data, uint64_t *nbytes);
+ctosa_error *ctosa_onnx_tensor_data(ctosa_onnx_model *m, const ctosa_onnx_tensor *t, const void **data,
+                                    uint64_t *nbytes);
 
 /* Inlines every call of a model-local function in the main graph (and
  * recursively in function bodies and subgraphs) and returns the resulting

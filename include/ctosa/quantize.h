@@ -48,24 +48,24 @@ typedef struct ctosa_quantize_calibration {
 
 /* How activation ranges are chosen from the calibration statistics. */
 typedef enum ctosa_quantize_method {
-    CTOSA_QUANT_DEFAULT = 0,   /* mse for int8, minmax for int16 */
-    CTOSA_QUANT_MINMAX,        /* smallest and largest value seen */
-    CTOSA_QUANT_PERCENTILE,    /* clip the tails at `percentile` */
-    CTOSA_QUANT_MSE            /* clip where the quantization error is least */
+    CTOSA_QUANT_DEFAULT = 0, /* mse for int8, minmax for int16 */
+    CTOSA_QUANT_MINMAX,      /* smallest and largest value seen */
+    CTOSA_QUANT_PERCENTILE,  /* clip the tails at `percentile` */
+    CTOSA_QUANT_MSE          /* clip where the quantization error is least */
 } ctosa_quantize_method;
 
 typedef struct ctosa_quantize_options {
-    const char *output_dir;    /* required: where <stem>.qdq.onnx and <stem>.quant.json go */
-    const char *stem;          /* NULL: the model file name without .onnx */
-    const char *spec;          /* target spec string; NULL: target, else TOSA-1.0+INT (+int16) */
-    const char *target;        /* a named target (ctosa_spec_from_target) */
-    int activation_bits;       /* 8 (default) or 16 (int16 activations, int8 weights: EXT-INT16) */
+    const char *output_dir; /* required: where <stem>.qdq.onnx and <stem>.quant.json go */
+    const char *stem;       /* NULL: the model file name without .onnx */
+    const char *spec;       /* target spec string; NULL: target, else TOSA-1.0+INT (+int16) */
+    const char *target;     /* a named target (ctosa_spec_from_target) */
+    int activation_bits;    /* 8 (default) or 16 (int16 activations, int8 weights: EXT-INT16) */
     ctosa_quantize_method method;
-    double percentile;         /* PERCENTILE: kept fraction in percent; 0 = 99.99 */
-    bool no_bias_correction;   /* bias correction is on by default */
+    double percentile;       /* PERCENTILE: kept fraction in percent; 0 = 99.99 */
+    bool no_bias_correction; /* bias correction is on by default */
     uint32_t n_calibration;
     const ctosa_quantize_calibration *calibration;
-    uint32_t max_samples;      /* use at most this many samples; 0 = all */
+    uint32_t max_samples; /* use at most this many samples; 0 = all */
 } ctosa_quantize_options;
 
 void ctosa_quantize_options_init(ctosa_quantize_options *opt);
@@ -74,24 +74,24 @@ void ctosa_quantize_options_init(ctosa_quantize_options *opt);
  * samples. */
 typedef struct ctosa_quantize_output {
     const char *name;
-    double sqnr_db;            /* 10 log10(sum y^2 / sum (y - y_q)^2); inf when equal */
+    double sqnr_db; /* 10 log10(sum y^2 / sum (y - y_q)^2); inf when equal */
 } ctosa_quantize_output;
 
 typedef struct ctosa_quantize_summary {
-    const char *model, *spec;  /* model path as given; canonical target spec */
-    const char *qdq_path;      /* the written QDQ model */
-    const char *report_path;   /* the written JSON report */
-    const char *method;        /* "minmax", "percentile", "mse" */
+    const char *model, *spec; /* model path as given; canonical target spec */
+    const char *qdq_path;     /* the written QDQ model */
+    const char *report_path;  /* the written JSON report */
+    const char *method;       /* "minmax", "percentile", "mse" */
     int activation_bits;
     uint32_t samples;
-    uint32_t nodes_total;      /* nodes of the float model */
-    uint32_t nodes_float;      /* of them left in float (the target cannot run them quantized) */
+    uint32_t nodes_total; /* nodes of the float model */
+    uint32_t nodes_float; /* of them left in float (the target cannot run them quantized) */
     uint32_t tensors_quantized;
-    uint32_t partitions;       /* TOSA partitions of the QDQ model under the target */
+    uint32_t partitions;                       /* TOSA partitions of the QDQ model under the target */
     uint32_t nodes_delegated, nodes_qdq_total; /* of the QDQ model under the target */
     uint32_t n_outputs;
     const ctosa_quantize_output *outputs;
-    const char *report_json;   /* the report text */
+    const char *report_json; /* the report text */
 } ctosa_quantize_summary;
 
 typedef struct ctosa_quantize_result ctosa_quantize_result;

@@ -60,8 +60,8 @@ extern "C" {
 
 /* What prepare gets about one partition. */
 typedef struct ctosa_backend_partition {
-    const char *name;               /* the .tosa file name, e.g. "model.part0.tosa" */
-    const ctosa_graph *graph;       /* valid until release */
+    const char *name;         /* the .tosa file name, e.g. "model.part0.tosa" */
+    const ctosa_graph *graph; /* valid until release */
     /* Kernels for the graph's CUSTOM operators (ctosa_custom_registry_attach);
      * NULL when no registry was given. */
     const ctosa_custom_registry *custom_ops;
@@ -71,8 +71,8 @@ typedef struct ctosa_backend_partition {
 } ctosa_backend_partition;
 
 typedef struct ctosa_backend {
-    const char *name;   /* for messages, e.g. "interpreter" */
-    void *user;         /* passed to every call */
+    const char *name; /* for messages, e.g. "interpreter" */
+    void *user;       /* passed to every call */
     /* Prepares part->graph; *state is handed to run and release. */
     ctosa_error *(*prepare)(void *user, const ctosa_backend_partition *part, void **state);
     /* Runs one inference. inputs are the graph's main-block inputs in block
@@ -93,15 +93,15 @@ const ctosa_backend *ctosa_backend_interpreter(void);
 typedef struct ctosa_runtime ctosa_runtime;
 
 typedef struct ctosa_runtime_options {
-    const ctosa_backend *backend;  /* NULL: ctosa_backend_interpreter(); borrowed */
+    const ctosa_backend *backend; /* NULL: ctosa_backend_interpreter(); borrowed */
     /* Custom operators: kernels for CUSTOM operators of partitions and of the
      * host executor, and the registrations the host executor lowers CPU
      * nodes with. Borrowed: must outlive the runtime. NULL = none. */
     const ctosa_custom_registry *custom_ops;
-    int threads;              /* interpreter worker threads; 0 = number of CPUs */
-    uint64_t max_memory;      /* interpreter tensor memory per graph; 0 = physical memory */
-    uint64_t max_iterations;  /* WHILE_LOOP limit; 0 = unlimited */
-    const char *report;       /* report path; NULL = <stem>.report.json beside the model */
+    int threads;             /* interpreter worker threads; 0 = number of CPUs */
+    uint64_t max_memory;     /* interpreter tensor memory per graph; 0 = physical memory */
+    uint64_t max_iterations; /* WHILE_LOOP limit; 0 = unlimited */
+    const char *report;      /* report path; NULL = <stem>.report.json beside the model */
 } ctosa_runtime_options;
 
 void ctosa_runtime_options_init(ctosa_runtime_options *opt);
@@ -109,13 +109,13 @@ void ctosa_runtime_options_init(ctosa_runtime_options *opt);
 /* A value at the model's interface, or a tensor described by a report. */
 typedef struct ctosa_runtime_tensor {
     const char *name;
-    const char *dtype;        /* numpy name: "float32", "uint8", "int8", "int64", "bool"... */
+    const char *dtype; /* numpy name: "float32", "uint8", "int8", "int64", "bool"... */
     uint32_t rank;
     const int64_t *shape;
-    uint64_t count;           /* elements */
-    void *data;               /* numpy layout of dtype (native-endian, row-major); NULL in infos */
-    uint64_t size;            /* bytes */
-    bool quantized;           /* scale / zero_point meaningful */
+    uint64_t count; /* elements */
+    void *data;     /* numpy layout of dtype (native-endian, row-major); NULL in infos */
+    uint64_t size;  /* bytes */
+    bool quantized; /* scale / zero_point meaningful */
     double scale;
     int64_t zero_point;
 } ctosa_runtime_tensor;
@@ -160,10 +160,10 @@ ctosa_error *ctosa_runtime_tensor_write_npy(const char *path, const ctosa_runtim
 
 /* What runs where: steps in execution order. */
 typedef struct ctosa_runtime_step {
-    bool partition;          /* true: a TOSA partition on the backend; false: a CPU node on the host executor */
-    const char *name;        /* partition file, or the node's name ("<op_type>#<index>" when unnamed) */
-    const char *op_type;     /* "EPContext" for partitions */
-    uint32_t tosa_ops;       /* operators of the TOSA graph that runs it */
+    bool partition;      /* true: a TOSA partition on the backend; false: a CPU node on the host executor */
+    const char *name;    /* partition file, or the node's name ("<op_type>#<index>" when unnamed) */
+    const char *op_type; /* "EPContext" for partitions */
+    uint32_t tosa_ops;   /* operators of the TOSA graph that runs it */
 } ctosa_runtime_step;
 uint32_t ctosa_runtime_step_count(const ctosa_runtime *rt);
 const ctosa_runtime_step *ctosa_runtime_step_at(const ctosa_runtime *rt, uint32_t i);
@@ -199,16 +199,16 @@ void ctosa_verify_options_init(ctosa_verify_options *opt);
 /* The comparison of one output. */
 typedef struct ctosa_verify_output {
     const char *name;
-    const char *kind;       /* "float", "quantized", "integer", "bool" */
-    uint64_t count;         /* elements compared */
-    double max_abs;         /* max |actual - expected| (in steps for quantized) */
-    double rel;             /* float: max_abs / max |expected| */
-    double within;          /* quantized: fraction of elements within max_steps; others: fraction exact/within rtol */
-    int32_t top1;           /* classifier-shaped: rows with the same top-1 class; -1 otherwise */
-    int32_t topk;           /* rows whose expected top-1 is in the actual top-k; -1 otherwise */
-    uint32_t rows;          /* classifier rows */
+    const char *kind; /* "float", "quantized", "integer", "bool" */
+    uint64_t count;   /* elements compared */
+    double max_abs;   /* max |actual - expected| (in steps for quantized) */
+    double rel;       /* float: max_abs / max |expected| */
+    double within; /* quantized: fraction of elements within max_steps; others: fraction exact/within rtol */
+    int32_t top1;  /* classifier-shaped: rows with the same top-1 class; -1 otherwise */
+    int32_t topk;  /* rows whose expected top-1 is in the actual top-k; -1 otherwise */
+    uint32_t rows; /* classifier rows */
     bool pass;
-    char why[200];          /* the tolerance exceeded (or the mismatch), when !pass */
+    char why[200]; /* the tolerance exceeded (or the mismatch), when !pass */
 } ctosa_verify_output;
 
 /* Compares actual with expected (an array read from a file). A dtype or

@@ -30,35 +30,37 @@ extern "C" {
 #define CTOSA_PRO_FP (1u << 1)
 
 /* Extensions: X(ENUM, spec-string token, spec name) */
-#define CTOSA_EXT_LIST(X)                          \
-    X(INT16, "int16", "EXT-INT16")                 \
-    X(INT4, "int4", "EXT-INT4")                    \
-    X(BF16, "bf16", "EXT-BF16")                    \
-    X(FP8E4M3, "fp8e4m3", "EXT-FP8E4M3")           \
-    X(FP8E5M2, "fp8e5m2", "EXT-FP8E5M2")           \
-    X(FFT, "fft", "EXT-FFT")                       \
-    X(VARIABLE, "var", "EXT-VARIABLE")             \
-    X(CONTROLFLOW, "cf", "EXT-CONTROLFLOW")        \
-    X(DOUBLEROUND, "doubleround", "EXT-DOUBLEROUND") \
+#define CTOSA_EXT_LIST(X)                               \
+    X(INT16, "int16", "EXT-INT16")                      \
+    X(INT4, "int4", "EXT-INT4")                         \
+    X(BF16, "bf16", "EXT-BF16")                         \
+    X(FP8E4M3, "fp8e4m3", "EXT-FP8E4M3")                \
+    X(FP8E5M2, "fp8e5m2", "EXT-FP8E5M2")                \
+    X(FFT, "fft", "EXT-FFT")                            \
+    X(VARIABLE, "var", "EXT-VARIABLE")                  \
+    X(CONTROLFLOW, "cf", "EXT-CONTROLFLOW")             \
+    X(DOUBLEROUND, "doubleround", "EXT-DOUBLEROUND")    \
     X(INEXACTROUND, "inexactround", "EXT-INEXACTROUND") \
-    X(DYNAMIC, "dynamic", "EXT-DYNAMIC")           \
-    X(INT64, "int64", "EXT-INT64")                 \
-    X(SHAPE, "shape", "EXT-SHAPE")                 \
-    X(MX_COMMON, "mx", "EXT-MX-COMMON")            \
-    X(MX_FP4E2M1, "mxfp4e2m1", "EXT-MX-FP4E2M1")   \
-    X(MX_FP6E2M3, "mxfp6e2m3", "EXT-MX-FP6E2M3")   \
-    X(MX_FP6E3M2, "mxfp6e3m2", "EXT-MX-FP6E3M2")   \
-    X(MX_FP8E4M3, "mxfp8e4m3", "EXT-MX-FP8E4M3")   \
-    X(MX_FP8E5M2, "mxfp8e5m2", "EXT-MX-FP8E5M2")   \
-    X(MX_INT8, "mxint8", "EXT-MX-INT8")            \
+    X(DYNAMIC, "dynamic", "EXT-DYNAMIC")                \
+    X(INT64, "int64", "EXT-INT64")                      \
+    X(SHAPE, "shape", "EXT-SHAPE")                      \
+    X(MX_COMMON, "mx", "EXT-MX-COMMON")                 \
+    X(MX_FP4E2M1, "mxfp4e2m1", "EXT-MX-FP4E2M1")        \
+    X(MX_FP6E2M3, "mxfp6e2m3", "EXT-MX-FP6E2M3")        \
+    X(MX_FP6E3M2, "mxfp6e3m2", "EXT-MX-FP6E3M2")        \
+    X(MX_FP8E4M3, "mxfp8e4m3", "EXT-MX-FP8E4M3")        \
+    X(MX_FP8E5M2, "mxfp8e5m2", "EXT-MX-FP8E5M2")        \
+    X(MX_INT8, "mxint8", "EXT-MX-INT8")                 \
     X(MXFP_CONV, "mxfpconv", "EXT-MXFP-CONV")
 
+/* clang-format off */
 typedef enum ctosa_ext {
 #define CTOSA_X(e, tok, name) CTOSA_EXT_##e,
     CTOSA_EXT_LIST(CTOSA_X)
 #undef CTOSA_X
     CTOSA_EXT_COUNT
 } ctosa_ext;
+/* clang-format on */
 
 #define CTOSA_EXT_BIT(e) (1ull << CTOSA_EXT_##e)
 
@@ -68,11 +70,11 @@ typedef enum ctosa_level {
 } ctosa_level;
 
 typedef struct ctosa_spec {
-    ctosa_version version;  /* 1.0.x (final) or 1.1.x (draft) */
-    uint32_t profiles;      /* CTOSA_PRO_* bits */
-    uint64_t extensions;    /* CTOSA_EXT_BIT(...) bits */
+    ctosa_version version; /* 1.0.x (final) or 1.1.x (draft) */
+    uint32_t profiles;     /* CTOSA_PRO_* bits */
+    uint64_t extensions;   /* CTOSA_EXT_BIT(...) bits */
     ctosa_level level;
-    bool u55;               /* Ethos-U55 subset restrictions on top */
+    bool u55; /* Ethos-U55 subset restrictions on top */
 } ctosa_spec;
 
 /* Parses a spec string. Errors (CTOSA_ERR_USAGE) say what was expected and
@@ -111,8 +113,7 @@ typedef struct ctosa_validate_options {
  * with code CTOSA_ERR_INVALID whose message has one line per violation, e.g.
  * "op #12 CONV2D 'conv1': types (i8,i8,i32,i8,i8)->i16 not allowed by
  * TOSA-1.0+INT; allowed: (i8,i8,i32,i8,i8)->i32". opt may be NULL. */
-ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec,
-                            const ctosa_validate_options *opt);
+ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec, const ctosa_validate_options *opt);
 
 /*
  * The same problems as data, for programs that act on them (the
@@ -155,15 +156,15 @@ const char *ctosa_diag_kind_name(ctosa_diag_kind kind);
 
 typedef struct ctosa_diag {
     ctosa_diag_kind kind;
-    const char *region;   /* region of the operator or block; NULL for the graph */
-    int32_t op_index;     /* operator index in its block; -1 when about a block or graph */
-    ctosa_op_kind op;     /* CTOSA_OP_UNKNOWN when op_index is -1 */
+    const char *region; /* region of the operator or block; NULL for the graph */
+    int32_t op_index;   /* operator index in its block; -1 when about a block or graph */
+    ctosa_op_kind op;   /* CTOSA_OP_UNKNOWN when op_index is -1 */
     /* CTOSA_DIAG_TYPES: the offending types, inputs then outputs (as the
      * operator lists them; CTOSA_DTYPE_UNKNOWN where a name did not
      * resolve). Other kinds: 0, 0 and NULL. */
     uint32_t n_inputs, n_outputs;
     const ctosa_dtype *types;
-    const char *text;     /* the line of the error message, for people */
+    const char *text; /* the line of the error message, for people */
 } ctosa_diag;
 
 typedef struct ctosa_diags ctosa_diags;

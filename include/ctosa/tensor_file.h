@@ -52,9 +52,9 @@ typedef struct ctosa_tensor_file {
     uint32_t itemsize; /* bytes per element */
     uint32_t rank;
     int64_t shape[CTOSA_TENSOR_FILE_MAX_RANK];
-    uint64_t count;    /* elements */
-    void *data;        /* count * itemsize bytes, little-endian, row-major */
-    uint64_t size;     /* bytes of data */
+    uint64_t count; /* elements */
+    void *data;     /* count * itemsize bytes, little-endian, row-major */
+    uint64_t size;  /* bytes of data */
 } ctosa_tensor_file;
 
 /* Reads path: an ONNX TensorProto when the name ends in ".pb", a .npy
@@ -74,8 +74,8 @@ void ctosa_tensor_file_free(ctosa_tensor_file *t); /* accepts NULL */
  * when every value fits. Anything else (a float array for an integer
  * dtype, a value out of range) fails naming `what` (e.g. "input 'x'
  * (x.npy)") and the element. */
-ctosa_error *ctosa_tensor_file_to_host(const ctosa_tensor_file *t, ctosa_dtype dtype,
-                                       const char *what, void **host, uint64_t *size);
+ctosa_error *ctosa_tensor_file_to_host(const ctosa_tensor_file *t, ctosa_dtype dtype, const char *what,
+                                       void **host, uint64_t *size);
 
 /* numpy descr of a TOSA dtype's host encoding ("<f4", "|b1", "<u2" for
  * BF16 bits, "|u1" for FP8 bits, "<i8" for INT48/INT64/SHAPE, "|i1" for

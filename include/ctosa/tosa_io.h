@@ -40,11 +40,10 @@ typedef struct ctosa_write_options {
 void ctosa_write_options_init(ctosa_write_options *opt);
 
 /* Writes g to path (temporary name + rename). opt may be NULL. */
-ctosa_error *ctosa_write_file(const ctosa_graph *g, const char *path,
-                              const ctosa_write_options *opt);
+ctosa_error *ctosa_write_file(const ctosa_graph *g, const char *path, const ctosa_write_options *opt);
 /* Writes g to a malloc'd buffer the caller frees with free(). */
-ctosa_error *ctosa_write_memory(const ctosa_graph *g, const ctosa_write_options *opt,
-                                void **buf, size_t *size);
+ctosa_error *ctosa_write_memory(const ctosa_graph *g, const ctosa_write_options *opt, void **buf,
+                                size_t *size);
 
 typedef struct ctosa_read_options {
     bool require_identifier; /* reject files without the "TOSA" identifier (default: accept) */
@@ -53,22 +52,21 @@ typedef struct ctosa_read_options {
 void ctosa_read_options_init(ctosa_read_options *opt);
 
 /* Maps, verifies and decodes path. opt may be NULL. */
-ctosa_error *ctosa_read_file(const char *path, const ctosa_read_options *opt,
-                             ctosa_graph **out);
+ctosa_error *ctosa_read_file(const char *path, const ctosa_read_options *opt, ctosa_graph **out);
 /* Same over a caller-owned buffer, which must outlive the graph. name is used
  * in messages (may be NULL). */
-ctosa_error *ctosa_read_memory(const void *buf, size_t size, const char *name,
-                               const ctosa_read_options *opt, ctosa_graph **out);
+ctosa_error *ctosa_read_memory(const void *buf, size_t size, const char *name, const ctosa_read_options *opt,
+                               ctosa_graph **out);
 
 /* What the reader learnt about the file a graph came from. */
 typedef struct ctosa_file_info {
-    bool from_file;          /* false for built graphs */
-    uint64_t file_size;      /* bytes */
-    uint64_t flatbuffer_size;/* bytes of the flatbuffer part (== file_size when inline) */
-    bool external_data;      /* offset/size layout used by at least one tensor */
+    bool from_file;           /* false for built graphs */
+    uint64_t file_size;       /* bytes */
+    uint64_t flatbuffer_size; /* bytes of the flatbuffer part (== file_size when inline) */
+    bool external_data;       /* offset/size layout used by at least one tensor */
     bool has_identifier;
     uint32_t min_data_alignment; /* smallest power-of-two alignment of any constant's data */
-    uint64_t constant_bytes; /* total bytes of constant data */
+    uint64_t constant_bytes;     /* total bytes of constant data */
 } ctosa_file_info;
 
 ctosa_file_info ctosa_graph_file_info(const ctosa_graph *g);

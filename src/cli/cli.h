@@ -35,8 +35,7 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* For "--flag VALUE" and "--flag=VALUE": returns the value and advances *i,
  * or NULL when argv[*i] is not this flag. Sets *missing when the flag is
  * present without a value. */
-const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt,
-                           int *missing);
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt, int *missing);
 
 /* Parses a byte count for --max-memory: digits with an optional K, M or G
  * suffix (powers of 1024). False on anything else or on overflow. */

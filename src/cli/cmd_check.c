@@ -9,23 +9,22 @@
 #include "cli.h"
 
 static void help(FILE *f) {
-    fprintf(f,
-            "usage: ctosa check MODEL.tosa (--spec SPEC | --target NAME) [options]\n"
-            "\n"
-            "Verifies the TOSA flatbuffer (every offset bounds-checked) and validates every\n"
-            "operator against SPEC: operator in the version, type signature allowed by the\n"
-            "profiles and extensions, compile-time-constant arguments, level limits, shape\n"
-            "rules and graph structure (tensors defined once before use, regions exist).\n"
-            "\n"
-            "options:\n"
-            "  --spec SPEC          e.g. TOSA-1.0+INT, TOSA-1.0+FP+var+cf, TOSA-1.0+INT+int16+u55\n"
-            "  --target NAME        a named target instead of --spec (e.g. ethos-u55-128)\n"
-            "  --max-problems N     report at most N violations (default 100)\n"
-            "  -q, --quiet          print nothing when the graph is conformant\n"
-            "  -h, --help           this help\n"
-            "\n"
-            "exit status: 0 conformant; 1 violations found (one line each on stdout);\n"
-            "2 bad usage, unreadable or malformed file, or bad spec string.\n");
+    fprintf(f, "usage: ctosa check MODEL.tosa (--spec SPEC | --target NAME) [options]\n"
+               "\n"
+               "Verifies the TOSA flatbuffer (every offset bounds-checked) and validates every\n"
+               "operator against SPEC: operator in the version, type signature allowed by the\n"
+               "profiles and extensions, compile-time-constant arguments, level limits, shape\n"
+               "rules and graph structure (tensors defined once before use, regions exist).\n"
+               "\n"
+               "options:\n"
+               "  --spec SPEC          e.g. TOSA-1.0+INT, TOSA-1.0+FP+var+cf, TOSA-1.0+INT+int16+u55\n"
+               "  --target NAME        a named target instead of --spec (e.g. ethos-u55-128)\n"
+               "  --max-problems N     report at most N violations (default 100)\n"
+               "  -q, --quiet          print nothing when the graph is conformant\n"
+               "  -h, --help           this help\n"
+               "\n"
+               "exit status: 0 conformant; 1 violations found (one line each on stdout);\n"
+               "2 bad usage, unreadable or malformed file, or bad spec string.\n");
 }
 
 static uint32_t count_ops(const ctosa_graph *g, uint32_t *n_regions) {
@@ -68,7 +67,8 @@ int cmd_check(int argc, char **argv) {
             continue;
         }
         if (argv[i][0] == '-' && argv[i][1]) return cli_usage("check", "unknown option '%s'", argv[i]);
-        if (model) return cli_usage("check", "only one model file may be given ('%s' and '%s')", model, argv[i]);
+        if (model)
+            return cli_usage("check", "only one model file may be given ('%s' and '%s')", model, argv[i]);
         model = argv[i];
     }
     if (!model) return cli_usage("check", "no model file given");
@@ -81,14 +81,12 @@ int cmd_check(int argc, char **argv) {
         errno = 0;
         unsigned long n = strtoul(max_text, &end, 10);
         if (errno || end == max_text || *end || n < 1 || n > 1000000 || max_text[0] == '-')
-            return cli_usage("check", "--max-problems wants a number from 1 to 1000000, not '%s'",
-                             max_text);
+            return cli_usage("check", "--max-problems wants a number from 1 to 1000000, not '%s'", max_text);
         vo.max_problems = (uint32_t)n;
     }
 
     ctosa_spec spec;
-    ctosa_error *err = spec_text ? ctosa_spec_parse(spec_text, &spec)
-                                 : ctosa_spec_from_target(target, &spec);
+    ctosa_error *err = spec_text ? ctosa_spec_parse(spec_text, &spec) : ctosa_spec_from_target(target, &spec);
     if (err) return cli_fail("check", err);
     char canon[160];
     ctosa_spec_format(&spec, canon, sizeof canon);
@@ -111,8 +109,8 @@ int cmd_check(int argc, char **argv) {
     for (const char *p = msg; *p; p++) lines += *p == '\n';
     printf("%s\n", msg);
     fflush(stdout);
-    fprintf(stderr, "ctosa check: %s: does not conform to %s (%u problem line%s)\n", model, canon,
-            lines + 1, lines ? "s" : "");
+    fprintf(stderr, "ctosa check: %s: does not conform to %s (%u problem line%s)\n", model, canon, lines + 1,
+            lines ? "s" : "");
     ctosa_error_free(err);
     return 1;
 }

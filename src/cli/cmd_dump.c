@@ -25,9 +25,11 @@
 /* Whether dump can decode elements of t. */
 static bool decodable(ctosa_dtype t) {
     switch (t) {
-    case CTOSA_DTYPE_FP6E2M3: case CTOSA_DTYPE_FP6E3M2: case CTOSA_DTYPE_FP4E2M1:
-    case CTOSA_DTYPE_MXINT8: case CTOSA_DTYPE_UNKNOWN:
-        return false;
+    case CTOSA_DTYPE_FP6E2M3:
+    case CTOSA_DTYPE_FP6E3M2:
+    case CTOSA_DTYPE_FP4E2M1:
+    case CTOSA_DTYPE_MXINT8:
+    case CTOSA_DTYPE_UNKNOWN: return false;
     default: return ctosa_dtype_name(t) != NULL;
     }
 }
@@ -95,8 +97,11 @@ static void put_hex(strbuf *b, const uint8_t *p, uint64_t n) {
 static bool valid_utf8_text(const uint8_t *p, uint32_t n) {
     for (uint32_t i = 0; i < n;) {
         uint8_t c = p[i];
-        uint32_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                     : (c & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t len = c < 0x80             ? 1
+                       : (c & 0xe0) == 0xc0 ? 2
+                       : (c & 0xf0) == 0xe0 ? 3
+                       : (c & 0xf8) == 0xf0 ? 4
+                                            : 0;
         if (!len || c == 0 || i + len > n || (len == 2 && c < 0xc2)) return false;
         for (uint32_t k = 1; k < len; k++)
             if ((p[i + k] & 0xc0) != 0x80) return false;
@@ -154,8 +159,9 @@ static void put_attrs(strbuf *b, const ctosa_graph *g, const ctosa_block *blk, c
         case CTOSA_FIELD_DTYPE: {
             ctosa_dtype v;
             memcpy(&v, src, sizeof v);
-            const char *nm = f[i].kind == CTOSA_FIELD_DTYPE ? ctosa_dtype_name(v)
-                                                             : ctosa_enum_value_name(f[i].enum_type, (uint32_t)v);
+            const char *nm = f[i].kind == CTOSA_FIELD_DTYPE
+                                 ? ctosa_dtype_name(v)
+                                 : ctosa_enum_value_name(f[i].enum_type, (uint32_t)v);
             if (!nm) sb_printf(b, "%u", (unsigned)v);
             else if (json) sb_json_str(b, nm);
             else sb_puts(b, nm);
@@ -274,12 +280,13 @@ static void dump_json(strbuf *b, const ctosa_graph *g, const char *path) {
     ctosa_version v = ctosa_graph_version(g);
     sb_puts(b, "{\n  \"file\": ");
     sb_json_str(b, path);
-    sb_printf(b, ",\n  \"version\": {\"major\": %d, \"minor\": %d, \"patch\": %d, \"draft\": %s}",
-              v.major, v.minor, v.patch, v.draft ? "true" : "false");
+    sb_printf(b, ",\n  \"version\": {\"major\": %d, \"minor\": %d, \"patch\": %d, \"draft\": %s}", v.major,
+              v.minor, v.patch, v.draft ? "true" : "false");
     ctosa_software_version sw = ctosa_graph_software_version(g);
     if (sw.present) {
-        sb_printf(b, ",\n  \"software_version\": {\"major\": %d, \"minor\": %d, \"micro\": %d, "
-                     "\"modifier\": ",
+        sb_printf(b,
+                  ",\n  \"software_version\": {\"major\": %d, \"minor\": %d, \"micro\": %d, "
+                  "\"modifier\": ",
                   sw.major, sw.minor, sw.micro);
         if (sw.modifier) sb_json_str(b, sw.modifier);
         else sb_puts(b, "null");
@@ -302,8 +309,8 @@ static void dump_json(strbuf *b, const ctosa_graph *g, const char *path) {
             sb_puts(b, ",\n       \"operators\": [");
             for (uint32_t i = 0; i < blk->n_ops; i++) {
                 const ctosa_op *op = blk->ops[i];
-                sb_printf(b, "%s\n        {\"index\": %u, \"op\": \"%s\", \"inputs\": ", i ? "," : "",
-                          i, ctosa_op_name(op->kind));
+                sb_printf(b, "%s\n        {\"index\": %u, \"op\": \"%s\", \"inputs\": ", i ? "," : "", i,
+                          ctosa_op_name(op->kind));
                 json_strs(b, op->inputs, op->n_inputs);
                 sb_puts(b, ", \"outputs\": ");
                 json_strs(b, op->outputs, op->n_outputs);
@@ -359,8 +366,8 @@ static void dump_text(strbuf *b, const ctosa_graph *g, const char *path) {
     sb_printf(b, "%s: TOSA %d.%d.%d%s\n", path, v.major, v.minor, v.patch, v.draft ? " draft" : "");
     ctosa_software_version sw = ctosa_graph_software_version(g);
     if (sw.present)
-        sb_printf(b, "software version %d.%d.%d%s%s\n", sw.major, sw.minor, sw.micro,
-                  sw.modifier ? " " : "", sw.modifier ? sw.modifier : "");
+        sb_printf(b, "software version %d.%d.%d%s%s\n", sw.major, sw.minor, sw.micro, sw.modifier ? " " : "",
+                  sw.modifier ? sw.modifier : "");
     for (uint32_t ri = 0; ri < ctosa_graph_region_count(g); ri++) {
         const ctosa_region *r = ctosa_graph_region(g, ri);
         sb_printf(b, "region %s\n", r->name);
@@ -401,8 +408,11 @@ static void dot_str(strbuf *b, const char *s) {
     sb_putc(b, '"');
     while (*p) {
         unsigned char c = *p;
-        uint32_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                     : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4 : 0;
+        uint32_t len = c < 0x80                          ? 1
+                       : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2
+                       : (c & 0xf0) == 0xe0              ? 3
+                       : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4
+                                                         : 0;
         for (uint32_t k = 1; k < len; k++)
             if ((p[k] & 0xc0) != 0x80) len = 0;
         if (len > 1) {
@@ -489,7 +499,8 @@ static void dot_block(strbuf *b, const ctosa_graph *g, uint32_t ri, uint32_t bi,
             sb_putc(&l, '\n');
             dot_type(&l, ctosa_block_find_tensor(g, blk, op->outputs[k]));
         }
-        if (op->n_outputs > DOT_LABEL_OUTPUTS) sb_printf(&l, "\n+%u outputs", op->n_outputs - DOT_LABEL_OUTPUTS);
+        if (op->n_outputs > DOT_LABEL_OUTPUTS)
+            sb_printf(&l, "\n+%u outputs", op->n_outputs - DOT_LABEL_OUTPUTS);
         if (n_const) sb_printf(&l, "\n(%u constant%s)", n_const, n_const == 1 ? "" : "s");
         bool cf = op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP;
         sb_printf(b, "%s\"r%u_b%u_op%u\" [%slabel=", ind, ri, bi, i, cf ? "fillcolor=\"#fff2cc\", " : "");
@@ -583,7 +594,9 @@ static void dot_edges(strbuf *b, const ctosa_graph *g, uint32_t ri, uint32_t bi,
             while (cb && r->blocks[bj] != cb) bj++;
             if (!cb) continue;
             bool region = r->name && strcmp(r->name, target) == 0;
-            sb_printf(&e, "  \"r%u_b%u_op%u\" -> \"r%u_b%u_anchor\" [style=dashed, color=\"#b08000\", lhead=\"cluster_r%u",
+            sb_printf(&e,
+                      "  \"r%u_b%u_op%u\" -> \"r%u_b%u_anchor\" [style=dashed, color=\"#b08000\", "
+                      "lhead=\"cluster_r%u",
                       ri, bi, i, rj, bj, rj);
             if (!region) sb_printf(&e, "_b%u", bj);
             sb_puts(&e, "\", label=");
@@ -619,7 +632,8 @@ static void dump_dot(strbuf *b, const ctosa_graph *g, const char *path) {
     dot_str(b, l.s ? l.s : "");
     sb_free(&l);
     sb_puts(b, ", labelloc=t, rankdir=TB, compound=true, fontname=\"Helvetica\"];\n"
-               "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#e8eefc\", fontname=\"Helvetica\", fontsize=10];\n"
+               "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#e8eefc\", fontname=\"Helvetica\", "
+               "fontsize=10];\n"
                "  edge [color=\"#666666\", fontname=\"Helvetica\", fontsize=8];\n");
     strmap producer, extern_seen;
     for (uint32_t ri = 0; ri < ctosa_graph_region_count(g); ri++) {
@@ -672,8 +686,8 @@ typedef struct dump_input {
 } dump_input;
 
 /* Reads the --input files as values of the main block's inputs. */
-static ctosa_error *mlir_inputs(const ctosa_graph *g, const dump_input *in, uint32_t n,
-                                ctosa_mlir_input *out, ctosa_tensor_file *files, void **host) {
+static ctosa_error *mlir_inputs(const ctosa_graph *g, const dump_input *in, uint32_t n, ctosa_mlir_input *out,
+                                ctosa_tensor_file *files, void **host) {
     const ctosa_region *r = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
     const ctosa_block *blk = r && r->n_blocks ? r->blocks[0] : NULL;
     for (uint32_t i = 0; i < n; i++) {
@@ -687,8 +701,10 @@ static ctosa_error *mlir_inputs(const ctosa_graph *g, const dump_input *in, uint
         bool same = files[i].rank == t->rank;
         for (uint32_t d = 0; same && d < t->rank; d++) same = files[i].shape[d] == t->shape[d];
         if (!same)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': %s has another shape than the "
-                                   "graph input", in[i].name, in[i].file);
+            return ctosa_error_new(CTOSA_ERR_USAGE,
+                                   "input '%s': %s has another shape than the "
+                                   "graph input",
+                                   in[i].name, in[i].file);
         char what[512];
         snprintf(what, sizeof what, "input '%s' (%s)", in[i].name, in[i].file);
         uint64_t size = 0;
@@ -705,18 +721,17 @@ static ctosa_error *mlir_inputs(const ctosa_graph *g, const dump_input *in, uint
 
 static ctosa_error *stdout_sink(void *user, const char *text, size_t n) {
     (void)user;
-    if (fwrite(text, 1, n, stdout) != n)
-        return ctosa_error_new(CTOSA_ERR_IO, "writing to stdout failed");
+    if (fwrite(text, 1, n, stdout) != n) return ctosa_error_new(CTOSA_ERR_IO, "writing to stdout failed");
     return NULL;
 }
 
-static ctosa_error *dump_mlir(const ctosa_graph *g, const char *path, const dump_input *in,
-                              uint32_t n_in, bool run, const char *out_path) {
+static ctosa_error *dump_mlir(const ctosa_graph *g, const char *path, const dump_input *in, uint32_t n_in,
+                              bool run, const char *out_path) {
     ctosa_mlir_input *vals = calloc(n_in ? n_in : 1, sizeof *vals);
     ctosa_tensor_file *files = calloc(n_in ? n_in : 1, sizeof *files);
     void **host = calloc(n_in ? n_in : 1, sizeof *host);
-    ctosa_error *e = vals && files && host ? mlir_inputs(g, in, n_in, vals, files, host)
-                                           : ctosa_error_nomem();
+    ctosa_error *e =
+        vals && files && host ? mlir_inputs(g, in, n_in, vals, files, host) : ctosa_error_nomem();
     if (!e) {
         ctosa_mlir_options opt;
         ctosa_mlir_options_init(&opt);

@@ -39,11 +39,12 @@ static void info_json(strbuf *b, const ctosa_graph *g, const char *path, const c
     ctosa_software_version sw = ctosa_graph_software_version(g);
     sb_puts(b, "{\n  \"file\": ");
     sb_json_str(b, path);
-    sb_printf(b, ",\n  \"version\": {\"major\": %d, \"minor\": %d, \"patch\": %d, \"draft\": %s}",
-              v.major, v.minor, v.patch, v.draft ? "true" : "false");
+    sb_printf(b, ",\n  \"version\": {\"major\": %d, \"minor\": %d, \"patch\": %d, \"draft\": %s}", v.major,
+              v.minor, v.patch, v.draft ? "true" : "false");
     if (sw.present) {
-        sb_printf(b, ",\n  \"software_version\": {\"major\": %d, \"minor\": %d, \"micro\": %d, "
-                     "\"modifier\": ",
+        sb_printf(b,
+                  ",\n  \"software_version\": {\"major\": %d, \"minor\": %d, \"micro\": %d, "
+                  "\"modifier\": ",
                   sw.major, sw.minor, sw.micro);
         if (sw.modifier) sb_json_str(b, sw.modifier);
         else sb_puts(b, "null");
@@ -59,13 +60,12 @@ static void info_json(strbuf *b, const ctosa_graph *g, const char *path, const c
               "\n  \"constant_bytes\": %llu,\n  \"operator_counts\": {",
               (unsigned long long)fi.file_size, (unsigned long long)fi.flatbuffer_size,
               fi.has_identifier ? "true" : "false", fi.external_data ? "external" : "inline",
-              fi.min_data_alignment, c->regions, c->blocks, c->ops, c->tensors, c->shapes,
-              c->constants, c->variables, (unsigned long long)fi.constant_bytes);
+              fi.min_data_alignment, c->regions, c->blocks, c->ops, c->tensors, c->shapes, c->constants,
+              c->variables, (unsigned long long)fi.constant_bytes);
     bool first = true;
     for (int k = 1; k < CTOSA_OP_COUNT; k++) {
         if (!c->by_kind[k]) continue;
-        sb_printf(b, "%s\"%s\": %u", first ? "" : ", ", ctosa_op_name((ctosa_op_kind)k),
-                  c->by_kind[k]);
+        sb_printf(b, "%s\"%s\": %u", first ? "" : ", ", ctosa_op_name((ctosa_op_kind)k), c->by_kind[k]);
         first = false;
     }
     sb_puts(b, "}\n}\n");
@@ -76,13 +76,11 @@ static void info_text(strbuf *b, const ctosa_graph *g, const char *path, const c
     ctosa_file_info fi = ctosa_graph_file_info(g);
     ctosa_software_version sw = ctosa_graph_software_version(g);
     sb_printf(b, "file:              %s\n", path);
-    sb_printf(b, "TOSA version:      %d.%d.%d%s\n", v.major, v.minor, v.patch,
-              v.draft ? " draft" : "");
+    sb_printf(b, "TOSA version:      %d.%d.%d%s\n", v.major, v.minor, v.patch, v.draft ? " draft" : "");
     if (sw.present)
         sb_printf(b, "software version:  %d.%d.%d%s%s\n", sw.major, sw.minor, sw.micro,
                   sw.modifier ? " " : "", sw.modifier ? sw.modifier : "");
-    else
-        sb_puts(b, "software version:  (not recorded)\n");
+    else sb_puts(b, "software version:  (not recorded)\n");
     sb_printf(b, "file size:         %llu bytes\n", (unsigned long long)fi.file_size);
     sb_printf(b, "flatbuffer size:   %llu bytes\n", (unsigned long long)fi.flatbuffer_size);
     sb_printf(b, "identifier:        %s\n", fi.has_identifier ? "TOSA" : "(missing)");
@@ -91,14 +89,12 @@ static void info_text(strbuf *b, const ctosa_graph *g, const char *path, const c
                                : "inline (data inside the flatbuffer)");
     if (fi.min_data_alignment)
         sb_printf(b, "data alignment:    %u bytes (smallest seen)\n", fi.min_data_alignment);
-    else
-        sb_puts(b, "data alignment:    (no constant data)\n");
-    sb_printf(b, "regions:           %u\nblocks:            %u\noperators:         %u\n",
-              c->regions, c->blocks, c->ops);
-    sb_printf(b, "tensors:           %u (%u variable)\nshapes:            %u\n", c->tensors,
-              c->variables, c->shapes);
-    sb_printf(b, "constants:         %u (%llu bytes)\n", c->constants,
-              (unsigned long long)fi.constant_bytes);
+    else sb_puts(b, "data alignment:    (no constant data)\n");
+    sb_printf(b, "regions:           %u\nblocks:            %u\noperators:         %u\n", c->regions,
+              c->blocks, c->ops);
+    sb_printf(b, "tensors:           %u (%u variable)\nshapes:            %u\n", c->tensors, c->variables,
+              c->shapes);
+    sb_printf(b, "constants:         %u (%llu bytes)\n", c->constants, (unsigned long long)fi.constant_bytes);
     sb_puts(b, "operators by kind:\n");
     for (int k = 1; k < CTOSA_OP_COUNT; k++)
         if (c->by_kind[k]) sb_printf(b, "  %-24s %u\n", ctosa_op_name((ctosa_op_kind)k), c->by_kind[k]);

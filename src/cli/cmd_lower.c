@@ -142,8 +142,8 @@ static ctosa_error *write_mlir(const ctosa_lower_summary *s, const char *dir) {
 
 /* --html: the report as a page, at FILE or <dir>/<stem>.report.html (the
  * stem as ctosa_lower_file chooses it: --stem, else the model's name). */
-static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, const char *dir, const char *stem,
-                               const char *model, bool quiet) {
+static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, const char *dir,
+                               const char *stem, const char *model, bool quiet) {
     char *path = NULL;
     if (!file) {
         const char *base = strrchr(model, '/');
@@ -159,8 +159,7 @@ static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, c
     ctosa_error *e = NULL;
     if (realpath(model, m_real) && realpath(o, o_real) && strcmp(m_real, o_real) == 0)
         e = ctosa_error_new(CTOSA_ERR_USAGE, "%s would overwrite the input model", o);
-    else
-        e = cli_report_html(s->report_json, strlen(s->report_json), "report", o);
+    else e = cli_report_html(s->report_json, strlen(s->report_json), "report", o);
     if (!e && !quiet) printf("HTML report: %s\n", o);
     free(path);
     return e;
@@ -191,7 +190,10 @@ int cmd_lower(int argc, char **argv) {
             rc = 0;
             goto out;
         }
-        if (strcmp(a, "--strict") == 0) { strict = true; continue; }
+        if (strcmp(a, "--strict") == 0) {
+            strict = true;
+            continue;
+        }
         if ((v = cli_flag_value(argc, argv, &i, "--emit", NULL, &missing))) {
             if (strcmp(v, "mlir") != 0) {
                 rc = cli_usage(CMD, "--emit expects 'mlir', got '%s'", v);
@@ -200,7 +202,10 @@ int cmd_lower(int argc, char **argv) {
             emit_mlir = true;
             continue;
         }
-        if (strcmp(a, "--html") == 0) { want_html = true; continue; }
+        if (strcmp(a, "--html") == 0) {
+            want_html = true;
+            continue;
+        }
         if (strncmp(a, "--html=", 7) == 0) {
             if (!a[7]) {
                 rc = cli_usage(CMD, "--html= needs a file name");
@@ -210,12 +215,30 @@ int cmd_lower(int argc, char **argv) {
             html = a + 7;
             continue;
         }
-        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) { quiet = true; continue; }
-        if ((v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) { spec_s = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) { target = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) { dir = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "--report-json", NULL, &missing))) { report = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { stem = v; continue; }
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = true;
+            continue;
+        }
+        if ((v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) {
+            spec_s = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) {
+            target = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) {
+            dir = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--report-json", NULL, &missing))) {
+            report = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) {
+            stem = v;
+            continue;
+        }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--requant", NULL, &missing))) {
             if (strcmp(v, "rescale") == 0) requant = CTOSA_REQUANT_RESCALE;
             else if (strcmp(v, "ort") == 0) requant = CTOSA_REQUANT_MATCH_ORT;
@@ -293,7 +316,8 @@ int cmd_lower(int argc, char **argv) {
         goto out;
     }
     if (!spec_s == !target) {
-        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both" : "--spec SPEC (or --target NAME) is required");
+        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both"
+                                   : "--spec SPEC (or --target NAME) is required");
         goto out;
     }
     ctosa_spec spec;
@@ -342,7 +366,8 @@ int cmd_lower(int argc, char **argv) {
         goto out;
     }
     rc = strict && s->n_fallback ? 1 : 0;
-    if (rc == 1 && !quiet) printf("--strict: %u node%s fell back to the CPU\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
+    if (rc == 1 && !quiet)
+        printf("--strict: %u node%s fell back to the CPU\n", s->n_fallback, s->n_fallback == 1 ? "" : "s");
 out:
     ctosa_lower_result_free(res);
     ctosa_custom_registry_free(reg);

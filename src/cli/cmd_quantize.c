@@ -67,8 +67,14 @@ int cmd_quantize(int argc, char **argv) {
             rc = 0;
             goto out;
         }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
-        if (!strcmp(a, "--no-bias-correction")) { opt.no_bias_correction = true; continue; }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-bias-correction")) {
+            opt.no_bias_correction = true;
+            continue;
+        }
         if ((v = cli_flag_value(argc, argv, &i, "--calibration", NULL, &missing))) {
             const char *eq = strchr(v, '=');
             if (eq && eq == v) {
@@ -90,10 +96,22 @@ int cmd_quantize(int argc, char **argv) {
             }
             continue;
         }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) { opt.spec = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) { opt.target = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) { opt.output_dir = v; continue; }
-        if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) { opt.stem = v; continue; }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--spec", NULL, &missing))) {
+            opt.spec = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--target", NULL, &missing))) {
+            opt.target = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "-o", "--output-dir", &missing))) {
+            opt.output_dir = v;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--stem", NULL, &missing))) {
+            opt.stem = v;
+            continue;
+        }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--activations", NULL, &missing))) {
             if (!strcmp(v, "int8")) opt.activation_bits = 8;
             else if (!strcmp(v, "int16")) opt.activation_bits = 16;
@@ -180,7 +198,8 @@ int cmd_quantize(int argc, char **argv) {
         if (n_in == 1) owned[n_owned++] = (char *)(cal[k].name = strdup(only));
         ctosa_onnx_free(m);
         if (n_in != 1) {
-            rc = cli_usage(CMD, "%s has %u inputs: give --calibration NAME=%s for each", model, n_in, cal[k].path);
+            rc = cli_usage(CMD, "%s has %u inputs: give --calibration NAME=%s for each", model, n_in,
+                           cal[k].path);
             goto out;
         }
         if (!cal[k].name) {
@@ -199,13 +218,15 @@ int cmd_quantize(int argc, char **argv) {
     if (!quiet) {
         printf("%s: int%d activations, int8 weights, %s ranges, %u samples, target %s\n", s->model,
                s->activation_bits, s->method, s->samples, s->spec);
-        printf("quantized: %u of %u nodes (%u left in float), %u tensors with Q/DQ\n", s->nodes_total - s->nodes_float,
-               s->nodes_total, s->nodes_float, s->tensors_quantized);
+        printf("quantized: %u of %u nodes (%u left in float), %u tensors with Q/DQ\n",
+               s->nodes_total - s->nodes_float, s->nodes_total, s->nodes_float, s->tensors_quantized);
         printf("lowered under the target: %u partition%s, %u of %u nodes delegated\n", s->partitions,
                s->partitions == 1 ? "" : "s", s->nodes_delegated, s->nodes_qdq_total);
         for (uint32_t i = 0; i < s->n_outputs; i++) {
             if (isinf(s->outputs[i].sqnr_db)) printf("output '%s': exact (SQNR inf)\n", s->outputs[i].name);
-            else printf("output '%s': SQNR %.2f dB against float\n", s->outputs[i].name, s->outputs[i].sqnr_db);
+            else
+                printf("output '%s': SQNR %.2f dB against float\n", s->outputs[i].name,
+                       s->outputs[i].sqnr_db);
         }
         printf("wrote %s\n      %s\n", s->qdq_path, s->report_path);
     }

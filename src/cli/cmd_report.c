@@ -43,7 +43,8 @@ static ctosa_error *bad(const char *name, const json_value *v, const char *what)
 static ctosa_error *check_report(const json_value *root, const char *name) {
     if (root->kind != JSON_OBJECT) return bad(name, root, "the top level is not an object");
     const json_value *parts = json_get(root, "partitions"), *fb = json_get(root, "fallback");
-    if (!parts || parts->kind != JSON_ARRAY) return bad(name, parts ? parts : root, "no \"partitions\" array");
+    if (!parts || parts->kind != JSON_ARRAY)
+        return bad(name, parts ? parts : root, "no \"partitions\" array");
     if (!fb || fb->kind != JSON_ARRAY) return bad(name, fb ? fb : root, "no \"fallback\" array");
     for (uint32_t i = 0; i < parts->n; i++) {
         const json_value *p = &parts->items[i], *id = json_get(p, "id"), *nodes = json_get(p, "nodes");
@@ -54,7 +55,8 @@ static ctosa_error *check_report(const json_value *root, const char *name) {
     for (uint32_t i = 0; i < fb->n; i++) {
         const json_value *f = &fb->items[i], *node = json_get(f, "node");
         if (f->kind != JSON_OBJECT) return bad(name, f, "a fallback entry is not an object");
-        if (!node || node->kind != JSON_STRING) return bad(name, f, "a fallback entry has no \"node\" string");
+        if (!node || node->kind != JSON_STRING)
+            return bad(name, f, "a fallback entry has no \"node\" string");
     }
     const json_value *g = json_get(root, "graph");
     if (!g) return NULL; /* an older report: the page shows nodes without edges */
@@ -175,7 +177,8 @@ int cmd_report(int argc, char **argv) {
     const char *path = out ? out : def;
     char a_real[PATH_MAX], b_real[PATH_MAX];
     if (realpath(in, a_real) && realpath(path, b_real) && strcmp(a_real, b_real) == 0) {
-        ctosa_error *oe = ctosa_error_new(CTOSA_ERR_USAGE, "output %s would overwrite the input report", path);
+        ctosa_error *oe =
+            ctosa_error_new(CTOSA_ERR_USAGE, "output %s would overwrite the input report", path);
         free(def);
         return cli_fail(CMD, oe);
     }

@@ -74,10 +74,10 @@ typedef struct binding {
 /* --runs: one warm-up, then runs timed calls of run(arg); the first call's
  * time is the warm-up's. t gets the timed runs' seconds, sorted. */
 typedef struct run_timing {
-    int runs;        /* timed runs (0: a single untimed-for-statistics run) */
-    double first;    /* seconds of the first (warm-up) run */
-    double *t;       /* runs entries, sorted */
-    double *cpu;     /* process CPU seconds of each timed run, sorted */
+    int runs;     /* timed runs (0: a single untimed-for-statistics run) */
+    double first; /* seconds of the first (warm-up) run */
+    double *t;    /* runs entries, sorted */
+    double *cpu;  /* process CPU seconds of each timed run, sorted */
 } run_timing;
 
 static double cpu_seconds(void) {
@@ -86,9 +86,7 @@ static double cpu_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double median_of(const double *v, int n) {
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double median_of(const double *v, int n) { return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -101,7 +99,8 @@ static ctosa_error *timed_runs(ctosa_error *(*run)(void *), void *arg, void (*af
     ctosa_error *e = run(arg);
     rt->first = now_seconds() - t0;
     if (e || rt->runs <= 0) return e;
-    if (!(rt->t = calloc((size_t)rt->runs, sizeof *rt->t)) || !(rt->cpu = calloc((size_t)rt->runs, sizeof *rt->cpu)))
+    if (!(rt->t = calloc((size_t)rt->runs, sizeof *rt->t)) ||
+        !(rt->cpu = calloc((size_t)rt->runs, sizeof *rt->cpu)))
         return ctosa_error_nomem();
     if (after_warmup) after_warmup(arg);
     for (int i = 0; i < rt->runs; i++) {
@@ -127,9 +126,10 @@ static void print_timing(const char *model, const run_timing *rt) {
     /* process CPU time: on a shared machine a single-threaded run's CPU
      * time is far steadier than its wall time (it includes every worker
      * thread's, so it exceeds wall time with --threads > 1) */
-    printf("ran %s: warm-up %.3f ms, %d run%s: best %.3f ms, median %.3f ms, mean %.3f ms, CPU median %.3f ms",
-           model, 1e3 * rt->first, n, n == 1 ? "" : "s", 1e3 * rt->t[0], 1e3 * median_of(rt->t, n),
-           1e3 * sum / n, 1e3 * median_of(rt->cpu, n));
+    printf(
+        "ran %s: warm-up %.3f ms, %d run%s: best %.3f ms, median %.3f ms, mean %.3f ms, CPU median %.3f ms",
+        model, 1e3 * rt->first, n, n == 1 ? "" : "s", 1e3 * rt->t[0], 1e3 * median_of(rt->t, n),
+        1e3 * sum / n, 1e3 * median_of(rt->cpu, n));
 }
 
 static ctosa_error *interp_run_cb(void *it) { return ctosa_interp_run(it); }
@@ -187,8 +187,8 @@ static ctosa_error *print_profile(const ctosa_interp *it) {
     qsort(kinds, nk, sizeof *kinds, cmp_kind);
     qsort(ops, m, sizeof *ops, cmp_prof);
     double pct = total > 0 ? 100.0 / total : 0;
-    printf("profile: %u operators ran, %.3f ms per run in operators (%llu run%s profiled)\n", m,
-           1e3 * total, (unsigned long long)runs, runs == 1 ? "" : "s");
+    printf("profile: %u operators ran, %.3f ms per run in operators (%llu run%s profiled)\n", m, 1e3 * total,
+           (unsigned long long)runs, runs == 1 ? "" : "s");
     printf("\n  %-24s %6s %11s %7s\n", "operator kind", "count", "ms/run", "%");
     for (uint32_t k = 0; k < nk; k++) {
         const char *name = ctosa_op_name(kinds[k].kind);
@@ -230,8 +230,7 @@ static bool is_an_input(const char *path, const char *model, const binding *ins,
     if (stat(path, &o) != 0) return false;
     if (stat(model, &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) return true;
     for (int k = 0; k < n_ins; k++)
-        if (stat(ins[k].file, &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino)
-            return true;
+        if (stat(ins[k].file, &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) return true;
     return false;
 }
 
@@ -259,15 +258,17 @@ static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info
     bool same = a.rank == info->rank;
     for (uint32_t i = 0; same && i < a.rank; i++) same = a.shape[i] == info->shape[i];
     if (!same) {
-        e = ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected shape %s dtype %s, %s has "
-                            "shape %s (%s)", info->name,
-                            shape_str(info->rank, info->shape, want, sizeof want),
-                            ctosa_dtype_short(info->dtype), file,
-                            shape_str(a.rank, a.shape, got, sizeof got), a.type_name);
+        e = ctosa_error_new(CTOSA_ERR_USAGE,
+                            "input '%s': expected shape %s dtype %s, %s has "
+                            "shape %s (%s)",
+                            info->name, shape_str(info->rank, info->shape, want, sizeof want),
+                            ctosa_dtype_short(info->dtype), file, shape_str(a.rank, a.shape, got, sizeof got),
+                            a.type_name);
         ctosa_tensor_file_free(&a);
         return e;
     }
-    if (info->dtype == CTOSA_DTYPE_INT8 && strcmp(a.type_name, "uint8") == 0 && report_says_uint8(rep, info->name)) {
+    if (info->dtype == CTOSA_DTYPE_INT8 && strcmp(a.type_name, "uint8") == 0 &&
+        report_says_uint8(rep, info->name)) {
         e = ctosa_interp_set_input(it, info->name, info->dtype, info->rank, info->shape, a.data, a.size);
         ctosa_tensor_file_free(&a);
         return e ? ctosa_error_prefix(e, "%s", file) : NULL;
@@ -278,12 +279,12 @@ static ctosa_error *feed_input(ctosa_interp *it, const ctosa_interp_tensor *info
     uint64_t size = 0;
     e = ctosa_tensor_file_to_host(&a, info->dtype, what, &host, &size);
     ctosa_tensor_file_free(&a);
-    if (e) return ctosa_error_prefix(e, "expected dtype %s shape %s", ctosa_dtype_short(info->dtype),
-                                     shape_str(info->rank, info->shape, want, sizeof want));
+    if (e)
+        return ctosa_error_prefix(e, "expected dtype %s shape %s", ctosa_dtype_short(info->dtype),
+                                  shape_str(info->rank, info->shape, want, sizeof want));
     e = ctosa_interp_set_input(it, info->name, info->dtype, info->rank, info->shape, host, size);
     free(host);
-    if (e && ctosa_error_code(e) != CTOSA_ERR_NOMEM)
-        e = ctosa_error_prefix(e, "%s", file);
+    if (e && ctosa_error_code(e) != CTOSA_ERR_NOMEM) e = ctosa_error_prefix(e, "%s", file);
     return e;
 }
 
@@ -293,8 +294,8 @@ static char *sanitize(const char *name) {
     if (!s) return NULL;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                  c == '_' || c == '-';
         s[i] = ok ? c : '_';
     }
     s[n] = 0;
@@ -323,8 +324,7 @@ static ctosa_error *make_dir(const char *dir) {
 }
 
 /* cli_flag_value that remembers a missing value across several calls. */
-static const char *flag(int argc, char **argv, int *i, const char *f, const char *alt,
-                        int *missing) {
+static const char *flag(int argc, char **argv, int *i, const char *f, const char *alt, int *missing) {
     int m = 0;
     const char *v = cli_flag_value(argc, argv, i, f, alt, &m);
     if (m) *missing = 1;
@@ -334,7 +334,8 @@ static const char *flag(int argc, char **argv, int *i, const char *f, const char
 /* cli_fail that points a memory-limit error at the flag that raises it. */
 static int run_fail(ctosa_error *e) {
     if (e && ctosa_error_code(e) == CTOSA_ERR_LIMIT && strstr(ctosa_error_message(e), "memory limit")) {
-        ctosa_error *n = ctosa_error_new(CTOSA_ERR_LIMIT, "%s (raise it with --max-memory)", ctosa_error_message(e));
+        ctosa_error *n =
+            ctosa_error_new(CTOSA_ERR_LIMIT, "%s (raise it with --max-memory)", ctosa_error_message(e));
         if (n) {
             ctosa_error_free(e);
             e = n;
@@ -374,9 +375,8 @@ static bool add_names(char ***list, uint32_t *n, uint32_t *cap, const char *v) {
 /* The tensors to compute: the --outputs list (sliced already true) or the
  * main block's outputs, plus every --output NAME. *sliced becomes true when
  * that is not exactly the block's outputs. */
-static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, const binding *outs,
-                                   int n_outs, char ***sel, uint32_t *n_sel, uint32_t *cap_sel,
-                                   bool *sliced) {
+static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, const binding *outs, int n_outs,
+                                   char ***sel, uint32_t *n_sel, uint32_t *cap_sel, bool *sliced) {
     const ctosa_region *r = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
     const ctosa_block *b = r && r->n_blocks ? r->blocks[0] : NULL;
     if (!b) return NULL; /* the interpreter reports it */
@@ -389,11 +389,12 @@ static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, cons
         for (uint32_t i = 0; i < b->n_outputs && !is_out; i++)
             is_out = strcmp(b->outputs[i], outs[k].name) == 0;
         if (!is_out && !ctosa_block_find_tensor(g, b, outs[k].name))
-            return ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output or a tensor "
-                                   "of the main block", model, outs[k].name);
+            return ctosa_error_new(CTOSA_ERR_USAGE,
+                                   "%s: '%s' is not a graph output or a tensor "
+                                   "of the main block",
+                                   model, outs[k].name);
         if (!is_out) *sliced = true;
-        if (!add_name(sel, n_sel, cap_sel, outs[k].name, strlen(outs[k].name)))
-            return ctosa_error_nomem();
+        if (!add_name(sel, n_sel, cap_sel, outs[k].name, strlen(outs[k].name))) return ctosa_error_nomem();
     }
     return NULL;
 }
@@ -452,7 +453,8 @@ static int run_partitioned(const char *model, const binding *ins, int n_ins, con
             found = strcmp(info.name, outs[k].name) == 0;
         }
         if (!found) {
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model output", model, outs[k].name));
+            rc = run_fail(
+                ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model output", model, outs[k].name));
             goto out;
         }
     }
@@ -477,8 +479,10 @@ static int run_partitioned(const char *model, const binding *ins, int n_ins, con
             if (strcmp(ins[k].name, info.name) == 0) file = ins[k].file;
         char sbuf[256];
         if (!file) {
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) is not given; use "
-                                          "--input %s=FILE", info.name, info.dtype,
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE,
+                                          "input '%s' (dtype %s, shape %s) is not given; use "
+                                          "--input %s=FILE",
+                                          info.name, info.dtype,
                                           shape_str(info.rank, info.shape, sbuf, sizeof sbuf), info.name));
             goto out;
         }
@@ -529,8 +533,10 @@ static int run_partitioned(const char *model, const binding *ins, int n_ins, con
             goto out;
         }
         if (is_an_input(written[i], model, ins, n_ins)) {
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': %s would overwrite an input file (use "
-                                          "--output NAME=FILE or -o DIR)", info.name, written[i]));
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE,
+                                          "output '%s': %s would overwrite an input file (use "
+                                          "--output NAME=FILE or -o DIR)",
+                                          info.name, written[i]));
             goto out;
         }
         if ((e = ctosa_runtime_tensor_write_npy(written[i], &val))) {
@@ -539,8 +545,8 @@ static int run_partitioned(const char *model, const binding *ins, int n_ins, con
         }
         if (!quiet) {
             char sbuf[256];
-            printf("%s: %s %s -> %s\n", info.name, val.dtype, shape_str(val.rank, val.shape, sbuf, sizeof sbuf),
-                   written[i]);
+            printf("%s: %s %s -> %s\n", info.name, val.dtype,
+                   shape_str(val.rank, val.shape, sbuf, sizeof sbuf), written[i]);
         }
     }
     if (!quiet) {
@@ -682,7 +688,7 @@ int cmd_run(int argc, char **argv) {
     for (int k = 0; k < n_outs; k++) {
         if (is_an_input(outs[k].file, model, ins, n_ins)) {
             rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "--output %s=%s would overwrite an input file",
-                                               outs[k].name, outs[k].file));
+                                          outs[k].name, outs[k].file));
             goto done;
         }
     }
@@ -750,9 +756,10 @@ int cmd_run(int argc, char **argv) {
                 ctosa_error_free(ctosa_interp_input_info(it, i, &info));
                 sb_printf(&b, "%s'%s'", i ? ", " : "", info.name);
             }
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph input "
-                                               "(inputs: %s)", model, ins[k].name,
-                                               b.s ? b.s : "none"));
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE,
+                                          "%s: '%s' is not a graph input "
+                                          "(inputs: %s)",
+                                          model, ins[k].name, b.s ? b.s : "none"));
             sb_free(&b);
             goto done;
         }
@@ -765,8 +772,8 @@ int cmd_run(int argc, char **argv) {
             found = strcmp(info.name, outs[k].name) == 0;
         }
         if (!found) { /* cannot happen: choose_outputs selected it */
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output",
-                                               model, outs[k].name));
+            rc = run_fail(
+                ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a graph output", model, outs[k].name));
             goto done;
         }
     }
@@ -779,11 +786,11 @@ int cmd_run(int argc, char **argv) {
         char sbuf[256];
         if (!file && !ctosa_interp_input_used(it, i)) continue; /* a slice that does not read it */
         if (!file) {
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "input '%s' (dtype %s, shape %s) "
-                                               "is not given; use --input %s=FILE", info.name,
-                                               ctosa_dtype_short(info.dtype),
-                                               shape_str(info.rank, info.shape, sbuf, sizeof sbuf),
-                                               info.name));
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE,
+                                          "input '%s' (dtype %s, shape %s) "
+                                          "is not given; use --input %s=FILE",
+                                          info.name, ctosa_dtype_short(info.dtype),
+                                          shape_str(info.rank, info.shape, sbuf, sizeof sbuf), info.name));
             goto done;
         }
         if ((e = feed_input(it, &info, file, rep))) {
@@ -842,14 +849,18 @@ int cmd_run(int argc, char **argv) {
             path = owned;
         }
         if (is_an_input(path, model, ins, n_ins)) {
-            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': %s would overwrite an input "
-                                               "file (use --output NAME=FILE or -o DIR)", info.name, path));
+            rc = run_fail(ctosa_error_new(CTOSA_ERR_USAGE,
+                                          "output '%s': %s would overwrite an input "
+                                          "file (use --output NAME=FILE or -o DIR)",
+                                          info.name, path));
             free(owned);
             goto done;
         }
         e = ctosa_npy_descr(val.dtype) ? ctosa_tensor_file_write_npy(path, &val)
-                  : ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': dtype %s cannot be "
-                                    "written as .npy", info.name, ctosa_dtype_short(val.dtype));
+                                       : ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                                         "output '%s': dtype %s cannot be "
+                                                         "written as .npy",
+                                                         info.name, ctosa_dtype_short(val.dtype));
         if (e) {
             free(owned);
             rc = run_fail(e);

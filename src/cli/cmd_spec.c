@@ -8,24 +8,23 @@
 #include "cli.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: ctosa spec SPEC [--onnx] [--json]\n"
-            "       ctosa spec --target NAME [--json]\n"
-            "       ctosa spec --list-targets\n\n"
-            "Parses a TOSA spec string (e.g. TOSA-1.0+INT+int16) and prints its canonical\n"
-            "form, version, profiles, extensions, level and the operators and type\n"
-            "signatures it allows.\n\n"
-            "  SPEC            TOSA-<major>.<minor>[.<patch>]+<PROFILE>[+<PROFILE>][+<token>]...\n"
-            "                  profiles INT, FP; level 8k; u55 (Ethos-U55 subset); extensions\n"
-            "                  int16 int4 bf16 fp8e4m3 fp8e5m2 fft var cf doubleround\n"
-            "                  inexactround dynamic, and for TOSA 1.1 int64 shape (and mx...)\n"
-            "  --target NAME   the spec of a target (ethos-u55-128, ethos-u85-256, vgf, ...)\n"
-            "  --list-targets  list the known targets and their specs\n"
-            "  --onnx          instead of TOSA operators: which ONNX operators are delegated\n"
-            "                  with int64 operands under SPEC (derived by lowering a one-node\n"
-            "                  probe per registered ONNX operator and validating it), and\n"
-            "                  for the others the reason code and the missing row\n"
-            "  --json          machine-readable output\n");
+    fprintf(f, "usage: ctosa spec SPEC [--onnx] [--json]\n"
+               "       ctosa spec --target NAME [--json]\n"
+               "       ctosa spec --list-targets\n\n"
+               "Parses a TOSA spec string (e.g. TOSA-1.0+INT+int16) and prints its canonical\n"
+               "form, version, profiles, extensions, level and the operators and type\n"
+               "signatures it allows.\n\n"
+               "  SPEC            TOSA-<major>.<minor>[.<patch>]+<PROFILE>[+<PROFILE>][+<token>]...\n"
+               "                  profiles INT, FP; level 8k; u55 (Ethos-U55 subset); extensions\n"
+               "                  int16 int4 bf16 fp8e4m3 fp8e5m2 fft var cf doubleround\n"
+               "                  inexactround dynamic, and for TOSA 1.1 int64 shape (and mx...)\n"
+               "  --target NAME   the spec of a target (ethos-u55-128, ethos-u85-256, vgf, ...)\n"
+               "  --list-targets  list the known targets and their specs\n"
+               "  --onnx          instead of TOSA operators: which ONNX operators are delegated\n"
+               "                  with int64 operands under SPEC (derived by lowering a one-node\n"
+               "                  probe per registered ONNX operator and validating it), and\n"
+               "                  for the others the reason code and the missing row\n"
+               "  --json          machine-readable output\n");
 }
 
 int cmd_spec(int argc, char **argv) {
@@ -65,8 +64,8 @@ int cmd_spec(int argc, char **argv) {
     ctosa_error *err = text ? ctosa_spec_parse(text, &s) : ctosa_spec_from_target(target, &s);
     if (err) return cli_fail("spec", err);
     char *out = NULL;
-    err = ctosa_spec_describe(&s, (json ? CTOSA_SPEC_DESCRIBE_JSON : 0u) |
-                                      (onnx ? CTOSA_SPEC_DESCRIBE_ONNX : 0u), &out);
+    err = ctosa_spec_describe(
+        &s, (json ? CTOSA_SPEC_DESCRIBE_JSON : 0u) | (onnx ? CTOSA_SPEC_DESCRIBE_ONNX : 0u), &out);
     if (err) return cli_fail("spec", err);
     fputs(out, stdout);
     free(out);

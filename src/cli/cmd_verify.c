@@ -82,8 +82,9 @@ static void json_num(FILE *f, double v) {
 }
 
 /* The summary, written to a temporary file and renamed. */
-static ctosa_error *write_json(const char *path, const char *model, const char *spec, const ctosa_verify_options *vo,
-                               const ctosa_verify_output *res, uint32_t n, bool pass) {
+static ctosa_error *write_json(const char *path, const char *model, const char *spec,
+                               const ctosa_verify_options *vo, const ctosa_verify_output *res, uint32_t n,
+                               bool pass) {
     size_t len = strlen(path) + 32;
     char *tmp = malloc(len);
     if (!tmp) return ctosa_error_nomem();
@@ -247,7 +248,8 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     if (!spec_s == !target) {
-        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both" : "--spec SPEC (or --target NAME) is required");
+        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both"
+                                   : "--spec SPEC (or --target NAME) is required");
         goto done;
     }
     if (!n_exps) {
@@ -345,8 +347,8 @@ int cmd_verify(int argc, char **argv) {
         }
         printf("%s: %u of %u nodes delegated to %s; ran %u partition%s and %u CPU node%s\n", model,
                s->nodes_delegated, s->nodes_total, s->spec, np, np == 1 ? "" : "s", nh, nh == 1 ? "" : "s");
-        printf("  %-24s %-9s %10s %12s %10s %9s  %s\n", "output", "kind", "elements", "max error", "rel/within",
-               "top-1/k", "result");
+        printf("  %-24s %-9s %10s %12s %10s %9s  %s\n", "output", "kind", "elements", "max error",
+               "rel/within", "top-1/k", "result");
         for (int k = 0; k < n_exps; k++) {
             const ctosa_verify_output *r = &res[k];
             char err[32], rel[32], top[32];
@@ -356,8 +358,9 @@ int cmd_verify(int argc, char **argv) {
             else snprintf(rel, sizeof rel, "%.2f%%", 100 * r->within);
             if (r->top1 >= 0) snprintf(top, sizeof top, "%d/%d", r->top1, r->topk);
             else snprintf(top, sizeof top, "-");
-            printf("  %-24s %-9s %10llu %12s %10s %9s  %s%s%s\n", r->name, r->kind, (unsigned long long)r->count, err,
-                   rel, top, r->pass ? "ok" : "FAIL", r->pass ? "" : ": ", r->pass ? "" : r->why);
+            printf("  %-24s %-9s %10llu %12s %10s %9s  %s%s%s\n", r->name, r->kind,
+                   (unsigned long long)r->count, err, rel, top, r->pass ? "ok" : "FAIL", r->pass ? "" : ": ",
+                   r->pass ? "" : r->why);
         }
     }
     if ((e = write_json(json, model, spec_text, &vo, res, (uint32_t)n_exps, pass))) {

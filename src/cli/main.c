@@ -46,8 +46,7 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return 2;
 }
 
-const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt,
-                           int *missing) {
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt, int *missing) {
     const char *a = argv[*i];
     *missing = 0;
     const char *names[2] = {flag, alt};

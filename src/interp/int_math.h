@@ -31,16 +31,18 @@ static inline int im_isa(void) { /* 2 AVX-512, 1 AVX2+FMA, 0 baseline */
         return 2;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
 }
-#define IM_MULTIVERSION(NAME, IMPL)                                                           \
-    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static void NAME##_v4(       \
-        void *a, size_t b, size_t e) { IMPL(a, b, e); }                                       \
-    __attribute__((target("avx2,fma"))) static void NAME##_v3(void *a, size_t b, size_t e) {  \
-        IMPL(a, b, e);                                                                        \
-    }                                                                                         \
-    static void NAME##_v1(void *a, size_t b, size_t e) { IMPL(a, b, e); }                     \
-    static void NAME(void *a, size_t b, size_t e) {                                           \
-        int isa = im_isa();                                                                   \
-        (isa == 2 ? NAME##_v4 : isa == 1 ? NAME##_v3 : NAME##_v1)(a, b, e);                   \
+#define IM_MULTIVERSION(NAME, IMPL)                                                               \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static void NAME##_v4( \
+        void *a, size_t b, size_t e) {                                                            \
+        IMPL(a, b, e);                                                                            \
+    }                                                                                             \
+    __attribute__((target("avx2,fma"))) static void NAME##_v3(void *a, size_t b, size_t e) {      \
+        IMPL(a, b, e);                                                                            \
+    }                                                                                             \
+    static void NAME##_v1(void *a, size_t b, size_t e) { IMPL(a, b, e); }                         \
+    static void NAME(void *a, size_t b, size_t e) {                                               \
+        int isa = im_isa();                                                                       \
+        (isa == 2 ? NAME##_v4 : isa == 1 ? NAME##_v3 : NAME##_v1)(a, b, e);                       \
     }
 #else
 #define IM_MULTIVERSION(NAME, IMPL) \
@@ -60,8 +62,8 @@ static inline int im_isa(void) { /* 2 AVX-512, 1 AVX2+FMA, 0 baseline */
 
 /* value * multiplier / 2^shift rounded (half up); with double_round, shifts
  * above 31 get the extra 2^30 bias of the spec's DOUBLE_ROUND mode. */
-static inline int32_t im_apply_scale_32(int32_t value, int32_t multiplier, int shift,
-                                        bool double_round, bool *ok) {
+static inline int32_t im_apply_scale_32(int32_t value, int32_t multiplier, int shift, bool double_round,
+                                        bool *ok) {
     if (multiplier < 0 || shift < 2 || shift > 62) {
         *ok = false;
         return 0;
@@ -104,19 +106,38 @@ static inline void im_reciprocal_scale(uint32_t value, int32_t *multiplier, int 
 /* Signed range of an integer dtype (canonical interpretation). */
 static inline void im_range_s(ctosa_dtype t, int64_t *lo, int64_t *hi) {
     switch (t) {
-    case CTOSA_DTYPE_BOOL: *lo = 0; *hi = 1; break;
-    case CTOSA_DTYPE_INT4: *lo = -8; *hi = 7; break;
-    case CTOSA_DTYPE_INT8: *lo = INT8_MIN; *hi = INT8_MAX; break;
-    case CTOSA_DTYPE_INT16: *lo = INT16_MIN; *hi = INT16_MAX; break;
-    case CTOSA_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
-    case CTOSA_DTYPE_INT48: *lo = IM_INT48_MIN; *hi = IM_INT48_MAX; break;
-    default: *lo = INT64_MIN; *hi = INT64_MAX; break;
+    case CTOSA_DTYPE_BOOL:
+        *lo = 0;
+        *hi = 1;
+        break;
+    case CTOSA_DTYPE_INT4:
+        *lo = -8;
+        *hi = 7;
+        break;
+    case CTOSA_DTYPE_INT8:
+        *lo = INT8_MIN;
+        *hi = INT8_MAX;
+        break;
+    case CTOSA_DTYPE_INT16:
+        *lo = INT16_MIN;
+        *hi = INT16_MAX;
+        break;
+    case CTOSA_DTYPE_INT32:
+        *lo = INT32_MIN;
+        *hi = INT32_MAX;
+        break;
+    case CTOSA_DTYPE_INT48:
+        *lo = IM_INT48_MIN;
+        *hi = IM_INT48_MAX;
+        break;
+    default:
+        *lo = INT64_MIN;
+        *hi = INT64_MAX;
+        break;
     }
 }
 
-static inline int64_t im_clip(int64_t v, int64_t lo, int64_t hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
+static inline int64_t im_clip(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 static inline bool im_is_int(ctosa_dtype t) {
     return t == CTOSA_DTYPE_BOOL || t == CTOSA_DTYPE_INT4 || t == CTOSA_DTYPE_INT8 ||
@@ -181,11 +202,12 @@ static inline uint64_t im_dims(const itensor *t, uint32_t from, uint32_t to) {
 
 /* Shapes of a and b must be equal (element-wise unary kernels). */
 static inline ctosa_error *im_same_shape(const interp_op *o, const itensor *a, const itensor *b) {
-    if (a->rank != b->rank) return interp_fail(o, "output rank %u differs from input rank %u", b->rank, a->rank);
+    if (a->rank != b->rank)
+        return interp_fail(o, "output rank %u differs from input rank %u", b->rank, a->rank);
     for (uint32_t i = 0; i < a->rank; i++)
         if (a->shape[i] != b->shape[i])
-            return interp_fail(o, "output dimension %u is %lld, input has %lld", i,
-                               (long long)b->shape[i], (long long)a->shape[i]);
+            return interp_fail(o, "output dimension %u is %lld, input has %lld", i, (long long)b->shape[i],
+                               (long long)a->shape[i]);
     if (a->count != b->count) return interp_fail(o, "output element count differs from input");
     return NULL;
 }
@@ -193,8 +215,8 @@ static inline ctosa_error *im_same_shape(const interp_op *o, const itensor *a, c
 /* Checks that the op has at least n_in inputs and n_out outputs, all present. */
 static inline ctosa_error *im_need_io(const interp_op *o, uint32_t n_in, uint32_t n_out) {
     if (o->n_in < n_in || o->n_out < n_out)
-        return interp_fail(o, "expects %u inputs and %u outputs, has %u and %u", n_in, n_out,
-                           o->n_in, o->n_out);
+        return interp_fail(o, "expects %u inputs and %u outputs, has %u and %u", n_in, n_out, o->n_in,
+                           o->n_out);
     for (uint32_t i = 0; i < n_in; i++)
         if (!o->in[i]) return interp_fail(o, "input %u is missing", i);
     for (uint32_t i = 0; i < n_out; i++)

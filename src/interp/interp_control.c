@@ -17,17 +17,15 @@ static void copy_tensor(itensor *dst, const itensor *src) {
 
 /* Copies a region's results into the operator's outputs, checking that
  * they match (ERROR_IF tensor_list_shape(output_list) != ...). */
-static ctosa_error *take_outputs(const interp_op *o, const char *region, itensor **res,
-                                 uint32_t n_res, itensor *const *out, uint32_t n_out) {
+static ctosa_error *take_outputs(const interp_op *o, const char *region, itensor **res, uint32_t n_res,
+                                 itensor *const *out, uint32_t n_out) {
     if (n_res != n_out)
-        return interp_fail(o, "region '%s' produces %u outputs, the operator has %u", region,
-                           n_res, n_out);
+        return interp_fail(o, "region '%s' produces %u outputs, the operator has %u", region, n_res, n_out);
     for (uint32_t i = 0; i < n_out; i++)
         if (!same_type(res[i], out[i]))
-            return interp_fail(o, "output %u '%s' is %s%s but region '%s' produces %s%s", i,
-                               out[i]->name, ctosa_dtype_short(out[i]->dtype),
-                               interp_shape_str(out[i]), region, ctosa_dtype_short(res[i]->dtype),
-                               interp_shape_str(res[i]));
+            return interp_fail(o, "output %u '%s' is %s%s but region '%s' produces %s%s", i, out[i]->name,
+                               ctosa_dtype_short(out[i]->dtype), interp_shape_str(out[i]), region,
+                               ctosa_dtype_short(res[i]->dtype), interp_shape_str(res[i]));
     for (uint32_t i = 0; i < n_out; i++) copy_tensor(out[i], res[i]);
     return NULL;
 }
@@ -35,8 +33,8 @@ static ctosa_error *take_outputs(const interp_op *o, const char *region, itensor
 ctosa_error *interp_k_COND_IF(const interp_op *o) {
     const itensor *c = o->in[0];
     if (c->dtype != CTOSA_DTYPE_BOOL || c->count != 1)
-        return interp_fail(o, "condition '%s' must be a one-element bool tensor, not %s%s",
-                           c->name, ctosa_dtype_short(c->dtype), interp_shape_str(c));
+        return interp_fail(o, "condition '%s' must be a one-element bool tensor, not %s%s", c->name,
+                           ctosa_dtype_short(c->dtype), interp_shape_str(c));
     bool cond = ((const uint8_t *)c->data)[0] != 0;
     const char *region = cond ? o->op->attr.then_graph : o->op->attr.else_graph;
     itensor **res;
@@ -52,10 +50,10 @@ ctosa_error *interp_k_WHILE_LOOP(const interp_op *o) {
         return interp_fail(o, "has %u inputs but %u outputs; they must match", o->n_in, o->n_out);
     for (uint32_t i = 0; i < o->n_in; i++)
         if (!same_type(o->in[i], o->out[i]))
-            return interp_fail(o, "input %u '%s' is %s%s but output '%s' is %s%s", i,
-                               o->in[i]->name, ctosa_dtype_short(o->in[i]->dtype),
-                               interp_shape_str(o->in[i]), o->out[i]->name,
-                               ctosa_dtype_short(o->out[i]->dtype), interp_shape_str(o->out[i]));
+            return interp_fail(o, "input %u '%s' is %s%s but output '%s' is %s%s", i, o->in[i]->name,
+                               ctosa_dtype_short(o->in[i]->dtype), interp_shape_str(o->in[i]),
+                               o->out[i]->name, ctosa_dtype_short(o->out[i]->dtype),
+                               interp_shape_str(o->out[i]));
     /* The outputs hold the loop state. An input may alias an output only
      * if the graph is malformed; copying in order keeps that defined. */
     for (uint32_t i = 0; i < o->n_in; i++) copy_tensor(o->out[i], o->in[i]);
@@ -66,8 +64,7 @@ ctosa_error *interp_k_WHILE_LOOP(const interp_op *o) {
         ctosa_error *e = interp_call_region(o, cond_g, o->out, o->n_out, &res, &n_res);
         if (e) return e;
         if (n_res != 1 || res[0]->dtype != CTOSA_DTYPE_BOOL || res[0]->count != 1)
-            return interp_fail(o, "condition region '%s' must produce one one-element bool tensor",
-                               cond_g);
+            return interp_fail(o, "condition region '%s' must produce one one-element bool tensor", cond_g);
         if (!((const uint8_t *)res[0]->data)[0]) break;
         if (max_iter && iter >= max_iter)
             return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: more than %llu iterations", o->where,
@@ -127,8 +124,10 @@ ctosa_error *interp_k_CUSTOM(const interp_op *o) {
     for (custom_reg *c = o->ctx->it->customs; c; c = c->next)
         if (strcmp(c->domain, dom) == 0 && strcmp(c->name, name) == 0) reg = c;
     if (!reg)
-        return interp_unsupported(o, "no kernel is registered for custom operator '%s' of "
-                                  "domain '%s'", name, dom);
+        return interp_unsupported(o,
+                                  "no kernel is registered for custom operator '%s' of "
+                                  "domain '%s'",
+                                  name, dom);
     uint32_t n = o->n_in + o->n_out;
     ctosa_interp_tensor *ht = calloc(n ? n : 1, sizeof *ht);
     if (!ht) return ctosa_error_nomem();
@@ -146,8 +145,8 @@ ctosa_error *interp_k_CUSTOM(const interp_op *o) {
         else if (i < o->n_in) interp_to_host(t, ht[i].data);
     }
     if (!e) {
-        e = reg->fn(reg->user, ht, o->n_in, ht + o->n_in, o->n_out,
-                    o->op->attr.implementation_attrs.p, o->op->attr.implementation_attrs.n);
+        e = reg->fn(reg->user, ht, o->n_in, ht + o->n_in, o->n_out, o->op->attr.implementation_attrs.p,
+                    o->op->attr.implementation_attrs.n);
         if (e) e = ctosa_error_prefix(e, "%s (custom '%s' of domain '%s')", o->where, name, dom);
     }
     for (uint32_t i = 0; i < o->n_out && !e; i++) {

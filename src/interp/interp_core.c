@@ -13,9 +13,7 @@
 
 #define ACT_ALIGN 64u
 
-void ctosa_interp_options_init(ctosa_interp_options *opt) {
-    memset(opt, 0, sizeof *opt);
-}
+void ctosa_interp_options_init(ctosa_interp_options *opt) { memset(opt, 0, sizeof *opt); }
 
 static uint64_t physical_memory(void) {
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
@@ -29,8 +27,7 @@ ctosa_error *interp_reserve(ctosa_interp *it, uint64_t bytes, const char *what) 
         return ctosa_error_new(CTOSA_ERR_LIMIT,
                                "%s: needs %llu bytes, which passes the interpreter's memory "
                                "limit of %llu bytes (%llu already in use)",
-                               what, (unsigned long long)bytes,
-                               (unsigned long long)it->opt.max_memory,
+                               what, (unsigned long long)bytes, (unsigned long long)it->opt.max_memory,
                                (unsigned long long)it->mem_used);
     it->mem_used = total;
     return NULL;
@@ -40,14 +37,12 @@ ctosa_error *interp_reserve(ctosa_interp *it, uint64_t bytes, const char *what) 
 
 /* Reads the file encoding of a constant (memory or a byte range of a file)
  * into a malloc'd buffer, or borrows the memory. */
-static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint8_t **p,
-                                void **owned) {
+static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint8_t **p, void **owned) {
     *owned = NULL;
     if (t->data.size < need)
-        return ctosa_error_new(CTOSA_ERR_FORMAT,
-                               "tensor '%s': constant data has %llu bytes, its %s shape needs %llu",
-                               t->name, (unsigned long long)t->data.size,
-                               ctosa_dtype_short(t->dtype), (unsigned long long)need);
+        return ctosa_error_new(
+            CTOSA_ERR_FORMAT, "tensor '%s': constant data has %llu bytes, its %s shape needs %llu", t->name,
+            (unsigned long long)t->data.size, ctosa_dtype_short(t->dtype), (unsigned long long)need);
     if (t->data.kind == CTOSA_DATA_MEMORY) {
         *p = t->data.ptr;
         return NULL;
@@ -72,8 +67,8 @@ static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint
         fd = open(t->data.path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             free(buf);
-            return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot open %s: %s", t->name,
-                                   t->data.path, strerror(errno));
+            return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot open %s: %s", t->name, t->data.path,
+                                   strerror(errno));
         }
     }
     uint64_t got = 0;
@@ -85,8 +80,8 @@ static ctosa_error *const_bytes(const ctosa_tensor *t, uint64_t need, const uint
             if (t->data.path) close(fd);
             free(buf);
             return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot read %llu bytes at offset %llu: %s",
-                                   t->name, (unsigned long long)need,
-                                   (unsigned long long)t->data.offset, r < 0 ? strerror(er) : "short file");
+                                   t->name, (unsigned long long)need, (unsigned long long)t->data.offset,
+                                   r < 0 ? strerror(er) : "short file");
         }
         got += (uint64_t)r;
     }
@@ -123,7 +118,8 @@ static void decode_const(ctosa_dtype dt, const uint8_t *s, uint64_t n, void *dst
             ((int64_t *)dst)[i] = (int64_t)v;
         }
         break;
-    case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE:
         for (uint64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)rd_u64(s + 8 * i);
         break;
     case CTOSA_DTYPE_FP32:
@@ -150,8 +146,7 @@ static void decode_const(ctosa_dtype dt, const uint8_t *s, uint64_t n, void *dst
 
 /* ------------------------------------------------------------ planning */
 
-static ctosa_error *plan_err(const rplan *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static ctosa_error *plan_err(const rplan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static ctosa_error *plan_err(const rplan *p, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -170,26 +165,31 @@ static ctosa_error *slot_init(ctosa_interp *it, slot *s, const ctosa_tensor *t) 
     s->def = -1;
     s->last = -1;
     if (t->is_unranked)
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "tensor '%s' is unranked; the interpreter "
-                               "needs static shapes", t->name);
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                               "tensor '%s' is unranked; the interpreter "
+                               "needs static shapes",
+                               t->name);
     if (t->rank > INTERP_MAX_RANK)
-        return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s' has rank %u; the interpreter "
-                               "handles ranks up to %d", t->name, t->rank, INTERP_MAX_RANK);
+        return ctosa_error_new(CTOSA_ERR_LIMIT,
+                               "tensor '%s' has rank %u; the interpreter "
+                               "handles ranks up to %d",
+                               t->name, t->rank, INTERP_MAX_RANK);
     if (interp_elem_size(t->dtype) == 0)
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "tensor '%s': dtype %s is not supported by "
-                               "the interpreter", t->name,
-                               ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "?");
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                               "tensor '%s': dtype %s is not supported by "
+                               "the interpreter",
+                               t->name, ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "?");
     s->t.rank = t->rank;
     uint64_t n = 1;
     for (uint32_t i = 0; i < t->rank; i++) {
         if (t->shape[i] < 0)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "tensor '%s' has dynamic dimension %u "
-                                   "(%d); the interpreter needs static shapes", t->name, i,
-                                   t->shape[i]);
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                   "tensor '%s' has dynamic dimension %u "
+                                   "(%d); the interpreter needs static shapes",
+                                   t->name, i, t->shape[i]);
         s->t.shape[i] = t->shape[i];
         if (!mul_u64(n, (uint64_t)t->shape[i], &n) || n > (UINT64_C(1) << 60))
-            return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': element count overflows",
-                                   t->name);
+            return ctosa_error_new(CTOSA_ERR_LIMIT, "tensor '%s': element count overflows", t->name);
     }
     s->t.count = n;
     if (!mul_u64(n, interp_elem_size(t->dtype), &s->bytes))
@@ -212,9 +212,10 @@ static ctosa_error *bind_var(ctosa_interp *it, slot *s) {
     ivar *v = find_var(it, key);
     if (v) {
         if (v->t.dtype != s->t.dtype || !interp_same_shape(&v->t, &s->t))
-            return ctosa_error_new(CTOSA_ERR_INVALID, "variable '%s': tensor '%s' is %s%s but "
-                                   "the variable was declared %s%s", key, t->name,
-                                   ctosa_dtype_short(s->t.dtype), interp_shape_str(&s->t),
+            return ctosa_error_new(CTOSA_ERR_INVALID,
+                                   "variable '%s': tensor '%s' is %s%s but "
+                                   "the variable was declared %s%s",
+                                   key, t->name, ctosa_dtype_short(s->t.dtype), interp_shape_str(&s->t),
                                    ctosa_dtype_short(v->t.dtype), interp_shape_str(&v->t));
         s->t.data = v->t.data;
         return NULL;
@@ -247,9 +248,12 @@ static ctosa_error *bind_var(ctosa_interp *it, slot *s) {
 static bool same_encoding(ctosa_dtype dt) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     switch (dt) {
-    case CTOSA_DTYPE_INT8: case CTOSA_DTYPE_INT16: case CTOSA_DTYPE_INT32:
-    case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE: case CTOSA_DTYPE_FP32:
-        return true;
+    case CTOSA_DTYPE_INT8:
+    case CTOSA_DTYPE_INT16:
+    case CTOSA_DTYPE_INT32:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE:
+    case CTOSA_DTYPE_FP32: return true;
     default: return false;
     }
 #else
@@ -313,8 +317,7 @@ static slot *resolve(rplan *p, const char *name) {
     for (rplan *c = p; c->parent; c = c->parent) {
         s = find_slot(c->parent, name);
         if (s) {
-            if (s->kind == SLOT_ACT && s->def >= 0 && s->last < (int64_t)c->parent_op)
-                s->last = c->parent_op;
+            if (s->kind == SLOT_ACT && s->def >= 0 && s->last < (int64_t)c->parent_op) s->last = c->parent_op;
             if (s->kind == SLOT_CONST && s->last < (int64_t)c->parent_op) s->last = c->parent_op;
             return s;
         }
@@ -349,7 +352,8 @@ static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
             uint32_t pos = 0;
             for (; pos < n_live; pos++) {
                 if (live[pos]->off >= off && live[pos]->off - off >= size) break;
-                uint64_t end = live[pos]->off + ((live[pos]->bytes + ACT_ALIGN - 1) & ~(uint64_t)(ACT_ALIGN - 1));
+                uint64_t end =
+                    live[pos]->off + ((live[pos]->bytes + ACT_ALIGN - 1) & ~(uint64_t)(ACT_ALIGN - 1));
                 if (end > off) off = end;
             }
             s->off = off;
@@ -370,8 +374,10 @@ static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
         ctosa_error *e = interp_reserve(it, top, "activation memory");
         if (e) return ctosa_error_prefix(e, "region '%s'", p->region->name);
         if (top > SIZE_MAX || !(p->act = arena_alloc(&it->arena, (size_t)top)))
-            return ctosa_error_new(CTOSA_ERR_NOMEM, "region '%s': cannot allocate %llu bytes of "
-                                   "activation memory", p->region->name, (unsigned long long)top);
+            return ctosa_error_new(CTOSA_ERR_NOMEM,
+                                   "region '%s': cannot allocate %llu bytes of "
+                                   "activation memory",
+                                   p->region->name, (unsigned long long)top);
     }
     /* When every activation is empty (top == 0) there is no block: empty
      * tensors then point at a dummy (no pointer arithmetic on NULL). */
@@ -382,17 +388,15 @@ static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
     return NULL;
 }
 
-static ctosa_error *plan_subregion(ctosa_interp *it, rplan *p, uint32_t op_index,
-                                   const char *name) {
+static ctosa_error *plan_subregion(ctosa_interp *it, rplan *p, uint32_t op_index, const char *name) {
     const ctosa_region *r;
     const ctosa_block *b = ctosa_graph_find_called(it->g, p->region, name, &r);
     if (!b) return NULL; /* reported when the operator runs */
     uint32_t depth = 0;
     for (rplan *c = p; c; c = c->parent, depth++)
         if (c->block == b)
-            return ctosa_error_new(CTOSA_ERR_INVALID, "%s: %s '%s' calls itself",
-                                   p->ops[op_index].where, b == r->blocks[0] ? "region" : "block",
-                                   name);
+            return ctosa_error_new(CTOSA_ERR_INVALID, "%s: %s '%s' calls itself", p->ops[op_index].where,
+                                   b == r->blocks[0] ? "region" : "block", name);
     if (depth >= it->opt.max_depth)
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: control flow nesting passes the limit of %u",
                                p->ops[op_index].where, it->opt.max_depth);
@@ -422,8 +426,8 @@ static void fuse_clamps(rplan *p) {
         if (pc->skip || op->kind != CTOSA_OP_CLAMP || pc->n_in != 1 || pc->n_out != 1) continue;
         slot *mid = slot_of(pc->in[0]), *dst = slot_of(pc->out[0]);
         bool local = mid >= p->slots && mid < p->slots + p->n_slots;
-        if (!local || mid->kind != SLOT_ACT || mid->is_output || mid->last != (int64_t)i ||
-            mid->def < 0 || mid->def >= (int64_t)i || dst->kind != SLOT_ACT || dst->def != (int64_t)i)
+        if (!local || mid->kind != SLOT_ACT || mid->is_output || mid->last != (int64_t)i || mid->def < 0 ||
+            mid->def >= (int64_t)i || dst->kind != SLOT_ACT || dst->def != (int64_t)i)
             continue;
         pop *pv = &p->ops[mid->def];
         if (pv->skip || pv->fused || pv->has_post || pv->n_out != 1 || pv->out[0] != &mid->t ||
@@ -460,9 +464,7 @@ void interp_post_apply(const interp_post *p, float *d, size_t n) {
     for (size_t i = 0; i < n; i++) d[i] = interp_post_f(p, d[i]);
 }
 
-void *interp_cache_get(const interp_op *o) {
-    return o->cache ? *o->cache : NULL;
-}
+void *interp_cache_get(const interp_op *o) { return o->cache ? *o->cache : NULL; }
 
 void *interp_cache_put(const interp_op *o, size_t bytes) {
     if (!o->cache || !o->ctx || !o->ctx->it) return NULL;
@@ -498,8 +500,8 @@ void *interp_cache_put(const interp_op *o, size_t bytes) {
  * `from` read (and the blocks it calls, each once) to need: a called block
  * may read tensors of the calling block without naming them as operator
  * inputs. */
-static bool add_region_reads(const ctosa_graph *g, const ctosa_region *from, const char *name,
-                             strmap *need, strmap *seen) {
+static bool add_region_reads(const ctosa_graph *g, const ctosa_region *from, const char *name, strmap *need,
+                             strmap *seen) {
     const ctosa_region *r;
     const ctosa_block *b = name ? ctosa_graph_find_called(g, from, name, &r) : NULL;
     char key[2 * sizeof(void *) + 8];
@@ -513,13 +515,11 @@ static bool add_region_reads(const ctosa_graph *g, const ctosa_region *from, con
         for (uint32_t k = 0; k < op->n_inputs; k++)
             if (op->inputs[k] && !strmap_put(need, op->inputs[k], (void *)1)) return false;
         const ctosa_attr *a = &op->attr;
-        if (op->kind == CTOSA_OP_COND_IF &&
-            (!add_region_reads(g, r, a->then_graph, need, seen) ||
-             !add_region_reads(g, r, a->else_graph, need, seen)))
+        if (op->kind == CTOSA_OP_COND_IF && (!add_region_reads(g, r, a->then_graph, need, seen) ||
+                                             !add_region_reads(g, r, a->else_graph, need, seen)))
             return false;
-        if (op->kind == CTOSA_OP_WHILE_LOOP &&
-            (!add_region_reads(g, r, a->cond_graph, need, seen) ||
-             !add_region_reads(g, r, a->body_graph, need, seen)))
+        if (op->kind == CTOSA_OP_WHILE_LOOP && (!add_region_reads(g, r, a->cond_graph, need, seen) ||
+                                                !add_region_reads(g, r, a->body_graph, need, seen)))
             return false;
     }
     return true;
@@ -543,8 +543,10 @@ static ctosa_error *select_ops(ctosa_interp *it, rplan *p, strmap *need, bool **
     for (uint32_t i = 0; i < it->opt.n_outputs; i++) {
         const char *n = it->opt.outputs[i];
         if (!n || !strmap_get(&p->by_name, n))
-            return ctosa_error_new(CTOSA_ERR_USAGE, "requested output '%s' is not a tensor of "
-                                   "the main block", n ? n : "(null)");
+            return ctosa_error_new(CTOSA_ERR_USAGE,
+                                   "requested output '%s' is not a tensor of "
+                                   "the main block",
+                                   n ? n : "(null)");
         if (!strmap_put(need, n, (void *)1)) return ctosa_error_nomem();
     }
     strmap seen;
@@ -589,8 +591,7 @@ static ctosa_error *select_ops(ctosa_interp *it, rplan *p, strmap *need, bool **
     return NULL;
 }
 
-static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b,
-                               rplan *p) {
+static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b, rplan *p) {
     arena *A = &it->arena;
     p->region = r;
     p->block = b;
@@ -639,8 +640,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
             s->kind = SLOT_VAR;
         } else if (s->src->data.kind != CTOSA_DATA_NONE) {
             /* a constant outside the slice is not even looked at */
-            if ((!slice || strmap_has(&p->need, s->t.name)) && (e = slot_init(it, s, s->src)))
-                return e;
+            if ((!slice || strmap_has(&p->need, s->t.name)) && (e = slot_init(it, s, s->src))) return e;
             s->kind = SLOT_CONST; /* loaded below, only if used */
         }
     }
@@ -678,27 +678,29 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
         if (!po->skip) {
             po->fn = interp_kernel_for(op->kind);
             if (!po->fn)
-                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: operator %s is not supported "
-                                       "by the interpreter", po->where, oname ? oname : "UNKNOWN");
+                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                       "%s: operator %s is not supported "
+                                       "by the interpreter",
+                                       po->where, oname ? oname : "UNKNOWN");
         }
         for (uint32_t k = 0; k < op->n_inputs; k++) {
             slot *s = resolve(p, op->inputs[k]);
-            if (!s) return plan_err(p, "%s: input '%s' is not a tensor of the block", po->where,
-                                    op->inputs[k]);
+            if (!s)
+                return plan_err(p, "%s: input '%s' is not a tensor of the block", po->where, op->inputs[k]);
             if (s->kind == SLOT_UNUSED)
-                return plan_err(p, "%s: input '%s' is read before any operator produces it",
-                                po->where, op->inputs[k]);
+                return plan_err(p, "%s: input '%s' is read before any operator produces it", po->where,
+                                op->inputs[k]);
             if (s->kind == SLOT_ACT && s->def < 0)
-                return plan_err(p, "%s: input '%s' is read before any operator produces it",
-                                po->where, op->inputs[k]);
+                return plan_err(p, "%s: input '%s' is read before any operator produces it", po->where,
+                                op->inputs[k]);
             bool local = s >= p->slots && s < p->slots + p->n_slots;
             if (!po->skip && local) s->last = i;
             po->in[k] = &s->t;
         }
         for (uint32_t k = 0; k < op->n_outputs; k++) {
             slot *s = find_slot(p, op->outputs[k]);
-            if (!s) return plan_err(p, "%s: output '%s' is not a tensor of the block", po->where,
-                                    op->outputs[k]);
+            if (!s)
+                return plan_err(p, "%s: output '%s' is not a tensor of the block", po->where, op->outputs[k]);
             po->out[k] = &s->t;
             if (is_const_op) {
                 /* a CONST_SHAPE of no elements may come without data */
@@ -717,8 +719,8 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
              * producing it, as MLIR emits with IDENTITY) updates its state. */
             if (s->kind == SLOT_VAR) continue;
             if (s->kind == SLOT_INPUT || s->kind == SLOT_CONST)
-                return plan_err(p, "%s: output '%s' is a graph input or a constant",
-                                po->where, op->outputs[k]);
+                return plan_err(p, "%s: output '%s' is a graph input or a constant", po->where,
+                                op->outputs[k]);
             if (s->kind == SLOT_ACT)
                 return plan_err(p, "%s: output '%s' is already produced by op #%lld", po->where,
                                 op->outputs[k], (long long)s->def);
@@ -740,8 +742,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
         const char *name = slice ? it->opt.outputs[i] : b->outputs[i];
         slot *s = resolve(p, name);
         if (!s) return plan_err(p, "output '%s' is not a tensor of the block", name);
-        if (s->kind == SLOT_UNUSED)
-            return plan_err(p, "output '%s' is never produced", name);
+        if (s->kind == SLOT_UNUSED) return plan_err(p, "output '%s' is never produced", name);
         if (s->kind == SLOT_INPUT) s->used = true;
         if (s >= p->slots && s < p->slots + p->n_slots) {
             s->is_output = true;
@@ -766,8 +767,8 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
     return place_activations(it, p);
 }
 
-ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b,
-                             rplan *parent, uint32_t parent_op, rplan **out) {
+ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b, rplan *parent,
+                             uint32_t parent_op, rplan **out) {
     for (rplan *p = it->plans; p; p = p->next)
         if (p->block == b && p->parent == parent) {
             *out = p;
@@ -803,9 +804,16 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
     for (uint32_t i = 0; i < p->n_ops && !e; i++) {
         pop *po = &p->ops[i];
         if (po->skip) continue;
-        interp_op o = {.ctx = &it->ctx, .op = po->op, .index = i, .where = po->where,
-                       .in = po->in, .n_in = po->n_in, .out = po->out, .n_out = po->n_out,
-                       .cache = &po->cache.p, .post = po->has_post ? &po->post : NULL};
+        interp_op o = {.ctx = &it->ctx,
+                       .op = po->op,
+                       .index = i,
+                       .where = po->where,
+                       .in = po->in,
+                       .n_in = po->n_in,
+                       .out = po->out,
+                       .n_out = po->n_out,
+                       .cache = &po->cache.p,
+                       .post = po->has_post ? &po->post : NULL};
         if ((e = interp_check_arity(&o))) break;
         /* Fresh outputs of kernels that may leave positions unwritten are
          * zeroed so the result is deterministic (CTOSA_OPF_WRITES_ALL). */
@@ -829,28 +837,25 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
     return e;
 }
 
-ctosa_error *interp_call_region(const interp_op *o, const char *name, itensor *const *in,
-                                uint32_t n_in, itensor ***outs, uint32_t *n_outs) {
+ctosa_error *interp_call_region(const interp_op *o, const char *name, itensor *const *in, uint32_t n_in,
+                                itensor ***outs, uint32_t *n_outs) {
     ctosa_interp *it = o->ctx->it;
     rplan *cur = o->ctx->cur;
     const ctosa_region *r;
     const ctosa_block *b = ctosa_graph_find_called(it->g, cur ? cur->region : NULL, name, &r);
     if (!b) return interp_fail(o, "region or block '%s' does not exist", name ? name : "(none)");
     if (o->ctx->depth >= it->opt.max_depth)
-        return interp_fail(o, "control flow nesting depth passes the limit of %u",
-                           it->opt.max_depth);
+        return interp_fail(o, "control flow nesting depth passes the limit of %u", it->opt.max_depth);
     rplan *p;
     ctosa_error *e = interp_get_plan(it, r, b, cur, o->index, &p);
     if (e) return ctosa_error_prefix(e, "%s", o->where);
     if (p->active) return interp_fail(o, "region '%s' is already running (recursive call)", name);
-    if (p->n_in != n_in)
-        return interp_fail(o, "region '%s' takes %u inputs, %u given", name, p->n_in, n_in);
+    if (p->n_in != n_in) return interp_fail(o, "region '%s' takes %u inputs, %u given", name, p->n_in, n_in);
     for (uint32_t i = 0; i < n_in; i++) {
         itensor *d = &p->inputs[i]->t;
         if (d->dtype != in[i]->dtype || !interp_same_shape(d, in[i]))
-            return interp_fail(o, "input %u '%s' is %s%s but region '%s' input '%s' is %s%s", i,
-                               in[i]->name, ctosa_dtype_short(in[i]->dtype),
-                               interp_shape_str(in[i]), name, d->name,
+            return interp_fail(o, "input %u '%s' is %s%s but region '%s' input '%s' is %s%s", i, in[i]->name,
+                               ctosa_dtype_short(in[i]->dtype), interp_shape_str(in[i]), name, d->name,
                                ctosa_dtype_short(d->dtype), interp_shape_str(d));
     }
     for (uint32_t i = 0; i < n_in; i++) {
@@ -870,8 +875,7 @@ ctosa_error *interp_call_region(const interp_op *o, const char *name, itensor *c
 
 /* ------------------------------------------------------------ public API */
 
-ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_options *opt,
-                                 ctosa_interp **out) {
+ctosa_error *ctosa_interp_create(const ctosa_graph *g, const ctosa_interp_options *opt, ctosa_interp **out) {
     *out = NULL;
     if (!g) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_interp_create: graph is NULL");
     if (ctosa_graph_region_count(g) < 1)
@@ -944,8 +948,7 @@ uint32_t ctosa_interp_output_count(const ctosa_interp *it) { return it->main->n_
 
 ctosa_error *ctosa_interp_input_info(const ctosa_interp *it, uint32_t i, ctosa_interp_tensor *info) {
     if (i >= it->main->n_in)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "input index %u out of range (%u inputs)", i,
-                               it->main->n_in);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input index %u out of range (%u inputs)", i, it->main->n_in);
     fill_info(it->main->inputs[i], info);
     return NULL;
 }
@@ -958,15 +961,14 @@ ctosa_error *ctosa_interp_output_info(const ctosa_interp *it, uint32_t i, ctosa_
     return NULL;
 }
 
-ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dtype dtype,
-                                    uint32_t rank, const int64_t *shape, const void *data,
-                                    uint64_t size) {
+ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dtype dtype, uint32_t rank,
+                                    const int64_t *shape, const void *data, uint64_t size) {
     rplan *p = it->main;
     slot *s = NULL;
     for (uint32_t i = 0; i < p->n_in; i++)
         if (name && strcmp(p->inputs[i]->t.name, name) == 0) s = p->inputs[i];
-    if (!s) return ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an input of the graph",
-                                   name ? name : "(null)");
+    if (!s)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an input of the graph", name ? name : "(null)");
     bool same = rank == s->t.rank && dtype == s->t.dtype;
     for (uint32_t i = 0; same && i < rank; i++) same = shape && shape[i] == s->t.shape[i];
     if (!same) {
@@ -980,16 +982,15 @@ ctosa_error *ctosa_interp_set_input(ctosa_interp *it, const char *name, ctosa_dt
     }
     uint64_t need = s->t.count * ctosa_host_elem_size(dtype);
     if (size != need || (need && !data))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': %llu bytes given, %s%s needs %llu",
-                               name, (unsigned long long)size, ctosa_dtype_short(dtype),
-                               interp_shape_str(&s->t), (unsigned long long)need);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': %llu bytes given, %s%s needs %llu", name,
+                               (unsigned long long)size, ctosa_dtype_short(dtype), interp_shape_str(&s->t),
+                               (unsigned long long)need);
     char what[300];
     snprintf(what, sizeof what, "input '%s'", name);
     ctosa_error *e;
     if (!s->t.data) { /* an input the slice does not read: memory on demand */
         if ((e = interp_reserve(it, s->bytes, s->t.name))) return e;
-        if (s->bytes > SIZE_MAX ||
-            !(s->t.data = arena_zalloc(&it->arena, s->bytes ? (size_t)s->bytes : 1)))
+        if (s->bytes > SIZE_MAX || !(s->t.data = arena_zalloc(&it->arena, s->bytes ? (size_t)s->bytes : 1)))
             return ctosa_error_nomem();
     }
     e = interp_from_host(&s->t, data, what);
@@ -1010,28 +1011,24 @@ ctosa_error *ctosa_interp_get_output(ctosa_interp *it, const char *name, ctosa_i
     for (uint32_t i = 0; i < p->n_out; i++) {
         slot *s = p->outputs[i];
         if (!name || strcmp(s->t.name, name) != 0) continue;
-        if (!it->ran)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': the graph has not run", name);
+        if (!it->ran) return ctosa_error_new(CTOSA_ERR_USAGE, "output '%s': the graph has not run", name);
         fill_info(s, out);
         if (ctosa_host_elem_size(s->t.dtype) == interp_elem_size(s->t.dtype) &&
             s->t.dtype != CTOSA_DTYPE_FP16 && s->t.dtype != CTOSA_DTYPE_BF16) {
             out->data = s->t.data;
             return NULL;
         }
-        if (!it->out_host[i] &&
-            !(it->out_host[i] = malloc(out->size ? (size_t)out->size : 1)))
+        if (!it->out_host[i] && !(it->out_host[i] = malloc(out->size ? (size_t)out->size : 1)))
             return ctosa_error_nomem();
         interp_to_host(&s->t, it->out_host[i]);
         out->data = it->out_host[i];
         return NULL;
     }
-    return ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an output of the graph",
-                           name ? name : "(null)");
+    return ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an output of the graph", name ? name : "(null)");
 }
 
 ctosa_error *ctosa_interp_register_custom(ctosa_interp *it, const char *domain_name,
-                                          const char *operator_name, ctosa_custom_fn fn,
-                                          void *user) {
+                                          const char *operator_name, ctosa_custom_fn fn, void *user) {
     if (!domain_name || !operator_name || !fn)
         return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_interp_register_custom: NULL argument");
     for (custom_reg *c = it->customs; c; c = c->next)

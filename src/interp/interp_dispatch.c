@@ -10,20 +10,29 @@
 
 size_t interp_elem_size(ctosa_dtype t) {
     switch (t) {
-    case CTOSA_DTYPE_BOOL: case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: return 1;
+    case CTOSA_DTYPE_BOOL:
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8: return 1;
     case CTOSA_DTYPE_INT16: return 2;
     case CTOSA_DTYPE_INT32: return 4;
-    case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE: return 8;
-    case CTOSA_DTYPE_FP32: case CTOSA_DTYPE_FP16: case CTOSA_DTYPE_BF16:
-    case CTOSA_DTYPE_FP8E4M3: case CTOSA_DTYPE_FP8E5M2: return 4;
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: return 8;
+    case CTOSA_DTYPE_FP32:
+    case CTOSA_DTYPE_FP16:
+    case CTOSA_DTYPE_BF16:
+    case CTOSA_DTYPE_FP8E4M3:
+    case CTOSA_DTYPE_FP8E5M2: return 4;
     default: return 0;
     }
 }
 
 size_t ctosa_host_elem_size(ctosa_dtype t) {
     switch (t) {
-    case CTOSA_DTYPE_FP16: case CTOSA_DTYPE_BF16: return 2;
-    case CTOSA_DTYPE_FP8E4M3: case CTOSA_DTYPE_FP8E5M2: return 1;
+    case CTOSA_DTYPE_FP16:
+    case CTOSA_DTYPE_BF16: return 2;
+    case CTOSA_DTYPE_FP8E4M3:
+    case CTOSA_DTYPE_FP8E5M2: return 1;
     default: return interp_elem_size(t);
     }
 }
@@ -78,20 +87,27 @@ bool interp_same_shape(const itensor *a, const itensor *b) {
 int64_t interp_get_int(const itensor *t, uint64_t i) {
     switch (t->dtype) {
     case CTOSA_DTYPE_BOOL: return ((const uint8_t *)t->data)[i];
-    case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: return ((const int8_t *)t->data)[i];
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8: return ((const int8_t *)t->data)[i];
     case CTOSA_DTYPE_INT16: return ((const int16_t *)t->data)[i];
     case CTOSA_DTYPE_INT32: return ((const int32_t *)t->data)[i];
-    case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE:
-        return ((const int64_t *)t->data)[i];
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: return ((const int64_t *)t->data)[i];
     default: return 0;
     }
 }
 
 static bool is_int_dtype(ctosa_dtype t) {
     switch (t) {
-    case CTOSA_DTYPE_BOOL: case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: case CTOSA_DTYPE_INT16:
-    case CTOSA_DTYPE_INT32: case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE:
-        return true;
+    case CTOSA_DTYPE_BOOL:
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8:
+    case CTOSA_DTYPE_INT16:
+    case CTOSA_DTYPE_INT32:
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: return true;
     default: return false;
     }
 }
@@ -108,8 +124,7 @@ ctosa_error *interp_scalar_int(const interp_op *o, uint32_t input, int64_t *v) {
             *v = (int64_t)f;
             return NULL;
         }
-        return interp_unsupported(o, "input '%s' has dtype %s", t->name,
-                                  ctosa_dtype_short(t->dtype));
+        return interp_unsupported(o, "input '%s' has dtype %s", t->name, ctosa_dtype_short(t->dtype));
     }
     *v = interp_get_int(t, 0);
     return NULL;
@@ -125,14 +140,11 @@ ctosa_error *interp_scalar_float(const interp_op *o, uint32_t input, float *v) {
     return NULL;
 }
 
-ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v,
-                                 uint64_t *n) {
+ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v, uint64_t *n) {
     if (input >= o->n_in) return interp_fail(o, "missing input %u", input);
     const itensor *t = o->in[input];
-    if (t->dtype != CTOSA_DTYPE_SHAPE && t->dtype != CTOSA_DTYPE_INT64 &&
-        t->dtype != CTOSA_DTYPE_INT48)
-        return interp_fail(o, "input '%s' must be a shape, not %s", t->name,
-                           ctosa_dtype_short(t->dtype));
+    if (t->dtype != CTOSA_DTYPE_SHAPE && t->dtype != CTOSA_DTYPE_INT64 && t->dtype != CTOSA_DTYPE_INT48)
+        return interp_fail(o, "input '%s' must be a shape, not %s", t->name, ctosa_dtype_short(t->dtype));
     *v = t->data;
     *n = t->count;
     return NULL;
@@ -182,8 +194,8 @@ ctosa_error *interp_from_host(itensor *t, const void *src, const char *what) {
         for (uint64_t i = 0; i < n; i++) {
             uint8_t v = ((const uint8_t *)src)[i];
             if (v > 1)
-                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: element %llu is %u, not a bool (0/1)",
-                                       what, (unsigned long long)i, v);
+                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: element %llu is %u, not a bool (0/1)", what,
+                                       (unsigned long long)i, v);
             ((uint8_t *)t->data)[i] = v;
         }
         return NULL;
@@ -202,9 +214,8 @@ ctosa_error *interp_from_host(itensor *t, const void *src, const char *what) {
             int64_t v;
             memcpy(&v, (const char *)src + 8 * i, 8);
             if (v < -(INT64_C(1) << 47) || v >= (INT64_C(1) << 47))
-                return ctosa_error_new(CTOSA_ERR_FORMAT,
-                                       "%s: element %llu is %lld, outside the int48 range", what,
-                                       (unsigned long long)i, (long long)v);
+                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: element %llu is %lld, outside the int48 range",
+                                       what, (unsigned long long)i, (long long)v);
             ((int64_t *)t->data)[i] = v;
         }
         return NULL;
@@ -221,7 +232,8 @@ ctosa_error *interp_from_host(itensor *t, const void *src, const char *what) {
  * none. */
 interp_kernel_fn interp_kernel_for(ctosa_op_kind k) {
     switch (k) {
-#define CASE(n) case CTOSA_OP_##n: return interp_k_##n;
+#define CASE(n) \
+    case CTOSA_OP_##n: return interp_k_##n;
         INTERP_KERNELS_A(CASE)
         INTERP_KERNELS_B(CASE)
         INTERP_KERNELS_SHAPE(CASE)
@@ -232,13 +244,18 @@ interp_kernel_fn interp_kernel_for(ctosa_op_kind k) {
     case CTOSA_OP_VARIABLE_WRITE: return interp_k_VARIABLE_WRITE;
     case CTOSA_OP_CUSTOM: return interp_k_CUSTOM;
     /* declarations: nothing runs (CTOSA_OPF_DECLARES) */
-    case CTOSA_OP_CONST: case CTOSA_OP_CONST_SHAPE: case CTOSA_OP_VARIABLE: return NULL;
+    case CTOSA_OP_CONST:
+    case CTOSA_OP_CONST_SHAPE:
+    case CTOSA_OP_VARIABLE: return NULL;
     /* 1.1 block-scaled and adaptive-pooling operators: no kernel yet */
-    case CTOSA_OP_MATMUL_T_BLOCK_SCALED: case CTOSA_OP_CAST_FROM_BLOCK_SCALED:
-    case CTOSA_OP_CAST_TO_BLOCK_SCALED: case CTOSA_OP_CONV2D_BLOCK_SCALED:
-    case CTOSA_OP_MAX_POOL2D_ADAPTIVE: case CTOSA_OP_AVG_POOL2D_ADAPTIVE:
-    case CTOSA_OP_UNKNOWN: case CTOSA_OP_COUNT:
-        return NULL;
+    case CTOSA_OP_MATMUL_T_BLOCK_SCALED:
+    case CTOSA_OP_CAST_FROM_BLOCK_SCALED:
+    case CTOSA_OP_CAST_TO_BLOCK_SCALED:
+    case CTOSA_OP_CONV2D_BLOCK_SCALED:
+    case CTOSA_OP_MAX_POOL2D_ADAPTIVE:
+    case CTOSA_OP_AVG_POOL2D_ADAPTIVE:
+    case CTOSA_OP_UNKNOWN:
+    case CTOSA_OP_COUNT: return NULL;
     }
     return NULL; /* a value outside the enum */
 }
@@ -254,18 +271,16 @@ ctosa_error *interp_check_arity(const interp_op *o) {
     int min = p->min_inputs, max = p->max_inputs;
     if (!ctosa_op_counts_fit(k, o->n_in, (uint32_t)(p->min_outputs), true)) {
         if (p->older_min_inputs != min)
-            return interp_fail(o, "has %u inputs, the operator takes %d (older writers: %d)",
-                               o->n_in, min, p->older_min_inputs);
+            return interp_fail(o, "has %u inputs, the operator takes %d (older writers: %d)", o->n_in, min,
+                               p->older_min_inputs);
         if (max == min) return interp_fail(o, "has %u inputs, the operator takes %d", o->n_in, min);
-        if (max < 0)
-            return interp_fail(o, "has %u inputs, the operator takes at least %d", o->n_in, min);
+        if (max < 0) return interp_fail(o, "has %u inputs, the operator takes at least %d", o->n_in, min);
         return interp_fail(o, "has %u inputs, the operator takes %d to %d", o->n_in, min, max);
     }
     if (p->max_outputs == p->min_outputs)
         return interp_fail(o, "has %u outputs, the operator produces %d", o->n_out, p->min_outputs);
     if (p->max_outputs < 0)
-        return interp_fail(o, "has %u outputs, the operator produces at least %d", o->n_out,
-                           p->min_outputs);
-    return interp_fail(o, "has %u outputs, the operator produces %d to %d", o->n_out,
-                       p->min_outputs, p->max_outputs);
+        return interp_fail(o, "has %u outputs, the operator produces at least %d", o->n_out, p->min_outputs);
+    return interp_fail(o, "has %u outputs, the operator produces %d to %d", o->n_out, p->min_outputs,
+                       p->max_outputs);
 }

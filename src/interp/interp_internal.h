@@ -34,23 +34,23 @@ typedef struct itensor {
     ctosa_dtype dtype;
     uint32_t rank;
     int64_t shape[INTERP_MAX_RANK];
-    uint64_t count;  /* number of elements */
-    void *data;      /* canonical storage, count elements */
-    bool is_const;   /* compile-time constant (values known before the run) */
+    uint64_t count; /* number of elements */
+    void *data;     /* canonical storage, count elements */
+    bool is_const;  /* compile-time constant (values known before the run) */
 } itensor;
 
 /* Size in bytes of one canonical element of dtype (0 if unsupported). */
 size_t interp_elem_size(ctosa_dtype t);
 
-typedef struct interp_ctx interp_ctx;  /* defined by the runtime */
+typedef struct interp_ctx interp_ctx; /* defined by the runtime */
 
 /* What a kernel is told about the operator it runs. */
 typedef struct interp_op {
     interp_ctx *ctx;
     const ctosa_op *op;
-    uint32_t index;          /* operator index in its block */
-    const char *where;       /* "op #12 CONV2D 'conv1'" for messages */
-    itensor *const *in;      /* n_in inputs in flatbuffer argument order */
+    uint32_t index;     /* operator index in its block */
+    const char *where;  /* "op #12 CONV2D 'conv1'" for messages */
+    itensor *const *in; /* n_in inputs in flatbuffer argument order */
     uint32_t n_in;
     itensor *const *out;
     uint32_t n_out;
@@ -105,26 +105,28 @@ typedef ctosa_error *(*interp_kernel_fn)(const interp_op *o);
 
 /* An ERROR_IF/REQUIRE failure: CTOSA_ERR_INVALID, message
  * "<where>: <text>". */
-ctosa_error *interp_fail(const interp_op *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ctosa_error *interp_fail(const interp_op *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs fn over [0, n) split into chunks on the runtime's worker threads
  * (or inline when single-threaded). fn must be thread-safe. */
-void interp_parallel_for(interp_ctx *ctx, size_t n,
-                         void (*fn)(void *arg, size_t begin, size_t end), void *arg);
+void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t begin, size_t end),
+                         void *arg);
 
 /* ------------------------------------------------------------ kernels */
 /* Group A (tensor, activation, image, type conversion): kernels_tensor.c,
  * kernels_conv.c, kernels_pool.c, kernels_fft.c, kernels_convert.c,
  * kernels_activation.c */
+/* clang-format off */
 #define INTERP_KERNELS_A(X) \
     X(ARGMAX) X(AVG_POOL2D) X(CONV2D) X(CONV3D) X(DEPTHWISE_CONV2D) X(FFT2D) X(MATMUL) \
     X(MAX_POOL2D) X(RFFT2D) X(TRANSPOSE_CONV2D) X(CLAMP) X(ERF) X(SIGMOID) X(TANH)       \
     X(TABLE) X(RESIZE) X(CAST) X(RESCALE)
+/* clang-format on */
 /* Group B (element-wise, comparison, reduction, data layout, gather/scatter,
  * data nodes, control flow, variables, custom, 1.1 shape ops):
  * kernels_ewise.c, kernels_reduce.c, kernels_layout.c, kernels_gather.c,
  * interp_control.c, kernels_shape.c */
+/* clang-format off */
 #define INTERP_KERNELS_B(X) \
     X(ADD) X(ARITHMETIC_RIGHT_SHIFT) X(BITWISE_AND) X(BITWISE_OR) X(BITWISE_XOR) X(INTDIV) \
     X(LOGICAL_AND) X(LOGICAL_LEFT_SHIFT) X(LOGICAL_RIGHT_SHIFT) X(LOGICAL_OR)              \
@@ -134,6 +136,7 @@ void interp_parallel_for(interp_ctx *ctx, size_t n,
     X(REDUCE_ANY) X(REDUCE_MAX) X(REDUCE_MIN) X(REDUCE_PRODUCT) X(REDUCE_SUM) X(CONCAT)   \
     X(PAD) X(RESHAPE) X(REVERSE) X(SLICE) X(TILE) X(TRANSPOSE) X(GATHER) X(SCATTER)       \
     X(IDENTITY)
+/* clang-format on */
 
 #define INTERP_DECLARE(n) ctosa_error *interp_k_##n(const interp_op *o);
 INTERP_KERNELS_A(INTERP_DECLARE)

@@ -3,15 +3,12 @@
  * to its plan entry; this file reads and resets the sums. */
 #include "interp_runtime.h"
 
-uint32_t ctosa_interp_profile_count(const ctosa_interp *it) {
-    return it && it->main ? it->main->n_ops : 0;
-}
+uint32_t ctosa_interp_profile_count(const ctosa_interp *it) { return it && it->main ? it->main->n_ops : 0; }
 
-ctosa_error *ctosa_interp_profile_get(const ctosa_interp *it, uint32_t i,
-                                      ctosa_interp_op_profile *out) {
+ctosa_error *ctosa_interp_profile_get(const ctosa_interp *it, uint32_t i, ctosa_interp_op_profile *out) {
     if (i >= ctosa_interp_profile_count(it))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "profile: operator %u does not exist (%u operators)",
-                               i, ctosa_interp_profile_count(it));
+        return ctosa_error_new(CTOSA_ERR_USAGE, "profile: operator %u does not exist (%u operators)", i,
+                               ctosa_interp_profile_count(it));
     const pop *po = &it->main->ops[i];
     out->index = i;
     out->kind = po->op->kind;

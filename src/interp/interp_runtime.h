@@ -19,8 +19,8 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
 typedef enum slot_kind { SLOT_UNUSED, SLOT_ACT, SLOT_CONST, SLOT_INPUT, SLOT_VAR } slot_kind;
 
 typedef struct ivar {
-    const char *key;   /* variable_name, or the tensor name */
-    itensor t;         /* the variable's storage (data owned here) */
+    const char *key; /* variable_name, or the tensor name */
+    itensor t;       /* the variable's storage (data owned here) */
     struct ivar *next;
 } ivar;
 
@@ -28,12 +28,12 @@ typedef struct slot {
     itensor t;
     const ctosa_tensor *src;
     slot_kind kind;
-    uint64_t bytes;     /* canonical bytes */
-    int64_t def, last;  /* producing op and last op reading it (liveness) */
-    uint64_t off;       /* offset in the activation buffer (SLOT_ACT) */
-    bool is_output;     /* a block output: lives to the end */
-    bool set;           /* SLOT_INPUT: has a value */
-    bool used;          /* SLOT_INPUT: read by an operator that runs, or an output
+    uint64_t bytes;    /* canonical bytes */
+    int64_t def, last; /* producing op and last op reading it (liveness) */
+    uint64_t off;      /* offset in the activation buffer (SLOT_ACT) */
+    bool is_output;    /* a block output: lives to the end */
+    bool set;          /* SLOT_INPUT: has a value */
+    bool used;         /* SLOT_INPUT: read by an operator that runs, or an output
                            (false only for inputs a slice does not need) */
 } slot;
 
@@ -50,10 +50,10 @@ typedef struct pop {
     char *where;
     itensor **in, **out;
     uint32_t n_in, n_out;
-    bool skip;          /* CONST, CONST_SHAPE, VARIABLE: nothing to do at run time */
-    bool writes_all;    /* the kernel stores every output element: no zeroing */
-    bool fused;         /* a CLAMP folded into the producing convolution */
-    bool has_post;      /* post holds a fused CLAMP */
+    bool skip;       /* CONST, CONST_SHAPE, VARIABLE: nothing to do at run time */
+    bool writes_all; /* the kernel stores every output element: no zeroing */
+    bool fused;      /* a CLAMP folded into the producing convolution */
+    bool has_post;   /* post holds a fused CLAMP */
     interp_post post;
     op_cache cache;
     uint64_t prof_runs; /* options.profile: runs and total seconds */
@@ -74,10 +74,10 @@ typedef struct rplan {
     pop *ops;
     uint32_t n_in, n_out;
     slot **inputs, **outputs;
-    itensor **out_t;    /* the outputs' tensors, for interp_call_region */
-    void *act;          /* activation buffer */
+    itensor **out_t; /* the outputs' tensors, for interp_call_region */
+    void *act;       /* activation buffer */
     uint64_t act_size;
-    bool active;        /* running now (guards against recursive regions) */
+    bool active; /* running now (guards against recursive regions) */
     /* The block whose control-flow operator calls this region: names the
      * region's block does not define resolve there (regions may read the
      * enclosing block's tensors, as MLIR-produced graphs do). */
@@ -97,7 +97,7 @@ struct interp_ctx {
     struct ctosa_interp *it;
     tpool *pool;
     uint32_t depth;
-    struct rplan *cur;  /* the plan running now */
+    struct rplan *cur; /* the plan running now */
 };
 
 struct ctosa_interp {
@@ -109,7 +109,7 @@ struct ctosa_interp {
     interp_ctx ctx;
     ivar *vars;
     custom_reg *customs;
-    void **out_host;    /* per main output: host-encoded copy (or NULL) */
+    void **out_host; /* per main output: host-encoded copy (or NULL) */
     bool ran;
 };
 
@@ -117,8 +117,8 @@ struct ctosa_interp {
  * called by op parent_op of parent (NULL for the main block). Plans are
  * keyed by block: a called graph may be a region (its first block) or a
  * block of the calling region (ctosa_graph_find_called). */
-ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b,
-                             rplan *parent, uint32_t parent_op, rplan **out);
+ctosa_error *interp_get_plan(ctosa_interp *it, const ctosa_region *r, const ctosa_block *b, rplan *parent,
+                             uint32_t parent_op, rplan **out);
 /* Runs a prepared plan whose inputs are set. */
 ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p);
 /* Runs the region or block `region` names (ctosa_graph_find_called from
@@ -126,8 +126,8 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p);
  * On success *outs points at the region's output tensors (valid until the
  * region runs again). Checks the ERROR_IF rules on counts, dtypes and
  * shapes of the inputs; o is the calling operator (for messages). */
-ctosa_error *interp_call_region(const interp_op *o, const char *region, itensor *const *in,
-                                uint32_t n_in, itensor ***outs, uint32_t *n_outs);
+ctosa_error *interp_call_region(const interp_op *o, const char *region, itensor *const *in, uint32_t n_in,
+                                itensor ***outs, uint32_t *n_outs);
 /* Accounts bytes against max_memory (CTOSA_ERR_LIMIT when over). */
 ctosa_error *interp_reserve(ctosa_interp *it, uint64_t bytes, const char *what);
 
@@ -149,10 +149,12 @@ ctosa_error *interp_k_VARIABLE_READ(const interp_op *o);
 ctosa_error *interp_k_VARIABLE_WRITE(const interp_op *o);
 ctosa_error *interp_k_CUSTOM(const interp_op *o);
 /* 1.1 shape operators (kernels_shape.c). */
+/* clang-format off */
 #define INTERP_KERNELS_SHAPE(X)                                                          \
     X(DIM) X(CONCAT_SHAPE) X(ADD_SHAPE) X(SUB_SHAPE) X(MUL_SHAPE) X(SLICE_SHAPE)          \
     X(EXP2_SHAPE) X(LOG2_CEIL_SHAPE) X(LOG2_FLOOR_SHAPE) X(MAX_SHAPE) X(MIN_SHAPE)        \
     X(MOD_SHAPE) X(DIV_CEIL_SHAPE) X(DIV_FLOOR_SHAPE) X(ASSERT_EQUAL_SHAPE)
+/* clang-format on */
 #define INTERP_DECLARE_S(n) ctosa_error *interp_k_##n(const interp_op *o);
 INTERP_KERNELS_SHAPE(INTERP_DECLARE_S)
 #undef INTERP_DECLARE_S
@@ -173,7 +175,6 @@ int64_t interp_get_int(const itensor *t, uint64_t i);
 ctosa_error *interp_scalar_int(const interp_op *o, uint32_t input, int64_t *v);
 ctosa_error *interp_scalar_float(const interp_op *o, uint32_t input, float *v);
 /* The int64 values of a shape input (SHAPE, or an integer tensor). */
-ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v,
-                                 uint64_t *n);
+ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v, uint64_t *n);
 
 #endif

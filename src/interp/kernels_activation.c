@@ -9,8 +9,8 @@
 
 /* Decodes a CLAMP bound from its attribute bytes (the file encoding of the
  * input dtype, little-endian) into an int64 or a float. */
-static ctosa_error *clamp_bound(const interp_op *o, const char *what, ctosa_bytes b,
-                                ctosa_dtype t, int64_t *iv, float *fv) {
+static ctosa_error *clamp_bound(const interp_op *o, const char *what, ctosa_bytes b, ctosa_dtype t,
+                                int64_t *iv, float *fv) {
     int bytes = t == CTOSA_DTYPE_INT48 ? 6 : ctosa_dtype_bits(t) / 8;
     if (bytes <= 0 || !b.p || b.n < (uint32_t)bytes)
         return interp_fail(o, "%s has %u bytes, %s needs %d", what, b.n, ctosa_dtype_short(t),
@@ -93,20 +93,22 @@ ctosa_error *interp_k_CLAMP(const interp_op *o) {
         else if (full) clamp_f(&j, 0, full * CLAMP_BLOCK);
         clamp_f(&j, full * CLAMP_BLOCK, (size_t)n);
     } else {
-        if (imax < imin) return interp_fail(o, "max_val %lld < min_val %lld", (long long)imax, (long long)imin);
-        /* typed loops for the common dtypes (they vectorise); bounds were
+        if (imax < imin)
+            return interp_fail(o, "max_val %lld < min_val %lld", (long long)imax, (long long)imin);
+            /* typed loops for the common dtypes (they vectorise); bounds were
          * decoded from the dtype's own bytes, so they fit it */
-#define CLAMP_TYPED(T)                                                             \
-    do {                                                                           \
-        const T *s = in->data, lo = (T)imin, hi = (T)imax;                         \
-        T *d = out->data;                                                          \
+#define CLAMP_TYPED(T)                                                                  \
+    do {                                                                                \
+        const T *s = in->data, lo = (T)imin, hi = (T)imax;                              \
+        T *d = out->data;                                                               \
         for (uint64_t i = 0; i < n; i++) d[i] = s[i] < lo ? lo : s[i] > hi ? hi : s[i]; \
     } while (0)
         if (t == CTOSA_DTYPE_INT8) CLAMP_TYPED(int8_t);
         else if (t == CTOSA_DTYPE_INT16) CLAMP_TYPED(int16_t);
         else if (t == CTOSA_DTYPE_INT32) CLAMP_TYPED(int32_t);
         else
-            for (uint64_t i = 0; i < n; i++) im_store_i(t, out->data, i, im_clip(im_load_i(t, in->data, i), imin, imax));
+            for (uint64_t i = 0; i < n; i++)
+                im_store_i(t, out->data, i, im_clip(im_load_i(t, in->data, i), imin, imax));
 #undef CLAMP_TYPED
     }
     return NULL;
@@ -147,23 +149,33 @@ typedef float sg_vf __attribute__((vector_size(32)));
 
 /* A macro, not a function: vector arguments would change the ABI per
  * instruction set. */
-#define SG_EXP(X)                                                                                  \
-    ({                                                                                             \
-        sg_vd x_ = (X), lo_ = (sg_vd){0} - 700.0, hi_ = (sg_vd){0} + 700.0;                        \
-        sg_vl ml_ = x_ < lo_, mh_ = x_ > hi_; /* lane masks: C has no vector ?: */                 \
-        x_ = (sg_vd)(((sg_vl)lo_ & ml_) | ((sg_vl)x_ & ~ml_));                                     \
-        x_ = (sg_vd)(((sg_vl)hi_ & mh_) | ((sg_vl)x_ & ~mh_));                                     \
-        sg_vd half_ = (sg_vd)((sg_vl)(x_ < 0) & (sg_vl)((sg_vd){0} - 1.0)) + 0.5;                  \
-        sg_vl ni_ = __builtin_convertvector(x_ * 1.4426950408889634 + half_, sg_vl);               \
-        sg_vd n_ = __builtin_convertvector(ni_, sg_vd);                                            \
-        sg_vd r_ = (x_ - n_ * 0.6931471803691238) - n_ * 1.9082149292705877e-10;                   \
-        sg_vd p_ = (sg_vd){0} + 1.0 / 6227020800.0;                                                \
-        for (int k_ = 0; k_ < 13; k_++) p_ = p_ * r_ + sg_coef[k_];                                \
-        p_ * (sg_vd)((ni_ + 1023) << 52);                                                          \
+#define SG_EXP(X)                                                                    \
+    ({                                                                               \
+        sg_vd x_ = (X), lo_ = (sg_vd){0} - 700.0, hi_ = (sg_vd){0} + 700.0;          \
+        sg_vl ml_ = x_<lo_, mh_ = x_> hi_; /* lane masks: C has no vector ?: */      \
+        x_ = (sg_vd)(((sg_vl)lo_ & ml_) | ((sg_vl)x_ & ~ml_));                       \
+        x_ = (sg_vd)(((sg_vl)hi_ & mh_) | ((sg_vl)x_ & ~mh_));                       \
+        sg_vd half_ = (sg_vd)((sg_vl)(x_ < 0) & (sg_vl)((sg_vd){0} - 1.0)) + 0.5;    \
+        sg_vl ni_ = __builtin_convertvector(x_ * 1.4426950408889634 + half_, sg_vl); \
+        sg_vd n_ = __builtin_convertvector(ni_, sg_vd);                              \
+        sg_vd r_ = (x_ - n_ * 0.6931471803691238) - n_ * 1.9082149292705877e-10;     \
+        sg_vd p_ = (sg_vd){0} + 1.0 / 6227020800.0;                                  \
+        for (int k_ = 0; k_ < 13; k_++) p_ = p_ * r_ + sg_coef[k_];                  \
+        p_ *(sg_vd)((ni_ + 1023) << 52);                                             \
     })
-static const double sg_coef[13] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                                   1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
-                                   1.0 / 6.0, 0.5, 1.0, 1.0};
+static const double sg_coef[13] = {1.0 / 479001600.0,
+                                   1.0 / 39916800.0,
+                                   1.0 / 3628800.0,
+                                   1.0 / 362880.0,
+                                   1.0 / 40320.0,
+                                   1.0 / 5040.0,
+                                   1.0 / 720.0,
+                                   1.0 / 120.0,
+                                   1.0 / 24.0,
+                                   1.0 / 6.0,
+                                   0.5,
+                                   1.0,
+                                   1.0};
 
 typedef struct sg_job {
     const float *s;
@@ -193,7 +205,8 @@ ctosa_error *interp_k_SIGMOID(const interp_op *o) {
     if (e) return e;
     sg_job j = {o->in[0]->data, o->out[0]->data, (size_t)o->in[0]->count};
     size_t blocks = (j.n + 7) / 8;
-    if (o->ctx && (double)j.n >= IM_PAR_MIN_ELEMS / 4) interp_parallel_for(o->ctx, blocks, sigmoid_f_rows, &j);
+    if (o->ctx && (double)j.n >= IM_PAR_MIN_ELEMS / 4)
+        interp_parallel_for(o->ctx, blocks, sigmoid_f_rows, &j);
     else sigmoid_f_rows(&j, 0, blocks);
     return NULL;
 }
@@ -226,7 +239,8 @@ ctosa_error *interp_k_TABLE(const interp_op *o) {
         for (int k = 0; k < 512; k++) {
             int32_t slope = (int32_t)tv[k + 1] - tv[k];
             if (slope < INT16_MIN || slope > INT16_MAX)
-                return interp_fail(o, "table entries %d and %d differ by %d (more than int16)", k, k + 1, slope);
+                return interp_fail(o, "table entries %d and %d differ by %d (more than int16)", k, k + 1,
+                                   slope);
         }
         int32_t *d = out->data;
         for (uint64_t i = 0; i < n; i++) {

@@ -30,8 +30,8 @@ typedef struct cgeom {
 
 /* Input coordinates read by output (od,oy,ox) at tap (kd,ky,kx); false when
  * the tap falls in the padding. */
-static inline bool cg_in(const cgeom *g, int64_t od, int64_t oy, int64_t ox, int64_t kd,
-                         int64_t ky, int64_t kx, int64_t *z, int64_t *y, int64_t *x) {
+static inline bool cg_in(const cgeom *g, int64_t od, int64_t oy, int64_t ox, int64_t kd, int64_t ky,
+                         int64_t kx, int64_t *z, int64_t *y, int64_t *x) {
     if (g->kind == CK_TRANSPOSE) {
         int64_t yy = oy - g->pt - ky, xx = ox - g->pl - kx;
         if (yy < 0 || xx < 0 || yy >= g->IH * g->sy || xx >= g->IW * g->sx) return false;
@@ -91,23 +91,33 @@ static ctosa_error *c_common(const interp_op *o, cargs *c, uint32_t in_rank) {
         float f = ((const float *)o->in[4]->data)[0];
         c->wzp = f != 0.0f;
     }
-    if (ti != CTOSA_DTYPE_INT8 && c->izp != 0) return interp_fail(o, "input_zp must be 0 for %s input", ctosa_dtype_short(ti));
-    if (tw != CTOSA_DTYPE_INT8 && c->wzp != 0) return interp_fail(o, "weight_zp must be 0 for %s weight", ctosa_dtype_short(tw));
-    if (c->bias->dtype != to) return interp_fail(o, "bias type %s differs from output type %s",
-                                                 ctosa_dtype_short(c->bias->dtype), ctosa_dtype_short(to));
+    if (ti != CTOSA_DTYPE_INT8 && c->izp != 0)
+        return interp_fail(o, "input_zp must be 0 for %s input", ctosa_dtype_short(ti));
+    if (tw != CTOSA_DTYPE_INT8 && c->wzp != 0)
+        return interp_fail(o, "weight_zp must be 0 for %s weight", ctosa_dtype_short(tw));
+    if (c->bias->dtype != to)
+        return interp_fail(o, "bias type %s differs from output type %s", ctosa_dtype_short(c->bias->dtype),
+                           ctosa_dtype_short(to));
     ctosa_dtype acc = o->op->attr.acc_type;
     if (ti == CTOSA_DTYPE_INT8) {
-        if (tw != CTOSA_DTYPE_INT8 && tw != CTOSA_DTYPE_INT4) return interp_fail(o, "int8 input needs int8 or int4 weight");
-        if (acc != CTOSA_DTYPE_INT32 || to != CTOSA_DTYPE_INT32) return interp_fail(o, "int8 input needs acc_type and output int32");
+        if (tw != CTOSA_DTYPE_INT8 && tw != CTOSA_DTYPE_INT4)
+            return interp_fail(o, "int8 input needs int8 or int4 weight");
+        if (acc != CTOSA_DTYPE_INT32 || to != CTOSA_DTYPE_INT32)
+            return interp_fail(o, "int8 input needs acc_type and output int32");
     } else if (ti == CTOSA_DTYPE_INT16) {
         if (tw != CTOSA_DTYPE_INT8) return interp_fail(o, "int16 input needs int8 weight");
-        if (acc != CTOSA_DTYPE_INT48 || to != CTOSA_DTYPE_INT48) return interp_fail(o, "int16 input needs acc_type and output int48");
+        if (acc != CTOSA_DTYPE_INT48 || to != CTOSA_DTYPE_INT48)
+            return interp_fail(o, "int16 input needs acc_type and output int48");
     } else if (ctosa_dtype_is_float(ti)) {
-        if (tw != ti) return interp_fail(o, "weight type %s differs from input type %s", ctosa_dtype_short(tw), ctosa_dtype_short(ti));
+        if (tw != ti)
+            return interp_fail(o, "weight type %s differs from input type %s", ctosa_dtype_short(tw),
+                               ctosa_dtype_short(ti));
         if (!ctosa_dtype_is_float(to)) return interp_fail(o, "output must be floating point");
         if (acc != CTOSA_DTYPE_FP32 && acc != CTOSA_DTYPE_FP16)
-            return interp_fail(o, "acc_type %s is not valid for %s input", ctosa_dtype_short(acc) ? ctosa_dtype_short(acc) : "?", ctosa_dtype_short(ti));
-        if (acc == CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP8E4M3 && ti != CTOSA_DTYPE_FP8E5M2)
+            return interp_fail(o, "acc_type %s is not valid for %s input",
+                               ctosa_dtype_short(acc) ? ctosa_dtype_short(acc) : "?", ctosa_dtype_short(ti));
+        if (acc == CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP16 && ti != CTOSA_DTYPE_FP8E4M3 &&
+            ti != CTOSA_DTYPE_FP8E5M2)
             return interp_fail(o, "acc_type fp16 is not valid for %s input", ctosa_dtype_short(ti));
     } else {
         return interp_fail(o, "input type %s is not supported", ctosa_dtype_short(ti));
@@ -117,15 +127,17 @@ static ctosa_error *c_common(const interp_op *o, cargs *c, uint32_t in_rank) {
 }
 
 /* OH == (IH - 1 + pads - (K - 1) * dil) / stride + 1 with exact division. */
-static ctosa_error *c_out_dim(const interp_op *o, const char *what, int64_t in, int64_t pa,
-                              int64_t pb, int64_t k, int64_t dil, int64_t s, int64_t out) {
+static ctosa_error *c_out_dim(const interp_op *o, const char *what, int64_t in, int64_t pa, int64_t pb,
+                              int64_t k, int64_t dil, int64_t s, int64_t out) {
     int64_t num = in - 1 + pa + pb - (k - 1) * dil;
     if (num < 0 || num % s != 0)
-        return interp_fail(o, "%s: (%lld - 1 + %lld + %lld - (%lld - 1) * %lld) is not a non-negative multiple of stride %lld",
-                           what, (long long)in, (long long)pa, (long long)pb, (long long)k,
-                           (long long)dil, (long long)s);
+        return interp_fail(
+            o,
+            "%s: (%lld - 1 + %lld + %lld - (%lld - 1) * %lld) is not a non-negative multiple of stride %lld",
+            what, (long long)in, (long long)pa, (long long)pb, (long long)k, (long long)dil, (long long)s);
     if (num / s + 1 != out)
-        return interp_fail(o, "output %s is %lld, expected %lld", what, (long long)out, (long long)(num / s + 1));
+        return interp_fail(o, "output %s is %lld, expected %lld", what, (long long)out,
+                           (long long)(num / s + 1));
     return NULL;
 }
 
@@ -163,8 +175,7 @@ static void c_rows(const void *rc, int64_t m0, int64_t nrows, const void **ptrs)
                     int64_t z, y, x;
                     if (cg_in(g, od, oy, ox, 0, ky, kx, &z, &y, &x))
                         ptrs[i++] = r->base + (size_t)(((n * g->IH + y) * g->IW + x) * g->IC) * r->esz + coff;
-                    else
-                        ptrs[i++] = zero;
+                    else ptrs[i++] = zero;
                 }
         } else {
             int64_t z0 = od * g->sd - g->pd, y0 = oy * g->sy - g->pt, x0 = ox * g->sx - g->pl;
@@ -175,7 +186,8 @@ static void c_rows(const void *rc, int64_t m0, int64_t nrows, const void **ptrs)
                     int64_t y = y0 + ky * g->dy;
                     bool yin = zin && y >= 0 && y < g->IH;
                     const char *rowp =
-                        yin ? r->base + (size_t)(((n * g->ID + z) * g->IH + y) * g->IW * g->IC) * r->esz + coff
+                        yin ? r->base + (size_t)(((n * g->ID + z) * g->IH + y) * g->IW * g->IC) * r->esz +
+                                  coff
                             : zero;
                     for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
                         if (tap < t0 || tap >= t1) continue;
@@ -229,8 +241,10 @@ static ctosa_error *c_ref_float(const interp_op *o, const cgeom *g, const cargs 
                                     if (!cg_in(g, od, oy, ox, kd, ky, kx, &z, &y, &x)) continue;
                                     for (int64_t i = 0; i < nic; i++) {
                                         int64_t ic = g->kind == CK_DEPTHWISE ? oc / g->M : i;
-                                        double a = in[(((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC + ic];
-                                        double p = ff_round_to_double(acc_t, a * (double)w[c_widx(g, oc, tap, i)]);
+                                        double a =
+                                            in[(((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC + ic];
+                                        double p =
+                                            ff_round_to_double(acc_t, a * (double)w[c_widx(g, oc, tap, i)]);
                                         acc = ff_round_to_double(acc_t, acc + p);
                                     }
                                 }
@@ -374,9 +388,17 @@ static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const c
         for (int64_t i = 0; i < g->OC; i++) bias[i] = b[c->bias->count == 1 ? 0 : i];
     }
     rows_ctx rc = {.g = g, .base = c->in->data, .esz = sizeof(float), .zero = zero};
-    kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
-                  .rows = c_rows, .rctx = &rc, .bpack = bp, .bias = bias,
-                  .out = c->out->data, .ldo = g->OC, .post = fp32_out ? o->post : NULL};
+    kg_job job = {.M = g->N * g->OD * g->OH * g->OW,
+                  .N = g->OC,
+                  .Kt = g->IC,
+                  .T = (int32_t)T,
+                  .rows = c_rows,
+                  .rctx = &rc,
+                  .bpack = bp,
+                  .bias = bias,
+                  .out = c->out->data,
+                  .ldo = g->OC,
+                  .post = fp32_out ? o->post : NULL};
     int patch_failed = 0;
     c_patch_ctx pc = {.g = g, .in = c->in->data, .K = K, .failed = &patch_failed};
     if (g->kind == CK_CONV && g->IC <= 4 && T > 1 && K <= 64) {
@@ -564,8 +586,15 @@ static ctosa_error *c_run_int8_float(const interp_op *o, const cgeom *g, const c
             }
             coff += kg_pack_elems(kk, OC);
             rows_ctx rc = {g, (const char *)inf, sizeof(float), zero, t0, t1, c0};
-            kg_job job = {.M = M, .N = OC, .Kt = nc, .T = (int32_t)(t1 - t0), .rows = c_rows, .rctx = &rc,
-                          .bpack = bp, .out = tmp, .ldo = OC};
+            kg_job job = {.M = M,
+                          .N = OC,
+                          .Kt = nc,
+                          .T = (int32_t)(t1 - t0),
+                          .rows = c_rows,
+                          .rctx = &rc,
+                          .bpack = bp,
+                          .out = tmp,
+                          .ldo = OC};
             if (!kg_run_f(o->ctx, &job)) {
                 e = c_nomem(o);
                 goto done;
@@ -642,8 +671,16 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
     cgeom g4 = *g;
     g4.IC = IC4; /* c_rows steps pixels by the padded channel count */
     rows_ctx rc = {.g = &g4, .base = (const char *)in8, .esz = 1, .zero = zero};
-    kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = OC, .Kt = IC4, .T = (int32_t)T, .rows = c_rows,
-                  .rctx = &rc, .bpack = bpk, .out = c->out->data, .ldo = OC, .ibias = ib};
+    kg_job job = {.M = g->N * g->OD * g->OH * g->OW,
+                  .N = OC,
+                  .Kt = IC4,
+                  .T = (int32_t)T,
+                  .rows = c_rows,
+                  .rctx = &rc,
+                  .bpack = bpk,
+                  .out = c->out->data,
+                  .ldo = OC,
+                  .ibias = ib};
     if (!kg_run_q8(o->ctx, &job)) e = c_nomem(o);
     else *done = true;
 out:
@@ -692,8 +729,15 @@ static ctosa_error *c_run_gemm_int(const interp_op *o, const cgeom *g, const car
         e = c_nomem(o);
     } else {
         rows_ctx rc = {.g = g, .base = (const char *)in16, .esz = sizeof(int16_t), .zero = zero};
-        kg_job job = {.M = g->N * g->OD * g->OH * g->OW, .N = g->OC, .Kt = g->IC, .T = (int32_t)T,
-                      .rows = c_rows, .rctx = &rc, .bpack = bpk, .out = acc, .ldo = g->OC,
+        kg_job job = {.M = g->N * g->OD * g->OH * g->OW,
+                      .N = g->OC,
+                      .Kt = g->IC,
+                      .T = (int32_t)T,
+                      .rows = c_rows,
+                      .rctx = &rc,
+                      .bpack = bpk,
+                      .out = acc,
+                      .ldo = g->OC,
                       .acc64 = acc64};
         if (!kg_run_i(o->ctx, &job)) e = c_nomem(o);
         else e = c_int_epilogue(o, c, acc, acc64 ? ACC_I64 : ACC_I32, g->OC);
@@ -726,7 +770,9 @@ static ctosa_error *c_ref_int(const interp_op *o, const cgeom *g, const cargs *c
                                     if (!cg_in(g, od, oy, ox, kd, ky, kx, &z, &y, &x)) continue;
                                     for (int64_t i = 0; i < nic; i++) {
                                         int64_t ic = g->kind == CK_DEPTHWISE ? oc / g->M : i;
-                                        size_t ii = (size_t)((((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC + ic);
+                                        size_t ii =
+                                            (size_t)((((n * g->ID + z) * g->IH + y) * g->IW + x) * g->IC +
+                                                     ic);
                                         s += (im_load_i(ti, c->in->data, ii) - c->izp) *
                                              (im_load_i(tw, c->w->data, c_widx(g, oc, tap, i)) - c->wzp);
                                     }
@@ -761,19 +807,39 @@ ctosa_error *interp_k_CONV2D(const interp_op *o) {
     if ((e = c_vec(o, "pad", a->pad, 4)) || (e = c_vec(o, "stride", a->stride, 2)) ||
         (e = c_vec(o, "dilation", a->dilation, 2)))
         return e;
-    cgeom g = {.kind = CK_CONV, .N = c.in->shape[0], .ID = 1, .IH = c.in->shape[1],
-               .IW = c.in->shape[2], .IC = c.in->shape[3], .OD = 1, .OH = c.out->shape[1],
-               .OW = c.out->shape[2], .OC = c.out->shape[3], .KD = 1, .KH = c.w->shape[1],
-               .KW = c.w->shape[2], .M = 1, .sd = 1, .sy = a->stride.v[0], .sx = a->stride.v[1],
-               .dd = 1, .dy = a->dilation.v[0], .dx = a->dilation.v[1], .pd = 0,
-               .pt = a->pad.v[0], .pl = a->pad.v[2]};
+    cgeom g = {.kind = CK_CONV,
+               .N = c.in->shape[0],
+               .ID = 1,
+               .IH = c.in->shape[1],
+               .IW = c.in->shape[2],
+               .IC = c.in->shape[3],
+               .OD = 1,
+               .OH = c.out->shape[1],
+               .OW = c.out->shape[2],
+               .OC = c.out->shape[3],
+               .KD = 1,
+               .KH = c.w->shape[1],
+               .KW = c.w->shape[2],
+               .M = 1,
+               .sd = 1,
+               .sy = a->stride.v[0],
+               .sx = a->stride.v[1],
+               .dd = 1,
+               .dy = a->dilation.v[0],
+               .dx = a->dilation.v[1],
+               .pd = 0,
+               .pt = a->pad.v[0],
+               .pl = a->pad.v[2]};
     if (c.w->shape[0] != g.OC || c.w->shape[3] != g.IC || c.out->shape[0] != g.N)
-        return interp_fail(o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld / output channels %lld",
-                           (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
-                           (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
+        return interp_fail(
+            o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld / output channels %lld",
+            (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
+            (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
     if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
-        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
-    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0) return interp_fail(o, "negative pad");
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count,
+                           (long long)g.OC);
+    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0)
+        return interp_fail(o, "negative pad");
     if (g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
     if (g.dy < 1 || g.dx < 1) return interp_fail(o, "dilation must be >= 1");
     if ((e = c_out_dim(o, "height", g.IH, a->pad.v[0], a->pad.v[1], g.KH, g.dy, g.sy, g.OH)) ||
@@ -790,18 +856,35 @@ ctosa_error *interp_k_CONV3D(const interp_op *o) {
     if ((e = c_vec(o, "pad", a->pad, 6)) || (e = c_vec(o, "stride", a->stride, 3)) ||
         (e = c_vec(o, "dilation", a->dilation, 3)))
         return e;
-    cgeom g = {.kind = CK_CONV, .N = c.in->shape[0], .ID = c.in->shape[1], .IH = c.in->shape[2],
-               .IW = c.in->shape[3], .IC = c.in->shape[4], .OD = c.out->shape[1],
-               .OH = c.out->shape[2], .OW = c.out->shape[3], .OC = c.out->shape[4],
-               .KD = c.w->shape[1], .KH = c.w->shape[2], .KW = c.w->shape[3], .M = 1,
-               .sd = a->stride.v[0], .sy = a->stride.v[1], .sx = a->stride.v[2],
-               .dd = a->dilation.v[0], .dy = a->dilation.v[1], .dx = a->dilation.v[2],
-               .pd = a->pad.v[0], .pt = a->pad.v[2], .pl = a->pad.v[4]};
+    cgeom g = {.kind = CK_CONV,
+               .N = c.in->shape[0],
+               .ID = c.in->shape[1],
+               .IH = c.in->shape[2],
+               .IW = c.in->shape[3],
+               .IC = c.in->shape[4],
+               .OD = c.out->shape[1],
+               .OH = c.out->shape[2],
+               .OW = c.out->shape[3],
+               .OC = c.out->shape[4],
+               .KD = c.w->shape[1],
+               .KH = c.w->shape[2],
+               .KW = c.w->shape[3],
+               .M = 1,
+               .sd = a->stride.v[0],
+               .sy = a->stride.v[1],
+               .sx = a->stride.v[2],
+               .dd = a->dilation.v[0],
+               .dy = a->dilation.v[1],
+               .dx = a->dilation.v[2],
+               .pd = a->pad.v[0],
+               .pt = a->pad.v[2],
+               .pl = a->pad.v[4]};
     if (c.w->shape[0] != g.OC || c.w->shape[4] != g.IC || c.out->shape[0] != g.N)
         return interp_fail(o, "weight shape does not match input channels %lld / output channels %lld",
                            (long long)g.IC, (long long)g.OC);
     if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
-        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count,
+                           (long long)g.OC);
     for (int i = 0; i < 6; i++)
         if (a->pad.v[i] < 0) return interp_fail(o, "negative pad");
     if (g.sd < 1 || g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
@@ -819,16 +902,34 @@ ctosa_error *interp_k_TRANSPOSE_CONV2D(const interp_op *o) {
     if (e) return e;
     const ctosa_attr *a = &o->op->attr;
     if ((e = c_vec(o, "out_pad", a->out_pad, 4)) || (e = c_vec(o, "stride", a->stride, 2))) return e;
-    cgeom g = {.kind = CK_TRANSPOSE, .N = c.in->shape[0], .ID = 1, .IH = c.in->shape[1],
-               .IW = c.in->shape[2], .IC = c.in->shape[3], .OD = 1, .OH = c.out->shape[1],
-               .OW = c.out->shape[2], .OC = c.out->shape[3], .KD = 1, .KH = c.w->shape[1],
-               .KW = c.w->shape[2], .M = 1, .sd = 1, .sy = a->stride.v[0], .sx = a->stride.v[1],
-               .dd = 1, .dy = 1, .dx = 1, .pt = a->out_pad.v[0], .pl = a->out_pad.v[2]};
+    cgeom g = {.kind = CK_TRANSPOSE,
+               .N = c.in->shape[0],
+               .ID = 1,
+               .IH = c.in->shape[1],
+               .IW = c.in->shape[2],
+               .IC = c.in->shape[3],
+               .OD = 1,
+               .OH = c.out->shape[1],
+               .OW = c.out->shape[2],
+               .OC = c.out->shape[3],
+               .KD = 1,
+               .KH = c.w->shape[1],
+               .KW = c.w->shape[2],
+               .M = 1,
+               .sd = 1,
+               .sy = a->stride.v[0],
+               .sx = a->stride.v[1],
+               .dd = 1,
+               .dy = 1,
+               .dx = 1,
+               .pt = a->out_pad.v[0],
+               .pl = a->out_pad.v[2]};
     if (c.w->shape[0] != g.OC || c.w->shape[3] != g.IC || c.out->shape[0] != g.N)
         return interp_fail(o, "weight shape does not match input channels %lld / output channels %lld",
                            (long long)g.IC, (long long)g.OC);
     if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
-        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count,
+                           (long long)g.OC);
     const int32_t *op = a->out_pad.v;
     if (op[0] <= -g.KH || op[1] <= -g.KH || op[2] <= -g.KW || op[3] <= -g.KW)
         return interp_fail(o, "out_pad must be greater than minus the kernel size");
@@ -968,7 +1069,8 @@ static inline IM_INLINE void dw_i_blocked_impl(void *arg, size_t begin, size_t e
                             for (int64_t kx = 0; kx < KW; kx++) {
                                 int64_t x = ox * g->sx - g->pl + kx * g->dx;
                                 if (x < 0 || x >= g->IW) continue;
-                                acc += (int32_t)in[((n * g->IH + y) * g->IW + x) * C + c] * w[(ky * KW + kx) * C + c];
+                                acc += (int32_t)in[((n * g->IH + y) * g->IW + x) * C + c] *
+                                       w[(ky * KW + kx) * C + c];
                             }
                         }
                         orow[ox * C + c] = acc;
@@ -982,55 +1084,65 @@ IM_MULTIVERSION(dw_i_blocked, dw_i_blocked_impl)
 /* 3x3 depthwise, multiplier 1, float: the nine weight vectors live in
  * registers and interior output columns run without bounds checks. Border
  * columns and a channel tail fall back to the per-tap checked loop. */
-#define DW3_BODY(VT, LOADV, ACC_INIT, OUT_T)                                                     \
-    for (size_t row = begin; row < end; row++) {                                                 \
-        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;                             \
-        OUT_T *orow = (OUT_T *)outp + ((n * g->OH) + oy) * g->OW * C;                            \
-        int64_t base0 = -g->pl, sx = g->sx, dxc = g->dx * C;                                     \
-        /* interior: x = ox*sx - pl >= 0 and x + 2*dx < IW */                                    \
-        int64_t lo = base0 >= 0 ? 0 : (-base0 + sx - 1) / sx;                                    \
-        int64_t lim = g->IW - 2 * g->dx - base0; /* ox*sx < lim */                               \
-        int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;                                         \
-        if (hi > g->OW) hi = g->OW;                                                              \
-        if (lo > hi) lo = hi;                                                                    \
-        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {                                           \
-            VT wv[9], init = {0};                                                                \
+#define DW3_BODY(VT, LOADV, ACC_INIT, OUT_T)                                                                \
+    for (size_t row = begin; row < end; row++) {                                                            \
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;                                        \
+        OUT_T *orow = (OUT_T *)outp + ((n * g->OH) + oy) * g->OW * C;                                       \
+        int64_t base0 = -g->pl, sx = g->sx, dxc = g->dx * C;                                                \
+        /* interior: x = ox*sx - pl >= 0 and x + 2*dx < IW */                                               \
+        int64_t lo = base0 >= 0 ? 0 : (-base0 + sx - 1) / sx;                                               \
+        int64_t lim = g->IW - 2 * g->dx - base0; /* ox*sx < lim */                                          \
+        int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;                                                    \
+        if (hi > g->OW) hi = g->OW;                                                                         \
+        if (lo > hi) lo = hi;                                                                               \
+        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {                                                      \
+            VT wv[9], init = {0};                                                                           \
             _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(VT)); \
-            ACC_INIT;                                                                            \
-            const IN_T *rp[3];                                                                   \
-            _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                             \
-                int64_t y = oy * g->sy - g->pt + ky * g->dy;                                     \
-                rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C + cb : NULL;   \
-            }                                                                                    \
-            for (int64_t ox = 0; ox < g->OW; ox++) {                                             \
-                VT acc = init;                                                                   \
-                int64_t x0 = ox * sx + base0;                                                    \
-                if (ox >= lo && ox < hi) {                                                       \
-                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                     \
-                        if (!rp[ky]) continue;                                                   \
-                        const IN_T *p = rp[ky] + x0 * C;                                         \
-                        acc += LOADV(p) * wv[ky * 3] + LOADV(p + dxc) * wv[ky * 3 + 1] +         \
-                               LOADV(p + 2 * dxc) * wv[ky * 3 + 2];                              \
-                    }                                                                            \
-                } else {                                                                         \
-                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                     \
-                        if (!rp[ky]) continue;                                                   \
-                        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++) {                 \
-                            int64_t x = x0 + kx * g->dx;                                         \
-                            if (x < 0 || x >= g->IW) continue;                                   \
-                            acc += LOADV(rp[ky] + x * C) * wv[ky * 3 + kx];                      \
-                        }                                                                        \
-                    }                                                                            \
-                }                                                                                \
-                memcpy(orow + ox * C + cb, &acc, sizeof acc);                                    \
-            }                                                                                    \
-        }                                                                                        \
+            ACC_INIT;                                                                                       \
+            const IN_T *rp[3];                                                                              \
+            _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                                        \
+                int64_t y = oy * g->sy - g->pt + ky * g->dy;                                                \
+                rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C + cb : NULL;              \
+            }                                                                                               \
+            for (int64_t ox = 0; ox < g->OW; ox++) {                                                        \
+                VT acc = init;                                                                              \
+                int64_t x0 = ox * sx + base0;                                                               \
+                if (ox >= lo && ox < hi) {                                                                  \
+                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                                \
+                        if (!rp[ky]) continue;                                                              \
+                        const IN_T *p = rp[ky] + x0 * C;                                                    \
+                        acc += LOADV(p) * wv[ky * 3] + LOADV(p + dxc) * wv[ky * 3 + 1] +                    \
+                               LOADV(p + 2 * dxc) * wv[ky * 3 + 2];                                         \
+                    }                                                                                       \
+                } else {                                                                                    \
+                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                                \
+                        if (!rp[ky]) continue;                                                              \
+                        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++) {                            \
+                            int64_t x = x0 + kx * g->dx;                                                    \
+                            if (x < 0 || x >= g->IW) continue;                                              \
+                            acc += LOADV(rp[ky] + x * C) * wv[ky * 3 + kx];                                 \
+                        }                                                                                   \
+                    }                                                                                       \
+                }                                                                                           \
+                memcpy(orow + ox * C + cb, &acc, sizeof acc);                                               \
+            }                                                                                               \
+        }                                                                                                   \
     }
 
 /* Unaligned vector loads (macros: a function returning a 64-byte vector
  * would change the ABI between the ISA variants). */
-#define dw_ldf(p) ({ dw_vf v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define dw_ldh(p) ({ dw_vh h_; memcpy(&h_, (p), sizeof h_); __builtin_convertvector(h_, dw_vi); })
+#define dw_ldf(p)                    \
+    ({                               \
+        dw_vf v_;                    \
+        memcpy(&v_, (p), sizeof v_); \
+        v_;                          \
+    })
+#define dw_ldh(p)                           \
+    ({                                      \
+        dw_vh h_;                           \
+        memcpy(&h_, (p), sizeof h_);        \
+        __builtin_convertvector(h_, dw_vi); \
+    })
 
 static inline IM_INLINE void dw3_f_impl(void *arg, size_t begin, size_t end) {
     const dw_ctx *d = arg;
@@ -1103,7 +1215,8 @@ static inline IM_INLINE void dw3s1_f_impl(void *arg, size_t begin, size_t end) {
                 if (ox >= lo && ox < hi) {
                     for (int r = 0; r < nr; r++) {
                         const float *p = rp[r] + x0 * C;
-                        acc += dw_ldf(p) * rw[r * 3] + dw_ldf(p + C) * rw[r * 3 + 1] + dw_ldf(p + 2 * C) * rw[r * 3 + 2];
+                        acc += dw_ldf(p) * rw[r * 3] + dw_ldf(p + C) * rw[r * 3 + 1] +
+                               dw_ldf(p + 2 * C) * rw[r * 3 + 2];
                     }
                 } else {
                     for (int r = 0; r < nr; r++)
@@ -1225,14 +1338,16 @@ static inline IM_INLINE void dw_int_rows_impl(void *arg, size_t begin, size_t en
                     if (d->acc64) {
                         int64_t *restrict op = o64 + ox * OC;
                         for (int64_t ch = 0; ch < C; ch++)
-                            for (int64_t m = 0; m < M; m++) op[ch * M + m] += (int64_t)ip[ch] * wp[ch * M + m];
+                            for (int64_t m = 0; m < M; m++)
+                                op[ch * M + m] += (int64_t)ip[ch] * wp[ch * M + m];
                     } else if (M == 1) {
                         int32_t *restrict op = o32 + ox * OC;
                         for (int64_t ch = 0; ch < C; ch++) op[ch] += (int32_t)ip[ch] * wp[ch];
                     } else {
                         int32_t *restrict op = o32 + ox * OC;
                         for (int64_t ch = 0; ch < C; ch++)
-                            for (int64_t m = 0; m < M; m++) op[ch * M + m] += (int32_t)ip[ch] * wp[ch * M + m];
+                            for (int64_t m = 0; m < M; m++)
+                                op[ch * M + m] += (int32_t)ip[ch] * wp[ch * M + m];
                     }
                 }
             }
@@ -1285,26 +1400,46 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         (e = c_vec(o, "dilation", a->dilation, 2)))
         return e;
     /* weight [KH, KW, C, M], output channels C*M */
-    cgeom g = {.kind = CK_DEPTHWISE, .N = c.in->shape[0], .ID = 1, .IH = c.in->shape[1],
-               .IW = c.in->shape[2], .IC = c.in->shape[3], .OD = 1, .OH = c.out->shape[1],
-               .OW = c.out->shape[2], .OC = c.out->shape[3], .KD = 1, .KH = c.w->shape[0],
-               .KW = c.w->shape[1], .M = c.w->shape[3], .sd = 1, .sy = a->stride.v[0],
-               .sx = a->stride.v[1], .dd = 1, .dy = a->dilation.v[0], .dx = a->dilation.v[1],
-               .pt = a->pad.v[0], .pl = a->pad.v[2]};
+    cgeom g = {.kind = CK_DEPTHWISE,
+               .N = c.in->shape[0],
+               .ID = 1,
+               .IH = c.in->shape[1],
+               .IW = c.in->shape[2],
+               .IC = c.in->shape[3],
+               .OD = 1,
+               .OH = c.out->shape[1],
+               .OW = c.out->shape[2],
+               .OC = c.out->shape[3],
+               .KD = 1,
+               .KH = c.w->shape[0],
+               .KW = c.w->shape[1],
+               .M = c.w->shape[3],
+               .sd = 1,
+               .sy = a->stride.v[0],
+               .sx = a->stride.v[1],
+               .dd = 1,
+               .dy = a->dilation.v[0],
+               .dx = a->dilation.v[1],
+               .pt = a->pad.v[0],
+               .pl = a->pad.v[2]};
     if (c.w->shape[2] != g.IC || g.OC != g.IC * g.M || c.out->shape[0] != g.N)
-        return interp_fail(o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld and output channels %lld",
-                           (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
-                           (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
+        return interp_fail(
+            o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld and output channels %lld",
+            (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
+            (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
     if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
-        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count, (long long)g.OC);
-    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0) return interp_fail(o, "negative pad");
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count,
+                           (long long)g.OC);
+    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0)
+        return interp_fail(o, "negative pad");
     if (g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
     if (g.dy < 1 || g.dx < 1) return interp_fail(o, "dilation must be >= 1");
     if ((e = c_out_dim(o, "height", g.IH, a->pad.v[0], a->pad.v[1], g.KH, g.dy, g.sy, g.OH)) ||
         (e = c_out_dim(o, "width", g.IW, a->pad.v[2], a->pad.v[3], g.KW, g.dx, g.sx, g.OW)))
         return e;
     if (c.out->count == 0) return NULL;
-    if (o->reference) return ctosa_dtype_is_float(c.in->dtype) ? c_ref_float(o, &g, &c) : c_ref_int(o, &g, &c);
+    if (o->reference)
+        return ctosa_dtype_is_float(c.in->dtype) ? c_ref_float(o, &g, &c) : c_ref_int(o, &g, &c);
     size_t nrows = (size_t)(g.N * g.OH);
     dw_ctx d = {.g = &g, .c = &c};
     /* memory-bound: parallel only when there is enough to share */
@@ -1318,9 +1453,10 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
             for (int64_t i = 0; i < g.OC; i++) bias[i] = b[c.bias->count == 1 ? 0 : i];
         }
         d.bias = bias;
-        void (*fn)(void *, size_t, size_t) =
-            g.M != 1 ? dw_float_rows : g.KH == 3 && g.KW == 3 ? dw3_f_rows
-                      : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked : dw_float_rows;
+        void (*fn)(void *, size_t, size_t) = g.M != 1                     ? dw_float_rows
+                                             : g.KH == 3 && g.KW == 3     ? dw3_f_rows
+                                             : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked
+                                                                          : dw_float_rows;
         void *arg = &d;
         dw_post_job pj = {fn, &d, o->post, c.out->data, (size_t)(g.OW * g.OC)};
         if (o->post && c.out->dtype == CTOSA_DTYPE_FP32) {
@@ -1359,9 +1495,10 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
                 fc.w = &fw;
                 fc.out = &fo;
                 dw_ctx fd = {.g = &g, .c = &fc};
-                void (*fn)(void *, size_t, size_t) =
-                    g.M != 1 ? dw_float_rows : g.KH == 3 && g.KW == 3 ? dw3_f_rows
-                              : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked : dw_float_rows;
+                void (*fn)(void *, size_t, size_t) = g.M != 1                     ? dw_float_rows
+                                                     : g.KH == 3 && g.KW == 3     ? dw3_f_rows
+                                                     : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked
+                                                                                  : dw_float_rows;
                 if (par) interp_parallel_for(o->ctx, nrows, fn, &fd);
                 else fn(&fd, 0, nrows);
                 e = c_int_epilogue(o, &c, tmp, ACC_F32, g.OC);
@@ -1389,9 +1526,10 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         d.w32 = w32;
         d.acc = acc;
         d.acc64 = acc64;
-        void (*fn)(void *, size_t, size_t) =
-            acc64 || g.M != 1 ? dw_int_rows : g.KH == 3 && g.KW == 3 ? dw3_i_rows
-                             : g.KH * g.KW <= DW_MAX_TAPS ? dw_i_blocked : dw_int_rows;
+        void (*fn)(void *, size_t, size_t) = acc64 || g.M != 1            ? dw_int_rows
+                                             : g.KH == 3 && g.KW == 3     ? dw3_i_rows
+                                             : g.KH * g.KW <= DW_MAX_TAPS ? dw_i_blocked
+                                                                          : dw_int_rows;
         if (par) interp_parallel_for(o->ctx, nrows, fn, &d);
         else fn(&d, 0, nrows);
         e = c_int_epilogue(o, &c, acc, acc64 ? ACC_I64 : ACC_I32, g.OC);

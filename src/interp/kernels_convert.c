@@ -43,7 +43,8 @@ ctosa_error *interp_k_CAST(const interp_op *o) {
     if (to == CTOSA_DTYPE_BOOL) {
         uint8_t *d = dst;
         for (uint64_t i = 0; i < n; i++)
-            d[i] = ctosa_dtype_is_float(ti) ? (((const float *)src)[i] != 0.0f) : (im_load_i(ti, src, i) != 0);
+            d[i] =
+                ctosa_dtype_is_float(ti) ? (((const float *)src)[i] != 0.0f) : (im_load_i(ti, src, i) != 0);
     } else if (ctosa_dtype_is_float(to)) {
         float *d = dst;
         if (ctosa_dtype_is_float(ti)) {
@@ -158,11 +159,25 @@ static inline __attribute__((always_inline)) void rs_loop8(rs_job *j, size_t b, 
             size_t i = row * nc + c;
             rs_vl v;
             if (ti == CTOSA_DTYPE_INT8) {
-                if (iu) { rs_vub x; memcpy(&x, in + i, 8); v = __builtin_convertvector(x, rs_vl); }
-                else { rs_vb x; memcpy(&x, in + i, 8); v = __builtin_convertvector(x, rs_vl); }
+                if (iu) {
+                    rs_vub x;
+                    memcpy(&x, in + i, 8);
+                    v = __builtin_convertvector(x, rs_vl);
+                } else {
+                    rs_vb x;
+                    memcpy(&x, in + i, 8);
+                    v = __builtin_convertvector(x, rs_vl);
+                }
             } else if (ti == CTOSA_DTYPE_INT16) {
-                if (iu) { rs_vuh x; memcpy(&x, in + i * 2, 16); v = __builtin_convertvector(x, rs_vl); }
-                else { rs_vh x; memcpy(&x, in + i * 2, 16); v = __builtin_convertvector(x, rs_vl); }
+                if (iu) {
+                    rs_vuh x;
+                    memcpy(&x, in + i * 2, 16);
+                    v = __builtin_convertvector(x, rs_vl);
+                } else {
+                    rs_vh x;
+                    memcpy(&x, in + i * 2, 16);
+                    v = __builtin_convertvector(x, rs_vl);
+                }
             } else if (ti == CTOSA_DTYPE_INT32) {
                 rs_vi x;
                 memcpy(&x, in + i * 4, 32);
@@ -183,7 +198,7 @@ static inline __attribute__((always_inline)) void rs_loop8(rs_job *j, size_t b, 
             rs_vl r = (v * m + round) >> sv;
             rs_vl res = r + ozp;
             bad |= (r - i32min) | (i32max - r) | (res - i32min) | (i32max - res);
-            rs_vl ml = res < lo, mh = res > hi;
+            rs_vl ml = res<lo, mh = res> hi;
             res = (res & ~ml) | (lo & ml);
             res = (res & ~mh) | (hi & mh);
             if (to == CTOSA_DTYPE_INT8) {
@@ -202,12 +217,13 @@ static inline __attribute__((always_inline)) void rs_loop8(rs_job *j, size_t b, 
     if (any < 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 }
 
-#define RS_CASE(TI, TO)                                                       \
-    case TI * 32 + TO:                                                        \
-        if (j->nc % 8 == 0) rs_loop8(j, b, e, TI, TO);                        \
-        else rs_loop(j, b, e, TI, TO);                                        \
+#define RS_CASE(TI, TO)                                \
+    case TI * 32 + TO:                                 \
+        if (j->nc % 8 == 0) rs_loop8(j, b, e, TI, TO); \
+        else rs_loop(j, b, e, TI, TO);                 \
         break;
-#define RS_CASES(TI) RS_CASE(TI, CTOSA_DTYPE_INT8) RS_CASE(TI, CTOSA_DTYPE_INT16) RS_CASE(TI, CTOSA_DTYPE_INT32)
+#define RS_CASES(TI) \
+    RS_CASE(TI, CTOSA_DTYPE_INT8) RS_CASE(TI, CTOSA_DTYPE_INT16) RS_CASE(TI, CTOSA_DTYPE_INT32)
 
 static inline IM_INLINE void rs_rows_impl(void *arg, size_t b, size_t e) {
     rs_job *j = arg;
@@ -231,8 +247,8 @@ IM_MULTIVERSION(rs_rows, rs_rows_impl)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 /* 64 bytes per step: two 128-entry byte permutes, picked by the top bit. */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void rs_map_vbmi(const uint8_t *in, uint8_t *out,
-                                                                                 size_t n, const uint8_t *tab) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+rs_map_vbmi(const uint8_t *in, uint8_t *out, size_t n, const uint8_t *tab) {
     __m512i t0 = _mm512_loadu_si512(tab), t1 = _mm512_loadu_si512(tab + 64);
     __m512i t2 = _mm512_loadu_si512(tab + 128), t3 = _mm512_loadu_si512(tab + 192);
     size_t i = 0;
@@ -337,7 +353,8 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
         return interp_fail(o, "input_zp of unsigned int16 input must be 0 or 32768");
     if (to == CTOSA_DTYPE_INT16 && ou && ozp != 0 && ozp != 32768)
         return interp_fail(o, "output_zp of unsigned int16 output must be 0 or 32768");
-    if (a->scale32 && ti == CTOSA_DTYPE_INT48) return interp_fail(o, "scale32 is not allowed with int48 input");
+    if (a->scale32 && ti == CTOSA_DTYPE_INT48)
+        return interp_fail(o, "scale32 is not allowed with int48 input");
     if (a->rounding_mode != CTOSA_ROUND_SINGLE && a->rounding_mode != CTOSA_ROUND_INEXACT &&
         a->rounding_mode != CTOSA_ROUND_DOUBLE)
         return interp_fail(o, "rounding_mode %d is not valid", (int)a->rounding_mode);
@@ -362,8 +379,10 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
     for (uint64_t c = 0; c < nc; c++) {
         int s = ((const int8_t *)sh->data)[c];
         int64_t m = im_load_i(mt, mul->data, c);
-        if (s < 2 || s > 62) return interp_fail(o, "shift[%llu] = %d is outside 2..62", (unsigned long long)c, s);
-        if (m < 0) return interp_fail(o, "multiplier[%llu] = %lld is negative", (unsigned long long)c, (long long)m);
+        if (s < 2 || s > 62)
+            return interp_fail(o, "shift[%llu] = %d is outside 2..62", (unsigned long long)c, s);
+        if (m < 0)
+            return interp_fail(o, "multiplier[%llu] = %lld is negative", (unsigned long long)c, (long long)m);
     }
     int64_t lo, hi;
     if (ou) {
@@ -372,8 +391,17 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
     } else {
         im_range_s(to, &lo, &hi);
     }
-    rs_job j = {.in = in->data, .out = out->data, .ti = ti, .to = to, .nc = nc, .izp = izp, .ozp = ozp,
-                .lo = lo, .hi = hi, .iu = iu, .scale32 = a->scale32};
+    rs_job j = {.in = in->data,
+                .out = out->data,
+                .ti = ti,
+                .to = to,
+                .nc = nc,
+                .izp = izp,
+                .ozp = ozp,
+                .lo = lo,
+                .hi = hi,
+                .iu = iu,
+                .scale32 = a->scale32};
     /* per-channel constants: multiplier, shift and the rounding term (the
      * DOUBLE_ROUND bias is added per element, it depends on the sign) */
     /* one scale for the tensor: replicate it over 8 lanes so the vector
@@ -400,8 +428,7 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
         j.dbl[k] = a->rounding_mode == CTOSA_ROUND_DOUBLE && sft > 31 ? INT64_C(1) << 30 : 0;
     }
     size_t rows = lanes ? (size_t)(in->count / lanes) : 0;
-    if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 &&
-        in->count >= 1024 && rs_table(o, &j, in->count))
+    if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 && in->count >= 1024 && rs_table(o, &j, in->count))
         goto done;
     if (o->ctx && (double)in->count >= IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, rows, rs_rows, &j);
     else rs_rows(&j, 0, rows);

@@ -22,20 +22,19 @@ typedef struct ew_arg {
     int64_t st[3][INTERP_MAX_RANK]; /* element strides per input, 0 = broadcast */
     const void *x, *y, *w;
     void *out;
-    int64_t shift;                  /* MUL */
-    bool round;                     /* ARITHMETIC_RIGHT_SHIFT */
-    bool ignore_nan;                /* MAXIMUM/MINIMUM */
-    int64_t zp_in, zp_out;          /* NEGATE */
-    bool flat;                      /* no broadcasting: inputs indexed like the output */
-    int err;                        /* first error kind (atomic) */
+    int64_t shift;         /* MUL */
+    bool round;            /* ARITHMETIC_RIGHT_SHIFT */
+    bool ignore_nan;       /* MAXIMUM/MINIMUM */
+    int64_t zp_in, zp_out; /* NEGATE */
+    bool flat;             /* no broadcasting: inputs indexed like the output */
+    int err;               /* first error kind (atomic) */
     uint64_t err_at;
     double err_a, err_b;
 } ew_arg;
 
 static void ew_fail(ew_arg *A, int kind, uint64_t at, double a, double b) {
     int expected = 0;
-    if (__atomic_compare_exchange_n(&A->err, &expected, kind, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(&A->err, &expected, kind, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
         A->err_at = at;
         A->err_a = a;
         A->err_b = b;
@@ -75,8 +74,8 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
     for (uint32_t k = 0; k < n_in; k++) {
         const itensor *t = o->in[k];
         if (t->rank != out->rank)
-            return interp_fail(o, "input '%s' has rank %u, output '%s' rank %u (ranks must match)",
-                               t->name, t->rank, out->name, out->rank);
+            return interp_fail(o, "input '%s' has rank %u, output '%s' rank %u (ranks must match)", t->name,
+                               t->rank, out->name, out->rank);
         int64_t stride = 1;
         for (int d = (int)t->rank - 1; d >= 0; d--) {
             if (t->shape[d] != out->shape[d] && t->shape[d] != 1)
@@ -105,95 +104,107 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
     return NULL;
 }
 
-#define FAIL(kind) do { ew_fail(A, kind, i, (double)a, (double)b); return; } while (0)
+#define FAIL(kind)                                 \
+    do {                                           \
+        ew_fail(A, kind, i, (double)a, (double)b); \
+        return;                                    \
+    } while (0)
 
 /* Binary loop: a from X, b from Y, result r into Z. */
 /* The broadcast walk goes a row (innermost dimension) at a time: along a
  * row each input either advances (stride 1) or repeats one value (stride 0),
  * and those loops vectorise; the odometer steps once per row. */
-#define BIN_ROW(COND, XA, YB, STMT)                                                        \
-    if (COND) {                                                                            \
-        for (size_t e_ = i + seg, i0_ = i; i < e_; i++) {                                  \
-            T1_T a = XA;                                                                   \
-            T2_T b = YB;                                                                   \
-            TO_T r;                                                                        \
-            STMT;                                                                          \
-            Z[i] = r;                                                                      \
-            (void)i0_;                                                                     \
-        }                                                                                  \
+#define BIN_ROW(COND, XA, YB, STMT)                       \
+    if (COND) {                                           \
+        for (size_t e_ = i + seg, i0_ = i; i < e_; i++) { \
+            T1_T a = XA;                                  \
+            T2_T b = YB;                                  \
+            TO_T r;                                       \
+            STMT;                                         \
+            Z[i] = r;                                     \
+            (void)i0_;                                    \
+        }                                                 \
     }
 /* Binary loop: a from X, b from Y, result r into Z. */
-#define BIN_FN(NAME, T1, T2, TO, STMT)                                                     \
-    static void NAME(void *vp, size_t begin, size_t end) {                                 \
-        typedef T1 T1_T;                                                                   \
-        typedef T2 T2_T;                                                                   \
-        typedef TO TO_T;                                                                   \
-        ew_arg *A = vp;                                                                    \
-        const T1 *X = A->x;                                                                \
-        const T2 *Y = A->y;                                                                \
-        TO *Z = A->out;                                                                    \
-        if (A->flat) {                                                                     \
-            for (size_t i = begin; i < end; i++) {                                         \
-                T1 a = X[i];                                                               \
-                T2 b = Y[i];                                                               \
-                TO r;                                                                      \
-                STMT;                                                                      \
-                Z[i] = r;                                                                  \
-            }                                                                              \
-            return;                                                                        \
-        }                                                                                  \
-        int64_t idx[INTERP_MAX_RANK], off[3];                                              \
-        const int last = (int)A->rank - 1;                                                 \
-        const int64_t L = last >= 0 ? A->shape[last] : 1;                                  \
-        const int64_t sx = last >= 0 ? A->st[0][last] : 0, sy = last >= 0 ? A->st[1][last] : 0; \
-        bc_start(A, begin, idx, off);                                                      \
-        size_t i = begin;                                                                  \
-        while (i < end) {                                                                  \
-            int64_t at = last >= 0 ? idx[last] : 0;                                        \
-            size_t seg = end - i < (size_t)(L - at) ? end - i : (size_t)(L - at);          \
-            const T1 *xp = X + off[0];                                                     \
-            const T2 *yp = Y + off[1];                                                     \
-            BIN_ROW(sx == 1 && sy == 1, xp[i - i0_], yp[i - i0_], STMT)                    \
-            else BIN_ROW(sx == 1 && sy == 0, xp[i - i0_], yp[0], STMT)                     \
-            else BIN_ROW(sx == 0 && sy == 1, xp[0], yp[i - i0_], STMT)                     \
-            else BIN_ROW(1, xp[(int64_t)(i - i0_) * sx], yp[(int64_t)(i - i0_) * sy], STMT) \
-            if (i >= end) break;                                                           \
-            /* at the row's last element: the odometer carries from there */               \
-            if (last >= 0) {                                                               \
-                idx[last] += (int64_t)seg - 1;                                             \
-                for (int k = 0; k < 3; k++) off[k] += ((int64_t)seg - 1) * A->st[k][last]; \
-            }                                                                              \
-            bc_next(A, idx, off);                                                          \
-        }                                                                                  \
+#define BIN_FN(NAME, T1, T2, TO, STMT)                                                                     \
+    static void NAME(void *vp, size_t begin, size_t end) {                                                 \
+        typedef T1 T1_T;                                                                                   \
+        typedef T2 T2_T;                                                                                   \
+        typedef TO TO_T;                                                                                   \
+        ew_arg *A = vp;                                                                                    \
+        const T1 *X = A->x;                                                                                \
+        const T2 *Y = A->y;                                                                                \
+        TO *Z = A->out;                                                                                    \
+        if (A->flat) {                                                                                     \
+            for (size_t i = begin; i < end; i++) {                                                         \
+                T1 a = X[i];                                                                               \
+                T2 b = Y[i];                                                                               \
+                TO r;                                                                                      \
+                STMT;                                                                                      \
+                Z[i] = r;                                                                                  \
+            }                                                                                              \
+            return;                                                                                        \
+        }                                                                                                  \
+        int64_t idx[INTERP_MAX_RANK], off[3];                                                              \
+        const int last = (int)A->rank - 1;                                                                 \
+        const int64_t L = last >= 0 ? A->shape[last] : 1;                                                  \
+        const int64_t sx = last >= 0 ? A->st[0][last] : 0, sy = last >= 0 ? A->st[1][last] : 0;            \
+        bc_start(A, begin, idx, off);                                                                      \
+        size_t i = begin;                                                                                  \
+        while (i < end) {                                                                                  \
+            int64_t at = last >= 0 ? idx[last] : 0;                                                        \
+            size_t seg = end - i < (size_t)(L - at) ? end - i : (size_t)(L - at);                          \
+            const T1 *xp = X + off[0];                                                                     \
+            const T2 *yp = Y + off[1];                                                                     \
+            BIN_ROW(sx == 1 && sy == 1, xp[i - i0_], yp[i - i0_], STMT)                                    \
+            else BIN_ROW(sx == 1 && sy == 0, xp[i - i0_], yp[0], STMT) else BIN_ROW(                       \
+                sx == 0 && sy == 1, xp[0], yp[i - i0_], STMT) else BIN_ROW(1, xp[(int64_t)(i - i0_) * sx], \
+                                                                           yp[(int64_t)(i - i0_) * sy],    \
+                                                                           STMT) if (i >= end) break;      \
+            /* at the row's last element: the odometer carries from there */                               \
+            if (last >= 0) {                                                                               \
+                idx[last] += (int64_t)seg - 1;                                                             \
+                for (int k = 0; k < 3; k++) off[k] += ((int64_t)seg - 1) * A->st[k][last];                 \
+            }                                                                                              \
+            bc_next(A, idx, off);                                                                          \
+        }                                                                                                  \
     }
 
 /* Unary loop (same shape in and out). b is a dummy for FAIL. */
-#define UN_FN(NAME, T1, TO, STMT)                                                          \
-    static void NAME(void *vp, size_t begin, size_t end) {                                 \
-        ew_arg *A = vp;                                                                    \
-        const T1 *X = A->x;                                                                \
-        TO *Z = A->out;                                                                    \
-        for (size_t i = begin; i < end; i++) {                                             \
-            T1 a = X[i];                                                                   \
-            int b = 0;                                                                     \
-            TO r;                                                                          \
-            STMT;                                                                          \
-            (void)b;                                                                       \
-            Z[i] = r;                                                                      \
-        }                                                                                  \
+#define UN_FN(NAME, T1, TO, STMT)                          \
+    static void NAME(void *vp, size_t begin, size_t end) { \
+        ew_arg *A = vp;                                    \
+        const T1 *X = A->x;                                \
+        TO *Z = A->out;                                    \
+        for (size_t i = begin; i < end; i++) {             \
+            T1 a = X[i];                                   \
+            int b = 0;                                     \
+            TO r;                                          \
+            STMT;                                          \
+            (void)b;                                       \
+            Z[i] = r;                                      \
+        }                                                  \
     }
 
 typedef void (*ew_fn)(void *, size_t, size_t);
 
 /* ------------------------------------------------------------ binary ops */
 
-#define ADD_CHECKED(T, LO, HI)                                                             \
-    { int64_t c = (int64_t)a + (int64_t)b; if (c < LO || c > HI) FAIL(E_OVERFLOW); r = (T)c; }
+#define ADD_CHECKED(T, LO, HI)                  \
+    {                                           \
+        int64_t c = (int64_t)a + (int64_t)b;    \
+        if (c < LO || c > HI) FAIL(E_OVERFLOW); \
+        r = (T)c;                               \
+    }
 BIN_FN(add_i32, int32_t, int32_t, int32_t, ADD_CHECKED(int32_t, INT32_MIN, INT32_MAX))
 BIN_FN(add_i64, int64_t, int64_t, int64_t, if (__builtin_add_overflow(a, b, &r)) FAIL(E_OVERFLOW))
 BIN_FN(add_f, float, float, float, r = a + b)
-#define SUB_CHECKED(T, LO, HI)                                                             \
-    { int64_t c = (int64_t)a - (int64_t)b; if (c < LO || c > HI) FAIL(E_OVERFLOW); r = (T)c; }
+#define SUB_CHECKED(T, LO, HI)                  \
+    {                                           \
+        int64_t c = (int64_t)a - (int64_t)b;    \
+        if (c < LO || c > HI) FAIL(E_OVERFLOW); \
+        r = (T)c;                               \
+    }
 BIN_FN(sub_i32, int32_t, int32_t, int32_t, SUB_CHECKED(int32_t, INT32_MIN, INT32_MAX))
 BIN_FN(sub_i64, int64_t, int64_t, int64_t, if (__builtin_sub_overflow(a, b, &r)) FAIL(E_OVERFLOW))
 BIN_FN(sub_f, float, float, float, r = a - b)
@@ -215,37 +226,49 @@ BIN_FN(mul_i32, int32_t, int32_t, int32_t, {
 BIN_FN(mul_i64, int64_t, int64_t, int64_t, r = (int64_t)((uint64_t)a * (uint64_t)b))
 BIN_FN(mul_f, float, float, float, r = a * b)
 
-#define INTDIV_STMT(T, MIN)                                                                \
-    { if (b == 0) FAIL(E_DIV0); if (a == MIN && b == -1) FAIL(E_OVERFLOW); r = (T)(a / b); }
+#define INTDIV_STMT(T, MIN)                        \
+    {                                              \
+        if (b == 0) FAIL(E_DIV0);                  \
+        if (a == MIN && b == -1) FAIL(E_OVERFLOW); \
+        r = (T)(a / b);                            \
+    }
 BIN_FN(intdiv_i32, int32_t, int32_t, int32_t, INTDIV_STMT(int32_t, INT32_MIN))
 BIN_FN(intdiv_i64, int64_t, int64_t, int64_t, INTDIV_STMT(int64_t, INT64_MIN))
 
-#define ASR_STMT(T, BITS)                                                                  \
-    {                                                                                      \
-        if (b < 0 || b > BITS - 1) FAIL(E_SHIFT);                                          \
-        r = (T)(a >> b);                                                                   \
-        if (A->round && b > 0 && ((a >> (b - 1)) & 1)) r = (T)(r + 1);                     \
+#define ASR_STMT(T, BITS)                                              \
+    {                                                                  \
+        if (b < 0 || b > BITS - 1) FAIL(E_SHIFT);                      \
+        r = (T)(a >> b);                                               \
+        if (A->round && b > 0 && ((a >> (b - 1)) & 1)) r = (T)(r + 1); \
     }
 BIN_FN(asr_i8, int8_t, int8_t, int8_t, ASR_STMT(int8_t, 8))
 BIN_FN(asr_i16, int16_t, int16_t, int16_t, ASR_STMT(int16_t, 16))
 BIN_FN(asr_i32, int32_t, int32_t, int32_t, ASR_STMT(int32_t, 32))
 BIN_FN(asr_i64, int64_t, int64_t, int64_t, ASR_STMT(int64_t, 64))
 
-#define LSL_STMT(T, U, BITS) { if (b < 0 || b > BITS - 1) FAIL(E_SHIFT); r = (T)(U)((U)a << b); }
+#define LSL_STMT(T, U, BITS)                      \
+    {                                             \
+        if (b < 0 || b > BITS - 1) FAIL(E_SHIFT); \
+        r = (T)(U)((U)a << b);                    \
+    }
 BIN_FN(lsl_i8, int8_t, int8_t, int8_t, LSL_STMT(int8_t, uint8_t, 8))
 BIN_FN(lsl_i16, int16_t, int16_t, int16_t, LSL_STMT(int16_t, uint16_t, 16))
 BIN_FN(lsl_i32, int32_t, int32_t, int32_t, LSL_STMT(int32_t, uint32_t, 32))
 BIN_FN(lsl_i64, int64_t, int64_t, int64_t, LSL_STMT(int64_t, uint64_t, 64))
-#define LSR_STMT(T, U, BITS) { if (b < 0 || b > BITS - 1) FAIL(E_SHIFT); r = (T)(U)((U)a >> b); }
+#define LSR_STMT(T, U, BITS)                      \
+    {                                             \
+        if (b < 0 || b > BITS - 1) FAIL(E_SHIFT); \
+        r = (T)(U)((U)a >> b);                    \
+    }
 BIN_FN(lsr_i8, int8_t, int8_t, int8_t, LSR_STMT(int8_t, uint8_t, 8))
 BIN_FN(lsr_i16, int16_t, int16_t, int16_t, LSR_STMT(int16_t, uint16_t, 16))
 BIN_FN(lsr_i32, int32_t, int32_t, int32_t, LSR_STMT(int32_t, uint32_t, 32))
 BIN_FN(lsr_i64, int64_t, int64_t, int64_t, LSR_STMT(int64_t, uint64_t, 64))
 
-#define BITOPS(NAME, OP)                                                                   \
-    BIN_FN(NAME##_i8, int8_t, int8_t, int8_t, r = (int8_t)(a OP b))                        \
-    BIN_FN(NAME##_i16, int16_t, int16_t, int16_t, r = (int16_t)(a OP b))                   \
-    BIN_FN(NAME##_i32, int32_t, int32_t, int32_t, r = a OP b)                              \
+#define BITOPS(NAME, OP)                                                 \
+    BIN_FN(NAME##_i8, int8_t, int8_t, int8_t, r = (int8_t)(a OP b))      \
+    BIN_FN(NAME##_i16, int16_t, int16_t, int16_t, r = (int16_t)(a OP b)) \
+    BIN_FN(NAME##_i32, int32_t, int32_t, int32_t, r = a OP b)            \
     BIN_FN(NAME##_i64, int64_t, int64_t, int64_t, r = a OP b)
 BITOPS(band, &)
 BITOPS(bor, |)
@@ -283,8 +306,14 @@ BIN_FN(ge_f, float, float, uint8_t, r = a >= b)
 
 /* ------------------------------------------------------------ unary ops */
 
-UN_FN(abs_i32, int32_t, int32_t, { if (a == INT32_MIN) FAIL(E_OVERFLOW); r = a < 0 ? -a : a; })
-UN_FN(abs_i64, int64_t, int64_t, { if (a == INT64_MIN) FAIL(E_OVERFLOW); r = a < 0 ? -a : a; })
+UN_FN(abs_i32, int32_t, int32_t, {
+    if (a == INT32_MIN) FAIL(E_OVERFLOW);
+    r = a < 0 ? -a : a;
+})
+UN_FN(abs_i64, int64_t, int64_t, {
+    if (a == INT64_MIN) FAIL(E_OVERFLOW);
+    r = a < 0 ? -a : a;
+})
 UN_FN(abs_f, float, float, r = fabsf(a))
 UN_FN(bnot_i8, int8_t, int8_t, r = (int8_t)~a)
 UN_FN(bnot_i16, int16_t, int16_t, r = (int16_t)~a)
@@ -304,20 +333,23 @@ UN_FN(rsqrt_f, float, float, r = a < 0 ? NAN : (float)(1.0 / sqrt((double)a)))
 UN_FN(neg_f, float, float, r = -a)
 /* NEGATE on integers: (zp_out - (a - zp_in)) in the accumulator type, each
  * step REQUIREd to stay in range, then clipped to the element type. */
-#define NEG_STMT(T, LO, HI, ALO, AHI)                                                      \
-    {                                                                                      \
-        int64_t v = (int64_t)a - A->zp_in;                                                 \
-        if (v < ALO || v > AHI) FAIL(E_OVERFLOW);                                          \
-        v = -v;                                                                            \
-        if (v < ALO || v > AHI) FAIL(E_OVERFLOW);                                          \
-        v += A->zp_out;                                                                    \
-        if (v < ALO || v > AHI) FAIL(E_OVERFLOW);                                          \
-        r = (T)(v < LO ? LO : v > HI ? HI : v);                                            \
+#define NEG_STMT(T, LO, HI, ALO, AHI)             \
+    {                                             \
+        int64_t v = (int64_t)a - A->zp_in;        \
+        if (v < ALO || v > AHI) FAIL(E_OVERFLOW); \
+        v = -v;                                   \
+        if (v < ALO || v > AHI) FAIL(E_OVERFLOW); \
+        v += A->zp_out;                           \
+        if (v < ALO || v > AHI) FAIL(E_OVERFLOW); \
+        r = (T)(v < LO ? LO : v > HI ? HI : v);   \
     }
 UN_FN(neg_i8, int8_t, int8_t, NEG_STMT(int8_t, INT8_MIN, INT8_MAX, INT32_MIN, INT32_MAX))
 UN_FN(neg_i16, int16_t, int16_t, NEG_STMT(int16_t, INT16_MIN, INT16_MAX, INT32_MIN, INT32_MAX))
 UN_FN(neg_i32, int32_t, int32_t, NEG_STMT(int32_t, INT32_MIN, INT32_MAX, INT32_MIN, INT32_MAX))
-UN_FN(neg_i64, int64_t, int64_t, { if (a == INT64_MIN) FAIL(E_OVERFLOW); r = -a; })
+UN_FN(neg_i64, int64_t, int64_t, {
+    if (a == INT64_MIN) FAIL(E_OVERFLOW);
+    r = -a;
+})
 
 /* ------------------------------------------------------------ drivers */
 
@@ -339,15 +371,18 @@ static ctosa_error *report(const interp_op *o, const ew_arg *A) {
     switch (A->err) {
     case E_NONE: return NULL;
     case E_OVERFLOW:
-        return interp_fail(o, "REQUIRE failed at output element %llu: the result of %.17g and "
-                           "%.17g does not fit %s", at, A->err_a, A->err_b,
-                           ctosa_dtype_short(out->dtype));
+        return interp_fail(o,
+                           "REQUIRE failed at output element %llu: the result of %.17g and "
+                           "%.17g does not fit %s",
+                           at, A->err_a, A->err_b, ctosa_dtype_short(out->dtype));
     case E_DIV0:
-        return interp_fail(o, "REQUIRE failed at output element %llu: division of %.17g by zero",
-                           at, A->err_a);
+        return interp_fail(o, "REQUIRE failed at output element %llu: division of %.17g by zero", at,
+                           A->err_a);
     case E_SHIFT:
-        return interp_fail(o, "REQUIRE failed at output element %llu: shift amount %.17g is out "
-                           "of range for %s", at, A->err_b, ctosa_dtype_short(o->in[0]->dtype));
+        return interp_fail(o,
+                           "REQUIRE failed at output element %llu: shift amount %.17g is out "
+                           "of range for %s",
+                           at, A->err_b, ctosa_dtype_short(o->in[0]->dtype));
     default: return interp_fail(o, "REQUIRE failed at output element %llu", at);
     }
 }
@@ -370,7 +405,10 @@ static ctosa_error *check_types(const interp_op *o, uint32_t n, ctosa_dtype outd
     return NULL;
 }
 
-typedef struct bin_pick { ew_fn i8, i16, i32, i64, f; bool bool_in, bool_out; } bin_pick;
+typedef struct bin_pick {
+    ew_fn i8, i16, i32, i64, f;
+    bool bool_in, bool_out;
+} bin_pick;
 
 static ctosa_error *binary(const interp_op *o, bin_pick p, ew_arg *A) {
     ctosa_dtype dt = o->in[0]->dtype;
@@ -420,8 +458,8 @@ ctosa_error *interp_k_MUL(const interp_op *o) {
     if (A.shift < 0 || A.shift > 63)
         return interp_fail(o, "REQUIRE failed: shift %lld is outside 0..63", (long long)A.shift);
     if (dt != CTOSA_DTYPE_INT32 && A.shift != 0)
-        return interp_fail(o, "REQUIRE failed: shift %lld must be 0 for %s inputs",
-                           (long long)A.shift, ctosa_dtype_short(dt));
+        return interp_fail(o, "REQUIRE failed: shift %lld must be 0 for %s inputs", (long long)A.shift,
+                           ctosa_dtype_short(dt));
     if (dt == CTOSA_DTYPE_INT8 || dt == CTOSA_DTYPE_INT16) {
         ew_fn fn = dt == CTOSA_DTYPE_INT8 ? mul_i8 : mul_i16;
         if ((e = check_types(o, 2, CTOSA_DTYPE_INT32))) return e;
@@ -518,11 +556,10 @@ static ctosa_error *unary(const interp_op *o, bin_pick p, ew_arg *A) {
     if (p.bool_in && dt != CTOSA_DTYPE_BOOL) fn = NULL;
     if (!fn) return bad_type(o);
     if (out->dtype != dt)
-        return interp_fail(o, "output '%s' is %s, input '%s' is %s", out->name,
-                           ctosa_dtype_short(out->dtype), in->name, ctosa_dtype_short(dt));
+        return interp_fail(o, "output '%s' is %s, input '%s' is %s", out->name, ctosa_dtype_short(out->dtype),
+                           in->name, ctosa_dtype_short(dt));
     if (!interp_same_shape(in, out))
-        return interp_fail(o, "output %s differs from input %s", interp_shape_str(out),
-                           interp_shape_str(in));
+        return interp_fail(o, "output %s differs from input %s", interp_shape_str(out), interp_shape_str(in));
     A->x = in->data;
     A->out = out->data;
     run_loop(o, fn, A, out->count);
@@ -532,10 +569,10 @@ static ctosa_error *unary(const interp_op *o, bin_pick p, ew_arg *A) {
     return NULL;
 }
 
-#define UNARY_KERNEL(OP, ...)                                                              \
-    ctosa_error *interp_k_##OP(const interp_op *o) {                                       \
-        ew_arg A = {0};                                                                    \
-        return unary(o, PICK(__VA_ARGS__), &A);                                            \
+#define UNARY_KERNEL(OP, ...)                        \
+    ctosa_error *interp_k_##OP(const interp_op *o) { \
+        ew_arg A = {0};                              \
+        return unary(o, PICK(__VA_ARGS__), &A);      \
     }
 UNARY_KERNEL(ABS, .i32 = abs_i32, .i64 = abs_i64, .f = abs_f)
 UNARY_KERNEL(BITWISE_NOT, .i8 = bnot_i8, .i16 = bnot_i16, .i32 = bnot_i32, .i64 = bnot_i64)
@@ -558,8 +595,7 @@ ctosa_error *interp_k_NEGATE(const interp_op *o) {
         float zi = 0, zo = 0;
         if (o->n_in > 1 && (e = interp_scalar_float(o, 1, &zi))) return e;
         if (o->n_in > 2 && (e = interp_scalar_float(o, 2, &zo))) return e;
-        if (zi != 0 || zo != 0)
-            return interp_fail(o, "zero points must be 0 for %s", ctosa_dtype_short(dt));
+        if (zi != 0 || zo != 0) return interp_fail(o, "zero points must be 0 for %s", ctosa_dtype_short(dt));
     } else {
         if (o->n_in > 1 && (e = interp_scalar_int(o, 1, &A.zp_in))) return e;
         if (o->n_in > 2 && (e = interp_scalar_int(o, 2, &A.zp_out))) return e;
@@ -567,8 +603,7 @@ ctosa_error *interp_k_NEGATE(const interp_op *o) {
             return interp_fail(o, "zero points must be 0 for %s (input1_zp %lld, output_zp %lld)",
                                ctosa_dtype_short(dt), (long long)A.zp_in, (long long)A.zp_out);
     }
-    return unary(o, PICK(.i8 = neg_i8, .i16 = neg_i16, .i32 = neg_i32, .i64 = neg_i64,
-                         .f = neg_f), &A);
+    return unary(o, PICK(.i8 = neg_i8, .i16 = neg_i16, .i32 = neg_i32, .i64 = neg_i64, .f = neg_f), &A);
 }
 
 /* ------------------------------------------------------------ SELECT */

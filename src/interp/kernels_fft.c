@@ -29,8 +29,8 @@ static void twiddles(int64_t n, double *c, double *s) {
 
 /* out[o] = sum_i in[i] * (cos(a) - sign*i*sin(a)), a = 2*pi*(i*o mod n)/n,
  * strided complex vectors. */
-static void dft(int64_t n, int64_t nout, const double *re, const double *im, int64_t stride,
-                double *ore, double *oim, int64_t ostride, const double *c, const double *s, double sign) {
+static void dft(int64_t n, int64_t nout, const double *re, const double *im, int64_t stride, double *ore,
+                double *oim, int64_t ostride, const double *c, const double *s, double sign) {
     for (int64_t k = 0; k < nout; k++) {
         double sr = 0, si = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -63,9 +63,11 @@ static ctosa_error *fft_common(const interp_op *o, bool real_input, bool inverse
     for (int i = 0; i < 2; i++) {
         const itensor *t = o->out[i];
         if (t->shape[0] != N || t->shape[1] != H || t->shape[2] != OW)
-            return interp_fail(o, "output %d must be [%lld,%lld,%lld]", i, (long long)N, (long long)H, (long long)OW);
+            return interp_fail(o, "output %d must be [%lld,%lld,%lld]", i, (long long)N, (long long)H,
+                               (long long)OW);
     }
-    if (!pow2(H) || !pow2(W)) return interp_fail(o, "height %lld and width %lld must be powers of two", (long long)H, (long long)W);
+    if (!pow2(H) || !pow2(W))
+        return interp_fail(o, "height %lld and width %lld must be powers of two", (long long)H, (long long)W);
     if (im_dims(ir, 0, 3) != ir->count || (ii && im_dims(ii, 0, 3) != ii->count) ||
         im_dims(orr, 0, 3) != orr->count || im_dims(oi, 0, 3) != oi->count)
         return interp_fail(o, "tensor element counts do not match their shapes");

@@ -8,8 +8,7 @@
 
 static ctosa_error *check_rank3(const interp_op *o, const itensor *t, const char *what) {
     if (t->rank != 3)
-        return interp_fail(o, "%s '%s' must have rank 3 [N,K,C], not %s", what, t->name,
-                           interp_shape_str(t));
+        return interp_fail(o, "%s '%s' must have rank 3 [N,K,C], not %s", what, t->name, interp_shape_str(t));
     return NULL;
 }
 
@@ -18,8 +17,8 @@ static ctosa_error *check_indices(const interp_op *o, const itensor *idx, int64_
         return interp_fail(o, "indices '%s' must be int32 or int64, not %s", idx->name,
                            ctosa_dtype_short(idx->dtype));
     if (idx->rank != 2 || idx->shape[0] != n || idx->shape[1] != w)
-        return interp_fail(o, "indices '%s' %s must be [%lld,%lld]", idx->name,
-                           interp_shape_str(idx), (long long)n, (long long)w);
+        return interp_fail(o, "indices '%s' %s must be [%lld,%lld]", idx->name, interp_shape_str(idx),
+                           (long long)n, (long long)w);
     return NULL;
 }
 
@@ -57,14 +56,13 @@ ctosa_error *interp_k_SCATTER(const interp_op *o) {
         return e;
     int64_t N = vin->shape[0], K = vin->shape[1], C = vin->shape[2], W = input->shape[1];
     if (!interp_same_shape(vin, out) || input->shape[0] != N || input->shape[2] != C)
-        return interp_fail(o, "values_in %s, input %s and values_out %s do not agree",
-                           interp_shape_str(vin), interp_shape_str(input), interp_shape_str(out));
+        return interp_fail(o, "values_in %s, input %s and values_out %s do not agree", interp_shape_str(vin),
+                           interp_shape_str(input), interp_shape_str(out));
     if (vin->dtype != out->dtype || input->dtype != out->dtype)
         return interp_fail(o, "values_in, input and values_out must have one dtype");
     if ((e = check_indices(o, idx, N, W))) return e;
     size_t es = interp_elem_size(out->dtype), row = (size_t)C * es;
-    if (out->count && out->data != vin->data)
-        memcpy(out->data, vin->data, (size_t)out->count * es);
+    if (out->count && out->data != vin->data) memcpy(out->data, vin->data, (size_t)out->count * es);
     uint8_t *written = calloc((size_t)(N * K) + 1, 1);
     if (!written) return ctosa_error_nomem();
     for (int64_t n = 0; n < N; n++)
@@ -77,8 +75,8 @@ ctosa_error *interp_k_SCATTER(const interp_op *o) {
             }
             if (C > 0 && written[n * K + k]) {
                 free(written);
-                return interp_fail(o, "REQUIRE failed: row %lld of batch %lld is written twice",
-                                   (long long)k, (long long)n);
+                return interp_fail(o, "REQUIRE failed: row %lld of batch %lld is written twice", (long long)k,
+                                   (long long)n);
             }
             written[n * K + k] = 1;
             if (row)

@@ -80,10 +80,12 @@ static void kg_pack_worker(void *arg, size_t begin, size_t end) {
         kg_pack_f_panel(j->dst + (int64_t)p * j->K * KG_NR, (int64_t)p, j->K, j->N, j->src, j->sk, j->sn);
 }
 
-void kg_pack_f_par(interp_ctx *ctx, float *dst, int64_t K, int64_t N, const float *src, int64_t sk, int64_t sn) {
+void kg_pack_f_par(interp_ctx *ctx, float *dst, int64_t K, int64_t N, const float *src, int64_t sk,
+                   int64_t sn) {
     int64_t panels = (N + KG_NR - 1) / KG_NR;
     kg_pack_job j = {dst, K, N, sk, sn, src};
-    if (ctx && panels > 1 && (double)K * (double)N >= 4 * IM_PAR_MIN_ELEMS) interp_parallel_for(ctx, (size_t)panels, kg_pack_worker, &j);
+    if (ctx && panels > 1 && (double)K * (double)N >= 4 * IM_PAR_MIN_ELEMS)
+        interp_parallel_for(ctx, (size_t)panels, kg_pack_worker, &j);
     else kg_pack_worker(&j, 0, (size_t)panels);
 }
 
@@ -107,83 +109,81 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
 /* The fused CLAMP (interp_post_f) on a vector, lane for lane the same
  * selects: v < lo -> lo, else v > hi -> hi, else v; NaN -> lo when
  * ignore_nan. A macro: vector arguments would differ in ABI per ISA. */
-#define KG_POST(V, P)                                                                      \
-    ({                                                                                     \
-        kg_vf v_ = (V), lo_ = (kg_vf){0} + (P)->lo, hi_ = (kg_vf){0} + (P)->hi;            \
-        kg_vi lt_ = v_ < lo_, gt_ = v_ > hi_;                                              \
-        kg_vi r_ = (lt_ & (kg_vi)lo_) | (~lt_ & ((gt_ & (kg_vi)hi_) | (~gt_ & (kg_vi)v_)));  \
-        if ((P)->ignore_nan) {                                                             \
-            kg_vi nan_ = v_ != v_;                                                         \
-            r_ = (nan_ & (kg_vi)lo_) | (~nan_ & r_);                                       \
-        }                                                                                  \
-        (kg_vf) r_;                                                                        \
+#define KG_POST(V, P)                                                                       \
+    ({                                                                                      \
+        kg_vf v_ = (V), lo_ = (kg_vf){0} + (P)->lo, hi_ = (kg_vf){0} + (P)->hi;             \
+        kg_vi lt_ = v_<lo_, gt_ = v_> hi_;                                                  \
+        kg_vi r_ = (lt_ & (kg_vi)lo_) | (~lt_ & ((gt_ & (kg_vi)hi_) | (~gt_ & (kg_vi)v_))); \
+        if ((P)->ignore_nan) {                                                              \
+            kg_vi nan_ = v_ != v_;                                                          \
+            r_ = (nan_ & (kg_vi)lo_) | (~nan_ & r_);                                        \
+        }                                                                                   \
+        (kg_vf) r_;                                                                         \
     })
 
 /* One row block x one column panel. ptrs holds nrows*T row pointers. */
-#define KG_TILE_F(NAME, ATTR, MR)                                                          \
-    ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0,         \
-                          int64_t nrows, int64_t panel) {                                  \
-        const int64_t Kt = job->Kt, K = Kt * job->T;                                       \
-        const int32_t T = job->T;                                                          \
-        const float *bp = (const float *)job->bpack + panel * K * KG_NR;                   \
-        const int64_t n0 = panel * KG_NR;                                                  \
-        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;               \
-        kg_vf bias = {0};                                                                  \
-        if (job->bias)                                                                     \
-            for (int j = 0; j < ncols; j++) bias[j] = job->bias[n0 + j];                   \
-        for (int64_t r = 0; r < nrows; r += MR) {                                          \
-            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                         \
-            kg_vf acc[MR];                                                                 \
-            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (kg_vf){0};     \
-            for (int32_t t = 0; t < T; t++) {                                              \
-                const float *a[MR];                                                        \
-                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                      \
-                    a[m] = (const float *)ptrs[(r + (m < mr ? m : 0)) * T + t];            \
-                const kg_vf *b = (const kg_vf *)(bp + t * Kt * KG_NR);                     \
-                for (int64_t k = 0; k < Kt; k++) {                                         \
-                    kg_vf bv = b[k];                                                       \
-                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                  \
-                        acc[m] += a[m][k] * bv;                                            \
-                }                                                                          \
-            }                                                                              \
-            float *o = (float *)job->out + (row0 + r) * job->ldo + n0;                     \
-            for (int m = 0; m < mr; m++) {                                                 \
-                kg_vf v = acc[m] + bias;                                                   \
-                if (job->post) v = KG_POST(v, job->post);                                  \
-                if (ncols == KG_NR) memcpy(o + m * job->ldo, &v, sizeof v);                \
-                else                                                                       \
-                    for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = v[j];            \
-            }                                                                              \
-        }                                                                                  \
+#define KG_TILE_F(NAME, ATTR, MR)                                                                  \
+    ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nrows, \
+                          int64_t panel) {                                                         \
+        const int64_t Kt = job->Kt, K = Kt * job->T;                                               \
+        const int32_t T = job->T;                                                                  \
+        const float *bp = (const float *)job->bpack + panel * K * KG_NR;                           \
+        const int64_t n0 = panel * KG_NR;                                                          \
+        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;                        \
+        kg_vf bias = {0};                                                                          \
+        if (job->bias)                                                                             \
+            for (int j = 0; j < ncols; j++) bias[j] = job->bias[n0 + j];                           \
+        for (int64_t r = 0; r < nrows; r += MR) {                                                  \
+            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                                 \
+            kg_vf acc[MR];                                                                         \
+            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (kg_vf){0};             \
+            for (int32_t t = 0; t < T; t++) {                                                      \
+                const float *a[MR];                                                                \
+                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) a[m] =                       \
+                    (const float *)ptrs[(r + (m < mr ? m : 0)) * T + t];                           \
+                const kg_vf *b = (const kg_vf *)(bp + t * Kt * KG_NR);                             \
+                for (int64_t k = 0; k < Kt; k++) {                                                 \
+                    kg_vf bv = b[k];                                                               \
+                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] += a[m][k] * bv;  \
+                }                                                                                  \
+            }                                                                                      \
+            float *o = (float *)job->out + (row0 + r) * job->ldo + n0;                             \
+            for (int m = 0; m < mr; m++) {                                                         \
+                kg_vf v = acc[m] + bias;                                                           \
+                if (job->post) v = KG_POST(v, job->post);                                          \
+                if (ncols == KG_NR) memcpy(o + m * job->ldo, &v, sizeof v);                        \
+                else                                                                               \
+                    for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = v[j];                    \
+            }                                                                                      \
+        }                                                                                          \
     }
 
-#define KG_TILE_I(NAME, ATTR, MR, VACC, ACC_T)                                             \
-    ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0,         \
-                          int64_t nrows, int64_t panel) {                                  \
-        const int64_t Kt = job->Kt, K = Kt * job->T;                                       \
-        const int32_t T = job->T;                                                          \
-        const int32_t *bp = (const int32_t *)job->bpack + panel * K * KG_NR;               \
-        const int64_t n0 = panel * KG_NR;                                                  \
-        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;               \
-        for (int64_t r = 0; r < nrows; r += MR) {                                          \
-            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                         \
-            VACC acc[MR];                                                                  \
-            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (VACC){0};      \
-            for (int32_t t = 0; t < T; t++) {                                              \
-                const int16_t *a[MR];                                                      \
-                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                      \
-                    a[m] = (const int16_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];          \
-                const kg_vi *b = (const kg_vi *)(bp + t * Kt * KG_NR);                     \
-                for (int64_t k = 0; k < Kt; k++) {                                         \
-                    VACC bv = __builtin_convertvector(b[k], VACC);                         \
-                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                  \
-                        acc[m] += (ACC_T)a[m][k] * bv;                                     \
-                }                                                                          \
-            }                                                                              \
-            ACC_T *o = (ACC_T *)job->out + (row0 + r) * job->ldo + n0;                     \
-            for (int m = 0; m < mr; m++)                                                   \
-                for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = acc[m][j];           \
-        }                                                                                  \
+#define KG_TILE_I(NAME, ATTR, MR, VACC, ACC_T)                                                           \
+    ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nrows,       \
+                          int64_t panel) {                                                               \
+        const int64_t Kt = job->Kt, K = Kt * job->T;                                                     \
+        const int32_t T = job->T;                                                                        \
+        const int32_t *bp = (const int32_t *)job->bpack + panel * K * KG_NR;                             \
+        const int64_t n0 = panel * KG_NR;                                                                \
+        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;                              \
+        for (int64_t r = 0; r < nrows; r += MR) {                                                        \
+            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                                       \
+            VACC acc[MR];                                                                                \
+            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (VACC){0};                    \
+            for (int32_t t = 0; t < T; t++) {                                                            \
+                const int16_t *a[MR];                                                                    \
+                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) a[m] =                             \
+                    (const int16_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];                               \
+                const kg_vi *b = (const kg_vi *)(bp + t * Kt * KG_NR);                                   \
+                for (int64_t k = 0; k < Kt; k++) {                                                       \
+                    VACC bv = __builtin_convertvector(b[k], VACC);                                       \
+                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] += (ACC_T)a[m][k] * bv; \
+                }                                                                                        \
+            }                                                                                            \
+            ACC_T *o = (ACC_T *)job->out + (row0 + r) * job->ldo + n0;                                   \
+            for (int m = 0; m < mr; m++)                                                                 \
+                for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = acc[m][j];                         \
+        }                                                                                                \
     }
 
 KG_TILE_F(kg_f_base, , 3)
@@ -323,21 +323,21 @@ static inline __attribute__((always_inline)) bool bias_l_impl(const int64_t *acc
 }
 
 #ifdef KG_X86
-#define KG_VERSIONS(RET, NAME, IMPL, PARAMS, ARGS)                                   \
-    KG_AVX512 static RET NAME##_v4 PARAMS { return IMPL ARGS; }                      \
-    KG_AVX2 static RET NAME##_v3 PARAMS { return IMPL ARGS; }                        \
-    static RET NAME##_v1 PARAMS { return IMPL ARGS; }                                \
-    RET NAME PARAMS {                                                                \
-        int isa = kg_isa();                                                          \
-        return isa == KG_ISA_AVX512 ? NAME##_v4 ARGS : isa == KG_ISA_AVX2 ? NAME##_v3 ARGS \
-                                                                          : NAME##_v1 ARGS; \
+#define KG_VERSIONS(RET, NAME, IMPL, PARAMS, ARGS)                                                           \
+    KG_AVX512 static RET NAME##_v4 PARAMS { return IMPL ARGS; }                                              \
+    KG_AVX2 static RET NAME##_v3 PARAMS { return IMPL ARGS; }                                                \
+    static RET NAME##_v1 PARAMS { return IMPL ARGS; }                                                        \
+    RET NAME PARAMS {                                                                                        \
+        int isa = kg_isa();                                                                                  \
+        return isa == KG_ISA_AVX512 ? NAME##_v4 ARGS : isa == KG_ISA_AVX2 ? NAME##_v3 ARGS : NAME##_v1 ARGS; \
     }
 #else
 #define KG_VERSIONS(RET, NAME, IMPL, PARAMS, ARGS) \
     RET NAME PARAMS { return IMPL ARGS; }
 #endif
 
-KG_VERSIONS(int32_t, kg_cvt_i8_f32, cvt_i8_impl, (const int8_t *s, size_t n, int32_t zp, float *d), (s, n, zp, d))
+KG_VERSIONS(int32_t, kg_cvt_i8_f32, cvt_i8_impl, (const int8_t *s, size_t n, int32_t zp, float *d),
+            (s, n, zp, d))
 KG_VERSIONS(bool, kg_bias_f32_i32, bias_f_impl,
             (const float *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out),
             (acc, rows, oc, bias, out))
@@ -362,7 +362,9 @@ static void kg_scratch_free(void *v) {
     free(s);
 }
 
-static void kg_scratch_init(void) { kg_scratch_ok = pthread_key_create(&kg_scratch_key, kg_scratch_free) == 0; }
+static void kg_scratch_init(void) {
+    kg_scratch_ok = pthread_key_create(&kg_scratch_key, kg_scratch_free) == 0;
+}
 
 void *kg_scratch(int slot, size_t bytes) {
     if (slot < 0 || slot >= KG_SCRATCH_SLOTS) return NULL;

@@ -30,14 +30,14 @@ typedef struct kg_job {
     int32_t T;
     kg_rows_fn rows;
     const void *rctx;
-    const void *bpack;    /* from kg_pack_f / kg_pack_i */
-    const float *bias;    /* float engine: N values added to every row, or NULL */
-    void *out;            /* float engine: float; integer engine: int32 or int64 */
-    int64_t ldo;          /* elements between output rows */
-    bool acc64;           /* integer engine: accumulate and store int64 */
+    const void *bpack;       /* from kg_pack_f / kg_pack_i */
+    const float *bias;       /* float engine: N values added to every row, or NULL */
+    void *out;               /* float engine: float; integer engine: int32 or int64 */
+    int64_t ldo;             /* elements between output rows */
+    bool acc64;              /* integer engine: accumulate and store int64 */
     const interp_post *post; /* float engine: fused CLAMP applied as tiles are stored, or NULL */
     const int32_t *ibias;    /* int8 dot-product engine: N values added to every row */
-    int failed;           /* set when a worker could not allocate */
+    int failed;              /* set when a worker could not allocate */
 } kg_job;
 
 /* Number of elements of a packed B with K rows and N columns. */
@@ -57,7 +57,6 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
 bool kg_run_f(interp_ctx *ctx, kg_job *job);
 /* A values are int16. */
 bool kg_run_i(interp_ctx *ctx, kg_job *job);
-
 
 /* One row block x one column panel of a job (the engines' inner tiles);
  * kg_dispatch splits a job into tiles over the worker threads, with row

@@ -62,8 +62,7 @@ static void vcopy_run(const interp_op *o, vcopy *V) {
     if (V->len == 0 || V->rows == 0) return;
     if (V->rows * V->len >= (1u << 16) && V->rows > 1)
         interp_parallel_for(o->ctx, (size_t)V->rows, vcopy_rows, V);
-    else
-        vcopy_rows(V, 0, (size_t)V->rows);
+    else vcopy_rows(V, 0, (size_t)V->rows);
 }
 
 /* Row-major element strides of t. */
@@ -77,8 +76,8 @@ static void strides_of(const itensor *t, int64_t *st) {
 
 static ctosa_error *same_dtype(const interp_op *o, const itensor *a, const itensor *b) {
     if (a->dtype != b->dtype)
-        return interp_fail(o, "'%s' is %s but '%s' is %s", a->name, ctosa_dtype_short(a->dtype),
-                           b->name, ctosa_dtype_short(b->dtype));
+        return interp_fail(o, "'%s' is %s but '%s' is %s", a->name, ctosa_dtype_short(a->dtype), b->name,
+                           ctosa_dtype_short(b->dtype));
     return NULL;
 }
 
@@ -98,8 +97,7 @@ ctosa_error *interp_k_IDENTITY(const interp_op *o) {
     ctosa_error *e = same_dtype(o, in, out);
     if (e) return e;
     if (!interp_same_shape(in, out))
-        return interp_fail(o, "output %s differs from input %s", interp_shape_str(out),
-                           interp_shape_str(in));
+        return interp_fail(o, "output %s differs from input %s", interp_shape_str(out), interp_shape_str(in));
     if (out->count && out->data != in->data)
         memcpy(out->data, in->data, (size_t)(out->count * interp_elem_size(out->dtype)));
     return NULL;
@@ -118,11 +116,10 @@ ctosa_error *interp_k_RESHAPE(const interp_op *o) {
         return interp_fail(o, "shape input '%s' does not match output %s", o->in[1]->name,
                            interp_shape_str(out));
     if (in->count != out->count)
-        return interp_fail(o, "input %s has %llu elements, output %s has %llu",
-                           interp_shape_str(in), (unsigned long long)in->count,
-                           interp_shape_str(out), (unsigned long long)out->count);
-    if (out->count)
-        memcpy(out->data, in->data, (size_t)(out->count * interp_elem_size(out->dtype)));
+        return interp_fail(o, "input %s has %llu elements, output %s has %llu", interp_shape_str(in),
+                           (unsigned long long)in->count, interp_shape_str(out),
+                           (unsigned long long)out->count);
+    if (out->count) memcpy(out->data, in->data, (size_t)(out->count * interp_elem_size(out->dtype)));
     return NULL;
 }
 
@@ -134,8 +131,7 @@ ctosa_error *interp_k_REVERSE(const interp_op *o) {
     if (axis < 0 || (uint32_t)axis >= in->rank)
         return interp_fail(o, "axis %d is outside 0..%d", axis, (int)in->rank - 1);
     if (!interp_same_shape(in, out))
-        return interp_fail(o, "output %s differs from input %s", interp_shape_str(out),
-                           interp_shape_str(in));
+        return interp_fail(o, "output %s differs from input %s", interp_shape_str(out), interp_shape_str(in));
     vcopy V;
     view_init(&V, in, out);
     strides_of(in, V.src_st);
@@ -153,19 +149,19 @@ ctosa_error *interp_k_SLICE(const interp_op *o) {
     if (e) return e;
     const int64_t *start, *size;
     uint64_t ns, nz;
-    if ((e = interp_shape_values(o, 1, &start, &ns)) || (e = interp_shape_values(o, 2, &size, &nz)))
-        return e;
+    if ((e = interp_shape_values(o, 1, &start, &ns)) || (e = interp_shape_values(o, 2, &size, &nz))) return e;
     if (ns != in->rank || nz != in->rank)
-        return interp_fail(o, "start has %llu and size %llu values; input rank is %u",
-                           (unsigned long long)ns, (unsigned long long)nz, in->rank);
+        return interp_fail(o, "start has %llu and size %llu values; input rank is %u", (unsigned long long)ns,
+                           (unsigned long long)nz, in->rank);
     if (out->rank != in->rank)
         return interp_fail(o, "output rank %u differs from input rank %u", out->rank, in->rank);
     for (uint32_t d = 0; d < in->rank; d++) {
-        if (start[d] < 0 || size[d] <= 0 || start[d] > in->shape[d] - size[d] ||
-            out->shape[d] != size[d])
-            return interp_fail(o, "dimension %u: start %lld size %lld does not fit input %s "
-                               "giving output %s", d, (long long)start[d], (long long)size[d],
-                               interp_shape_str(in), interp_shape_str(out));
+        if (start[d] < 0 || size[d] <= 0 || start[d] > in->shape[d] - size[d] || out->shape[d] != size[d])
+            return interp_fail(o,
+                               "dimension %u: start %lld size %lld does not fit input %s "
+                               "giving output %s",
+                               d, (long long)start[d], (long long)size[d], interp_shape_str(in),
+                               interp_shape_str(out));
     }
     vcopy V;
     view_init(&V, in, out);
@@ -183,14 +179,13 @@ ctosa_error *interp_k_TILE(const interp_op *o) {
     uint64_t nm;
     if ((e = interp_shape_values(o, 1, &mul, &nm))) return e;
     if (out->rank != in->rank || nm != in->rank)
-        return interp_fail(o, "input rank %u, output rank %u and %llu multiples must agree",
-                           in->rank, out->rank, (unsigned long long)nm);
+        return interp_fail(o, "input rank %u, output rank %u and %llu multiples must agree", in->rank,
+                           out->rank, (unsigned long long)nm);
     for (uint32_t d = 0; d < in->rank; d++) {
         int64_t want;
-        if (mul[d] < 0 || __builtin_mul_overflow(in->shape[d], mul[d], &want) ||
-            want != out->shape[d])
-            return interp_fail(o, "dimension %u: input %s times multiple %lld is not output %s",
-                               d, interp_shape_str(in), (long long)mul[d], interp_shape_str(out));
+        if (mul[d] < 0 || __builtin_mul_overflow(in->shape[d], mul[d], &want) || want != out->shape[d])
+            return interp_fail(o, "dimension %u: input %s times multiple %lld is not output %s", d,
+                               interp_shape_str(in), (long long)mul[d], interp_shape_str(out));
     }
     vcopy V;
     memset(&V, 0, sizeof V);
@@ -221,8 +216,8 @@ ctosa_error *interp_k_TRANSPOSE(const interp_op *o) {
     if (e) return e;
     ctosa_i32s perms = o->op->attr.perms;
     if (out->rank != in->rank || perms.n != in->rank)
-        return interp_fail(o, "input rank %u, output rank %u and %u perms must agree", in->rank,
-                           out->rank, perms.n);
+        return interp_fail(o, "input rank %u, output rank %u and %u perms must agree", in->rank, out->rank,
+                           perms.n);
     bool used[INTERP_MAX_RANK] = {0};
     for (uint32_t d = 0; d < perms.n; d++) {
         int32_t p = perms.v[d];
@@ -250,16 +245,18 @@ ctosa_error *interp_k_PAD(const interp_op *o) {
     uint64_t np;
     if ((e = interp_shape_values(o, 1, &pad, &np))) return e;
     if (out->rank != in->rank || np != 2 * (uint64_t)in->rank)
-        return interp_fail(o, "padding has %llu values; input rank %u needs %u",
-                           (unsigned long long)np, in->rank, 2 * in->rank);
+        return interp_fail(o, "padding has %llu values; input rank %u needs %u", (unsigned long long)np,
+                           in->rank, 2 * in->rank);
     for (uint32_t d = 0; d < in->rank; d++) {
         int64_t want;
         if (pad[2 * d] < 0 || pad[2 * d + 1] < 0 ||
             __builtin_add_overflow(pad[2 * d], pad[2 * d + 1], &want) ||
             __builtin_add_overflow(want, in->shape[d], &want) || want != out->shape[d])
-            return interp_fail(o, "dimension %u: padding %lld,%lld around input %s does not give "
-                               "output %s", d, (long long)pad[2 * d], (long long)pad[2 * d + 1],
-                               interp_shape_str(in), interp_shape_str(out));
+            return interp_fail(o,
+                               "dimension %u: padding %lld,%lld around input %s does not give "
+                               "output %s",
+                               d, (long long)pad[2 * d], (long long)pad[2 * d + 1], interp_shape_str(in),
+                               interp_shape_str(out));
     }
     size_t es = interp_elem_size(out->dtype);
     /* pad_const: a one-element tensor of the element type (0 if absent). */
@@ -295,8 +292,7 @@ ctosa_error *interp_k_PAD(const interp_op *o) {
 ctosa_error *interp_k_CONCAT(const interp_op *o) {
     const itensor *out = o->out[0], *first = o->in[0];
     int32_t axis = o->op->attr.axis;
-    if (first->rank == 0)
-        return interp_fail(o, "inputs must have rank 1 or more");
+    if (first->rank == 0) return interp_fail(o, "inputs must have rank 1 or more");
     if (axis < 0 || (uint32_t)axis >= first->rank)
         return interp_fail(o, "axis %d is outside 0..%d", axis, (int)first->rank - 1);
     if (out->rank != first->rank)
@@ -307,12 +303,12 @@ ctosa_error *interp_k_CONCAT(const interp_op *o) {
         ctosa_error *e = same_dtype(o, t, out);
         if (e) return e;
         if (t->rank != first->rank)
-            return interp_fail(o, "input '%s' has rank %u, input '%s' rank %u", t->name, t->rank,
-                               first->name, first->rank);
+            return interp_fail(o, "input '%s' has rank %u, input '%s' rank %u", t->name, t->rank, first->name,
+                               first->rank);
         for (uint32_t d = 0; d < t->rank; d++)
             if (d != (uint32_t)axis && t->shape[d] != out->shape[d])
-                return interp_fail(o, "input '%s' %s does not match output %s outside axis %d",
-                                   t->name, interp_shape_str(t), interp_shape_str(out), axis);
+                return interp_fail(o, "input '%s' %s does not match output %s outside axis %d", t->name,
+                                   interp_shape_str(t), interp_shape_str(out), axis);
         sum += t->shape[axis];
     }
     if (sum != out->shape[axis])

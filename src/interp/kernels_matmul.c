@@ -56,7 +56,9 @@ static ctosa_error *mm_int8_float(const interp_op *o, const itensor *A, const it
     if (B->is_const && !cached) {
         size_t total = 0;
         for (int64_t c0 = 0; c0 < C; c0 += kc) total += kg_pack_elems(C - c0 < kc ? C - c0 : kc, W);
-        float *blk = (size_t)N <= SIZE_MAX / 8 / (total + 1) ? kg_cache_new(o, key, ((size_t)N * total + 16) * 4) : NULL;
+        float *blk = (size_t)N <= SIZE_MAX / 8 / (total + 1)
+                         ? kg_cache_new(o, key, ((size_t)N * total + 16) * 4)
+                         : NULL;
         if (blk) {
             memcpy(blk, &bmax, sizeof bmax);
             cfill = blk + 16;
@@ -79,8 +81,15 @@ static ctosa_error *mm_int8_float(const interp_op *o, const itensor *A, const it
             }
             coff += kg_pack_elems(nc, W);
             mm_rows rc = {(const char *)(af + n * H * C), sizeof(float), C, c0};
-            kg_job job = {.M = H, .N = W, .Kt = nc, .T = 1, .rows = mm_row, .rctx = &rc, .bpack = bp,
-                          .out = tmp, .ldo = W};
+            kg_job job = {.M = H,
+                          .N = W,
+                          .Kt = nc,
+                          .T = 1,
+                          .rows = mm_row,
+                          .rctx = &rc,
+                          .bpack = bp,
+                          .out = tmp,
+                          .ldo = W};
             if (!kg_run_f(o->ctx, &job)) goto nomem;
             int64_t *a = acc + n * H * W;
             for (int64_t i = 0; i < H * W; i++) a[i] += (int64_t)tmp[i];
@@ -157,27 +166,34 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
     if (e) return e;
     const itensor *A = o->in[0], *B = o->in[1];
     itensor *out = o->out[0];
-    if (A->rank != 3 || B->rank != 3 || out->rank != 3) return interp_fail(o, "A, B and output must have rank 3");
+    if (A->rank != 3 || B->rank != 3 || out->rank != 3)
+        return interp_fail(o, "A, B and output must have rank 3");
     int64_t N = A->shape[0], H = A->shape[1], C = A->shape[2], W = B->shape[2];
     if (B->shape[0] != N || B->shape[1] != C || out->shape[0] != N || out->shape[1] != H ||
         out->shape[2] != W)
-        return interp_fail(o, "shapes do not match: A [%lld,%lld,%lld], B [%lld,%lld,%lld], output [%lld,%lld,%lld]",
-                           (long long)N, (long long)H, (long long)C, (long long)B->shape[0],
-                           (long long)B->shape[1], (long long)W, (long long)out->shape[0],
-                           (long long)out->shape[1], (long long)out->shape[2]);
+        return interp_fail(
+            o, "shapes do not match: A [%lld,%lld,%lld], B [%lld,%lld,%lld], output [%lld,%lld,%lld]",
+            (long long)N, (long long)H, (long long)C, (long long)B->shape[0], (long long)B->shape[1],
+            (long long)W, (long long)out->shape[0], (long long)out->shape[1], (long long)out->shape[2]);
     if (im_dims(A, 0, 3) != A->count || im_dims(B, 0, 3) != B->count || im_dims(out, 0, 3) != out->count)
         return interp_fail(o, "tensor element counts do not match their shapes");
     int64_t azp, bzp;
-    if ((e = mm_float_zp(o, o->in[2], &azp, "A_zp")) || (e = mm_float_zp(o, o->in[3], &bzp, "B_zp"))) return e;
+    if ((e = mm_float_zp(o, o->in[2], &azp, "A_zp")) || (e = mm_float_zp(o, o->in[3], &bzp, "B_zp")))
+        return e;
     ctosa_dtype ta = A->dtype, tb = B->dtype, to = out->dtype;
-    if (ta != CTOSA_DTYPE_INT8 && azp != 0) return interp_fail(o, "A_zp must be 0 for %s", ctosa_dtype_short(ta));
-    if (tb != CTOSA_DTYPE_INT8 && bzp != 0) return interp_fail(o, "B_zp must be 0 for %s", ctosa_dtype_short(tb));
+    if (ta != CTOSA_DTYPE_INT8 && azp != 0)
+        return interp_fail(o, "A_zp must be 0 for %s", ctosa_dtype_short(ta));
+    if (tb != CTOSA_DTYPE_INT8 && bzp != 0)
+        return interp_fail(o, "B_zp must be 0 for %s", ctosa_dtype_short(tb));
     if (ta != tb) return interp_fail(o, "A is %s but B is %s", ctosa_dtype_short(ta), ctosa_dtype_short(tb));
     bool is_int = ta == CTOSA_DTYPE_INT8 || ta == CTOSA_DTYPE_INT16;
-    if (ta == CTOSA_DTYPE_INT8 && to != CTOSA_DTYPE_INT32) return interp_fail(o, "int8 MATMUL needs int32 output");
-    if (ta == CTOSA_DTYPE_INT16 && to != CTOSA_DTYPE_INT48) return interp_fail(o, "int16 MATMUL needs int48 output");
+    if (ta == CTOSA_DTYPE_INT8 && to != CTOSA_DTYPE_INT32)
+        return interp_fail(o, "int8 MATMUL needs int32 output");
+    if (ta == CTOSA_DTYPE_INT16 && to != CTOSA_DTYPE_INT48)
+        return interp_fail(o, "int16 MATMUL needs int48 output");
     if (!is_int && (!ctosa_dtype_is_float(ta) || !ctosa_dtype_is_float(to)))
-        return interp_fail(o, "MATMUL of %s to %s is not supported", ctosa_dtype_short(ta), ctosa_dtype_short(to));
+        return interp_fail(o, "MATMUL of %s to %s is not supported", ctosa_dtype_short(ta),
+                           ctosa_dtype_short(to));
     if (out->count == 0) return NULL;
 
     if (is_int && o->reference) {
@@ -192,7 +208,8 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
                         acc += (im_load_i(ta, A->data, (size_t)((n * H + h) * C + c)) - azp) *
                                (im_load_i(tb, B->data, (size_t)((n * C + c) * W + w)) - bzp);
                     if (acc < lo || acc > hi)
-                        return interp_fail(o, "accumulator overflows %s (REQUIRE failed)", ctosa_dtype_short(to));
+                        return interp_fail(o, "accumulator overflows %s (REQUIRE failed)",
+                                           ctosa_dtype_short(to));
                     im_store_i(to, out->data, (size_t)((n * H + h) * W + w), acc);
                 }
         return NULL;
@@ -207,7 +224,8 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
                 for (int64_t w = 0; w < W; w++) {
                     double acc = 0;
                     for (int64_t c = 0; c < C; c++) {
-                        double p = ff_round_to_double(to, (double)a[(n * H + h) * C + c] * b[(n * C + c) * W + w]);
+                        double p =
+                            ff_round_to_double(to, (double)a[(n * H + h) * C + c] * b[(n * C + c) * W + w]);
                         acc = ff_round_to_double(to, acc + p);
                     }
                     d[(n * H + h) * W + w] = (float)acc;
@@ -218,8 +236,12 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
     if (ta == CTOSA_DTYPE_INT8) return mm_int8_float(o, A, B, out, azp, bzp);
     if (!is_int && H <= MM_GEMV_MAX_H) {
         for (int64_t n = 0; n < N; n++) {
-            mm_gemv g = {(const float *)A->data + n * H * C, (const float *)B->data + n * C * W,
-                         (float *)out->data + n * H * W, H, C, W};
+            mm_gemv g = {(const float *)A->data + n * H * C,
+                         (const float *)B->data + n * C * W,
+                         (float *)out->data + n * H * W,
+                         H,
+                         C,
+                         W};
             size_t chunks = (size_t)((W + MM_GEMV_COLS - 1) / MM_GEMV_COLS);
             if (o->ctx && (double)H * (double)C * (double)W >= IM_PAR_MIN_MACS)
                 interp_parallel_for(o->ctx, chunks, mm_gemv_rows, &g);

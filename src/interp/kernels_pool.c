@@ -21,12 +21,13 @@ static ctosa_error *p_geom(const interp_op *o, const itensor *in, const itensor 
     if (in->rank != 4 || out->rank != 4) return interp_fail(o, "input and output must have rank 4");
     if (im_dims(in, 0, 4) != in->count || im_dims(out, 0, 4) != out->count)
         return interp_fail(o, "tensor element counts do not match their shapes");
-    *g = (pgeom){in->shape[0], in->shape[1], in->shape[2], in->shape[3], out->shape[1], out->shape[2],
-                 a->kernel.v[0], a->kernel.v[1], a->stride.v[0], a->stride.v[1],
-                 a->pad.v[0], a->pad.v[1], a->pad.v[2], a->pad.v[3]};
+    *g = (pgeom){in->shape[0],  in->shape[1],   in->shape[2],   in->shape[3],   out->shape[1],
+                 out->shape[2], a->kernel.v[0], a->kernel.v[1], a->stride.v[0], a->stride.v[1],
+                 a->pad.v[0],   a->pad.v[1],    a->pad.v[2],    a->pad.v[3]};
     if (out->shape[0] != g->N || out->shape[3] != g->C)
         return interp_fail(o, "output batch/channels [%lld, %lld] differ from input [%lld, %lld]",
-                           (long long)out->shape[0], (long long)out->shape[3], (long long)g->N, (long long)g->C);
+                           (long long)out->shape[0], (long long)out->shape[3], (long long)g->N,
+                           (long long)g->C);
     if (g->KY < 1 || g->KX < 1) return interp_fail(o, "kernel must be >= 1");
     if (g->SY < 1 || g->SX < 1) return interp_fail(o, "stride must be >= 1");
     if (g->PT < 0 || g->PB < 0 || g->PL < 0 || g->PR < 0) return interp_fail(o, "negative pad");
@@ -34,9 +35,11 @@ static ctosa_error *p_geom(const interp_op *o, const itensor *in, const itensor 
         return interp_fail(o, "pad must be smaller than the kernel");
     int64_t nh = g->IH + g->PT + g->PB - g->KY, nw = g->IW + g->PL + g->PR - g->KX;
     if (nh < 0 || nh % g->SY || nh / g->SY + 1 != g->OH)
-        return interp_fail(o, "output height %lld does not match (IH + pads - kernel) / stride + 1 (exact)", (long long)g->OH);
+        return interp_fail(o, "output height %lld does not match (IH + pads - kernel) / stride + 1 (exact)",
+                           (long long)g->OH);
     if (nw < 0 || nw % g->SX || nw / g->SX + 1 != g->OW)
-        return interp_fail(o, "output width %lld does not match (IW + pads - kernel) / stride + 1 (exact)", (long long)g->OW);
+        return interp_fail(o, "output width %lld does not match (IW + pads - kernel) / stride + 1 (exact)",
+                           (long long)g->OW);
     return NULL;
 }
 
@@ -52,7 +55,8 @@ typedef struct pjob {
 
 /* Runs fn over output rows; parallel when rows x kernel taps x channels is
  * large enough to pay for waking the workers. */
-static void p_par(const interp_op *o, const pgeom *g, size_t n, void (*fn)(void *, size_t, size_t), void *arg) {
+static void p_par(const interp_op *o, const pgeom *g, size_t n, void (*fn)(void *, size_t, size_t),
+                  void *arg) {
     double work = (double)n * (double)g->OW * (double)g->C * (double)(g->KY * g->KX);
     if (o->ctx && work >= 4 * IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, n, fn, arg);
     else fn(arg, 0, n);
@@ -91,13 +95,15 @@ static inline IM_INLINE void avg_rows_impl(void *arg, size_t begin, size_t end) 
                     count++;
                     size_t base = (size_t)(((n * g->IH + y) * g->IW + x) * C);
                     if (!isf) {
-                        for (int64_t c = 0; c < C; c++) acci[c] += im_load_i(t, j->in->data, base + c) - j->izp;
+                        for (int64_t c = 0; c < C; c++)
+                            acci[c] += im_load_i(t, j->in->data, base + c) - j->izp;
                     } else if (j->acc_t == CTOSA_DTYPE_FP32) {
                         const float *s = (const float *)j->in->data + base;
                         for (int64_t c = 0; c < C; c++) accd[c] = (float)(accd[c] + s[c]);
                     } else {
                         const float *s = (const float *)j->in->data + base;
-                        for (int64_t c = 0; c < C; c++) accd[c] = ff_round_to_double(j->acc_t, accd[c] + s[c]);
+                        for (int64_t c = 0; c < C; c++)
+                            accd[c] = ff_round_to_double(j->acc_t, accd[c] + s[c]);
                     }
                 }
             }
@@ -112,8 +118,9 @@ static inline IM_INLINE void avg_rows_impl(void *arg, size_t begin, size_t end) 
                 /* count 0 (empty input) gives 0/0 = NaN, as the pseudocode */
                 float *d = (float *)j->out->data + obase;
                 for (int64_t c = 0; c < C; c++) {
-                    double q = j->acc_t == CTOSA_DTYPE_FP32 ? (double)(float)(accd[c] / (double)count)
-                                                            : ff_round_to_double(j->acc_t, accd[c] / (double)count);
+                    double q = j->acc_t == CTOSA_DTYPE_FP32
+                                   ? (double)(float)(accd[c] / (double)count)
+                                   : ff_round_to_double(j->acc_t, accd[c] / (double)count);
                     d[c] = ff_round_to_double(t, q);
                 }
             } else {
@@ -149,17 +156,25 @@ ctosa_error *interp_k_AVG_POOL2D(const interp_op *o) {
     if (isf) {
         for (int i = 1; i <= 2; i++) {
             const itensor *z = o->in[i];
-            if (z->count != 1) return interp_fail(o, "%s must be a one-element tensor", i == 1 ? "input_zp" : "output_zp");
-            if (ctosa_dtype_is_float(z->dtype) ? ((const float *)z->data)[0] != 0.0f : im_load_i(z->dtype, z->data, 0) != 0)
-                return interp_fail(o, "%s must be 0 for %s", i == 1 ? "input_zp" : "output_zp", ctosa_dtype_short(t));
+            if (z->count != 1)
+                return interp_fail(o, "%s must be a one-element tensor", i == 1 ? "input_zp" : "output_zp");
+            if (ctosa_dtype_is_float(z->dtype) ? ((const float *)z->data)[0] != 0.0f
+                                               : im_load_i(z->dtype, z->data, 0) != 0)
+                return interp_fail(o, "%s must be 0 for %s", i == 1 ? "input_zp" : "output_zp",
+                                   ctosa_dtype_short(t));
         }
-        if (acc != CTOSA_DTYPE_FP32 && !(acc == CTOSA_DTYPE_FP16 && (t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2)))
-            return interp_fail(o, "acc_type %s is not valid for %s", ctosa_dtype_short(acc) ? ctosa_dtype_short(acc) : "?", ctosa_dtype_short(t));
+        if (acc != CTOSA_DTYPE_FP32 &&
+            !(acc == CTOSA_DTYPE_FP16 &&
+              (t == CTOSA_DTYPE_FP16 || t == CTOSA_DTYPE_FP8E4M3 || t == CTOSA_DTYPE_FP8E5M2)))
+            return interp_fail(o, "acc_type %s is not valid for %s",
+                               ctosa_dtype_short(acc) ? ctosa_dtype_short(acc) : "?", ctosa_dtype_short(t));
     } else if (t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16) {
         if (!im_scalar_i(o->in[1], &izp) || !im_scalar_i(o->in[2], &ozp))
             return interp_fail(o, "input_zp and output_zp must be one-element integer tensors");
-        if (t != CTOSA_DTYPE_INT8 && (izp != 0 || ozp != 0)) return interp_fail(o, "zero points must be 0 for int16");
-        if (acc != CTOSA_DTYPE_INT32) return interp_fail(o, "acc_type must be int32 for %s", ctosa_dtype_short(t));
+        if (t != CTOSA_DTYPE_INT8 && (izp != 0 || ozp != 0))
+            return interp_fail(o, "zero points must be 0 for int16");
+        if (acc != CTOSA_DTYPE_INT32)
+            return interp_fail(o, "acc_type must be int32 for %s", ctosa_dtype_short(t));
     } else {
         return interp_fail(o, "AVG_POOL2D of %s is not supported", ctosa_dtype_short(t));
     }
@@ -258,21 +273,23 @@ ctosa_error *interp_k_ARGMAX(const interp_op *o) {
     if (out->rank != in->rank - 1) return interp_fail(o, "output rank must be input rank - 1");
     for (uint32_t i = 0, k = 0; i < in->rank; i++) {
         if ((int32_t)i == axis) continue;
-        if (out->shape[k] != in->shape[i]) return interp_fail(o, "output dimension %u differs from input dimension %u", k, i);
+        if (out->shape[k] != in->shape[i])
+            return interp_fail(o, "output dimension %u differs from input dimension %u", k, i);
         k++;
     }
     if (im_dims(in, 0, in->rank) != in->count || im_dims(out, 0, out->rank) != out->count)
         return interp_fail(o, "tensor element counts do not match their shapes");
     ctosa_dtype t = in->dtype, to = out->dtype;
     /* i32 and i64 inputs: TOSA 1.1 EXT-INT64 rows (i64 output). */
-    if (!ctosa_dtype_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16 && t != CTOSA_DTYPE_INT32 &&
-        t != CTOSA_DTYPE_INT64)
+    if (!ctosa_dtype_is_float(t) && t != CTOSA_DTYPE_INT8 && t != CTOSA_DTYPE_INT16 &&
+        t != CTOSA_DTYPE_INT32 && t != CTOSA_DTYPE_INT64)
         return interp_fail(o, "ARGMAX of %s is not supported", ctosa_dtype_short(t));
     if (to != CTOSA_DTYPE_INT32 && to != CTOSA_DTYPE_INT64) return interp_fail(o, "output must be int32");
     uint64_t left = im_dims(in, 0, (uint32_t)axis), len = (uint64_t)in->shape[axis];
     uint64_t right = im_dims(in, (uint32_t)axis + 1, in->rank);
     int64_t omax = to == CTOSA_DTYPE_INT32 ? INT32_MAX : INT64_MAX;
-    if (len > 0 && (int64_t)(len - 1) > omax) return interp_fail(o, "axis length does not fit the output type");
+    if (len > 0 && (int64_t)(len - 1) > omax)
+        return interp_fail(o, "axis length does not fit the output type");
     bool ignore = o->op->attr.nan_mode == CTOSA_NAN_IGNORE;
     bool isf = ctosa_dtype_is_float(t);
     int64_t lo, hi;

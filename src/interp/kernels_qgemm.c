@@ -111,10 +111,8 @@ int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32
 
 #ifdef KQ_X86
 #define KQ_MR512 12
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void kq_tile512(const kg_job *job,
-                                                                               const void *const *ptrs,
-                                                                               int64_t row0, int64_t nrows,
-                                                                               int64_t panel) {
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
+kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nrows, int64_t panel) {
     const int64_t Kt = job->Kt, K = Kt * job->T;
     const int32_t T = job->T;
     const int8_t *bp = (const int8_t *)job->bpack + panel * K * KG_NR;
@@ -129,8 +127,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void kq_tile512(co
         _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) acc[m] = bias;
         for (int32_t t = 0; t < T; t++) {
             const uint8_t *a[KQ_MR512];
-            _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++)
-                a[m] = (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
+            _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) a[m] =
+                (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
             const int8_t *b = bp + t * Kt * KG_NR;
             for (int64_t k = 0; k < Kt; k += 4) {
                 __m512i bv = _mm512_loadu_si512(b + k * KG_NR);
@@ -151,7 +149,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void kq_tile512(co
 
 #define KQ_MR256 6
 __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job, const void *const *ptrs,
-                                                                int64_t row0, int64_t nrows, int64_t panel) {
+                                                               int64_t row0, int64_t nrows, int64_t panel) {
     const int64_t Kt = job->Kt, K = Kt * job->T;
     const int32_t T = job->T;
     const int8_t *bp = (const int8_t *)job->bpack + panel * K * KG_NR;
@@ -167,8 +165,8 @@ __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job
         _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++) acc0[m] = bias0, acc1[m] = bias1;
         for (int32_t t = 0; t < T; t++) {
             const uint8_t *a[KQ_MR256];
-            _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++)
-                a[m] = (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
+            _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++) a[m] =
+                (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
             const int8_t *b = bp + t * Kt * KG_NR;
             for (int64_t k = 0; k < Kt; k += 4) {
                 __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + k * KG_NR));

@@ -14,7 +14,7 @@ typedef struct rarg {
     uint64_t outer, n, inner;
     rkind kind;
     bool ignore_nan;
-    int err;           /* 1 = overflow (atomic) */
+    int err; /* 1 = overflow (atomic) */
     uint64_t err_at;
 } rarg;
 
@@ -30,11 +30,26 @@ static void set_int(const itensor *t, uint64_t i, int64_t v) {
 
 static void int_range(ctosa_dtype t, int64_t *lo, int64_t *hi) {
     switch (t) {
-    case CTOSA_DTYPE_BOOL: *lo = 0; *hi = 1; break;
-    case CTOSA_DTYPE_INT8: *lo = INT8_MIN; *hi = INT8_MAX; break;
-    case CTOSA_DTYPE_INT16: *lo = INT16_MIN; *hi = INT16_MAX; break;
-    case CTOSA_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
-    default: *lo = INT64_MIN; *hi = INT64_MAX; break;
+    case CTOSA_DTYPE_BOOL:
+        *lo = 0;
+        *hi = 1;
+        break;
+    case CTOSA_DTYPE_INT8:
+        *lo = INT8_MIN;
+        *hi = INT8_MAX;
+        break;
+    case CTOSA_DTYPE_INT16:
+        *lo = INT16_MIN;
+        *hi = INT16_MAX;
+        break;
+    case CTOSA_DTYPE_INT32:
+        *lo = INT32_MIN;
+        *hi = INT32_MAX;
+        break;
+    default:
+        *lo = INT64_MIN;
+        *hi = INT64_MAX;
+        break;
     }
 }
 
@@ -58,7 +73,8 @@ static void reduce_fn(void *vp, size_t begin, size_t end) {
             for (uint64_t i = 0; i < R->n; i++) {
                 float v = x[base + i * R->inner];
                 switch (R->kind) {
-                case R_MAX: case R_MIN:
+                case R_MAX:
+                case R_MIN:
                     if (isnan(acc) || isnan(v)) acc = R->ignore_nan ? (isnan(acc) ? v : acc) : NAN;
                     else if (R->kind == R_MAX) acc = acc >= v ? acc : v;
                     else acc = acc < v ? acc : v;
@@ -93,8 +109,8 @@ static void reduce_fn(void *vp, size_t begin, size_t end) {
                 default:
                     if (__builtin_add_overflow(acc, v, &acc) || acc < lo || acc > hi) {
                         int expected = 0;
-                        if (__atomic_compare_exchange_n(&R->err, &expected, 1, false,
-                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                        if (__atomic_compare_exchange_n(&R->err, &expected, 1, false, __ATOMIC_RELAXED,
+                                                        __ATOMIC_RELAXED))
                             R->err_at = q;
                         return;
                     }
@@ -111,8 +127,10 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
     ctosa_dtype dt = in->dtype;
     bool ok;
     switch (kind) {
-    case R_ALL: case R_ANY: ok = dt == CTOSA_DTYPE_BOOL; break;
-    case R_MAX: case R_MIN:
+    case R_ALL:
+    case R_ANY: ok = dt == CTOSA_DTYPE_BOOL; break;
+    case R_MAX:
+    case R_MIN:
         ok = dt == CTOSA_DTYPE_INT8 || dt == CTOSA_DTYPE_INT16 || dt == CTOSA_DTYPE_INT32 ||
              dt == CTOSA_DTYPE_INT64 || ctosa_dtype_is_float(dt);
         break;
@@ -120,11 +138,10 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
     default: ok = dt == CTOSA_DTYPE_INT32 || dt == CTOSA_DTYPE_INT64 || ctosa_dtype_is_float(dt); break;
     }
     if (!ok)
-        return interp_unsupported(o, "dtype %s is not supported for this operator",
-                                  ctosa_dtype_short(dt));
+        return interp_unsupported(o, "dtype %s is not supported for this operator", ctosa_dtype_short(dt));
     if (out->dtype != dt)
-        return interp_fail(o, "output '%s' is %s, input '%s' is %s", out->name,
-                           ctosa_dtype_short(out->dtype), in->name, ctosa_dtype_short(dt));
+        return interp_fail(o, "output '%s' is %s, input '%s' is %s", out->name, ctosa_dtype_short(out->dtype),
+                           in->name, ctosa_dtype_short(dt));
     int32_t axis = o->op->attr.axis;
     if (axis < 0 || (uint32_t)axis >= in->rank)
         return interp_fail(o, "axis %d is outside 0..%d", axis, (int)in->rank - 1);
@@ -136,8 +153,7 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
             return interp_fail(o, "output %s must be input %s with dimension %d set to 1",
                                interp_shape_str(out), interp_shape_str(in), axis);
     }
-    rarg R = {in, out, 1, (uint64_t)in->shape[axis], 1, kind,
-              o->op->attr.nan_mode == CTOSA_NAN_IGNORE, 0, 0};
+    rarg R = {in, out, 1, (uint64_t)in->shape[axis], 1, kind, o->op->attr.nan_mode == CTOSA_NAN_IGNORE, 0, 0};
     for (int32_t d = 0; d < axis; d++) R.outer *= (uint64_t)in->shape[d];
     for (uint32_t d = (uint32_t)axis + 1; d < in->rank; d++) R.inner *= (uint64_t)in->shape[d];
     uint64_t n_out = R.outer * R.inner;

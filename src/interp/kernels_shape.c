@@ -8,8 +8,7 @@
 static ctosa_error *shape_out(const interp_op *o, uint64_t n, int64_t **out) {
     const itensor *t = o->out[0];
     if (t->dtype != CTOSA_DTYPE_SHAPE && t->dtype != CTOSA_DTYPE_INT64)
-        return interp_fail(o, "output '%s' must be a shape, not %s", t->name,
-                           ctosa_dtype_short(t->dtype));
+        return interp_fail(o, "output '%s' must be a shape, not %s", t->name, ctosa_dtype_short(t->dtype));
     if (t->count != n)
         return interp_fail(o, "output '%s' has %llu values, the result has %llu", t->name,
                            (unsigned long long)t->count, (unsigned long long)n);
@@ -24,10 +23,10 @@ static ctosa_error *shape_binary(const interp_op *o, sbin k) {
     uint64_t na, nb;
     int64_t *r = NULL;
     ctosa_error *e;
-    if ((e = interp_shape_values(o, 0, &a, &na)) || (e = interp_shape_values(o, 1, &b, &nb)))
-        return e;
-    if (na != nb) return interp_fail(o, "inputs have %llu and %llu values", (unsigned long long)na,
-                                     (unsigned long long)nb);
+    if ((e = interp_shape_values(o, 0, &a, &na)) || (e = interp_shape_values(o, 1, &b, &nb))) return e;
+    if (na != nb)
+        return interp_fail(o, "inputs have %llu and %llu values", (unsigned long long)na,
+                           (unsigned long long)nb);
     if ((e = shape_out(o, na, &r))) return e;
     for (uint64_t i = 0; i < na; i++) {
         int64_t x = a[i], y = b[i], v = 0;
@@ -38,13 +37,22 @@ static ctosa_error *shape_binary(const interp_op *o, sbin k) {
         case S_MUL: bad = __builtin_mul_overflow(x, y, &v); break;
         case S_MAX: v = x >= y ? x : y; break;
         case S_MIN: v = x < y ? x : y; break;
-        case S_MOD: bad = x < 0 || y < 1; if (!bad) v = x % y; break;
-        case S_DIV_FLOOR: bad = x < 0 || y < 1; if (!bad) v = x / y; break;
-        case S_DIV_CEIL: bad = x < 0 || y < 1; if (!bad) v = x / y + (x % y != 0); break;
+        case S_MOD:
+            bad = x < 0 || y < 1;
+            if (!bad) v = x % y;
+            break;
+        case S_DIV_FLOOR:
+            bad = x < 0 || y < 1;
+            if (!bad) v = x / y;
+            break;
+        case S_DIV_CEIL:
+            bad = x < 0 || y < 1;
+            if (!bad) v = x / y + (x % y != 0);
+            break;
         }
         if (bad)
-            return interp_fail(o, "REQUIRE failed at element %llu (%lld, %lld)",
-                               (unsigned long long)i, (long long)x, (long long)y);
+            return interp_fail(o, "REQUIRE failed at element %llu (%lld, %lld)", (unsigned long long)i,
+                               (long long)x, (long long)y);
         r[i] = v;
     }
     return NULL;
@@ -71,14 +79,16 @@ static ctosa_error *shape_unary(const interp_op *o, sun k) {
         int64_t x = a[i];
         if (k == S_EXP2) {
             if (x < 0 || x > 62)
-                return interp_fail(o, "REQUIRE failed: exponent %lld at element %llu is outside "
-                                   "0..62", (long long)x, (unsigned long long)i);
+                return interp_fail(o,
+                                   "REQUIRE failed: exponent %lld at element %llu is outside "
+                                   "0..62",
+                                   (long long)x, (unsigned long long)i);
             r[i] = INT64_C(1) << x;
             continue;
         }
         if (x < 1)
-            return interp_fail(o, "REQUIRE failed: value %lld at element %llu is below 1",
-                               (long long)x, (unsigned long long)i);
+            return interp_fail(o, "REQUIRE failed: value %lld at element %llu is below 1", (long long)x,
+                               (unsigned long long)i);
         int64_t l = 63 - __builtin_clzll((uint64_t)x);
         if (k == S_LOG2_CEIL && x != (INT64_C(1) << l)) l++;
         r[i] = l;
@@ -144,16 +154,16 @@ ctosa_error *interp_k_ASSERT_EQUAL_SHAPE(const interp_op *o) {
     const int64_t *a, *b;
     uint64_t na, nb;
     ctosa_error *e;
-    if ((e = interp_shape_values(o, 0, &a, &na)) || (e = interp_shape_values(o, 1, &b, &nb)))
-        return e;
-    if (na != nb) return interp_fail(o, "shapes have %llu and %llu values", (unsigned long long)na,
-                                     (unsigned long long)nb);
+    if ((e = interp_shape_values(o, 0, &a, &na)) || (e = interp_shape_values(o, 1, &b, &nb))) return e;
+    if (na != nb)
+        return interp_fail(o, "shapes have %llu and %llu values", (unsigned long long)na,
+                           (unsigned long long)nb);
     bool bc = o->op->attr.allow_broadcast;
     for (uint64_t i = 0; i < na; i++) {
         bool bad = bc ? (a[i] != 1 && b[i] != 1 && b[i] != a[i]) : a[i] != b[i];
         if (bad)
-            return interp_fail(o, "shapes differ at element %llu: %lld vs %lld",
-                               (unsigned long long)i, (long long)a[i], (long long)b[i]);
+            return interp_fail(o, "shapes differ at element %llu: %lld vs %lld", (unsigned long long)i,
+                               (long long)a[i], (long long)b[i]);
     }
     return NULL;
 }

@@ -43,25 +43,25 @@
 
 /* state word: generation << 17 | OPEN | workers inside the job */
 #define ST_OPEN (UINT64_C(1) << 16)
-#define ST_ACTIVE(s) ((s) & 0xffffu)
+#define ST_ACTIVE(s) ((s)&0xffffu)
 #define ST_GEN(s) ((s) >> 17)
 
 struct tpool {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     pthread_t *threads;
-    int n_threads;       /* workers (not counting the caller) */
+    int n_threads; /* workers (not counting the caller) */
     int started;
-    uint64_t state;      /* atomic: see ST_* */
-    int sleepers;        /* atomic: workers asleep (or about to) on wake */
-    int caller_waiting;  /* atomic: the caller sleeps (or is about to) on done */
-    int quit;            /* atomic */
+    uint64_t state;     /* atomic: see ST_* */
+    int sleepers;       /* atomic: workers asleep (or about to) on wake */
+    int caller_waiting; /* atomic: the caller sleeps (or is about to) on done */
+    int quit;           /* atomic */
     /* current job: written by the caller before the state word publishes it,
      * read by workers only after they entered the job */
     void (*fn)(void *, size_t, size_t);
     void *arg;
     size_t n, chunk;
-    size_t next;         /* atomic: next unclaimed index */
+    size_t next; /* atomic: next unclaimed index */
 };
 
 static _Thread_local bool in_job;
@@ -99,7 +99,7 @@ static bool spin_gen(tpool *p, uint64_t old) {
             return true;
         cpu_relax();
         if ((i & 63) == 63) { /* read the clock now and then, not every poll */
-            sched_yield(); /* on a loaded machine, let a runnable thread have the CPU */
+            sched_yield();    /* on a loaded machine, let a runnable thread have the CPU */
             int64_t t = mono_ns();
             if (!t0) t0 = t;
             else if (t - t0 > SPIN_NS) return false;
@@ -236,7 +236,7 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
      * that saw them leave was an acquire */
 }
 
-void interp_parallel_for(interp_ctx *ctx, size_t n,
-                         void (*fn)(void *arg, size_t begin, size_t end), void *arg) {
+void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t begin, size_t end),
+                         void *arg) {
     tpool_run(ctx ? ctx->pool : NULL, n, fn, arg);
 }

@@ -64,31 +64,33 @@
 #define LOWER_MAX_RANK 8
 
 /* Stable reason codes (report JSON "code"). */
-#define LOWER_REASONS(X)                                                        \
-    X(UNSUPPORTED_OP, "unsupported_op")         /* no lowering for this op */   \
-    X(UNSUPPORTED_ATTR, "unsupported_attribute") /* attribute value not handled */ \
-    X(UNSUPPORTED_DTYPE, "unsupported_dtype")   /* dtype not expressible / not in spec */ \
-    X(NEEDS_CONSTANT, "needs_constant")         /* input must be a constant (--bind) */ \
-    X(DYNAMIC_SHAPE, "dynamic_shape")           /* a dimension is not static */ \
-    X(INT64_NOT_ENABLED, "int64_not_enabled")   /* int64 runtime value, no int64 in spec */ \
-    X(MIXED_WIDTH, "mixed_width")               /* operand widths the table does not pair */ \
-    X(LEVEL_LIMIT, "level_limit")               /* a level limit is exceeded */ \
-    X(UNREGISTERED_CUSTOM, "unregistered_custom_op") \
-    X(NOT_IN_SPEC, "not_in_spec")               /* emitted TOSA fails the validator */ \
-    X(NO_COMPUTE, "no_compute")                 /* partition with only data movement */ \
-    X(INPUT_FALLBACK, "input_not_available")    /* an input's type/shape is unknown */ \
-    X(INTERNAL, "internal_error")                                               \
-    /* added by the framework: */                                               \
-    X(CPU_CONSUMER, "cpu_consumer")  /* folded at compile time, but a CPU node needs the value */ \
-    /* added for custom operators (lower_custom.c): */                          \
+#define LOWER_REASONS(X)                                                                         \
+    X(UNSUPPORTED_OP, "unsupported_op")          /* no lowering for this op */                   \
+    X(UNSUPPORTED_ATTR, "unsupported_attribute") /* attribute value not handled */               \
+    X(UNSUPPORTED_DTYPE, "unsupported_dtype")    /* dtype not expressible / not in spec */       \
+    X(NEEDS_CONSTANT, "needs_constant")          /* input must be a constant (--bind) */         \
+    X(DYNAMIC_SHAPE, "dynamic_shape")            /* a dimension is not static */                 \
+    X(INT64_NOT_ENABLED, "int64_not_enabled")    /* int64 runtime value, no int64 in spec */     \
+    X(MIXED_WIDTH, "mixed_width")                /* operand widths the table does not pair */    \
+    X(LEVEL_LIMIT, "level_limit")                /* a level limit is exceeded */                 \
+    X(UNREGISTERED_CUSTOM, "unregistered_custom_op")                                             \
+    X(NOT_IN_SPEC, "not_in_spec")            /* emitted TOSA fails the validator */              \
+    X(NO_COMPUTE, "no_compute")              /* partition with only data movement */             \
+    X(INPUT_FALLBACK, "input_not_available") /* an input's type/shape is unknown */              \
+    X(INTERNAL, "internal_error")                                                                \
+    /* added by the framework: */                                                                \
+    X(CPU_CONSUMER, "cpu_consumer") /* folded at compile time, but a CPU node needs the value */ \
+    /* added for custom operators (lower_custom.c): */                                           \
     X(CUSTOM_REJECTED, "custom_op_rejected") /* a custom op's validate/infer refused the node */
 
+/* clang-format off */
 typedef enum lower_code {
 #define LOWER_X(e, s) LOWER_##e,
     LOWER_REASONS(LOWER_X)
 #undef LOWER_X
     LOWER_CODE_COUNT
 } lower_code;
+/* clang-format on */
 
 const char *lower_code_name(lower_code c);
 
@@ -96,12 +98,12 @@ typedef enum lower_status { LOWER_OK = 0, LOWER_REJECT = 1 } lower_status;
 
 /* What the lowering knows about one ONNX value. */
 typedef struct lower_value {
-    const char *name;        /* ONNX name */
-    int32_t onnx_dtype;      /* CTOSA_ONNX_* */
-    ctosa_dtype t;           /* TOSA dtype it is carried in (UNKNOWN if none) */
+    const char *name;   /* ONNX name */
+    int32_t onnx_dtype; /* CTOSA_ONNX_* */
+    ctosa_dtype t;      /* TOSA dtype it is carried in (UNKNOWN if none) */
     uint32_t rank;
     int64_t shape[LOWER_MAX_RANK]; /* -1 where not static */
-    bool static_shape;       /* every dim known */
+    bool static_shape;             /* every dim known */
     /* Constant value, when known at compile time (initializer, Constant,
      * --bind, or folded): dense little-endian elements in the ONNX dtype's
      * natural width (see onnx_tensor_value). NULL otherwise. */
@@ -118,10 +120,10 @@ typedef struct lower_ctx lower_ctx; /* defined by the framework */
 /* Public read-only view of the context for lowering functions. */
 const ctosa_onnx_node *lw_node(const lower_ctx *c);
 const ctosa_spec *lw_spec(const lower_ctx *c);
-int64_t lw_opset(const lower_ctx *c);           /* default-domain opset of the model */
+int64_t lw_opset(const lower_ctx *c); /* default-domain opset of the model */
 ctosa_graph *lw_graph(lower_ctx *c);
 ctosa_block *lw_block(lower_ctx *c);
-arena *lw_arena(lower_ctx *c);                  /* scratch memory for this node */
+arena *lw_arena(lower_ctx *c); /* scratch memory for this node */
 
 /* ---------------------------------------------------------------- inputs */
 /* Number of node inputs (omitted optional inputs count, see lw_has_input). */
@@ -155,8 +157,7 @@ ctosa_dtype lw_tosa_dtype(const lower_ctx *c, int32_t onnx_dtype);
 const char *lw_tensor(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape);
 /* A constant tensor (CONST op + tensor). data is in the TOSA file encoding of
  * t (little-endian; see ctosa_dtype_storage_size); it is copied. */
-const char *lw_const(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape,
-                     const void *data);
+const char *lw_const(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape, const void *data);
 /* Constants converted from doubles to dtype t (rounded / saturated as a CAST
  * would); scalar helpers make rank-r all-ones shapes (for broadcasting). */
 const char *lw_const_from_f64(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape,
@@ -168,19 +169,18 @@ const char *lw_zero_point(lower_ctx *c, ctosa_dtype t, int64_t zp);
 const char *lw_shape(lower_ctx *c, uint32_t n, const int64_t *v);
 /* Emits an operator; returns NULL on allocation failure (the framework then
  * reports internal_error). */
-ctosa_op *lw_op(lower_ctx *c, ctosa_op_kind kind, uint32_t n_in, const char *const *in,
-                uint32_t n_out, const char *const *out, const ctosa_attr *attr);
+ctosa_op *lw_op(lower_ctx *c, ctosa_op_kind kind, uint32_t n_in, const char *const *in, uint32_t n_out,
+                const char *const *out, const ctosa_attr *attr);
 /* Common shapes of emission: a new output tensor + op in one call. */
-const char *lw_unary(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype out_t,
-                     uint32_t rank, const int64_t *shape, const ctosa_attr *attr);
-const char *lw_binary(lower_ctx *c, ctosa_op_kind kind, const char *a, const char *b,
-                      ctosa_dtype out_t, uint32_t rank, const int64_t *shape);
-const char *lw_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                         const int64_t *in_shape, const int32_t *perm);
-const char *lw_reshape(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *new_shape);
-const char *lw_cast(lower_ctx *c, const char *x, ctosa_dtype from, ctosa_dtype to,
-                    uint32_t rank, const int64_t *shape);
+const char *lw_unary(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype out_t, uint32_t rank,
+                     const int64_t *shape, const ctosa_attr *attr);
+const char *lw_binary(lower_ctx *c, ctosa_op_kind kind, const char *a, const char *b, ctosa_dtype out_t,
+                      uint32_t rank, const int64_t *shape);
+const char *lw_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                         const int32_t *perm);
+const char *lw_reshape(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *new_shape);
+const char *lw_cast(lower_ctx *c, const char *x, ctosa_dtype from, ctosa_dtype to, uint32_t rank,
+                    const int64_t *shape);
 /* Shape and dtype of an already emitted TOSA tensor. */
 const ctosa_tensor *lw_tensor_info(lower_ctx *c, const char *name);
 
@@ -188,8 +188,8 @@ const ctosa_tensor *lw_tensor_info(lower_ctx *c, const char *name);
 void lw_set_output(lower_ctx *c, uint32_t i, const char *name);
 /* Binds ONNX output i to a compile-time constant (folding: Shape, Size,
  * ConstantOfShape...). data in the ONNX dtype's natural width, copied. */
-void lw_set_output_const(lower_ctx *c, uint32_t i, int32_t onnx_dtype, uint32_t rank,
-                         const int64_t *shape, const void *data, uint64_t nbytes);
+void lw_set_output_const(lower_ctx *c, uint32_t i, int32_t onnx_dtype, uint32_t rank, const int64_t *shape,
+                         const void *data, uint64_t nbytes);
 
 /* Rejects the node: code, the input it is about (or NULL), and a message.
  * Returns LOWER_REJECT. */
@@ -201,8 +201,8 @@ typedef lower_status (*lower_fn)(lower_ctx *c);
 
 typedef struct lower_entry {
     const char *op_type;
-    int since_opset;  /* first opset the function handles */
-    int until_opset;  /* last opset (0 = open) */
+    int since_opset; /* first opset the function handles */
+    int until_opset; /* last opset (0 = open) */
     lower_fn fn;
 } lower_entry;
 

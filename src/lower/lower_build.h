@@ -29,9 +29,9 @@
 #include "lower/lower.h"
 
 lower_status lw_failed(lower_ctx *c);
-#define LW_TRY(x)                                                                                                      \
-    do {                                                                                                               \
-        if (!(x)) return lw_failed(c);                                                                                 \
+#define LW_TRY(x)                      \
+    do {                               \
+        if (!(x)) return lw_failed(c); \
     } while (0)
 
 /* Checks that input i is present, has a static shape and a TOSA dtype;
@@ -44,10 +44,10 @@ bool lw_axis(lower_ctx *c, int64_t axis, uint32_t rank, const char *what, int32_
  * dimension is 0. */
 int64_t lw_count(uint32_t rank, const int64_t *shape);
 /* CONCAT along axis; the output shape is read from the operands. */
-const char *lw_concat(lower_ctx *c, uint32_t n, const char *const *xs, ctosa_dtype t, uint32_t rank, int32_t axis);
+const char *lw_concat(lower_ctx *c, uint32_t n, const char *const *xs, ctosa_dtype t, uint32_t rank,
+                      int32_t axis);
 
 /* ------------------------------------------------------------- tensor names */
-
 
 /* Accumulator type of a convolution / pooling with input dtype t. */
 ctosa_dtype lw_acc_type(ctosa_dtype t);
@@ -61,36 +61,33 @@ const char *lw_add(lower_ctx *c, const char *a, const char *b, ctosa_dtype t, ui
 const char *lw_sub(lower_ctx *c, const char *a, const char *b, ctosa_dtype t, uint32_t rank,
                    const int64_t *shape);
 /* x * v (scalar broadcast); returns x when v == 1. */
-const char *lw_mul_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *shape, double v);
-const char *lw_add_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *shape, double v);
+const char *lw_mul_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                          double v);
+const char *lw_add_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                          double v);
 /* REDUCE_<kind> over one axis (kept as size 1); *out_shape receives the shape. */
-const char *lw_reduce(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t,
-                      uint32_t rank, const int64_t *shape, int32_t axis, int64_t *out_shape);
+const char *lw_reduce(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t, uint32_t rank,
+                      const int64_t *shape, int32_t axis, int64_t *out_shape);
 /* Sums over every axis set in mask (bit i = axis i), then scales by 1/count
  * when mean is true. out_shape receives the kept-dims shape. */
-const char *lw_reduce_axes(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t,
-                           uint32_t rank, const int64_t *shape, uint32_t mask, bool mean,
-                           int64_t *out_shape);
-const char *lw_slice(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                     const int64_t *in_shape, const int64_t *start, const int64_t *size);
+const char *lw_reduce_axes(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t, uint32_t rank,
+                           const int64_t *shape, uint32_t mask, bool mean, int64_t *out_shape);
+const char *lw_slice(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                     const int64_t *start, const int64_t *size);
 /* PAD with before/after pairs per dimension (pads[2*d], pads[2*d+1]) and a
  * constant value. */
-const char *lw_pad(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                   const int64_t *in_shape, const int64_t *pads, double value);
+const char *lw_pad(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                   const int64_t *pads, double value);
 /* NCHW-style (channels at 1) <-> channels-last for rank 4 / 5. */
-const char *lw_to_last(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *shape);
-const char *lw_to_first(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                        const int64_t *last_shape);
+const char *lw_to_last(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape);
+const char *lw_to_first(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *last_shape);
 /* Shape of a value moved to channels-last / from channels-last. */
 void lw_shape_last(uint32_t rank, const int64_t *shape, int64_t *out);
 void lw_shape_first(uint32_t rank, const int64_t *last_shape, int64_t *out);
 /* The input as a TOSA tensor name, or a reshape of it to `shape` (same
  * elements) when the shapes differ. */
-const char *lw_reshape_if(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *from, uint32_t new_rank, const int64_t *to);
+const char *lw_reshape_if(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *from,
+                          uint32_t new_rank, const int64_t *to);
 /* Per-channel vector (input i, n elements, or broadcastable) reshaped to
  * [1, n, 1, ...] of rank `rank` for broadcasting against channels-first
  * data; NULL after rejecting when it does not fit. */
@@ -99,9 +96,9 @@ const char *lw_channel_vec(lower_ctx *c, uint32_t i, int64_t n, ctosa_dtype t, u
 
 /* Normalisation core: returns (x - mean) * rsqrt(var + eps) over the axes
  * in mask, in dtype t; *mean_out / *inv_out (kept-dims shape) when asked. */
-const char *lw_normalize(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                         const int64_t *shape, uint32_t mask, double eps, const char **mean_out,
-                         const char **inv_out, int64_t *red_shape);
+const char *lw_normalize(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                         uint32_t mask, double eps, const char **mean_out, const char **inv_out,
+                         int64_t *red_shape);
 
 /* Spatial parameters of one convolution / pooling dimension. */
 typedef struct lw_dim {
@@ -113,8 +110,7 @@ typedef struct lw_dim {
 /* Reads kernel_shape / strides / dilations / pads for nsp spatial dims of
  * the channels-first input shape `in`; k[] is the weight's kernel (NULL for
  * pooling: kernel_shape then gives it). */
-lower_status lw_read_window(lower_ctx *c, uint32_t nsp, const int64_t *in, const int64_t *k,
-                            lw_dim *dm);
+lower_status lw_read_window(lower_ctx *c, uint32_t nsp, const int64_t *in, const int64_t *k, lw_dim *dm);
 /* Applies auto_pad, computes the output size (ceil_mode for pooling) and
  * makes the TOSA output-size division exact by adjusting the end padding
  * or cropping the input end. */
@@ -142,8 +138,7 @@ static inline void lw_wcopy(const lw_wsrc *w, void *dst, int64_t di, int64_t si)
     else if (w->raw) memcpy((uint8_t *)dst + (size_t)di * 2, w->raw + (size_t)si * 2, 2);
     else ((double *)dst)[di] = w->f64[si];
 }
-const char *lw_wconst(lower_ctx *c, const lw_wsrc *w, uint32_t rank, const int64_t *shape,
-                      const void *buf);
+const char *lw_wconst(lower_ctx *c, const lw_wsrc *w, uint32_t rank, const int64_t *shape, const void *buf);
 /* The raw weight elements [first, first + prod(src_shape)) permuted by perm
  * as a streamed constant of shape out_shape (no copy is made; see
  * ot_set_permuted) when they are large and raw; NULL otherwise (nothing
@@ -156,12 +151,12 @@ const char *lw_wconst_stream(lower_ctx *c, const lw_wsrc *w, uint32_t rank, cons
 uint32_t lw_shape_of(lower_ctx *c, const char *name, int64_t *shape);
 
 /* Slices [begin, begin+len) along one axis. */
-const char *lw_slice_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *in_shape, int32_t axis, int64_t begin, int64_t len);
-const char *lw_reverse(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *shape, int32_t axis);
-const char *lw_tile(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                    const int64_t *in_shape, const int64_t *mult);
+const char *lw_slice_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                          int32_t axis, int64_t begin, int64_t len);
+const char *lw_reverse(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                       int32_t axis);
+const char *lw_tile(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                    const int64_t *mult);
 /* An INT32 constant of the given shape. */
 const char *lw_const_i32(lower_ctx *c, uint32_t rank, const int64_t *shape, const int32_t *v);
 /* Writes value v as one element of ONNX dtype dt into dst (natural width);
@@ -171,10 +166,9 @@ size_t lw_onnx_elem_size(int32_t dt);
 bool lw_onnx_is_float(int32_t dt);
 const char *lw_onnx_dtype_name(int32_t dt); /* never NULL */
 
-
 /* ------------------------------------------------------------------- values */
 typedef struct lw_v {
-    const char *n;   /* TOSA tensor name; NULL after a failed emission */
+    const char *n; /* TOSA tensor name; NULL after a failed emission */
     ctosa_dtype t;
     uint32_t r;
     int64_t s[LOWER_MAX_RANK];
@@ -186,10 +180,10 @@ typedef struct lw_v {
 
 /* Reads input i into *v (static shape and a TOSA dtype required); on
  * failure the node is rejected and the calling lowering must return. */
-#define LW_V_IN(c, i, v)                                             \
-    do {                                                           \
-        lower_status st_ = lw_v_in((c), (i), (v));                   \
-        if (st_ != LOWER_OK) return st_;                           \
+#define LW_V_IN(c, i, v)                           \
+    do {                                           \
+        lower_status st_ = lw_v_in((c), (i), (v)); \
+        if (st_ != LOWER_OK) return st_;           \
     } while (0)
 
 lower_status lw_v_in(lower_ctx *c, uint32_t i, lw_v *v);

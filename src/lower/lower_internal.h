@@ -18,33 +18,33 @@
 /* One ONNX value. `v` comes first so a lw_val* is a lower_value*. */
 typedef struct lw_val {
     lower_value v;
-    int32_t producer;     /* node index; -1 for graph inputs / initializers */
-    bool known;           /* dtype and rank known */
+    int32_t producer; /* node index; -1 for graph inputs / initializers */
+    bool known;       /* dtype and rank known */
     bool graph_input, graph_output, bound, initializer;
-    int8_t fits_i32;      /* int64 constants: -1 not computed, 0 no, 1 yes */
-    int64_t bad_value;    /* first value outside int32 when fits_i32 == 0 */
-    const void *narrow;   /* int32 copy of an int64 constant that fits */
+    int8_t fits_i32;    /* int64 constants: -1 not computed, 0 no, 1 yes */
+    int64_t bad_value;  /* first value outside int32 when fits_i32 == 0 */
+    const void *narrow; /* int32 copy of an int64 constant that fits */
     uint32_t n_consumers, cap_consumers;
-    uint32_t *consumers;  /* node indices (a node appears once per use) */
+    uint32_t *consumers; /* node indices (a node appears once per use) */
 } lw_val;
 
 typedef enum lw_node_kind {
     LW_NODE_PENDING = 0,
-    LW_NODE_FALLBACK,   /* stays in the ONNX model */
-    LW_NODE_CONST,      /* every output is a compile-time constant */
-    LW_NODE_DELEGATED   /* has runtime TOSA outputs */
+    LW_NODE_FALLBACK, /* stays in the ONNX model */
+    LW_NODE_CONST,    /* every output is a compile-time constant */
+    LW_NODE_DELEGATED /* has runtime TOSA outputs */
 } lw_node_kind;
 
 typedef struct lw_nodeinfo {
     lw_node_kind kind;
     lower_code code;
-    const char *reason, *input;  /* fallback reason; needs_constant input */
-    const char *label;           /* name, or "<op_type>#<index>" */
-    bool compute;                /* emitted an operator that computes */
-    bool on_cpu;                 /* final: stays in the ONNX model */
-    int32_t group;               /* union-find parent (delegated nodes) */
-    int32_t part;                /* final partition id, -1 none */
-    uint32_t n_ops;              /* TOSA operators the scratch lowering emitted */
+    const char *reason, *input; /* fallback reason; needs_constant input */
+    const char *label;          /* name, or "<op_type>#<index>" */
+    bool compute;               /* emitted an operator that computes */
+    bool on_cpu;                /* final: stays in the ONNX model */
+    int32_t group;              /* union-find parent (delegated nodes) */
+    int32_t part;               /* final partition id, -1 none */
+    uint32_t n_ops;             /* TOSA operators the scratch lowering emitted */
 } lw_nodeinfo;
 
 typedef struct lower_session lower_session;
@@ -58,9 +58,9 @@ struct lower_ctx {
     ctosa_graph *g;
     ctosa_block *b;
     arena *scratch;
-    strmap *tmap;        /* ONNX name -> TOSA tensor name in this block */
-    strmap *reserved;    /* names internal tensors must not take (may be NULL) */
-    uint32_t *counter;   /* per block counter for unique names */
+    strmap *tmap;      /* ONNX name -> TOSA tensor name in this block */
+    strmap *reserved;  /* names internal tensors must not take (may be NULL) */
+    uint32_t *counter; /* per block counter for unique names */
     lower_value **in_cache;
     const char **out_names;
     lower_value *out_const; /* constant outputs (data != NULL) */
@@ -77,10 +77,10 @@ struct lower_session {
     ctosa_onnx_model *m;
     const ctosa_onnx_graph *g;
     const char *model_path;
-    ctosa_spec spec;       /* the user's */
-    ctosa_spec fold_spec;  /* permissive: folding is not limited by the target */
+    ctosa_spec spec;      /* the user's */
+    ctosa_spec fold_spec; /* permissive: folding is not limited by the target */
     int64_t opset;
-    strmap vals;           /* ONNX name -> lw_val* */
+    strmap vals; /* ONNX name -> lw_val* */
     lw_nodeinfo *nodes;
     uint32_t n_nodes;
     struct qdq_state *qdq; /* QDQ folding marks (qdq_fold.c); NULL if none */
@@ -116,9 +116,8 @@ uint64_t lw_graph_bytes(const ctosa_graph *g);
 lw_val *lw_lookup(lower_session *s, const char *name);
 
 /* Sets up a context to lower node `ni` into block b of graph g. */
-void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni,
-                 ctosa_graph *g, ctosa_block *b, arena *scratch, strmap *tmap,
-                 strmap *reserved, uint32_t *counter);
+void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni, ctosa_graph *g,
+                 ctosa_block *b, arena *scratch, strmap *tmap, strmap *reserved, uint32_t *counter);
 /* Records a problem (first one wins). */
 void lw_fail(lower_ctx *c, lower_code code, const char *input, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -200,8 +199,7 @@ void qdq_post_decide(lower_session *s);
  * possible). Constant data is borrowed from src's graph, which must outlive
  * the result. */
 ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src, uint32_t n_in,
-                               const char *const *in, uint32_t n_out,
-                               const char *const *out_src, const char *const *out_name,
-                               ctosa_graph **out);
+                               const char *const *in, uint32_t n_out, const char *const *out_src,
+                               const char *const *out_name, ctosa_graph **out);
 
 #endif

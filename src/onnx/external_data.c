@@ -82,12 +82,14 @@ ctosa_error *onnx_ext_resolve(onnx_ctx *ctx, const uint8_t *at, ctosa_onnx_tenso
     int err = errno;
     free(joined);
     if (!real)
-        return pb_error_code(d, CTOSA_ERR_IO, at, "external data '%.200s': cannot open: %s", loc, strerror(err));
+        return pb_error_code(d, CTOSA_ERR_IO, at, "external data '%.200s': cannot open: %s", loc,
+                             strerror(err));
     /* Inside the folder: "<dir>/..." (or anything below "/" when dir is "/"). */
-    bool inside = (dn == 1 && x->dir[0] == '/') ||
-                  (strncmp(real, x->dir, dn) == 0 && real[dn] == '/');
+    bool inside = (dn == 1 && x->dir[0] == '/') || (strncmp(real, x->dir, dn) == 0 && real[dn] == '/');
     if (!inside) {
-        ctosa_error *e = pb_error(d, at, "external data location '%.200s' resolves to '%.200s', outside the model's folder '%.200s' (refused)",
+        ctosa_error *e = pb_error(d, at,
+                                  "external data location '%.200s' resolves to '%.200s', outside the model's "
+                                  "folder '%.200s' (refused)",
                                   loc, real, x->dir);
         free(real);
         return e;
@@ -127,7 +129,8 @@ ctosa_error *onnx_ext_resolve(onnx_ctx *ctx, const uint8_t *at, ctosa_onnx_tenso
                         loc, (unsigned long long)off, (unsigned long long)m->size);
     uint64_t len = t->ext.has_length ? t->ext.length : m->size - off, end;
     if (!add_u64(off, len, &end) || end > m->size)
-        return pb_error(d, at, "external data '%.200s': range %llu+%llu runs past the end of the file (%llu bytes)",
+        return pb_error(d, at,
+                        "external data '%.200s': range %llu+%llu runs past the end of the file (%llu bytes)",
                         loc, (unsigned long long)off, (unsigned long long)len, (unsigned long long)m->size);
     t->ext.path = key;
     t->ext.length = len;

@@ -100,17 +100,17 @@ static ctosa_error *expand_call(inl_ctx *c, const ctosa_onnx_function *f, const 
                                 uint32_t depth) {
     char label[512];
     if (depth >= c->max_depth)
-        return ctosa_error_new(CTOSA_ERR_LIMIT,
-                               "%s: byte %llu: %s: function calls nested deeper than %u (recursive function?)",
-                               c->m->info.path, (unsigned long long)c->top->offset,
-                               onnx_node_label(c->top, label, sizeof label), c->max_depth);
+        return ctosa_error_new(
+            CTOSA_ERR_LIMIT, "%s: byte %llu: %s: function calls nested deeper than %u (recursive function?)",
+            c->m->info.path, (unsigned long long)c->top->offset, onnx_node_label(c->top, label, sizeof label),
+            c->max_depth);
     arena *a = &c->m->a;
     uint32_t id = c->calls++;
     /* An unnamed top-level call is named as the report labels unnamed
      * nodes ("<op_type>#<index>"); nested calls always have a name here. */
     const char *prefix = call->name[0] ? call->name
-                         : depth == 0 ? arena_printf(a, "%s#%u", call->op_type, call->index)
-                                      : arena_printf(a, "%s#%u", call->op_type, id);
+                         : depth == 0  ? arena_printf(a, "%s#%u", call->op_type, call->index)
+                                       : arena_printf(a, "%s#%u", call->op_type, id);
     if (!prefix) return ctosa_error_nomem();
     uint32_t rec = UINT32_MAX;
     if (c->track) {
@@ -127,7 +127,7 @@ static ctosa_error *expand_call(inl_ctx *c, const ctosa_onnx_function *f, const 
     for (uint32_t i = 0; i < f->n_nodes; i++) {
         const ctosa_onnx_node *b = &f->nodes[i];
         ctosa_onnx_node nn = *b;
-        nn.name = b->name[0] ? arena_printf(a, "%s/%s", prefix, b->name)
+        nn.name = b->name[0]              ? arena_printf(a, "%s/%s", prefix, b->name)
                   : body_name_taken(f, i) ? arena_printf(a, "%s/%s#%u", prefix, b->op_type, i)
                                           : arena_printf(a, "%s/%s", prefix, b->op_type);
         const char **ins = b->n_inputs ? arena_alloc(a, b->n_inputs * sizeof *ins) : NULL;
@@ -151,12 +151,12 @@ static ctosa_error *expand_call(inl_ctx *c, const ctosa_onnx_function *f, const 
                 if (!strcmp(f->attr_defaults[d].name, ba->ref_attr_name)) src = &f->attr_defaults[d];
             if (!src) continue; /* optional attribute not given */
             if (ba->type != CTOSA_ONNX_ATTR_UNDEFINED && src->type != ba->type)
-                return ctosa_error_new(CTOSA_ERR_FORMAT,
-                                       "%s: byte %llu: %s: attribute '%.200s' refers to '%.200s' of type %s, expected %s",
-                                       c->m->info.path, (unsigned long long)call->offset,
-                                       onnx_node_label(call, label, sizeof label), ba->name,
-                                       ba->ref_attr_name, ctosa_onnx_attr_type_name(src->type),
-                                       ctosa_onnx_attr_type_name(ba->type));
+                return ctosa_error_new(
+                    CTOSA_ERR_FORMAT,
+                    "%s: byte %llu: %s: attribute '%.200s' refers to '%.200s' of type %s, expected %s",
+                    c->m->info.path, (unsigned long long)call->offset,
+                    onnx_node_label(call, label, sizeof label), ba->name, ba->ref_attr_name,
+                    ctosa_onnx_attr_type_name(src->type), ctosa_onnx_attr_type_name(ba->type));
             attrs[na] = *src;
             attrs[na].name = ba->name;
             attrs[na].ref_attr_name = NULL;

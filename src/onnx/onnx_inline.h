@@ -9,16 +9,16 @@
  * the contiguous range [first, end) of the inlined main graph; nested calls
  * have ranges inside their caller's. */
 typedef struct onnx_inline_call {
-    const char *node;            /* the call's name: "<name>" at the top, "<caller>/<name>" nested,
+    const char *node; /* the call's name: "<name>" at the top, "<caller>/<name>" nested,
                                   * "<op_type>#<index>" for an unnamed top-level call */
     const char *op_type, *domain;
     uint32_t first, end;
-    uint32_t depth;              /* 0: a call in the main graph */
+    uint32_t depth; /* 0: a call in the main graph */
 } onnx_inline_call;
 
 typedef struct onnx_inline_main {
-    const ctosa_onnx_graph *g;   /* the main graph with every call expanded */
-    const int32_t *orig;         /* per node of g: its index in the model's main graph,
+    const ctosa_onnx_graph *g; /* the main graph with every call expanded */
+    const int32_t *orig;       /* per node of g: its index in the model's main graph,
                                   * or -1 when it comes from a function body */
     uint32_t n_calls;
     const onnx_inline_call *calls; /* in order of their first node (callers before callees) */

@@ -12,9 +12,9 @@
 
 /* External data files of one model: resolved once, mapped once. */
 typedef struct onnx_ext_files {
-    const char *dir;       /* real path of the folder locations are relative to; NULL = refuse */
-    bool skip;             /* options.skip_external_data */
-    strmap by_path;        /* real path -> file_map* */
+    const char *dir; /* real path of the folder locations are relative to; NULL = refuse */
+    bool skip;       /* options.skip_external_data */
+    strmap by_path;  /* real path -> file_map* */
     file_map **maps;
     uint32_t n_maps, cap_maps;
 } onnx_ext_files;
@@ -25,21 +25,21 @@ typedef struct onnx_ext_files {
 typedef struct onnx_ctx {
     pb_doc doc;
     arena *a;
-    const char *file;      /* arena copy of the file name */
-    onnx_ext_files *ext;   /* NULL: external data refused */
+    const char *file;    /* arena copy of the file name */
+    onnx_ext_files *ext; /* NULL: external data refused */
     uint32_t max_depth, max_nodes, max_name;
     uint32_t total_nodes;
-    uint32_t type_depth;   /* nesting of TypeProto */
+    uint32_t type_depth; /* nesting of TypeProto */
 } onnx_ctx;
 
 struct ctosa_onnx_model {
     arena a;
-    file_map map;          /* the model file (unused for load_memory) */
+    file_map map; /* the model file (unused for load_memory) */
     onnx_ext_files ext;
     ctosa_onnx_model_info info;
-    pthread_mutex_t lock;  /* guards `a` after load (tensor decoding, inlining) */
+    pthread_mutex_t lock; /* guards `a` after load (tensor decoding, inlining) */
     const ctosa_onnx_graph *inlined;
-    uint32_t max_depth;    /* options.max_graph_depth, also bounds function inlining */
+    uint32_t max_depth; /* options.max_graph_depth, also bounds function inlining */
 };
 
 /* Copies a string field into the arena (NUL-terminated); rejects embedded
@@ -69,8 +69,8 @@ ctosa_error *onnx_ext_resolve(onnx_ctx *ctx, const uint8_t *at, ctosa_onnx_tenso
 ctosa_error *onnx_ext_dir_of(const char *path, char **out);
 
 /* Model parsing pieces shared with onnx_functions.c. */
-ctosa_error *onnx_parse_node(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint32_t index,
-                             uint32_t depth, const ctosa_onnx_graph *owner, ctosa_onnx_node *out);
+ctosa_error *onnx_parse_node(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint32_t index, uint32_t depth,
+                             const ctosa_onnx_graph *owner, ctosa_onnx_node *out);
 
 /* A context string for messages: "node #3 'conv1' (Conv)". */
 const char *onnx_node_label(const ctosa_onnx_node *n, char *buf, size_t size);

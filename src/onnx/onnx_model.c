@@ -18,17 +18,67 @@
 #define ONNX_MAX_TYPE_RANK 64
 
 /* Field numbers (onnx.proto). */
-enum { MP_IR_VERSION = 1, MP_PRODUCER_NAME = 2, MP_PRODUCER_VERSION = 3, MP_DOMAIN = 4,
-       MP_MODEL_VERSION = 5, MP_GRAPH = 7, MP_OPSET_IMPORT = 8, MP_METADATA = 14, MP_FUNCTIONS = 25 };
-enum { GP_NODE = 1, GP_NAME = 2, GP_INITIALIZER = 5, GP_INPUT = 11, GP_OUTPUT = 12, GP_VALUE_INFO = 13,
-       GP_SPARSE_INITIALIZER = 15 };
-enum { NP_INPUT = 1, NP_OUTPUT = 2, NP_NAME = 3, NP_OP_TYPE = 4, NP_ATTRIBUTE = 5, NP_DOMAIN = 7,
-       NP_OVERLOAD = 8 };
-enum { AP_NAME = 1, AP_F = 2, AP_I = 3, AP_S = 4, AP_T = 5, AP_G = 6, AP_FLOATS = 7, AP_INTS = 8,
-       AP_STRINGS = 9, AP_TENSORS = 10, AP_GRAPHS = 11, AP_TP = 14, AP_TYPE_PROTOS = 15, AP_TYPE = 20,
-       AP_REF_ATTR_NAME = 21, AP_SPARSE_TENSOR = 22, AP_SPARSE_TENSORS = 23, AP_NFIELDS = 24 };
-enum { FP_NAME = 1, FP_INPUT = 4, FP_OUTPUT = 5, FP_ATTRIBUTE = 6, FP_NODE = 7, FP_OPSET_IMPORT = 9,
-       FP_DOMAIN = 10, FP_ATTRIBUTE_PROTO = 11, FP_VALUE_INFO = 12, FP_OVERLOAD = 13 };
+enum {
+    MP_IR_VERSION = 1,
+    MP_PRODUCER_NAME = 2,
+    MP_PRODUCER_VERSION = 3,
+    MP_DOMAIN = 4,
+    MP_MODEL_VERSION = 5,
+    MP_GRAPH = 7,
+    MP_OPSET_IMPORT = 8,
+    MP_METADATA = 14,
+    MP_FUNCTIONS = 25
+};
+enum {
+    GP_NODE = 1,
+    GP_NAME = 2,
+    GP_INITIALIZER = 5,
+    GP_INPUT = 11,
+    GP_OUTPUT = 12,
+    GP_VALUE_INFO = 13,
+    GP_SPARSE_INITIALIZER = 15
+};
+enum {
+    NP_INPUT = 1,
+    NP_OUTPUT = 2,
+    NP_NAME = 3,
+    NP_OP_TYPE = 4,
+    NP_ATTRIBUTE = 5,
+    NP_DOMAIN = 7,
+    NP_OVERLOAD = 8
+};
+enum {
+    AP_NAME = 1,
+    AP_F = 2,
+    AP_I = 3,
+    AP_S = 4,
+    AP_T = 5,
+    AP_G = 6,
+    AP_FLOATS = 7,
+    AP_INTS = 8,
+    AP_STRINGS = 9,
+    AP_TENSORS = 10,
+    AP_GRAPHS = 11,
+    AP_TP = 14,
+    AP_TYPE_PROTOS = 15,
+    AP_TYPE = 20,
+    AP_REF_ATTR_NAME = 21,
+    AP_SPARSE_TENSOR = 22,
+    AP_SPARSE_TENSORS = 23,
+    AP_NFIELDS = 24
+};
+enum {
+    FP_NAME = 1,
+    FP_INPUT = 4,
+    FP_OUTPUT = 5,
+    FP_ATTRIBUTE = 6,
+    FP_NODE = 7,
+    FP_OPSET_IMPORT = 9,
+    FP_DOMAIN = 10,
+    FP_ATTRIBUTE_PROTO = 11,
+    FP_VALUE_INFO = 12,
+    FP_OVERLOAD = 13
+};
 
 ctosa_error *onnx_str(onnx_ctx *ctx, const pb_field *f, const char *what, const char **out) {
     ctosa_error *e = pb_expect(&ctx->doc, f, PB_LEN, what);
@@ -36,8 +86,7 @@ ctosa_error *onnx_str(onnx_ctx *ctx, const pb_field *f, const char *what, const 
     if (f->len > ctx->max_name)
         return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, f->at, "%s is %llu bytes long (limit %u)", what,
                              (unsigned long long)f->len, ctx->max_name);
-    if (memchr(f->data, 0, (size_t)f->len))
-        return pb_error(&ctx->doc, f->at, "%s contains a NUL byte", what);
+    if (memchr(f->data, 0, (size_t)f->len)) return pb_error(&ctx->doc, f->at, "%s contains a NUL byte", what);
     char *s = arena_strndup(ctx->a, (const char *)f->data, (size_t)f->len);
     if (!s) return ctosa_error_nomem();
     *out = s;
@@ -76,8 +125,8 @@ static void drop_pages(const onnx_ctx *ctx, const uint8_t *p, uint64_t n) {
     if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-static ctosa_error *count_fields(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint64_t *cnt,
-                                 uint32_t nmax, const uint32_t *len_fields, size_t n_len) {
+static ctosa_error *count_fields(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint64_t *cnt, uint32_t nmax,
+                                 const uint32_t *len_fields, size_t n_len) {
     pb_cursor c;
     pb_field f;
     bool more;
@@ -101,15 +150,15 @@ static void *alloc_array(onnx_ctx *ctx, uint64_t n, size_t elem) {
     if (n > SIZE_MAX / elem) return NULL;
     return arena_zalloc(ctx->a, (size_t)n * elem);
 }
-#define ALLOC_N(ctx, ptr, n)                                                  \
-    do {                                                                      \
-        if ((n) && !((ptr) = alloc_array((ctx), (n), sizeof *(ptr))))         \
-            return ctosa_error_nomem();                                       \
+#define ALLOC_N(ctx, ptr, n)                                                                      \
+    do {                                                                                          \
+        if ((n) && !((ptr) = alloc_array((ctx), (n), sizeof *(ptr)))) return ctosa_error_nomem(); \
     } while (0)
 
 static ctosa_error *check_count(onnx_ctx *ctx, const uint8_t *at, uint64_t n, const char *what) {
     if (n >= UINT32_MAX)
-        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, at, "too many %s (%llu)", what, (unsigned long long)n);
+        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, at, "too many %s (%llu)", what,
+                             (unsigned long long)n);
     return NULL;
 }
 
@@ -268,7 +317,8 @@ static ctosa_error *parse_type_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n,
 
 static ctosa_error *parse_type(onnx_ctx *ctx, const uint8_t *p, uint64_t n, const ctosa_onnx_type **out) {
     if (ctx->type_depth >= ONNX_MAX_TYPE_DEPTH)
-        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, p, "types nested deeper than %d", ONNX_MAX_TYPE_DEPTH);
+        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, p, "types nested deeper than %d",
+                             ONNX_MAX_TYPE_DEPTH);
     ctosa_onnx_type *t = arena_zalloc(ctx->a, sizeof *t);
     if (!t) return ctosa_error_nomem();
     ctx->type_depth++;
@@ -291,7 +341,8 @@ static ctosa_error *parse_value_info(onnx_ctx *ctx, const pb_field *vf, ctosa_on
         if (f.num == 1 && (e = onnx_str(ctx, &f, "name", &v->name))) return e;
         if (f.num == 2) {
             if ((e = pb_expect(&ctx->doc, &f, PB_LEN, "type"))) return e;
-            if ((e = parse_type(ctx, f.data, f.len, &v->type))) return ctosa_error_prefix(e, "value '%.200s'", v->name);
+            if ((e = parse_type(ctx, f.data, f.len, &v->type)))
+                return ctosa_error_prefix(e, "value '%.200s'", v->name);
         }
     }
     return e;
@@ -347,8 +398,16 @@ static ctosa_error *parse_attr_body(onnx_ctx *ctx, const pb_field *af, uint32_t 
             if ((e = pb_repeated_count(d, &f, PB_VARINT, "ints", &k))) return e;
             n_ints += k;
             break;
-        case AP_S: case AP_T: case AP_G: case AP_STRINGS: case AP_TENSORS: case AP_GRAPHS:
-        case AP_TP: case AP_TYPE_PROTOS: case AP_SPARSE_TENSOR: case AP_SPARSE_TENSORS:
+        case AP_S:
+        case AP_T:
+        case AP_G:
+        case AP_STRINGS:
+        case AP_TENSORS:
+        case AP_GRAPHS:
+        case AP_TP:
+        case AP_TYPE_PROTOS:
+        case AP_SPARSE_TENSOR:
+        case AP_SPARSE_TENSORS:
             if ((e = pb_expect(d, &f, PB_LEN, "value"))) return e;
             break;
         default: break;
@@ -358,14 +417,23 @@ static ctosa_error *parse_attr_body(onnx_ctx *ctx, const pb_field *af, uint32_t 
 
     if (a->type == CTOSA_ONNX_ATTR_UNDEFINED) {
         /* Old files: the type is the one value field present. */
-        static const struct { uint8_t field; uint8_t type; } infer[] = {
-            {AP_F, CTOSA_ONNX_ATTR_FLOAT}, {AP_I, CTOSA_ONNX_ATTR_INT}, {AP_S, CTOSA_ONNX_ATTR_STRING},
-            {AP_T, CTOSA_ONNX_ATTR_TENSOR}, {AP_G, CTOSA_ONNX_ATTR_GRAPH},
-            {AP_SPARSE_TENSOR, CTOSA_ONNX_ATTR_SPARSE_TENSOR}, {AP_TP, CTOSA_ONNX_ATTR_TYPE_PROTO},
-            {AP_FLOATS, CTOSA_ONNX_ATTR_FLOATS}, {AP_INTS, CTOSA_ONNX_ATTR_INTS},
-            {AP_STRINGS, CTOSA_ONNX_ATTR_STRINGS}, {AP_TENSORS, CTOSA_ONNX_ATTR_TENSORS},
-            {AP_GRAPHS, CTOSA_ONNX_ATTR_GRAPHS}, {AP_SPARSE_TENSORS, CTOSA_ONNX_ATTR_SPARSE_TENSORS},
-            {AP_TYPE_PROTOS, CTOSA_ONNX_ATTR_TYPE_PROTOS}};
+        static const struct {
+            uint8_t field;
+            uint8_t type;
+        } infer[] = {{AP_F, CTOSA_ONNX_ATTR_FLOAT},
+                     {AP_I, CTOSA_ONNX_ATTR_INT},
+                     {AP_S, CTOSA_ONNX_ATTR_STRING},
+                     {AP_T, CTOSA_ONNX_ATTR_TENSOR},
+                     {AP_G, CTOSA_ONNX_ATTR_GRAPH},
+                     {AP_SPARSE_TENSOR, CTOSA_ONNX_ATTR_SPARSE_TENSOR},
+                     {AP_TP, CTOSA_ONNX_ATTR_TYPE_PROTO},
+                     {AP_FLOATS, CTOSA_ONNX_ATTR_FLOATS},
+                     {AP_INTS, CTOSA_ONNX_ATTR_INTS},
+                     {AP_STRINGS, CTOSA_ONNX_ATTR_STRINGS},
+                     {AP_TENSORS, CTOSA_ONNX_ATTR_TENSORS},
+                     {AP_GRAPHS, CTOSA_ONNX_ATTR_GRAPHS},
+                     {AP_SPARSE_TENSORS, CTOSA_ONNX_ATTR_SPARSE_TENSORS},
+                     {AP_TYPE_PROTOS, CTOSA_ONNX_ATTR_TYPE_PROTOS}};
         int found = 0;
         for (size_t i = 0; i < CTOSA_ARRAY_LEN(infer); i++)
             if (has[infer[i].field]) {
@@ -397,13 +465,34 @@ static ctosa_error *parse_attr_body(onnx_ctx *ctx, const pb_field *af, uint32_t 
     ctosa_onnx_sparse_tensor *sparse = NULL;
     const ctosa_onnx_type **tps = NULL;
     switch (a->type) {
-    case CTOSA_ONNX_ATTR_FLOATS: ALLOC_N(ctx, floats, n_list); a->floats = floats; break;
-    case CTOSA_ONNX_ATTR_INTS: ALLOC_N(ctx, ints, n_list); a->ints = ints; break;
-    case CTOSA_ONNX_ATTR_STRINGS: ALLOC_N(ctx, strings, n_list); a->strings = strings; break;
-    case CTOSA_ONNX_ATTR_TENSORS: ALLOC_N(ctx, tensors, n_list); a->tensors = tensors; break;
-    case CTOSA_ONNX_ATTR_GRAPHS: ALLOC_N(ctx, graphs, n_list); a->graphs = graphs; break;
-    case CTOSA_ONNX_ATTR_SPARSE_TENSORS: ALLOC_N(ctx, sparse, n_list); a->sparse_tensors = sparse; break;
-    case CTOSA_ONNX_ATTR_TYPE_PROTOS: ALLOC_N(ctx, tps, n_list); a->type_protos = tps; break;
+    case CTOSA_ONNX_ATTR_FLOATS:
+        ALLOC_N(ctx, floats, n_list);
+        a->floats = floats;
+        break;
+    case CTOSA_ONNX_ATTR_INTS:
+        ALLOC_N(ctx, ints, n_list);
+        a->ints = ints;
+        break;
+    case CTOSA_ONNX_ATTR_STRINGS:
+        ALLOC_N(ctx, strings, n_list);
+        a->strings = strings;
+        break;
+    case CTOSA_ONNX_ATTR_TENSORS:
+        ALLOC_N(ctx, tensors, n_list);
+        a->tensors = tensors;
+        break;
+    case CTOSA_ONNX_ATTR_GRAPHS:
+        ALLOC_N(ctx, graphs, n_list);
+        a->graphs = graphs;
+        break;
+    case CTOSA_ONNX_ATTR_SPARSE_TENSORS:
+        ALLOC_N(ctx, sparse, n_list);
+        a->sparse_tensors = sparse;
+        break;
+    case CTOSA_ONNX_ATTR_TYPE_PROTOS:
+        ALLOC_N(ctx, tps, n_list);
+        a->type_protos = tps;
+        break;
     default: break;
     }
 
@@ -446,7 +535,8 @@ static ctosa_error *parse_attr_body(onnx_ctx *ctx, const pb_field *af, uint32_t 
                 if (f.wire != PB_LEN) {
                     floats[k++] = pb_f32(f.u);
                 } else {
-                    for (const uint8_t *q = f.data; q < f.data + f.len; q += 4) floats[k++] = pb_f32(rd_u32(q));
+                    for (const uint8_t *q = f.data; q < f.data + f.len; q += 4)
+                        floats[k++] = pb_f32(rd_u32(q));
                 }
             }
             break;
@@ -538,10 +628,18 @@ static ctosa_error *parse_node_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n,
             if ((e = pb_expect(d, &f, PB_LEN, "attribute"))) return e;
             n_attr++;
             break;
-        case NP_NAME: if ((e = onnx_str(ctx, &f, "name", &nd->name))) return e; break;
-        case NP_OP_TYPE: if ((e = onnx_str(ctx, &f, "op_type", &nd->op_type))) return e; break;
-        case NP_DOMAIN: if ((e = onnx_str(ctx, &f, "domain", &nd->domain))) return e; break;
-        case NP_OVERLOAD: if ((e = onnx_str(ctx, &f, "overload", &nd->overload))) return e; break;
+        case NP_NAME:
+            if ((e = onnx_str(ctx, &f, "name", &nd->name))) return e;
+            break;
+        case NP_OP_TYPE:
+            if ((e = onnx_str(ctx, &f, "op_type", &nd->op_type))) return e;
+            break;
+        case NP_DOMAIN:
+            if ((e = onnx_str(ctx, &f, "domain", &nd->domain))) return e;
+            break;
+        case NP_OVERLOAD:
+            if ((e = onnx_str(ctx, &f, "overload", &nd->overload))) return e;
+            break;
         default: break;
         }
     }
@@ -576,8 +674,8 @@ static ctosa_error *parse_node_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n,
     return e;
 }
 
-ctosa_error *onnx_parse_node(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint32_t index,
-                             uint32_t depth, const ctosa_onnx_graph *owner, ctosa_onnx_node *nd) {
+ctosa_error *onnx_parse_node(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint32_t index, uint32_t depth,
+                             const ctosa_onnx_graph *owner, ctosa_onnx_node *nd) {
     memset(nd, 0, sizeof *nd);
     nd->name = nd->op_type = nd->domain = nd->overload = "";
     nd->index = index;
@@ -594,15 +692,16 @@ ctosa_error *onnx_parse_node(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint32
 
 static ctosa_error *add_nodes(onnx_ctx *ctx, const uint8_t *at, uint64_t n) {
     if (n > ctx->max_nodes || ctx->total_nodes > ctx->max_nodes - n)
-        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, at, "more than %u nodes in the model", ctx->max_nodes);
+        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, at, "more than %u nodes in the model",
+                             ctx->max_nodes);
     ctx->total_nodes += (uint32_t)n;
     return NULL;
 }
 
 static ctosa_error *parse_graph_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n, ctosa_onnx_graph *g) {
     pb_doc *d = &ctx->doc;
-    static const uint32_t lens[] = {GP_NODE, GP_INITIALIZER, GP_INPUT, GP_OUTPUT, GP_VALUE_INFO,
-                                    GP_SPARSE_INITIALIZER};
+    static const uint32_t lens[] = {GP_NODE,   GP_INITIALIZER, GP_INPUT,
+                                    GP_OUTPUT, GP_VALUE_INFO,  GP_SPARSE_INITIALIZER};
     uint64_t cnt[16];
     ctosa_error *e = count_fields(ctx, p, n, cnt, 16, lens, CTOSA_ARRAY_LEN(lens));
     if (e) return e;
@@ -636,7 +735,8 @@ static ctosa_error *parse_graph_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n
             if ((e = onnx_str(ctx, &f, "graph name", &g->name))) return e;
             break;
         case GP_NODE:
-            if ((e = onnx_parse_node(ctx, f.data, f.len, g->n_nodes, g->depth, g, &nodes[g->n_nodes]))) return e;
+            if ((e = onnx_parse_node(ctx, f.data, f.len, g->n_nodes, g->depth, g, &nodes[g->n_nodes])))
+                return e;
             g->n_nodes++;
             break;
         case GP_INITIALIZER:
@@ -674,7 +774,8 @@ static ctosa_error *parse_graph_body(onnx_ctx *ctx, const uint8_t *p, uint64_t n
 static ctosa_error *parse_graph(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uint32_t depth,
                                 const ctosa_onnx_graph *parent, const ctosa_onnx_graph **out) {
     if (depth > ctx->max_depth)
-        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, p, "subgraphs nested deeper than %u", ctx->max_depth);
+        return pb_error_code(&ctx->doc, CTOSA_ERR_LIMIT, p, "subgraphs nested deeper than %u",
+                             ctx->max_depth);
     ctosa_onnx_graph *g = arena_zalloc(ctx->a, sizeof *g);
     if (!g) return ctosa_error_nomem();
     g->name = "";
@@ -691,8 +792,8 @@ static ctosa_error *parse_graph(onnx_ctx *ctx, const uint8_t *p, uint64_t n, uin
 
 static ctosa_error *parse_function_body(onnx_ctx *ctx, const pb_field *ff, ctosa_onnx_function *fn) {
     pb_doc *d = &ctx->doc;
-    static const uint32_t lens[] = {FP_INPUT, FP_OUTPUT, FP_ATTRIBUTE, FP_NODE, FP_OPSET_IMPORT,
-                                    FP_ATTRIBUTE_PROTO, FP_VALUE_INFO};
+    static const uint32_t lens[] = {FP_INPUT,        FP_OUTPUT,          FP_ATTRIBUTE, FP_NODE,
+                                    FP_OPSET_IMPORT, FP_ATTRIBUTE_PROTO, FP_VALUE_INFO};
     uint64_t cnt[16];
     ctosa_error *e = count_fields(ctx, ff->data, ff->len, cnt, 16, lens, CTOSA_ARRAY_LEN(lens));
     if (e) return e;
@@ -724,9 +825,15 @@ static ctosa_error *parse_function_body(onnx_ctx *ctx, const pb_field *ff, ctosa
     pb_cursor_init(&c, d, ff->data, ff->len);
     while (!(e = pb_next(&c, &f, &more)) && more) {
         switch (f.num) {
-        case FP_NAME: if ((e = onnx_str(ctx, &f, "name", &fn->name))) return e; break;
-        case FP_DOMAIN: if ((e = onnx_str(ctx, &f, "domain", &fn->domain))) return e; break;
-        case FP_OVERLOAD: if ((e = onnx_str(ctx, &f, "overload", &fn->overload))) return e; break;
+        case FP_NAME:
+            if ((e = onnx_str(ctx, &f, "name", &fn->name))) return e;
+            break;
+        case FP_DOMAIN:
+            if ((e = onnx_str(ctx, &f, "domain", &fn->domain))) return e;
+            break;
+        case FP_OVERLOAD:
+            if ((e = onnx_str(ctx, &f, "overload", &fn->overload))) return e;
+            break;
         case FP_INPUT:
             if ((e = onnx_str(ctx, &f, "input", &ins[fn->n_inputs]))) return e;
             fn->n_inputs++;
@@ -744,7 +851,8 @@ static ctosa_error *parse_function_body(onnx_ctx *ctx, const pb_field *ff, ctosa
             fn->n_attr_defaults++;
             break;
         case FP_NODE:
-            if ((e = onnx_parse_node(ctx, f.data, f.len, fn->n_nodes, 1, NULL, &nodes[fn->n_nodes]))) return e;
+            if ((e = onnx_parse_node(ctx, f.data, f.len, fn->n_nodes, 1, NULL, &nodes[fn->n_nodes])))
+                return e;
             fn->n_nodes++;
             break;
         case FP_OPSET_IMPORT:
@@ -797,11 +905,15 @@ static ctosa_error *parse_model(onnx_ctx *ctx, const uint8_t *p, uint64_t n, cto
             if ((e = pb_expect(d, &f, PB_VARINT, "model_version"))) return e;
             info->model_version = (int64_t)f.u;
             break;
-        case MP_PRODUCER_NAME: if ((e = onnx_str(ctx, &f, "producer_name", &info->producer_name))) return e; break;
+        case MP_PRODUCER_NAME:
+            if ((e = onnx_str(ctx, &f, "producer_name", &info->producer_name))) return e;
+            break;
         case MP_PRODUCER_VERSION:
             if ((e = onnx_str(ctx, &f, "producer_version", &info->producer_version))) return e;
             break;
-        case MP_DOMAIN: if ((e = onnx_str(ctx, &f, "domain", &info->domain))) return e; break;
+        case MP_DOMAIN:
+            if ((e = onnx_str(ctx, &f, "domain", &info->domain))) return e;
+            break;
         case MP_OPSET_IMPORT:
             if ((e = parse_opset(ctx, &f, &ops[info->n_opsets])))
                 return ctosa_error_prefix(e, "opset_import #%u", info->n_opsets);
@@ -812,7 +924,10 @@ static ctosa_error *parse_model(onnx_ctx *ctx, const uint8_t *p, uint64_t n, cto
                 return ctosa_error_prefix(e, "metadata_props #%u", info->n_metadata);
             info->n_metadata++;
             break;
-        case MP_GRAPH: graph = f; has_graph = true; break;
+        case MP_GRAPH:
+            graph = f;
+            has_graph = true;
+            break;
         case MP_FUNCTIONS: {
             ctosa_onnx_function *fn = &fns[info->n_functions];
             fn->name = fn->domain = fn->overload = "";
@@ -884,7 +999,9 @@ ctosa_error *ctosa_onnx_load(const char *path, const ctosa_onnx_options *opt, ct
     if (!e && !(opt && opt->external_data_dir)) e = onnx_ext_dir_of(path, &dir);
     if (!e && opt && opt->external_data_dir) {
         dir = realpath(opt->external_data_dir, NULL);
-        if (!dir) e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot resolve the external data folder", opt->external_data_dir);
+        if (!dir)
+            e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot resolve the external data folder",
+                                opt->external_data_dir);
     }
     if (!e) e = load_common(m, m->map.data, m->map.size, path, dir, opt);
     free(dir);
@@ -906,7 +1023,9 @@ ctosa_error *ctosa_onnx_load_memory(const void *data, uint64_t size, const char 
     ctosa_error *e = NULL;
     if (opt && opt->external_data_dir) {
         dir = realpath(opt->external_data_dir, NULL);
-        if (!dir) e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot resolve the external data folder", opt->external_data_dir);
+        if (!dir)
+            e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot resolve the external data folder",
+                                opt->external_data_dir);
     }
     if (!e) e = load_common(m, data ? data : (const void *)"", size, name ? name : "<memory>", dir, opt);
     free(dir);
@@ -951,16 +1070,18 @@ const ctosa_onnx_function *ctosa_onnx_find_function(const ctosa_onnx_model *m, c
     if (!overload) overload = "";
     for (uint32_t i = 0; i < m->info.n_functions; i++) {
         const ctosa_onnx_function *f = &m->info.functions[i];
-        if (!strcmp(f->name, name) && !strcmp(f->domain, domain ? domain : "") && !strcmp(f->overload, overload))
+        if (!strcmp(f->name, name) && !strcmp(f->domain, domain ? domain : "") &&
+            !strcmp(f->overload, overload))
             return f;
     }
     return NULL;
 }
 
 const char *ctosa_onnx_attr_type_name(ctosa_onnx_attr_type t) {
-    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH",
-                                        "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS",
-                                        "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+    static const char *const names[] = {"UNDEFINED",      "FLOAT",      "INT",        "STRING",
+                                        "TENSOR",         "GRAPH",      "FLOATS",     "INTS",
+                                        "STRINGS",        "TENSORS",    "GRAPHS",     "SPARSE_TENSOR",
+                                        "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
     return (unsigned)t < CTOSA_ARRAY_LEN(names) ? names[t] : "?";
 }
 

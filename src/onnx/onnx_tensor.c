@@ -12,16 +12,27 @@
 
 /* TensorProto field numbers. */
 enum {
-    TP_DIMS = 1, TP_DATA_TYPE = 2, TP_SEGMENT = 3, TP_FLOAT_DATA = 4, TP_INT32_DATA = 5,
-    TP_STRING_DATA = 6, TP_INT64_DATA = 7, TP_NAME = 8, TP_RAW_DATA = 9, TP_DOUBLE_DATA = 10,
-    TP_UINT64_DATA = 11, TP_DOC_STRING = 12, TP_EXTERNAL_DATA = 13, TP_DATA_LOCATION = 14,
+    TP_DIMS = 1,
+    TP_DATA_TYPE = 2,
+    TP_SEGMENT = 3,
+    TP_FLOAT_DATA = 4,
+    TP_INT32_DATA = 5,
+    TP_STRING_DATA = 6,
+    TP_INT64_DATA = 7,
+    TP_NAME = 8,
+    TP_RAW_DATA = 9,
+    TP_DOUBLE_DATA = 10,
+    TP_UINT64_DATA = 11,
+    TP_DOC_STRING = 12,
+    TP_EXTERNAL_DATA = 13,
+    TP_DATA_LOCATION = 14,
     TP_METADATA_PROPS = 16
 };
 
 typedef struct dtype_info {
     const char *name, *numpy;
-    uint8_t bits;        /* bits per element when stored densely (complex: both parts) */
-    uint8_t field;       /* typed field that carries it */
+    uint8_t bits;  /* bits per element when stored densely (complex: both parts) */
+    uint8_t field; /* typed field that carries it */
 } dtype_info;
 
 static const dtype_info DTYPES[CTOSA_ONNX_DTYPE_MAX + 1] = {
@@ -136,8 +147,7 @@ static void peek_name(pb_doc *d, const uint8_t *p, uint64_t n, uint32_t num, cha
     }
 }
 
-static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_t n,
-                                        ctosa_onnx_tensor *t) {
+static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_t n, ctosa_onnx_tensor *t) {
     pb_doc *d = &ctx->doc;
     pb_cursor c;
     pb_field f;
@@ -182,9 +192,10 @@ static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_
         case TP_INT64_DATA:
         case TP_DOUBLE_DATA:
         case TP_UINT64_DATA: {
-            int ew = f.num == TP_FLOAT_DATA ? PB_I32
-                   : (f.num == TP_DOUBLE_DATA) ? PB_I64
-                   : f.num == TP_STRING_DATA ? PB_LEN : PB_VARINT;
+            int ew = f.num == TP_FLOAT_DATA      ? PB_I32
+                     : (f.num == TP_DOUBLE_DATA) ? PB_I64
+                     : f.num == TP_STRING_DATA   ? PB_LEN
+                                                 : PB_VARINT;
             if (f.num == TP_STRING_DATA) {
                 if ((e = pb_expect(d, &f, PB_LEN, "string_data"))) return e;
             } else if (f.wire != ew && f.wire != PB_LEN) {
@@ -208,16 +219,19 @@ static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_
                 if (kf.num == 2 && (e = onnx_str(ctx, &kf, "value", &val))) return e;
             }
             if (e) return e;
-            if (++n_ext > 64) return pb_error_code(d, CTOSA_ERR_LIMIT, f.at, "more than 64 external_data entries");
+            if (++n_ext > 64)
+                return pb_error_code(d, CTOSA_ERR_LIMIT, f.at, "more than 64 external_data entries");
             if (!strcmp(key, "location")) {
                 t->ext.location = val;
             } else if (!strcmp(key, "offset")) {
                 if (!parse_u64(val, &t->ext.offset))
-                    return pb_error(d, f.at, "external_data offset '%.200s' is not a non-negative integer", val);
+                    return pb_error(d, f.at, "external_data offset '%.200s' is not a non-negative integer",
+                                    val);
                 t->ext.has_offset = true;
             } else if (!strcmp(key, "length")) {
                 if (!parse_u64(val, &t->ext.length))
-                    return pb_error(d, f.at, "external_data length '%.200s' is not a non-negative integer", val);
+                    return pb_error(d, f.at, "external_data length '%.200s' is not a non-negative integer",
+                                    val);
                 t->ext.has_length = true;
             } else if (!strcmp(key, "checksum")) {
                 t->ext.checksum = val;
@@ -226,8 +240,9 @@ static ctosa_error *parse_tensor_fields(onnx_ctx *ctx, const uint8_t *p, uint64_
         }
         case TP_DATA_LOCATION:
             if ((e = pb_expect(d, &f, PB_VARINT, "data_location"))) return e;
-            if (f.u > 1) return pb_error(d, f.at, "data_location %llu is neither DEFAULT (0) nor EXTERNAL (1)",
-                                         (unsigned long long)f.u);
+            if (f.u > 1)
+                return pb_error(d, f.at, "data_location %llu is neither DEFAULT (0) nor EXTERNAL (1)",
+                                (unsigned long long)f.u);
             external = f.u == 1;
             break;
         default: break; /* doc_string, metadata_props, unknown */
@@ -378,13 +393,21 @@ static ctosa_error *count_typed(pb_doc *d, const ctosa_onnx_tensor *t, uint32_t 
 static ctosa_error *decode_typed(pb_doc *d, const ctosa_onnx_tensor *t, arena *a, onnx_tensor_value *out) {
     const dtype_info *di = dtype_get(t->dtype);
     uint32_t num = t->typed_field;
-    int ew = num == TP_FLOAT_DATA ? PB_I32 : num == TP_DOUBLE_DATA ? PB_I64
-           : num == TP_STRING_DATA ? PB_LEN : PB_VARINT;
+    int ew = num == TP_FLOAT_DATA    ? PB_I32
+             : num == TP_DOUBLE_DATA ? PB_I64
+             : num == TP_STRING_DATA ? PB_LEN
+                                     : PB_VARINT;
     /* Values the field must hold, and bytes each one becomes. */
     uint64_t units = t->count, width = 0;
     switch (num) {
-    case TP_FLOAT_DATA: width = 4; if (t->dtype == CTOSA_ONNX_COMPLEX64) units *= 2; break;
-    case TP_DOUBLE_DATA: width = 8; if (t->dtype == CTOSA_ONNX_COMPLEX128) units *= 2; break;
+    case TP_FLOAT_DATA:
+        width = 4;
+        if (t->dtype == CTOSA_ONNX_COMPLEX64) units *= 2;
+        break;
+    case TP_DOUBLE_DATA:
+        width = 8;
+        if (t->dtype == CTOSA_ONNX_COMPLEX128) units *= 2;
+        break;
     case TP_INT64_DATA: width = 8; break;
     case TP_UINT64_DATA: width = di->bits / 8; break;
     case TP_STRING_DATA: width = sizeof(ctosa_onnx_bytes); break;
@@ -492,8 +515,13 @@ ctosa_error *onnx_read_tensor_file(const char *path, arena *a, onnx_tensor_value
     onnx_ext_files ext;
     onnx_ext_init(&ext);
     char *dir = NULL;
-    onnx_ctx ctx = {.doc = {path, m.data, m.size, 0}, .a = a, .file = path, .ext = &ext,
-                    .max_depth = 32, .max_nodes = 1, .max_name = 1u << 20};
+    onnx_ctx ctx = {.doc = {path, m.data, m.size, 0},
+                    .a = a,
+                    .file = path,
+                    .ext = &ext,
+                    .max_depth = 32,
+                    .max_nodes = 1,
+                    .max_name = 1u << 20};
     ctosa_onnx_tensor t;
     if ((e = onnx_ext_dir_of(path, &dir))) goto done;
     ext.dir = dir;

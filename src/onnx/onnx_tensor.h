@@ -14,12 +14,12 @@
  * bytes, float16/bfloat16 2, int64 8, bool 1, int4/uint4 two per byte low
  * nibble first), row-major. */
 typedef struct onnx_tensor_value {
-    const char *name;       /* may be "" */
-    int32_t dtype;          /* CTOSA_ONNX_* */
+    const char *name; /* may be "" */
+    int32_t dtype;    /* CTOSA_ONNX_* */
     uint32_t rank;
     int64_t dims[ONNX_MAX_RANK];
-    uint64_t count;         /* elements */
-    const void *data;       /* nbytes bytes, allocated in the given arena */
+    uint64_t count;   /* elements */
+    const void *data; /* nbytes bytes, allocated in the given arena */
     uint64_t nbytes;
 } onnx_tensor_value;
 

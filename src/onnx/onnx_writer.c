@@ -44,8 +44,8 @@ typedef struct segs {
     bool failed;
     /* Relocation of external data (set when the output lives in another
      * folder than the model, so that its relative locations would break). */
-    const char *model_dir;  /* folder the model's locations are relative to */
-    const char *ext_name;   /* location written: "<out file name>.data"; NULL = keep */
+    const char *model_dir; /* folder the model's locations are relative to */
+    const char *ext_name;  /* location written: "<out file name>.data"; NULL = keep */
     ext_copy *x;
     uint32_t nx, capx;
     uint64_t ext_size;
@@ -175,8 +175,16 @@ static const char *msg_name(pb_doc *d, arena *a, const uint8_t *p, uint64_t n, u
 }
 
 enum { TP_DIMS_F = 1, TP_TYPE_F = 2 };
-enum { MP_GRAPH = 7, MP_OPSET = 8, MP_FUNCTIONS = 25, GP_NODE = 1, GP_INIT = 5, GP_INPUT = 11, GP_VALUE_INFO = 13,
-       GP_QUANT_ANNOTATION = 14 };
+enum {
+    MP_GRAPH = 7,
+    MP_OPSET = 8,
+    MP_FUNCTIONS = 25,
+    GP_NODE = 1,
+    GP_INIT = 5,
+    GP_INPUT = 11,
+    GP_VALUE_INFO = 13,
+    GP_QUANT_ANNOTATION = 14
+};
 
 /* A node of an inlined function body, encoded from the model view: names
  * as given (mangled by the inliner), each attribute's AttributeProto
@@ -334,11 +342,25 @@ enum { TP_DIMS = 1, TP_TYPE = 2, TP_EXTERNAL = 13 };
 /* Byte size of an ONNX dtype's elements (0: not fixed-width / unknown). */
 static uint64_t dtype_bytes(uint64_t t) {
     switch (t) {
-    case 1: case 6: case 12: return 4;           /* float, int32, uint32 */
-    case 2: case 3: case 9: case 17: case 18: case 19: case 20: return 1; /* (u)int8, bool, fp8 */
-    case 4: case 5: case 10: case 16: return 2;  /* (u)int16, fp16, bf16 */
-    case 7: case 11: case 13: case 14: return 8; /* int64, double, uint64, complex64 */
-    case 15: return 16;                          /* complex128 */
+    case 1:
+    case 6:
+    case 12: return 4; /* float, int32, uint32 */
+    case 2:
+    case 3:
+    case 9:
+    case 17:
+    case 18:
+    case 19:
+    case 20: return 1; /* (u)int8, bool, fp8 */
+    case 4:
+    case 5:
+    case 10:
+    case 16: return 2; /* (u)int16, fp16, bf16 */
+    case 7:
+    case 11:
+    case 13:
+    case 14: return 8;  /* int64, double, uint64, complex64 */
+    case 15: return 16; /* complex128 */
     default: return 0;
     }
 }
@@ -384,7 +406,8 @@ static ctosa_error *seg_initializer(pb_doc *d, const pb_field *tf, const uint8_t
     while (!(e = pb_next(&c, &f, &more)) && more) {
         if (f.num == 14 && f.wire == PB_VARINT) external = f.u == 1; /* data_location */
         if (f.num == TP_TYPE && f.wire == PB_VARINT) dtype = f.u;
-        if (f.num == TP_DIMS && f.wire == PB_VARINT) elems = f.u && elems <= UINT64_MAX / f.u ? elems * f.u : 0;
+        if (f.num == TP_DIMS && f.wire == PB_VARINT)
+            elems = f.u && elems <= UINT64_MAX / f.u ? elems * f.u : 0;
         if (f.num == TP_DIMS && f.wire == PB_LEN) {
             const uint8_t *q = f.data, *qe = f.data + f.len;
             while (!e && q < qe) {
@@ -422,8 +445,8 @@ static ctosa_error *seg_initializer(pb_doc *d, const pb_field *tf, const uint8_t
         len = elems * es;
     }
     char *locs = loc ? arena_strndup(s->a, (const char *)loc, (size_t)loc_n) : NULL;
-    if (bad || !locs || !locs[0] || locs[0] == '/' || strlen(locs) != loc_n ||
-        strcmp(locs, "..") == 0 || strncmp(locs, "../", 3) == 0 || strstr(locs, "/../") ||
+    if (bad || !locs || !locs[0] || locs[0] == '/' || strlen(locs) != loc_n || strcmp(locs, "..") == 0 ||
+        strncmp(locs, "../", 3) == 0 || strstr(locs, "/../") ||
         (loc_n >= 3 && strcmp(locs + loc_n - 3, "/..") == 0))
         return pb_error(d, tf->at, "initializer '%.200s': external data entry that cannot be relocated",
                         msg_name(d, s->a, tf->data, tf->len, 8));
@@ -499,7 +522,8 @@ static ctosa_error *graph_segments(pb_doc *d, const pb_field *gf, const onnx_rew
                 } else if (it >= 0) {
                     if (rw->nodes) it = rw->orig[it];
                     if ((uint64_t)it >= n_nodes)
-                        return ctosa_error_new(CTOSA_ERR_INTERNAL, "rewrite names node #%lld of %u", (long long)it, n_nodes);
+                        return ctosa_error_new(CTOSA_ERR_INTERNAL, "rewrite names node #%lld of %u",
+                                               (long long)it, n_nodes);
                     seg_add(s, nodes[it].p, nodes[it].n);
                 } else {
                     seg_ep_node(s, &rw->ep[-it - 1]);
@@ -519,13 +543,12 @@ static ctosa_error *graph_segments(pb_doc *d, const pb_field *gf, const onnx_rew
             seg_add(s, f.at, (uint64_t)(end - f.at));
             break;
         case GP_VALUE_INFO:
-            if (f.wire == PB_LEN && rw->drop_vi && strmap_has(rw->drop_vi, msg_name(d, s->a, f.data, f.len, 1)))
+            if (f.wire == PB_LEN && rw->drop_vi &&
+                strmap_has(rw->drop_vi, msg_name(d, s->a, f.data, f.len, 1)))
                 break;
             seg_add(s, f.at, (uint64_t)(end - f.at));
             break;
-        default:
-            seg_add(s, f.at, (uint64_t)(end - f.at));
-            break;
+        default: seg_add(s, f.at, (uint64_t)(end - f.at)); break;
         }
     }
     if (e) return pb_finish_error(d, e);
@@ -655,8 +678,7 @@ ctosa_error *onnx_write_rewritten(const char *model_path, const onnx_rewrite *rw
                 bool in_map = g->p >= m.data && g->p < m.data + m.size && m.fd >= 0 && m.mapped;
                 if (in_map && g->n >= COPY_RANGE_MIN)
                     e = out_file_copy_range(&o, m.fd, (uint64_t)(g->p - m.data), g->n, model_path);
-                else
-                    e = out_file_write(&o, g->p, (size_t)g->n);
+                else e = out_file_write(&o, g->p, (size_t)g->n);
             }
             /* The data file first: the model must never name a missing one. */
             if (!e && have_x) {

@@ -23,7 +23,7 @@ typedef struct onnx_ep_node {
  * produces: written as an initializer (raw_data, bytes copied from `data`). */
 typedef struct onnx_const_init {
     const char *name;
-    int32_t dtype;              /* ONNX TensorProto.DataType */
+    int32_t dtype; /* ONNX TensorProto.DataType */
     uint32_t rank;
     const int64_t *dims;
     const void *data;
@@ -36,27 +36,27 @@ typedef struct onnx_const_init {
  * written as a GraphProto.quantization_annotation too. */
 typedef struct onnx_value_decl {
     const char *name;
-    int32_t dtype;              /* ONNX TensorProto.DataType */
+    int32_t dtype; /* ONNX TensorProto.DataType */
     uint32_t rank;
-    const int64_t *dims;        /* negative: unknown dimension */
-    bool declare;               /* write a value_info (not for graph inputs/outputs) */
+    const int64_t *dims; /* negative: unknown dimension */
+    bool declare;        /* write a value_info (not for graph inputs/outputs) */
     const char *scale_init, *zp_init;
 } onnx_value_decl;
 
 typedef struct onnx_rewrite {
     uint32_t n_items;
-    const int64_t *items;       /* >= 0: main-graph node index; < 0: -(k+1) = ep[k] */
+    const int64_t *items; /* >= 0: main-graph node index; < 0: -(k+1) = ep[k] */
     const onnx_ep_node *ep;
-    const strmap *drop_init;    /* initializer names to drop (and their graph input entries) */
-    const strmap *drop_vi;      /* value_info names to drop */
+    const strmap *drop_init; /* initializer names to drop (and their graph input entries) */
+    const strmap *drop_vi;   /* value_info names to drop */
     /* Inlined functions (onnx_inline.h). When `nodes` is set, items index
      * these nodes: orig[i] >= 0 copies the model's main-graph node orig[i]
      * byte for byte, -1 encodes nodes[i] (its attributes' bytes are copied
      * from the model file at their offsets, renamed, ref_attr_name removed). */
     const struct ctosa_onnx_node *nodes;
     const int32_t *orig;
-    bool drop_functions;        /* leave out ModelProto.functions */
-    uint32_t n_opsets;          /* opset imports to add when their domain is not imported */
+    bool drop_functions; /* leave out ModelProto.functions */
+    uint32_t n_opsets;   /* opset imports to add when their domain is not imported */
     const struct ctosa_onnx_opset *opsets;
     uint32_t n_consts;
     const onnx_const_init *consts;

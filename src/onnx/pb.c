@@ -5,8 +5,8 @@
 #include "onnx/pb.h"
 
 static const char *wire_name(int w) {
-    static const char *const names[] = {"varint", "fixed64", "length-delimited", "group start",
-                                        "group end", "fixed32", "invalid (6)", "invalid (7)"};
+    static const char *const names[] = {"varint",    "fixed64", "length-delimited", "group start",
+                                        "group end", "fixed32", "invalid (6)",      "invalid (7)"};
     return names[w & 7];
 }
 
@@ -65,8 +65,7 @@ ctosa_error *pb_varint(pb_doc *d, const uint8_t **pp, const uint8_t *end, uint64
 }
 
 /* Reads a tag; validates the field number and wire type. */
-static ctosa_error *read_tag(pb_doc *d, const uint8_t **p, const uint8_t *end, uint32_t *num,
-                             int *wire) {
+static ctosa_error *read_tag(pb_doc *d, const uint8_t **p, const uint8_t *end, uint32_t *num, int *wire) {
     const uint8_t *at = *p;
     *num = 0;
     *wire = 0;
@@ -82,8 +81,8 @@ static ctosa_error *read_tag(pb_doc *d, const uint8_t **p, const uint8_t *end, u
 }
 
 /* Skips the value of a non-group field whose tag was just read. */
-static ctosa_error *skip_value(pb_doc *d, const uint8_t **p, const uint8_t *end, uint32_t num,
-                               int wire, const uint8_t *at) {
+static ctosa_error *skip_value(pb_doc *d, const uint8_t **p, const uint8_t *end, uint32_t num, int wire,
+                               const uint8_t *at) {
     uint64_t v;
     switch (wire) {
     case PB_VARINT: return pb_varint(d, p, end, &v);
@@ -129,8 +128,7 @@ static ctosa_error *skip_group(pb_doc *d, const uint8_t **p, const uint8_t *end,
             stack[depth++] = n;
         } else if (w == PB_EGROUP) {
             if (stack[depth - 1] != n)
-                return pb_error(d, tag_at, "group end %u does not match group start %u", n,
-                                stack[depth - 1]);
+                return pb_error(d, tag_at, "group end %u does not match group start %u", n, stack[depth - 1]);
             depth--;
             if (depth == 0) *body_end = tag_at;
         } else {
@@ -187,8 +185,7 @@ ctosa_error *pb_next(pb_cursor *c, pb_field *f, bool *more) {
         f->len = (uint64_t)(body_end - body);
         return NULL;
     }
-    default: /* PB_EGROUP */
-        return pb_error(d, f->at, "field %u: group end without a group start", f->num);
+    default: /* PB_EGROUP */ return pb_error(d, f->at, "field %u: group end without a group start", f->num);
     }
 }
 
@@ -205,17 +202,19 @@ ctosa_error *pb_repeated_count(pb_doc *d, const pb_field *f, int elem_wire, cons
         return NULL;
     }
     if (f->wire != PB_LEN)
-        return pb_error(d, f->at, "field '%s' (%u) has wire type %s, expected %s or packed", what,
-                        f->num, wire_name(f->wire), wire_name(elem_wire));
+        return pb_error(d, f->at, "field '%s' (%u) has wire type %s, expected %s or packed", what, f->num,
+                        wire_name(f->wire), wire_name(elem_wire));
     switch (elem_wire) {
     case PB_I32:
-        if (f->len % 4) return pb_error(d, f->at, "packed field '%s': %llu bytes is not a multiple of 4",
-                                        what, (unsigned long long)f->len);
+        if (f->len % 4)
+            return pb_error(d, f->at, "packed field '%s': %llu bytes is not a multiple of 4", what,
+                            (unsigned long long)f->len);
         *count = f->len / 4;
         return NULL;
     case PB_I64:
-        if (f->len % 8) return pb_error(d, f->at, "packed field '%s': %llu bytes is not a multiple of 8",
-                                        what, (unsigned long long)f->len);
+        if (f->len % 8)
+            return pb_error(d, f->at, "packed field '%s': %llu bytes is not a multiple of 8", what,
+                            (unsigned long long)f->len);
         *count = f->len / 8;
         return NULL;
     default: {

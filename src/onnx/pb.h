@@ -29,10 +29,10 @@ enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2, PB_SGROUP = 3, PB_EGROUP = 4, PB_I
 #define PB_MAX_FIELD ((1u << 29) - 1)
 
 typedef struct pb_doc {
-    const char *name;     /* file name for messages */
-    const uint8_t *base;  /* first byte of the buffer */
+    const char *name;    /* file name for messages */
+    const uint8_t *base; /* first byte of the buffer */
     uint64_t size;
-    uint64_t err_off;     /* offset of the last problem reported */
+    uint64_t err_off; /* offset of the last problem reported */
 } pb_doc;
 
 typedef struct pb_cursor {
@@ -43,15 +43,13 @@ typedef struct pb_cursor {
 typedef struct pb_field {
     uint32_t num;
     uint8_t wire;
-    const uint8_t *at;    /* the tag's first byte */
-    uint64_t u;           /* value of VARINT, I64 and I32 fields */
-    const uint8_t *data;  /* LEN payload, or group body */
+    const uint8_t *at;   /* the tag's first byte */
+    uint64_t u;          /* value of VARINT, I64 and I32 fields */
+    const uint8_t *data; /* LEN payload, or group body */
     uint64_t len;
 } pb_field;
 
-static inline uint64_t pb_offset(const pb_doc *d, const uint8_t *at) {
-    return (uint64_t)(at - d->base);
-}
+static inline uint64_t pb_offset(const pb_doc *d, const uint8_t *at) { return (uint64_t)(at - d->base); }
 static inline int64_t pb_zigzag64(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 static inline int32_t pb_zigzag32(uint32_t v) { return (int32_t)(v >> 1) ^ -(int32_t)(v & 1); }
 

@@ -18,9 +18,7 @@
 #include "onnx/onnx_writer.h"
 #include "pipeline/lower_result.h"
 
-void ctosa_lower_options_init(ctosa_lower_options *opt) {
-    memset(opt, 0, sizeof *opt);
-}
+void ctosa_lower_options_init(ctosa_lower_options *opt) { memset(opt, 0, sizeof *opt); }
 
 const ctosa_lower_summary *ctosa_lower_result_summary(const ctosa_lower_result *r) {
     return r ? &r->sum : NULL;
@@ -168,8 +166,10 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
             lw_nodeinfo *pn = &s->nodes[v->producer];
             pn->kind = LW_NODE_FALLBACK;
             pn->code = LOWER_INT64_NOT_ENABLED;
-            pn->reason = arena_printf(&s->a, "output '%s' is an int64 tensor used outside TOSA and the spec has no "
-                                      "int64 (needs TOSA-1.1 with +int64)", v->v.name);
+            pn->reason = arena_printf(&s->a,
+                                      "output '%s' is an int64 tensor used outside TOSA and the spec has no "
+                                      "int64 (needs TOSA-1.1 with +int64)",
+                                      v->v.name);
             pn->input = NULL;
             marked = true;
         }
@@ -181,8 +181,10 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
                 if (cn->part != p || cn->kind != LW_NODE_DELEGATED) continue;
                 cn->kind = LW_NODE_FALLBACK;
                 cn->code = LOWER_INT64_NOT_ENABLED;
-                cn->reason = arena_printf(&s->a, "input '%s' is an int64 tensor computed at run time and the spec "
-                                          "has no int64 (needs TOSA-1.1 with +int64)", v->v.name);
+                cn->reason = arena_printf(&s->a,
+                                          "input '%s' is an int64 tensor computed at run time and the spec "
+                                          "has no int64 (needs TOSA-1.1 with +int64)",
+                                          v->v.name);
                 cn->input = NULL;
                 marked = true;
             }
@@ -417,7 +419,8 @@ static ctosa_error *write_outputs(ctosa_lower_result *r, const ctosa_lower_optio
         if ((e = ctosa_write_file(r->pub_parts[i].graph, path, NULL))) return e;
     }
     if (!opt->no_partitioned_onnx) {
-        const char *path = path_join(&r->a, opt->output_dir, arena_printf(&r->a, "%s.partitioned.onnx", r->stem));
+        const char *path =
+            path_join(&r->a, opt->output_dir, arena_printf(&r->a, "%s.partitioned.onnx", r->stem));
         if ((e = not_the_model(mr, path))) return e;
         if ((e = lw_write_partitioned(r, path))) return e;
     }

@@ -6,9 +6,9 @@
 #include "pipeline/partition.h"
 
 typedef struct lw_part {
-    ctosa_graph *work;   /* lowered operators before clean-up (owns borrowed data) */
-    ctosa_graph *final;  /* the partition's graph */
-    uint32_t n_members;  /* ONNX nodes in the partition (index order) */
+    ctosa_graph *work;  /* lowered operators before clean-up (owns borrowed data) */
+    ctosa_graph *final; /* the partition's graph */
+    uint32_t n_members; /* ONNX nodes in the partition (index order) */
     uint32_t *members;
     uint32_t n_in, n_out;
     const lw_val **in, **out; /* boundary values */

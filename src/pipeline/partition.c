@@ -22,15 +22,15 @@ typedef struct pstate {
     /* successor lists (runtime edges) */
     uint32_t *succ_start, *succ;
     uint32_t *pred_start, *pred;
-    int32_t *parent;     /* union-find over node indices; root = smallest index */
-    int32_t *next_mem;   /* member list per root */
+    int32_t *parent;   /* union-find over node indices; root = smallest index */
+    int32_t *next_mem; /* member list per root */
     int32_t *tail;
-    uint32_t *mark;      /* DFS generation marks */
+    uint32_t *mark; /* DFS generation marks */
     uint32_t gen;
     uint32_t *stack;
     uint8_t *in_set;
-    bool *cpu;           /* node is a CPU node in the current iteration */
-    bool *active;        /* node is delegated (takes part in grouping) */
+    bool *cpu;    /* node is a CPU node in the current iteration */
+    bool *active; /* node is delegated (takes part in grouping) */
 } pstate;
 
 static int32_t find(pstate *p, int32_t x) {
@@ -171,7 +171,7 @@ static bool build_edges(pstate *p) {
                     uint32_t to = v->consumers[c];
                     if (to == i) continue;
                     bool edge;
-                    if (cnode) edge = p->cpu[to];                 /* only CPU consumers read it */
+                    if (cnode) edge = p->cpu[to]; /* only CPU consumers read it */
                     else if (v->v.data) edge = p->cpu[to] && s->nodes[i].kind == LW_NODE_FALLBACK;
                     else edge = !(is_const_node(s, to) && !p->cpu[to]);
                     if (!edge) continue;
@@ -218,14 +218,13 @@ static void place_const_nodes(pstate *p) {
                 uint32_t to = v->consumers[c];
                 used = true;
                 if (p->cpu[to])
-                    why = arena_printf(&s->a, "its value '%s' is used by '%s', which stays on the CPU", v->v.name,
-                                       s->nodes[to].label);
+                    why = arena_printf(&s->a, "its value '%s' is used by '%s', which stays on the CPU",
+                                       v->v.name, s->nodes[to].label);
             }
         }
         if (!why && !used) why = "its values are not used by any node";
         p->cpu[i] = why != NULL;
-        if (why)
-            s->nodes[i].reason = arena_printf(&s->a, "computed at compile time, but %s", why);
+        if (why) s->nodes[i].reason = arena_printf(&s->a, "computed at compile time, but %s", why);
     }
 }
 
@@ -354,7 +353,8 @@ int32_t part_assign(lower_session *s) {
             nd->part = pid[r];
         } else if (demoted[i]) {
             set_cpu(s, i, LOWER_NO_COMPUTE,
-                    arena_printf(&s->a, "%s would be delegated, but its partition only moves data (no compute)",
+                    arena_printf(&s->a,
+                                 "%s would be delegated, but its partition only moves data (no compute)",
                                  s->g->nodes[i].op_type));
         } else if (nd->kind == LW_NODE_FALLBACK) {
             set_cpu(s, i, nd->code, nd->reason);
@@ -384,7 +384,8 @@ int32_t part_assign(lower_session *s) {
         if (best < 0) {
             /* Consumers are constant nodes on the CPU only (e.g. a folded
              * chain ending in a CPU node): stays with them. */
-            set_cpu(s, i, LOWER_CPU_CONSUMER, "computed at compile time, but only nodes on the CPU use its values");
+            set_cpu(s, i, LOWER_CPU_CONSUMER,
+                    "computed at compile time, but only nodes on the CPU use its values");
         } else {
             s->nodes[i].part = best;
         }

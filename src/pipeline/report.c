@@ -27,9 +27,9 @@ static void json_io(strbuf *b, const ctosa_lower_io *io) {
  * (summarised) and the tensor types known after lowering, for the HTML
  * report (docs/report.md). Additive to the contract schema. */
 
-#define REPORT_LIST_MAX 16   /* list attributes: first values shown */
-#define REPORT_ATTRS_MAX 32  /* attributes per node */
-#define REPORT_STR_MAX 256   /* bytes of a string attribute */
+#define REPORT_LIST_MAX 16  /* list attributes: first values shown */
+#define REPORT_ATTRS_MAX 32 /* attributes per node */
+#define REPORT_STR_MAX 256  /* bytes of a string attribute */
 
 static void json_dims(strbuf *b, uint32_t rank, const int64_t *d) {
     sb_putc(b, '[');
@@ -46,8 +46,9 @@ static void json_attr_list(strbuf *b, const ctosa_onnx_attr *at) {
         if (i) sb_puts(b, ", ");
         if (at->type == CTOSA_ONNX_ATTR_INTS) sb_printf(b, "%lld", (long long)at->ints[i]);
         else if (at->type == CTOSA_ONNX_ATTR_FLOATS) sb_json_double(b, at->floats[i]);
-        else sb_json_strn(b, (const char *)at->strings[i].p,
-                          at->strings[i].n < REPORT_STR_MAX ? (size_t)at->strings[i].n : REPORT_STR_MAX);
+        else
+            sb_json_strn(b, (const char *)at->strings[i].p,
+                         at->strings[i].n < REPORT_STR_MAX ? (size_t)at->strings[i].n : REPORT_STR_MAX);
     }
     sb_putc(b, ']');
     if (n < at->count) sb_putc(b, '}');
@@ -164,7 +165,8 @@ static void json_graph(strbuf *b, lower_session *s) {
             for (uint32_t k = 0; k < na; k++) {
                 /* A malformed model may repeat a name: keep JSON keys unique. */
                 bool dup = false;
-                for (uint32_t j = 0; j < k && !dup; j++) dup = strcmp(on->attrs[j].name, on->attrs[k].name) == 0;
+                for (uint32_t j = 0; j < k && !dup; j++)
+                    dup = strcmp(on->attrs[j].name, on->attrs[k].name) == 0;
                 if (dup) continue;
                 sb_puts(b, k ? ", " : "");
                 sb_json_str(b, on->attrs[k].name);
@@ -285,8 +287,8 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
     n_cu = 0;
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         ctosa_lower_custom *x = &cu[n_cu];
-        if (s->nodes[i].part < 0 || !lw_custom_describe(s, i, &x->domain_name, &x->operator_name,
-                                                        &x->overrides_builtin))
+        if (s->nodes[i].part < 0 ||
+            !lw_custom_describe(s, i, &x->domain_name, &x->operator_name, &x->overrides_builtin))
             continue;
         x->node = s->nodes[i].label;
         x->op_type = s->g->nodes[i].op_type;
@@ -305,7 +307,8 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
     sb_json_str(&b, model_path);
     sb_puts(&b, ",\n  \"spec\": ");
     sb_json_str(&b, r->spec_str);
-    sb_printf(&b, ",\n  \"nodes_total\": %u,\n  \"nodes_delegated\": %u,\n  \"partitions\": [", s->n_nodes, n_del);
+    sb_printf(&b, ",\n  \"nodes_total\": %u,\n  \"nodes_delegated\": %u,\n  \"partitions\": [", s->n_nodes,
+              n_del);
     for (uint32_t p = 0; p < r->n_parts; p++) {
         const ctosa_lower_partition *pp = &r->pub_parts[p];
         sb_printf(&b, "%s\n    {\"id\": %u, \"file\": ", p ? "," : "", pp->id);
@@ -414,8 +417,8 @@ static const char *qparam_init(ctosa_lower_result *r, onnx_const_init *ci, const
 /* Every partition input and output declared with its ONNX type and shape
  * (an EPContext output has no type otherwise); quantized ones annotated
  * with their scale and zero point (two scalar initializers each). */
-static ctosa_error *lw_boundary_decls(ctosa_lower_result *r, onnx_rewrite *rw, onnx_const_init **ci, uint32_t *n,
-                                      uint32_t *cap) {
+static ctosa_error *lw_boundary_decls(ctosa_lower_result *r, onnx_rewrite *rw, onnx_const_init **ci,
+                                      uint32_t *n, uint32_t *cap) {
     lower_session *s = &r->s;
     arena *a = &r->a;
     uint32_t total = 0;
@@ -440,8 +443,8 @@ static ctosa_error *lw_boundary_decls(ctosa_lower_result *r, onnx_rewrite *rw, o
                 break;
             }
             onnx_value_decl *o = &d[nd++];
-            *o = (onnx_value_decl){io->name, v->v.onnx_dtype, io->rank, io->shape,
-                                   !strmap_has(&declared, io->name), NULL, NULL};
+            *o = (onnx_value_decl){
+                io->name, v->v.onnx_dtype, io->rank, io->shape, !strmap_has(&declared, io->name), NULL, NULL};
             if (!io->quantized) continue;
             if (*n + 2 > *cap) {
                 uint32_t nc = *cap * 2 + 8;
@@ -455,8 +458,8 @@ static ctosa_error *lw_boundary_decls(ctosa_lower_result *r, onnx_rewrite *rw, o
                 *cap = nc;
             }
             o->scale_init = qparam_init(r, &(*ci)[*n], io->name, "scale", CTOSA_ONNX_FLOAT, io->scale);
-            o->zp_init = o->scale_init ? qparam_init(r, &(*ci)[*n + 1], io->name, "zero_point", v->v.onnx_dtype,
-                                                     (double)io->zero_point)
+            o->zp_init = o->scale_init ? qparam_init(r, &(*ci)[*n + 1], io->name, "zero_point",
+                                                     v->v.onnx_dtype, (double)io->zero_point)
                                        : NULL;
             if (!o->zp_init) e = ctosa_error_nomem();
             *n += 2;
@@ -532,7 +535,8 @@ static ctosa_error *lw_partitioned_extras(ctosa_lower_result *r, onnx_rewrite *r
         if (!s->nodes[i].on_cpu) continue;
         const ctosa_onnx_node *nd = &s->g->nodes[i];
         for (uint32_t k = 0; k < nd->n_attrs; k++)
-            graphs |= nd->attrs[k].type == CTOSA_ONNX_ATTR_GRAPH || nd->attrs[k].type == CTOSA_ONNX_ATTR_GRAPHS;
+            graphs |=
+                nd->attrs[k].type == CTOSA_ONNX_ATTR_GRAPH || nd->attrs[k].type == CTOSA_ONNX_ATTR_GRAPHS;
     }
     rw->drop_functions = !graphs;
     const ctosa_onnx_model_info *info = ctosa_onnx_info(s->m);
@@ -564,7 +568,8 @@ ctosa_error *lw_write_partitioned(ctosa_lower_result *r, const char *path) {
     for (uint32_t p = 0; p < r->n_parts; p++) {
         const ctosa_lower_partition *pp = &r->pub_parts[p];
         const char *nm = arena_printf(a, "ctosa_partition_%u", p);
-        for (uint32_t k = 1; nm && strmap_has(&names, nm); k++) nm = arena_printf(a, "ctosa_partition_%u_%u", p, k);
+        for (uint32_t k = 1; nm && strmap_has(&names, nm); k++)
+            nm = arena_printf(a, "ctosa_partition_%u_%u", p, k);
         const char **in = arena_alloc(a, (pp->n_inputs + 1) * sizeof *in);
         const char **out = arena_alloc(a, (pp->n_outputs + 1) * sizeof *out);
         if (!nm || !in || !out) {
@@ -612,15 +617,16 @@ ctosa_error *lw_write_partitioned(ctosa_lower_result *r, const char *path) {
         if (!out_used && !cpu_used) strmap_put(&drop_init, nm, (void *)1);
     }
     for (uint32_t i = 0; i < s->g->n_value_infos; i++)
-        if (!strmap_has(&used, s->g->value_infos[i].name)) strmap_put(&drop_vi, s->g->value_infos[i].name, (void *)1);
+        if (!strmap_has(&used, s->g->value_infos[i].name))
+            strmap_put(&drop_vi, s->g->value_infos[i].name, (void *)1);
     /* partition inputs / outputs are declared anew (lw_boundary_decls) */
     for (uint32_t p = 0; p < r->n_parts; p++) {
         const ctosa_lower_partition *pp = &r->pub_parts[p];
         for (uint32_t k = 0; k < pp->n_inputs; k++) strmap_put(&drop_vi, pp->inputs[k].name, (void *)1);
         for (uint32_t k = 0; k < pp->n_outputs; k++) strmap_put(&drop_vi, pp->outputs[k].name, (void *)1);
     }
-    onnx_rewrite rw = {.n_items = (uint32_t)n, .items = order, .ep = ep, .drop_init = &drop_init,
-                       .drop_vi = &drop_vi};
+    onnx_rewrite rw = {
+        .n_items = (uint32_t)n, .items = order, .ep = ep, .drop_init = &drop_init, .drop_vi = &drop_vi};
     ctosa_error *e = lw_partitioned_extras(r, &rw);
     if (!e) e = onnx_write_rewritten(s->model_path, &rw, path);
     strmap_free(&used);

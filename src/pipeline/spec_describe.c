@@ -78,10 +78,8 @@ ctosa_error *ctosa_spec_describe(const ctosa_spec *spec, unsigned flags, char **
     bool json = flags & CTOSA_SPEC_DESCRIBE_JSON;
     strbuf b;
     sb_init(&b);
-    if (flags & CTOSA_SPEC_DESCRIBE_ONNX)
-        describe_onnx(&b, spec, canon, json);
-    else
-        spec_describe_tosa(&b, spec, canon, json);
+    if (flags & CTOSA_SPEC_DESCRIBE_ONNX) describe_onnx(&b, spec, canon, json);
+    else spec_describe_tosa(&b, spec, canon, json);
     if (b.failed || !b.s) {
         sb_free(&b);
         return ctosa_error_nomem();

@@ -91,7 +91,7 @@ typedef struct per_channel {
     bool want;
     uint32_t n_ch;
     double *sum;
-    uint64_t per;      /* values summed per channel */
+    uint64_t per; /* values summed per channel */
 } per_channel;
 
 typedef struct run_state {
@@ -102,8 +102,8 @@ typedef struct run_state {
     float ***ref;
     uint64_t *ref_n;
     /* per-channel means of the weighted layers' outputs: tensor index -> */
-    per_channel *pc;   /* [n_t] */
-    per_channel *qpc;  /* [n_t] the same of the fake-quantized values (second pass) */
+    per_channel *pc;  /* [n_t] */
+    per_channel *qpc; /* [n_t] the same of the fake-quantized values (second pass) */
     /* evaluation */
     double *sig, *noise;
     ctosa_error *err;
@@ -131,7 +131,8 @@ static void add_channels(per_channel *p, const float *v, uint64_t n, uint32_t ra
 
 static void keep_const(qz_tensor *t, int32_t dtype, const void *data, uint64_t size, uint32_t rank,
                        const int64_t *shape) {
-    if (t->cval || rank > ONNX_MAX_RANK || dtype == CTOSA_ONNX_UNDEFINED || !(t->cval = malloc(size + 1))) return;
+    if (t->cval || rank > ONNX_MAX_RANK || dtype == CTOSA_ONNX_UNDEFINED || !(t->cval = malloc(size + 1)))
+        return;
     memcpy(t->cval, data, size);
     t->cdtype = dtype;
     t->csize = size;
@@ -139,15 +140,15 @@ static void keep_const(qz_tensor *t, int32_t dtype, const void *data, uint64_t s
     memcpy(t->cdims, shape, rank * sizeof(int64_t));
 }
 
-static void on_other(void *user, const char *name, int32_t dtype, const void *data, uint64_t size, uint32_t rank,
-                     const int64_t *shape) {
+static void on_other(void *user, const char *name, int32_t dtype, const void *data, uint64_t size,
+                     uint32_t rank, const int64_t *shape) {
     run_state *r = user;
     qz_tensor *t = qz_tensor_of(r->c, name);
     if (t && t->is_const) keep_const(t, dtype, data, size, rank, shape);
 }
 
-static void on_float(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
-                     const int64_t *shape) {
+static void on_float(void *user, uint32_t sample, const char *name, const float *data, uint64_t n,
+                     uint32_t rank, const int64_t *shape) {
     run_state *r = user;
     qz_tensor *t = qz_tensor_of(r->c, name);
     if (t && t->is_const) {
@@ -195,8 +196,8 @@ static void on_fq(void *user, uint32_t sample, const char *name, const float *da
     free(f);
 }
 
-static void on_quant(void *user, uint32_t sample, const char *name, const float *data, uint64_t n, uint32_t rank,
-                     const int64_t *shape) {
+static void on_quant(void *user, uint32_t sample, const char *name, const float *data, uint64_t n,
+                     uint32_t rank, const int64_t *shape) {
     run_state *r = user;
     int o = out_index(r, name);
     if (o < 0 || !r->ref[o][sample] || r->ref_n[o] != n) return;
@@ -218,7 +219,8 @@ static void widest_spec(ctosa_spec *s) {
 }
 
 static bool is_reduce_with_axes_attr(const ctosa_onnx_node *n) {
-    static const char *const R[] = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    static const char *const R[] = {"ReduceMean",   "ReduceMax",       "ReduceMin",
+                                    "ReduceProd",   "ReduceL1",        "ReduceL2",
                                     "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
     if (n->domain[0] && strcmp(n->domain, "ai.onnx")) return false;
     for (size_t i = 0; i < CTOSA_ARRAY_LEN(R); i++)
@@ -243,7 +245,8 @@ static ctosa_error *bump_opset(qz_graph *q) {
         const char **in = arena_alloc(&q->a, sizeof(char *) * 2);
         if (!ax || !name || !in) return ctosa_error_nomem();
         memcpy(ax, a->ints, 8 * (size_t)cnt);
-        if (!qz_graph_add_init(q, name, CTOSA_ONNX_INT64, 1, &cnt, ax, 8 * (uint64_t)cnt)) return ctosa_error_nomem();
+        if (!qz_graph_add_init(q, name, CTOSA_ONNX_INT64, 1, &cnt, ax, 8 * (uint64_t)cnt))
+            return ctosa_error_nomem();
         in[0] = n->in[0];
         in[1] = name;
         n->in = in;
@@ -313,16 +316,19 @@ static char *make_report(qz_ctx *c, const ctosa_quantize_summary *s, const char 
     sb_json_str(&b, base ? base + 1 : s->qdq_path);
     sb_puts(&b, ",\n  \"spec\": ");
     sb_json_str(&b, s->spec);
-    sb_printf(&b, ",\n  \"activations\": \"int%d\", \"weights\": \"int8 symmetric per-channel\", \"method\": \"%s\"",
-              s->activation_bits, s->method);
+    sb_printf(
+        &b,
+        ",\n  \"activations\": \"int%d\", \"weights\": \"int8 symmetric per-channel\", \"method\": \"%s\"",
+        s->activation_bits, s->method);
     if (c->method == CTOSA_QUANT_PERCENTILE) {
         sb_puts(&b, ", \"percentile\": ");
         json_num(&b, c->percentile);
     }
-    sb_printf(&b, ",\n  \"samples\": %u, \"nodes_total\": %u, \"nodes_float\": %u, \"tensors_quantized\": %u,\n",
+    sb_printf(&b,
+              ",\n  \"samples\": %u, \"nodes_total\": %u, \"nodes_float\": %u, \"tensors_quantized\": %u,\n",
               s->samples, s->nodes_total, s->nodes_float, s->tensors_quantized);
-    sb_printf(&b, "  \"lowered\": {\"partitions\": %u, \"nodes_delegated\": %u, \"nodes_total\": %u},\n", s->partitions,
-              s->nodes_delegated, s->nodes_qdq_total);
+    sb_printf(&b, "  \"lowered\": {\"partitions\": %u, \"nodes_delegated\": %u, \"nodes_total\": %u},\n",
+              s->partitions, s->nodes_delegated, s->nodes_qdq_total);
     sb_puts(&b, "  \"outputs\": [");
     for (uint32_t i = 0; i < s->n_outputs; i++) {
         sb_puts(&b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
@@ -398,7 +404,8 @@ static ctosa_error *setup_tensors(qz_ctx *c) {
     }
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         bool init = false;
-        for (uint32_t k = 0; k < g->n_initializers && !init; k++) init = !strcmp(g->initializers[k].name, g->inputs[i].name);
+        for (uint32_t k = 0; k < g->n_initializers && !init; k++)
+            init = !strcmp(g->initializers[k].name, g->inputs[i].name);
         if (init || strmap_has(&c->by_name, g->inputs[i].name)) continue;
         qz_tensor *t = &c->t[c->n_t++];
         t->name = g->inputs[i].name;
@@ -479,22 +486,26 @@ static ctosa_error *resolve_spec(const ctosa_quantize_options *opt, int bits, ct
     else e = ctosa_spec_parse(bits == 16 ? "TOSA-1.0+INT+int16" : "TOSA-1.0+INT", spec);
     if (e) return e;
     if (!(spec->profiles & CTOSA_PRO_INT))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize needs a spec with the INT profile (e.g. TOSA-1.0+INT)");
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "quantize needs a spec with the INT profile (e.g. TOSA-1.0+INT)");
     if (bits == 16 && !(spec->extensions & CTOSA_EXT_BIT(INT16)))
         return ctosa_error_new(CTOSA_ERR_USAGE, "int16 activations need EXT-INT16: add +int16 to the spec "
-                               "(e.g. TOSA-1.0+INT+int16)");
+                                                "(e.g. TOSA-1.0+INT+int16)");
     return NULL;
 }
 
-ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options *opt, ctosa_quantize_result **out) {
+ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options *opt,
+                            ctosa_quantize_result **out) {
     *out = NULL;
     if (!opt || !opt->output_dir || !opt->output_dir[0])
         return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: an output folder is required");
     int bits = opt->activation_bits ? opt->activation_bits : 8;
     if (bits != 8 && bits != 16)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: activations must be int8 or int16 (got %d bits)", bits);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: activations must be int8 or int16 (got %d bits)",
+                               bits);
     if (!opt->n_calibration)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "quantize: calibration data is required (--calibration NAME=FILE.npy)");
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "quantize: calibration data is required (--calibration NAME=FILE.npy)");
     ctosa_spec spec;
     ctosa_error *e = resolve_spec(opt, bits, &spec);
     if (e) return e;
@@ -514,7 +525,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     c.symmetric = bits == 16;
     c.method = opt->method ? opt->method : bits == 16 ? CTOSA_QUANT_MINMAX : CTOSA_QUANT_MSE;
     c.percentile = opt->percentile > 0 ? opt->percentile : 99.99;
-    if (c.percentile > 100) e = ctosa_error_new(CTOSA_ERR_USAGE, "quantize: percentile %g is above 100", c.percentile);
+    if (c.percentile > 100)
+        e = ctosa_error_new(CTOSA_ERR_USAGE, "quantize: percentile %g is above 100", c.percentile);
     s->method = method_name(c.method);
     c.path = model_path;
     qz_samples smp;
@@ -527,9 +539,10 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
         c.g = ctosa_onnx_info(c.m)->graph;
         int64_t ops = ctosa_onnx_opset_version(c.m, "");
         if (ops < 13)
-            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: opset %lld: quantize needs opset 13 or later (per-channel "
-                                "DequantizeLinear); export the model again with a newer opset", model_path,
-                                (long long)ops);
+            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                "%s: opset %lld: quantize needs opset 13 or later (per-channel "
+                                "DequantizeLinear); export the model again with a newer opset",
+                                model_path, (long long)ops);
     }
     if (!e) e = qz_samples_load(c.m, opt->calibration, opt->n_calibration, opt->max_samples, &smp);
     if (!e) e = setup_tensors(&c);
@@ -546,7 +559,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     if (!e) {
         work = arena_printf(&res->a, "%s/.%s.quantize.XXXXXX", opt->output_dir, stem);
         if (!work || !mkdtemp(work))
-            e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot create a work folder: %s", opt->output_dir, strerror(errno));
+            e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot create a work folder: %s", opt->output_dir,
+                                strerror(errno));
     }
     bool have_work = !e;
     if (!e) {
@@ -584,7 +598,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
             if (!c.t[i].is_output && c.t[i].producer >= 0) extra[q.n_extra++] = c.t[i].name;
         /* per-channel means of the inputs of layers with a bias */
         for (uint32_t i = 0; i < c.g->n_nodes && !e; i++) {
-            qz_tensor *t = qz_node_bias_channels(&c, &q, i) ? qz_tensor_of(&c, c.g->nodes[i].inputs[0]) : NULL;
+            qz_tensor *t =
+                qz_node_bias_channels(&c, &q, i) ? qz_tensor_of(&c, c.g->nodes[i].inputs[0]) : NULL;
             if (t) rs.pc[t - c.t].want = true;
         }
         q.extra = extra;
@@ -613,7 +628,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
                     add_channels(p, smp.data[k], smp.count[k] * smp.n_samples, smp.rank[k], smp.shape[k]);
         if (p->sum && p->per) {
             if (!(t->mean = calloc(p->n_ch, sizeof(float)))) e = ctosa_error_nomem();
-            for (uint32_t ch = 0; t->mean && ch < p->n_ch; ch++) t->mean[ch] = (float)(p->sum[ch] / (double)p->per);
+            for (uint32_t ch = 0; t->mean && ch < p->n_ch; ch++)
+                t->mean[ch] = (float)(p->sum[ch] / (double)p->per);
             t->n_mean = p->n_ch;
         }
         if (t->is_float) qz_stats_range(&t->st, c.method, c.percentile, bits, c.symmetric, &t->lo, &t->hi);
@@ -653,7 +669,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
                 }
             if (!p->sum || !p->per || p->n_ch != t->n_mean) continue;
             if (!(t->qmean = calloc(p->n_ch, sizeof(float)))) e = ctosa_error_nomem();
-            for (uint32_t ch = 0; t->qmean && ch < p->n_ch; ch++) t->qmean[ch] = (float)(p->sum[ch] / (double)p->per);
+            for (uint32_t ch = 0; t->qmean && ch < p->n_ch; ch++)
+                t->qmean[ch] = (float)(p->sum[ch] / (double)p->per);
         }
         uint32_t newly = 0;
         if (!e) e = build_qdq(&c, qdq_tmp);

@@ -16,7 +16,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static void shape_str(char *buf, size_t n, uint32_t rank, const int64_t *d) {
     size_t k = (size_t)snprintf(buf, n, "[");
-    for (uint32_t i = 0; i < rank && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)d[i]);
+    for (uint32_t i = 0; i < rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)d[i]);
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
@@ -36,48 +37,54 @@ static uint64_t samples_in(const ctosa_tensor_file *t, uint32_t rank, const int6
     return 0;
 }
 
-static ctosa_error *check_array(const ctosa_tensor_file *t, const char *file, const char *input, uint32_t rank,
-                                const int64_t *in, bool one, uint64_t *n) {
+static ctosa_error *check_array(const ctosa_tensor_file *t, const char *file, const char *input,
+                                uint32_t rank, const int64_t *in, bool one, uint64_t *n) {
     char want[256], got[256];
     shape_str(want, sizeof want, rank, in);
     shape_str(got, sizeof got, t->rank, t->shape);
     if (t->kind != 'f' || t->itemsize != 4)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: calibration for input '%s': dtype %s (%s), expected float32",
-                               file, input, t->type_name ? t->type_name : "?", t->descr);
+        return ctosa_error_new(CTOSA_ERR_FORMAT,
+                               "%s: calibration for input '%s': dtype %s (%s), expected float32", file, input,
+                               t->type_name ? t->type_name : "?", t->descr);
     if (t->count == 0)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: calibration for input '%s': the array %s is empty", file, input,
-                               got);
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: calibration for input '%s': the array %s is empty",
+                               file, input, got);
     uint64_t k = samples_in(t, rank, in);
     bool exact = t->rank == rank;
     for (uint32_t i = 0; exact && i < rank; i++) exact = t->shape[i] == in[i];
     if (one) {
         if (!exact && !(k == 1))
-            return ctosa_error_new(CTOSA_ERR_FORMAT,
-                                   "%s: calibration sample for input '%s': shape %s, expected %s (one sample per file "
-                                   "in a folder)", file, input, got, want);
+            return ctosa_error_new(
+                CTOSA_ERR_FORMAT,
+                "%s: calibration sample for input '%s': shape %s, expected %s (one sample per file "
+                "in a folder)",
+                file, input, got, want);
         *n = 1;
         return NULL;
     }
     if (!k)
-        return ctosa_error_new(CTOSA_ERR_FORMAT,
-                               "%s: calibration for input '%s': shape %s does not hold samples of %s: expected "
-                               "[N,%s%s (samples stacked on a new first axis)", file, input, got, want, want + 1,
-                               rank && in[0] == 1 ? " or [N,...] without the leading 1" : "");
+        return ctosa_error_new(
+            CTOSA_ERR_FORMAT,
+            "%s: calibration for input '%s': shape %s does not hold samples of %s: expected "
+            "[N,%s%s (samples stacked on a new first axis)",
+            file, input, got, want, want + 1, rank && in[0] == 1 ? " or [N,...] without the leading 1" : "");
     *n = k;
     return NULL;
 }
 
-static ctosa_error *check_finite(const float *v, uint64_t n, const char *file, const char *input, uint64_t base) {
+static ctosa_error *check_finite(const float *v, uint64_t n, const char *file, const char *input,
+                                 uint64_t base) {
     for (uint64_t i = 0; i < n; i++)
         if (!isfinite(v[i]))
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: calibration for input '%s': element %llu is %s", file,
-                                   input, (unsigned long long)(base + i), isnan(v[i]) ? "NaN" : "infinite");
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: calibration for input '%s': element %llu is %s",
+                                   file, input, (unsigned long long)(base + i),
+                                   isnan(v[i]) ? "NaN" : "infinite");
     return NULL;
 }
 
 /* Appends the samples of one file or folder to a growing float buffer. */
-static ctosa_error *load_one(const char *path, const char *input, uint32_t rank, const int64_t *in, uint64_t count,
-                             float **data, uint64_t *n) {
+static ctosa_error *load_one(const char *path, const char *input, uint32_t rank, const int64_t *in,
+                             uint64_t count, float **data, uint64_t *n) {
     struct stat st;
     if (stat(path, &st) != 0)
         return ctosa_error_new(CTOSA_ERR_IO, "%s: cannot open calibration data for input '%s'", path, input);
@@ -101,8 +108,9 @@ static ctosa_error *load_one(const char *path, const char *input, uint32_t rank,
             snprintf(files[nf++], pl, "%s/%s", path, de->d_name);
         }
         closedir(d);
-        if (!nf) e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: calibration for input '%s': the folder has no .npy files",
-                                     path, input);
+        if (!nf)
+            e = ctosa_error_new(CTOSA_ERR_FORMAT,
+                                "%s: calibration for input '%s': the folder has no .npy files", path, input);
         else qsort(files, nf, sizeof *files, cmp_str);
     } else {
         files = malloc(sizeof(char *));
@@ -141,7 +149,8 @@ ctosa_error *qz_samples_load(const ctosa_onnx_model *m, const ctosa_quantize_cal
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         bool init = false;
-        for (uint32_t k = 0; k < g->n_initializers && !init; k++) init = !strcmp(g->initializers[k].name, g->inputs[i].name);
+        for (uint32_t k = 0; k < g->n_initializers && !init; k++)
+            init = !strcmp(g->initializers[k].name, g->inputs[i].name);
         if (!init) n++;
     }
     out->names = calloc(n + 1, sizeof(char *));
@@ -154,31 +163,37 @@ ctosa_error *qz_samples_load(const ctosa_onnx_model *m, const ctosa_quantize_cal
         bool found = false;
         for (uint32_t i = 0; i < g->n_inputs && !found; i++) found = !strcmp(g->inputs[i].name, cal[k].name);
         if (!found)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "%s: --calibration %s=%s: the model has no input '%s'", info->path,
-                                   cal[k].name, cal[k].path, cal[k].name);
+            return ctosa_error_new(CTOSA_ERR_USAGE, "%s: --calibration %s=%s: the model has no input '%s'",
+                                   info->path, cal[k].name, cal[k].path, cal[k].name);
     }
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         const ctosa_onnx_value_info *v = &g->inputs[i];
         bool init = false;
-        for (uint32_t k = 0; k < g->n_initializers && !init; k++) init = !strcmp(g->initializers[k].name, v->name);
+        for (uint32_t k = 0; k < g->n_initializers && !init; k++)
+            init = !strcmp(g->initializers[k].name, v->name);
         if (init) continue;
         uint32_t j = out->n_inputs;
         const ctosa_quantize_calibration *c = NULL;
         for (uint32_t k = 0; k < n_cal; k++)
             if (!strcmp(cal[k].name, v->name)) c = &cal[k];
         if (!c)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input '%s' has no calibration data (--calibration %s=FILE.npy)",
+            return ctosa_error_new(CTOSA_ERR_USAGE,
+                                   "%s: input '%s' has no calibration data (--calibration %s=FILE.npy)",
                                    info->path, v->name, v->name);
         const ctosa_onnx_type *ty = v->type;
-        if (!ty || ty->kind != CTOSA_ONNX_TYPE_TENSOR || ty->elem_type != CTOSA_ONNX_FLOAT || !ty->has_shape ||
-            ty->rank > ONNX_MAX_RANK)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: input '%s': quantize needs float32 inputs with a "
-                                   "declared shape", info->path, v->name);
+        if (!ty || ty->kind != CTOSA_ONNX_TYPE_TENSOR || ty->elem_type != CTOSA_ONNX_FLOAT ||
+            !ty->has_shape || ty->rank > ONNX_MAX_RANK)
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                   "%s: input '%s': quantize needs float32 inputs with a "
+                                   "declared shape",
+                                   info->path, v->name);
         uint64_t cnt = 1;
         for (uint32_t d = 0; d < ty->rank; d++) {
             if (!ty->dims[d].has_value || ty->dims[d].value < 0)
-                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: input '%s': dimension %u is not static (export the "
-                                       "model with a fixed shape)", info->path, v->name, d);
+                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                       "%s: input '%s': dimension %u is not static (export the "
+                                       "model with a fixed shape)",
+                                       info->path, v->name, d);
             out->shape[j][d] = ty->dims[d].value;
             cnt *= (uint64_t)ty->dims[d].value;
         }
@@ -190,7 +205,8 @@ ctosa_error *qz_samples_load(const ctosa_onnx_model *m, const ctosa_quantize_cal
         ctosa_error *e = load_one(c->path, v->name, ty->rank, out->shape[j], cnt, &out->data[j], &ns);
         if (e) return e;
         if (j > 0 && ns != out->n_samples)
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: %llu calibration samples for input '%s', but %u for input '%s'",
+            return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                   "%s: %llu calibration samples for input '%s', but %u for input '%s'",
                                    c->path, (unsigned long long)ns, v->name, out->n_samples, out->names[0]);
         if (ns > UINT32_MAX) return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: too many samples", c->path);
         out->n_samples = (uint32_t)ns;
@@ -215,8 +231,9 @@ static int32_t onnx_dtype_of_numpy(const char *np) {
     static const struct {
         const char *n;
         int32_t t;
-    } T[] = {{"float32", CTOSA_ONNX_FLOAT}, {"uint8", CTOSA_ONNX_UINT8}, {"int8", CTOSA_ONNX_INT8}, {"int16", CTOSA_ONNX_INT16},
-             {"int32", CTOSA_ONNX_INT32}, {"int64", CTOSA_ONNX_INT64}, {"bool", CTOSA_ONNX_BOOL}, {"float16", CTOSA_ONNX_FLOAT16}};
+    } T[] = {{"float32", CTOSA_ONNX_FLOAT}, {"uint8", CTOSA_ONNX_UINT8},    {"int8", CTOSA_ONNX_INT8},
+             {"int16", CTOSA_ONNX_INT16},   {"int32", CTOSA_ONNX_INT32},    {"int64", CTOSA_ONNX_INT64},
+             {"bool", CTOSA_ONNX_BOOL},     {"float16", CTOSA_ONNX_FLOAT16}};
     for (size_t i = 0; i < CTOSA_ARRAY_LEN(T); i++)
         if (!strcmp(T[i].n, np)) return T[i].t;
     return CTOSA_ONNX_UNDEFINED;
@@ -243,7 +260,8 @@ ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, cons
     for (uint32_t s = 0; s < smp->n_samples && !e; s++) {
         for (uint32_t i = 0; i < smp->n_inputs && !e; i++)
             e = ctosa_runtime_set_input(rt, smp->names[i], "float32", smp->rank[i], smp->shape[i],
-                                        smp->data[i] + (uint64_t)s * smp->count[i], smp->count[i] * sizeof(float));
+                                        smp->data[i] + (uint64_t)s * smp->count[i],
+                                        smp->count[i] * sizeof(float));
         if (!e) e = ctosa_runtime_run(rt);
         for (uint32_t o = 0; o < n_out && !e; o++) {
             ctosa_runtime_tensor info, t;
@@ -264,7 +282,8 @@ ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, cons
 static void rebin(qz_stats *s) {
     uint64_t tmp[QZ_HIST_BINS];
     memset(tmp, 0, sizeof tmp);
-    for (uint32_t j = 0; j < QZ_HIST_BINS / 2; j++) tmp[QZ_HIST_BINS / 4 + j] = s->hist[2 * j] + s->hist[2 * j + 1];
+    for (uint32_t j = 0; j < QZ_HIST_BINS / 2; j++)
+        tmp[QZ_HIST_BINS / 4 + j] = s->hist[2 * j] + s->hist[2 * j + 1];
     memcpy(s->hist, tmp, sizeof tmp);
     s->range *= 2;
 }
@@ -340,8 +359,8 @@ static double hist_error(const qz_stats *s, float scale, int32_t zp, int bits) {
     return err;
 }
 
-void qz_stats_range(const qz_stats *s, ctosa_quantize_method method, double percentile, int bits, bool symmetric,
-                    double *lo, double *hi) {
+void qz_stats_range(const qz_stats *s, ctosa_quantize_method method, double percentile, int bits,
+                    bool symmetric, double *lo, double *hi) {
     double mn = fmin(s->min, 0), mx = fmax(s->max, 0);
     *lo = mn;
     *hi = mx;

@@ -55,10 +55,13 @@ ctosa_error *qz_graph_init(qz_graph *q, ctosa_onnx_model *m, const char *path) {
     for (uint32_t i = 0; i < g->n_initializers; i++) {
         const ctosa_onnx_tensor *t = &g->initializers[i];
         if (t->dtype == CTOSA_ONNX_STRING)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: initializer '%s': string tensors are not supported "
-                                   "by quantize", path, t->name);
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                   "%s: initializer '%s': string tensors are not supported "
+                                   "by quantize",
+                                   path, t->name);
         if (t->rank > ONNX_MAX_RANK)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: initializer '%s': rank %u", path, t->name, t->rank);
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: initializer '%s': rank %u", path, t->name,
+                                   t->rank);
         const void *data;
         uint64_t nb;
         if ((e = ctosa_onnx_tensor_data(m, t, &data, &nb))) return e;
@@ -122,7 +125,8 @@ const qz_init *qz_graph_find_init(const qz_graph *q, const char *name) {
 
 const char *qz_fresh_name(qz_graph *q, const char *base, const char *suffix) {
     char *s = arena_printf(&q->a, "%s%s", base, suffix);
-    for (uint32_t k = 1; s && strmap_has(&q->names, s); k++) s = arena_printf(&q->a, "%s%s_%u", base, suffix, k);
+    for (uint32_t k = 1; s && strmap_has(&q->names, s); k++)
+        s = arena_printf(&q->a, "%s%s_%u", base, suffix, k);
     if (s) name_use(q, s);
     return s;
 }
@@ -139,7 +143,9 @@ static void put_varint(strbuf *b, uint64_t v) {
     t[n++] = (char)v;
     sb_putn(b, t, n);
 }
-static void put_tag(strbuf *b, uint32_t field, int wire) { put_varint(b, ((uint64_t)field << 3) | (uint64_t)wire); }
+static void put_tag(strbuf *b, uint32_t field, int wire) {
+    put_varint(b, ((uint64_t)field << 3) | (uint64_t)wire);
+}
 static void put_int(strbuf *b, uint32_t field, uint64_t v) {
     put_tag(b, field, PB_VARINT);
     put_varint(b, v);
@@ -150,7 +156,9 @@ static void put_bytes(strbuf *b, uint32_t field, const void *p, size_t n) {
     sb_putn(b, (const char *)p, n);
 }
 static void put_str(strbuf *b, uint32_t field, const char *s) { put_bytes(b, field, s, strlen(s)); }
-static void put_msg(strbuf *b, uint32_t field, const strbuf *m) { put_bytes(b, field, m->s ? m->s : "", m->len); }
+static void put_msg(strbuf *b, uint32_t field, const strbuf *m) {
+    put_bytes(b, field, m->s ? m->s : "", m->len);
+}
 static uint64_t varint_len(uint64_t v) {
     uint64_t n = 1;
     while (v >= 0x80) v >>= 7, n++;
@@ -223,7 +231,8 @@ static void init_header(const qz_init *t, strbuf *h) {
 static bool has_graph_attr(const ctosa_onnx_graph *g) {
     for (uint32_t i = 0; i < g->n_nodes; i++)
         for (uint32_t k = 0; k < g->nodes[i].n_attrs; k++)
-            if (g->nodes[i].attrs[k].type == CTOSA_ONNX_ATTR_GRAPH || g->nodes[i].attrs[k].type == CTOSA_ONNX_ATTR_GRAPHS)
+            if (g->nodes[i].attrs[k].type == CTOSA_ONNX_ATTR_GRAPH ||
+                g->nodes[i].attrs[k].type == CTOSA_ONNX_ATTR_GRAPHS)
                 return true;
     return false;
 }
@@ -279,7 +288,8 @@ ctosa_error *qz_graph_write(qz_graph *q, const char *path) {
         const uint8_t *p;
         uint64_t len;
         pb_field f;
-        if (!(e = file_field(q, g->outputs[i].offset, &p, &len, &f))) sb_putn(&tail, (const char *)p, (size_t)len);
+        if (!(e = file_field(q, g->outputs[i].offset, &p, &len, &f)))
+            sb_putn(&tail, (const char *)p, (size_t)len);
     }
     for (uint32_t i = 0; i < q->n_extra && !e; i++) {
         strbuf vi;
@@ -293,7 +303,8 @@ ctosa_error *qz_graph_write(qz_graph *q, const char *path) {
         const uint8_t *p;
         uint64_t len;
         pb_field f;
-        if (!(e = file_field(q, g->value_infos[i].offset, &p, &len, &f))) sb_putn(&tail, (const char *)p, (size_t)len);
+        if (!(e = file_field(q, g->value_infos[i].offset, &p, &len, &f)))
+            sb_putn(&tail, (const char *)p, (size_t)len);
     }
 
     /* model header */

@@ -42,10 +42,10 @@ typedef struct qz_init {
 
 typedef struct qz_graph {
     arena a;
-    ctosa_onnx_model *m;           /* the float model (borrowed) */
-    const char *path;              /* its file */
-    file_map file;                 /* its bytes, for attributes and value infos */
-    const ctosa_onnx_graph *g;     /* its main graph */
+    ctosa_onnx_model *m;       /* the float model (borrowed) */
+    const char *path;          /* its file */
+    file_map file;             /* its bytes, for attributes and value infos */
+    const ctosa_onnx_graph *g; /* its main graph */
     qz_node *nodes;
     uint32_t n_nodes, cap_nodes;
     qz_init *inits;
@@ -55,8 +55,8 @@ typedef struct qz_graph {
     const char **extra;
     /* Output names that are renamed (a quantized graph output t is made by
      * DequantizeLinear; its producer then writes out_rename[i]). */
-    int64_t opset;                 /* default-domain opset to write */
-    strmap names;                  /* every tensor name in use -> (void*)1 */
+    int64_t opset; /* default-domain opset to write */
+    strmap names;  /* every tensor name in use -> (void*)1 */
 } qz_graph;
 
 /* Loads the editable copy of m's main graph (original nodes and
@@ -65,8 +65,8 @@ ctosa_error *qz_graph_init(qz_graph *q, ctosa_onnx_model *m, const char *path);
 void qz_graph_free(qz_graph *q);
 qz_node *qz_graph_add_node(qz_graph *q, const char *op_type, const char *name, uint32_t n_in,
                            const char *const *in, uint32_t n_out, const char *const *out);
-qz_init *qz_graph_add_init(qz_graph *q, const char *name, int32_t dtype, uint32_t rank,
-                           const int64_t *dims, const void *data, uint64_t nbytes);
+qz_init *qz_graph_add_init(qz_graph *q, const char *name, int32_t dtype, uint32_t rank, const int64_t *dims,
+                           const void *data, uint64_t nbytes);
 /* A tensor name not yet used, built from base and suffix (registered). */
 const char *qz_fresh_name(qz_graph *q, const char *base, const char *suffix);
 /* The initializer called name, or NULL. */
@@ -85,10 +85,10 @@ ctosa_error *qz_graph_write(qz_graph *q, const char *path);
 typedef struct qz_stats {
     const char *name;
     double min, max;
-    double range;                  /* histogram half width (0 until a nonzero value) */
+    double range; /* histogram half width (0 until a nonzero value) */
     uint64_t count;
-    uint64_t zeros;                /* values counted before the histogram had a range */
-    uint64_t *hist;                /* QZ_HIST_BINS counters */
+    uint64_t zeros; /* values counted before the histogram had a range */
+    uint64_t *hist; /* QZ_HIST_BINS counters */
 } qz_stats;
 
 void qz_stats_add(qz_stats *s, const float *v, uint64_t n);
@@ -104,11 +104,11 @@ void qz_params(double lo, double hi, int bits, bool symmetric, float *scale, int
  * samples (each the input's shape, float32). */
 typedef struct qz_samples {
     uint32_t n_inputs, n_samples;
-    const char **names;            /* graph input names */
+    const char **names; /* graph input names */
     uint32_t *rank;
     int64_t (*shape)[ONNX_MAX_RANK];
-    uint64_t *count;               /* elements per sample */
-    float **data;                  /* [n_inputs] -> n_samples * count floats */
+    uint64_t *count; /* elements per sample */
+    float **data;    /* [n_inputs] -> n_samples * count floats */
 } qz_samples;
 
 /* Reads --calibration NAME=FILE entries against the model's graph inputs. */
@@ -132,47 +132,47 @@ ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, cons
 /* What the quantizer knows about one tensor of the float model. */
 typedef struct qz_tensor {
     const char *name;
-    int32_t producer;              /* node index; -1: graph input or initializer */
-    bool is_float;                 /* a float32 value seen in calibration */
-    bool is_output;                /* a graph output */
+    int32_t producer; /* node index; -1: graph input or initializer */
+    bool is_float;    /* a float32 value seen in calibration */
+    bool is_output;   /* a graph output */
     uint32_t n_cons;
-    uint32_t *cons;                /* consumer node indices */
+    uint32_t *cons; /* consumer node indices */
     qz_stats st;
-    double lo, hi;                 /* range chosen from st */
-    float scale;                   /* decided parameters (of the tensor's group) */
+    double lo, hi; /* range chosen from st */
+    float scale;   /* decided parameters (of the tensor's group) */
     int32_t zp;
-    uint32_t group;                /* parameter-sharing group: index of its representative */
-    bool quant;                    /* gets QuantizeLinear / DequantizeLinear */
-    bool internal;                 /* inside a fused activation or an island: no Q/DQ */
-    bool is_const;                 /* computed from initializers and shapes only (Identity of a
+    uint32_t group; /* parameter-sharing group: index of its representative */
+    bool quant;     /* gets QuantizeLinear / DequantizeLinear */
+    bool internal;  /* inside a fused activation or an island: no Q/DQ */
+    bool is_const;  /* computed from initializers and shapes only (Identity of a
                                     * weight, Shape -> Gather -> Slice arguments) */
-    void *cval;                    /* its value, seen in calibration */
-    int32_t cdtype;                /* its ONNX dtype */
-    uint64_t csize;                /* bytes */
+    void *cval;     /* its value, seen in calibration */
+    int32_t cdtype; /* its ONNX dtype */
+    uint64_t csize; /* bytes */
     uint32_t crank;
     int64_t cdims[ONNX_MAX_RANK];
-    float *mean;                   /* per-channel means (axis 1) in the float run, inputs of weighted layers */
-    float *qmean;                  /* the same of its quantized values (NULL: not measured) */
+    float *mean;  /* per-channel means (axis 1) in the float run, inputs of weighted layers */
+    float *qmean; /* the same of its quantized values (NULL: not measured) */
     uint32_t n_mean;
-    const char *dq_name;           /* set while emitting */
+    const char *dq_name; /* set while emitting */
 } qz_tensor;
 
 typedef struct qz_ctx {
     ctosa_onnx_model *m;
     const char *path;
     const ctosa_onnx_graph *g;
-    int bits;                      /* activation bits: 8 or 16 */
-    bool symmetric;                /* int16: zero point 0 */
+    int bits;       /* activation bits: 8 or 16 */
+    bool symmetric; /* int16: zero point 0 */
     ctosa_quantize_method method;
     double percentile;
     qz_tensor *t;
     uint32_t n_t;
-    strmap by_name;                /* name -> qz_tensor* */
-    bool *node_float;              /* [n_nodes] kept float: the target cannot run it quantized */
-    const char **node_reason;      /* why (the lowering's reason) */
-    bool *node_quant;              /* [n_nodes] decided: quantized */
-    bool bias_correction;          /* fold the weights' rounding bias into the biases */
-    const char **label;            /* [n_nodes] node names in the QDQ model */
+    strmap by_name;           /* name -> qz_tensor* */
+    bool *node_float;         /* [n_nodes] kept float: the target cannot run it quantized */
+    const char **node_reason; /* why (the lowering's reason) */
+    bool *node_quant;         /* [n_nodes] decided: quantized */
+    bool bias_correction;     /* fold the weights' rounding bias into the biases */
+    const char **label;       /* [n_nodes] node names in the QDQ model */
     arena a;
 } qz_ctx;
 

@@ -33,27 +33,48 @@ typedef struct qz_traits {
 } qz_traits;
 
 static const qz_traits TRAITS[] = {
-    {"Conv", QT_WEIGHT | QT_HEAD, 1},       {"ConvTranspose", QT_WEIGHT, 1},
-    {"Gemm", QT_WEIGHT | QT_HEAD, 1},       {"MatMul", QT_WEIGHT | QT_HEAD, 2},
-    {"Add", QT_HEAD, 2},                    {"Sub", 0, 2},
-    {"Mul", 0, 2},                          {"Div", 0, 2},
-    {"Relu", QT_FUSED_ACT, 1},              {"Clip", QT_FUSED_ACT, 1},
-    {"MaxPool", QT_SHARE, 1},               {"AveragePool", 0, 1},
-    {"GlobalAveragePool", 0, 1},            {"ReduceMean", 0, 1},
-    {"Concat", QT_CONCAT, 255},             {"Reshape", QT_SHARE, 1},
-    {"Flatten", QT_SHARE, 1},               {"Transpose", QT_SHARE, 1},
-    {"Squeeze", QT_SHARE, 1},               {"Unsqueeze", QT_SHARE, 1},
-    {"Slice", QT_SHARE, 1},                 {"Split", QT_SHARE, 1},
-    {"Gather", QT_SHARE, 1},                {"Identity", QT_SHARE, 1},
-    {"Tile", QT_SHARE, 1},                  {"Expand", QT_SHARE, 1},
-    {"DepthToSpace", QT_SHARE, 1},          {"SpaceToDepth", QT_SHARE, 1},
-    {"Resize", QT_SHARE, 1},                {"Pad", 0, 1},
-    {"Sigmoid", QT_UNARY_FN, 1},            {"HardSigmoid", QT_UNARY_FN, 1},
-    {"HardSwish", QT_UNARY_FN, 1},          {"Tanh", QT_UNARY_FN, 1},
-    {"Exp", QT_UNARY_FN, 1},                {"Log", QT_UNARY_FN, 1},
-    {"Erf", QT_UNARY_FN, 1},                {"Softplus", QT_UNARY_FN, 1},
-    {"Elu", QT_UNARY_FN, 1},                {"LeakyRelu", QT_UNARY_FN, 1},
-    {"Gelu", QT_UNARY_FN, 1},               {"Softmax", 0, 1},
+    {"Conv", QT_WEIGHT | QT_HEAD, 1},
+    {"ConvTranspose", QT_WEIGHT, 1},
+    {"Gemm", QT_WEIGHT | QT_HEAD, 1},
+    {"MatMul", QT_WEIGHT | QT_HEAD, 2},
+    {"Add", QT_HEAD, 2},
+    {"Sub", 0, 2},
+    {"Mul", 0, 2},
+    {"Div", 0, 2},
+    {"Relu", QT_FUSED_ACT, 1},
+    {"Clip", QT_FUSED_ACT, 1},
+    {"MaxPool", QT_SHARE, 1},
+    {"AveragePool", 0, 1},
+    {"GlobalAveragePool", 0, 1},
+    {"ReduceMean", 0, 1},
+    {"Concat", QT_CONCAT, 255},
+    {"Reshape", QT_SHARE, 1},
+    {"Flatten", QT_SHARE, 1},
+    {"Transpose", QT_SHARE, 1},
+    {"Squeeze", QT_SHARE, 1},
+    {"Unsqueeze", QT_SHARE, 1},
+    {"Slice", QT_SHARE, 1},
+    {"Split", QT_SHARE, 1},
+    {"Gather", QT_SHARE, 1},
+    {"Identity", QT_SHARE, 1},
+    {"Tile", QT_SHARE, 1},
+    {"Expand", QT_SHARE, 1},
+    {"DepthToSpace", QT_SHARE, 1},
+    {"SpaceToDepth", QT_SHARE, 1},
+    {"Resize", QT_SHARE, 1},
+    {"Pad", 0, 1},
+    {"Sigmoid", QT_UNARY_FN, 1},
+    {"HardSigmoid", QT_UNARY_FN, 1},
+    {"HardSwish", QT_UNARY_FN, 1},
+    {"Tanh", QT_UNARY_FN, 1},
+    {"Exp", QT_UNARY_FN, 1},
+    {"Log", QT_UNARY_FN, 1},
+    {"Erf", QT_UNARY_FN, 1},
+    {"Softplus", QT_UNARY_FN, 1},
+    {"Elu", QT_UNARY_FN, 1},
+    {"LeakyRelu", QT_UNARY_FN, 1},
+    {"Gelu", QT_UNARY_FN, 1},
+    {"Softmax", 0, 1},
     {"LayerNormalization", 0, 1},
 };
 
@@ -86,7 +107,9 @@ static void unite(qz_ctx *c, uint32_t a, uint32_t b) {
 }
 
 /* The one consumer of t, or -1. */
-static int32_t only_consumer(const qz_tensor *t) { return t->n_cons == 1 && !t->is_output ? (int32_t)t->cons[0] : -1; }
+static int32_t only_consumer(const qz_tensor *t) {
+    return t->n_cons == 1 && !t->is_output ? (int32_t)t->cons[0] : -1;
+}
 
 void qz_plan_decide(qz_ctx *c) {
     const ctosa_onnx_graph *g = c->g;
@@ -118,7 +141,8 @@ void qz_plan_decide(qz_ctx *c) {
             /* Conv -> Relu: one integer operator with a clamp */
             if ((flags_of(p) & QT_HEAD) && (flags_of(n) & QT_FUSED_ACT)) t->internal = true;
             /* x * f(x): one TABLE */
-            if ((flags_of(p) & QT_UNARY_FN) && !strcmp(n->op_type, "Mul") && n->n_inputs == 2 && p->n_inputs >= 1) {
+            if ((flags_of(p) & QT_UNARY_FN) && !strcmp(n->op_type, "Mul") && n->n_inputs == 2 &&
+                p->n_inputs >= 1) {
                 const char *x = p->inputs[0];
                 if ((!strcmp(n->inputs[0], x) && !strcmp(n->inputs[1], t->name)) ||
                     (!strcmp(n->inputs[1], x) && !strcmp(n->inputs[0], t->name)))
@@ -202,13 +226,14 @@ static ctosa_error *add_scalar_params(qz_graph *q, const char *base, float scale
         memcpy(z, &v, 1);
     }
     if (!qz_graph_add_init(q, *s_name, CTOSA_ONNX_FLOAT, 0, NULL, s, 4) ||
-        !qz_graph_add_init(q, *z_name, bits == 16 ? CTOSA_ONNX_INT16 : CTOSA_ONNX_INT8, 0, NULL, z, bits == 16 ? 2 : 1))
+        !qz_graph_add_init(q, *z_name, bits == 16 ? CTOSA_ONNX_INT16 : CTOSA_ONNX_INT8, 0, NULL, z,
+                           bits == 16 ? 2 : 1))
         return ctosa_error_nomem();
     return NULL;
 }
 
-static ctosa_error *add_dq(qz_graph *q, const char *x, const char *s, const char *z, const char *y, bool has_axis,
-                           int64_t axis) {
+static ctosa_error *add_dq(qz_graph *q, const char *x, const char *s, const char *z, const char *y,
+                           bool has_axis, int64_t axis) {
     const char *in[3] = {x, s, z};
     const char *name = qz_fresh_name(q, y, "_DequantizeLinear");
     qz_node *n = name ? qz_graph_add_node(q, "DequantizeLinear", name, 3, in, 1, &y) : NULL;
@@ -222,8 +247,8 @@ static ctosa_error *add_dq(qz_graph *q, const char *x, const char *s, const char
  * DequantizeLinear output and the channel scales (arena). */
 /* Per-channel int8 symmetric weight behind a DequantizeLinear; returns the
  * DequantizeLinear output, the channel scales and the int8 values (arena). */
-static ctosa_error *quant_weight(qz_graph *q, const qz_init *w, int64_t axis, const char **out, float **scales,
-                                 int8_t **values, uint32_t *n_ch) {
+static ctosa_error *quant_weight(qz_graph *q, const qz_init *w, int64_t axis, const char **out,
+                                 float **scales, int8_t **values, uint32_t *n_ch) {
     uint64_t count = w->nbytes / 4, ch = (uint64_t)w->dims[axis], inner = 1;
     for (uint32_t d = (uint32_t)axis + 1; d < w->rank; d++) inner *= (uint64_t)w->dims[d];
     float *sc = arena_alloc(&q->a, ch * 4);
@@ -263,8 +288,8 @@ static ctosa_error *quant_weight(qz_graph *q, const qz_init *w, int64_t axis, co
  * them; border padding is ignored). Subtracted from the bias, it removes
  * the systematic part of the error, which otherwise adds up layer after
  * layer. Returns NULL when the input means are not known. */
-static float *weight_shift(qz_graph *q, const ctosa_onnx_node *n, const qz_init *w, int64_t axis, const float *sc,
-                           const int8_t *wq, const qz_tensor *x) {
+static float *weight_shift(qz_graph *q, const ctosa_onnx_node *n, const qz_init *w, int64_t axis,
+                           const float *sc, const int8_t *wq, const qz_tensor *x) {
     if (!x || !x->mean || w->rank < 2) return NULL;
     const float *xq = x->qmean ? x->qmean : x->mean;
     uint64_t count = w->nbytes / 4;
@@ -308,7 +333,8 @@ static ctosa_error *quant_bias(qz_graph *q, const qz_init *b, double s_x, const 
     const char *qn = qz_fresh_name(q, b->name, "_quantized"), *sn = qz_fresh_name(q, b->name, "_scale"),
                *zn = qz_fresh_name(q, b->name, "_zero_point"), *dn = qz_fresh_name(q, b->name, "_dq");
     int64_t cd = n_ch;
-    if (!qn || !sn || !zn || !dn || !qz_graph_add_init(q, qn, CTOSA_ONNX_INT32, 1, &cd, bq, 4 * (uint64_t)n_ch) ||
+    if (!qn || !sn || !zn || !dn ||
+        !qz_graph_add_init(q, qn, CTOSA_ONNX_INT32, 1, &cd, bq, 4 * (uint64_t)n_ch) ||
         !qz_graph_add_init(q, sn, CTOSA_ONNX_FLOAT, 1, &cd, sc, 4 * (uint64_t)n_ch) ||
         !qz_graph_add_init(q, zn, CTOSA_ONNX_INT32, 1, &cd, zp, 4 * (uint64_t)n_ch))
         return ctosa_error_nomem();
@@ -336,8 +362,11 @@ static ctosa_error *quant_const(qz_ctx *c, qz_graph *q, const qz_init *k, const 
             memcpy(d + 2 * i, &x, 2);
         } else d[i] = (uint8_t)(int8_t)v;
     }
-    const char *qn = qz_fresh_name(q, k->name, "_quantized"), *dn = qz_fresh_name(q, k->name, "_dq"), *sn, *zn;
-    if (!qn || !dn || !qz_graph_add_init(q, qn, w == 2 ? CTOSA_ONNX_INT16 : CTOSA_ONNX_INT8, k->rank, k->dims, d, n * (uint64_t)w))
+    const char *qn = qz_fresh_name(q, k->name, "_quantized"), *dn = qz_fresh_name(q, k->name, "_dq"), *sn,
+               *zn;
+    if (!qn || !dn ||
+        !qz_graph_add_init(q, qn, w == 2 ? CTOSA_ONNX_INT16 : CTOSA_ONNX_INT8, k->rank, k->dims, d,
+                           n * (uint64_t)w))
         return ctosa_error_nomem();
     ctosa_error *e = add_scalar_params(q, k->name, s, z, c->bits, &sn, &zn);
     if (!e) e = add_dq(q, qn, sn, zn, dn, false, 0);
@@ -438,7 +467,8 @@ ctosa_error *qz_plan_emit(qz_ctx *c, qz_graph *q) {
                 const qz_init *b = qz_graph_find_init(q, n->inputs[2]);
                 qz_tensor *x = qz_tensor_of(c, n->inputs[0]);
                 const float *shift = c->bias_correction ? weight_shift(q, n, w, axis, s_w, wq, x) : NULL;
-                if (b && b->dtype == CTOSA_ONNX_FLOAT && b->rank == 1 && (uint32_t)b->dims[0] == n_ch && x && x->quant)
+                if (b && b->dtype == CTOSA_ONNX_FLOAT && b->rank == 1 && (uint32_t)b->dims[0] == n_ch && x &&
+                    x->quant)
                     e = quant_bias(q, b, x->scale, s_w, n_ch, shift, &nd.in[2]);
             }
             for (uint32_t k = 0; k < n->n_inputs && k < n_data && !e; k++) {

@@ -56,6 +56,4 @@ static const ctosa_backend INTERP_BACKEND = {
     .release = interp_release,
 };
 
-const ctosa_backend *ctosa_backend_interpreter(void) {
-    return &INTERP_BACKEND;
-}
+const ctosa_backend *ctosa_backend_interpreter(void) { return &INTERP_BACKEND; }

@@ -29,11 +29,13 @@ static const struct {
     int32_t onnx;
     ctosa_dtype carrier;
 } DTYPES[] = {
-    {"float32", 1, CTOSA_DTYPE_FP32},  {"uint8", 2, CTOSA_DTYPE_INT8},   {"int8", 3, CTOSA_DTYPE_INT8},
-    {"uint16", 4, CTOSA_DTYPE_UNKNOWN}, {"int16", 5, CTOSA_DTYPE_INT16}, {"int32", 6, CTOSA_DTYPE_INT32},
-    {"int64", 7, CTOSA_DTYPE_INT64},   {"bool", 9, CTOSA_DTYPE_BOOL},    {"float16", 10, CTOSA_DTYPE_FP16},
-    {"float64", 11, CTOSA_DTYPE_UNKNOWN}, {"uint32", 12, CTOSA_DTYPE_UNKNOWN},
-    {"uint64", 13, CTOSA_DTYPE_UNKNOWN}, {"bfloat16", 16, CTOSA_DTYPE_BF16},
+    {"float32", 1, CTOSA_DTYPE_FP32},    {"uint8", 2, CTOSA_DTYPE_INT8},
+    {"int8", 3, CTOSA_DTYPE_INT8},       {"uint16", 4, CTOSA_DTYPE_UNKNOWN},
+    {"int16", 5, CTOSA_DTYPE_INT16},     {"int32", 6, CTOSA_DTYPE_INT32},
+    {"int64", 7, CTOSA_DTYPE_INT64},     {"bool", 9, CTOSA_DTYPE_BOOL},
+    {"float16", 10, CTOSA_DTYPE_FP16},   {"float64", 11, CTOSA_DTYPE_UNKNOWN},
+    {"uint32", 12, CTOSA_DTYPE_UNKNOWN}, {"uint64", 13, CTOSA_DTYPE_UNKNOWN},
+    {"bfloat16", 16, CTOSA_DTYPE_BF16},
 };
 #define N_DTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
@@ -78,7 +80,9 @@ static void put_varint(strbuf *b, uint64_t v) {
     } while (v);
     sb_putn(b, t, n);
 }
-static void put_tag(strbuf *b, uint32_t field, int wire) { put_varint(b, ((uint64_t)field << 3) | (uint64_t)wire); }
+static void put_tag(strbuf *b, uint32_t field, int wire) {
+    put_varint(b, ((uint64_t)field << 3) | (uint64_t)wire);
+}
 static void put_bytes(strbuf *b, uint32_t field, const void *p, size_t n) {
     put_tag(b, field, PB_LEN);
     put_varint(b, n);
@@ -136,14 +140,15 @@ static ctosa_error *put_node(const rt_host_src *src, strbuf *g, const ctosa_onnx
         bool more = false;
         ctosa_error *e = NULL;
         if (at->offset >= src->size)
-            e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: attribute '%s' is not in the file", src->path, at->name);
+            e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: attribute '%s' is not in the file", src->path,
+                                at->name);
         if (!e) {
             pb_cursor_init(&c, &d, src->base + at->offset, src->size - at->offset);
             e = pb_next(&c, &f, &more);
         }
         if (!e && (!more || f.wire != PB_LEN))
-            e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: byte %llu: attribute '%s': no AttributeProto here", src->path,
-                                (unsigned long long)at->offset, at->name);
+            e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: byte %llu: attribute '%s': no AttributeProto here",
+                                src->path, (unsigned long long)at->offset, at->name);
         strbuf ab;
         sb_init(&ab);
         if (!e) {
@@ -179,13 +184,15 @@ static ctosa_error *put_initializer(const rt_host_src *src, strbuf *g, const cto
     const void *data;
     uint64_t nbytes, need;
     if (!ctosa_onnx_dtype_storage(t->dtype, t->count, &need))
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "initializer '%s' of type %s cannot be passed on", t->name,
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "initializer '%s' of type %s cannot be passed on",
+                               t->name,
                                ctosa_onnx_dtype_name(t->dtype) ? ctosa_onnx_dtype_name(t->dtype) : "?");
     ctosa_error *e = ctosa_onnx_tensor_data(src->m, t, &data, &nbytes);
     if (e) return e;
     if (nbytes != need)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: initializer '%s' holds %llu bytes, its shape needs %llu",
-                               src->path, t->name, (unsigned long long)nbytes, (unsigned long long)need);
+        return ctosa_error_new(CTOSA_ERR_FORMAT,
+                               "%s: initializer '%s' holds %llu bytes, its shape needs %llu", src->path,
+                               t->name, (unsigned long long)nbytes, (unsigned long long)need);
     strbuf tp;
     sb_init(&tp);
     for (uint32_t i = 0; i < t->rank; i++) put_int(&tp, 1, (uint64_t)t->dims[i]);
@@ -197,7 +204,8 @@ static ctosa_error *put_initializer(const rt_host_src *src, strbuf *g, const cto
 }
 
 /* The ModelProto of node n alone. */
-static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n, const char *label, strbuf *out) {
+static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
+                               strbuf *out) {
     const ctosa_onnx_model_info *info = ctosa_onnx_info(src->m);
     strbuf g;
     sb_init(&g);
@@ -215,8 +223,10 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
         }
         rt_vtype vt;
         if (!src->type_of(src->ctx, nm, &vt)) {
-            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s): the type and shape of input '%s' are not "
-                                "known (not in the report)", label, n->op_type, nm);
+            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                "node '%s' (%s): the type and shape of input '%s' are not "
+                                "known (not in the report)",
+                                label, n->op_type, nm);
             break;
         }
         if (vt.data) { /* known at load: an initializer */
@@ -302,7 +312,8 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
     /* Outputs computed at compile time are folded: the node "falls back"
      * because a graph output has no operator producing it. */
-    bool all_folded = s->n_fallback == 1 && s->n_partitions == 0 && strcmp(s->fallback[0].code, "cpu_consumer") == 0;
+    bool all_folded =
+        s->n_fallback == 1 && s->n_partitions == 0 && strcmp(s->fallback[0].code, "cpu_consumer") == 0;
     for (uint32_t k = 0; all_folded && k < n->n_outputs; k++) {
         ctosa_lower_constant c;
         all_folded = !n->outputs[k][0] || ctosa_lower_result_constant(r, n->outputs[k], &c);
@@ -313,11 +324,13 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
         return NULL;
     } else if (s->n_fallback) {
         const ctosa_lower_fallback *f = &s->fallback[0];
-        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s) cannot run on the host executor: %s: %s", label,
-                            n->op_type, f->code, f->reason);
+        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s) cannot run on the host executor: %s: %s",
+                            label, n->op_type, f->code, f->reason);
     } else if (s->n_partitions != 1) {
-        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s) cannot run on the host executor: its lowering "
-                            "gave %u graphs", label, n->op_type, s->n_partitions);
+        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                            "node '%s' (%s) cannot run on the host executor: its lowering "
+                            "gave %u graphs",
+                            label, n->op_type, s->n_partitions);
     }
     if (e) {
         ctosa_lower_result_free(r);

@@ -17,15 +17,15 @@ typedef struct rt_vtype {
     int32_t onnx_dtype;
     uint32_t rank;
     const int64_t *shape;
-    const void *data;   /* a value known at load (ONNX natural layout), else NULL */
+    const void *data; /* a value known at load (ONNX natural layout), else NULL */
     uint64_t nbytes;
 } rt_vtype;
 
 /* What the host executor needs from the loader to build one node's model. */
 typedef struct rt_host_src {
     ctosa_onnx_model *m;
-    const ctosa_onnx_graph *g;      /* the main graph (functions inlined) */
-    const uint8_t *base;            /* the model file's bytes (attribute copies) */
+    const ctosa_onnx_graph *g; /* the main graph (functions inlined) */
+    const uint8_t *base;       /* the model file's bytes (attribute copies) */
     uint64_t size;
     const char *path;
     const ctosa_custom_registry *custom_ops;
@@ -49,9 +49,9 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
 void rt_widest_spec(ctosa_spec *s);
 
 /* numpy names <-> ONNX dtypes <-> the TOSA dtype a value is carried in. */
-int32_t rt_onnx_dtype_of(const char *numpy);     /* 0 when unknown */
-const char *rt_numpy_name(int32_t onnx_dtype);  /* NULL when unknown */
-ctosa_dtype rt_carrier_of(int32_t onnx_dtype);  /* UNKNOWN when none */
-int32_t rt_onnx_of_carrier(ctosa_dtype t);      /* 0 when none */
+int32_t rt_onnx_dtype_of(const char *numpy);   /* 0 when unknown */
+const char *rt_numpy_name(int32_t onnx_dtype); /* NULL when unknown */
+ctosa_dtype rt_carrier_of(int32_t onnx_dtype); /* UNKNOWN when none */
+int32_t rt_onnx_of_carrier(ctosa_dtype t);     /* 0 when none */
 
 #endif

@@ -35,7 +35,8 @@ static ctosa_error *add_tensor(ctosa_report *r, const json_value *t) {
     for (uint32_t i = 0; i < sh->n; i++) {
         const json_value *d = &sh->items[i];
         /* -1: a dimension the lowering could not infer */
-        if (d->kind != JSON_NUMBER || !d->is_int || d->i < -1) return bad(r, d, "shape entries must be integers >= -1");
+        if (d->kind != JSON_NUMBER || !d->is_int || d->i < -1)
+            return bad(r, d, "shape entries must be integers >= -1");
         dims[i] = d->i;
         if (d->i >= 0 && !mul_u64(count, (uint64_t)d->i, &count)) return bad(r, d, "shape too large");
     }
@@ -94,10 +95,11 @@ ctosa_error *ctosa_report_load(const char *path, ctosa_report **out) {
     const json_value *nodes = g && !e ? json_get(g, "nodes") : NULL;
     for (uint32_t i = 0; nodes && nodes->kind == JSON_ARRAY && i < nodes->n; i++) {
         const json_value *op = json_get(&nodes->items[i], "op_type");
-        const json_value *in = json_get(&nodes->items[i], "inputs"), *outs = json_get(&nodes->items[i], "outputs");
+        const json_value *in = json_get(&nodes->items[i], "inputs"),
+                         *outs = json_get(&nodes->items[i], "outputs");
         if (!op || op->kind != JSON_STRING || strcmp(op->str, "DequantizeLinear") != 0 || !in ||
-            in->kind != JSON_ARRAY || !in->n || in->items[0].kind != JSON_STRING || !outs || outs->kind != JSON_ARRAY ||
-            !outs->n || outs->items[0].kind != JSON_STRING)
+            in->kind != JSON_ARRAY || !in->n || in->items[0].kind != JSON_STRING || !outs ||
+            outs->kind != JSON_ARRAY || !outs->n || outs->items[0].kind != JSON_STRING)
             continue;
         const ctosa_runtime_tensor *q = strmap_get(&r->tensors, in->items[0].str);
         ctosa_runtime_tensor *f = strmap_get(&r->tensors, outs->items[0].str);
@@ -167,6 +169,4 @@ bool ctosa_report_tensor(const ctosa_report *r, const char *name, ctosa_runtime_
     return true;
 }
 
-const char *rt_report_path(const ctosa_report *r) {
-    return r->path;
-}
+const char *rt_report_path(const ctosa_report *r) { return r->path; }

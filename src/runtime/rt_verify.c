@@ -36,23 +36,79 @@ static bool elem(char kind, uint32_t size, const void *p, uint64_t i, double *ou
     const uint8_t *b = (const uint8_t *)p + i * size;
     switch (kind) {
     case 'f':
-        if (size == 4) { float f; memcpy(&f, b, 4); *out = f; return true; }
-        if (size == 8) { double d; memcpy(&d, b, 8); *out = d; return true; }
-        if (size == 2) { uint16_t h; memcpy(&h, b, 2); *out = half_to_double(h); return true; }
+        if (size == 4) {
+            float f;
+            memcpy(&f, b, 4);
+            *out = f;
+            return true;
+        }
+        if (size == 8) {
+            double d;
+            memcpy(&d, b, 8);
+            *out = d;
+            return true;
+        }
+        if (size == 2) {
+            uint16_t h;
+            memcpy(&h, b, 2);
+            *out = half_to_double(h);
+            return true;
+        }
         return false;
-    case 'B': { uint16_t h; memcpy(&h, b, 2); *out = bf16_to_double(h); return true; }
+    case 'B': {
+        uint16_t h;
+        memcpy(&h, b, 2);
+        *out = bf16_to_double(h);
+        return true;
+    }
     case 'b': *out = b[0] != 0; return true;
     case 'i':
-        if (size == 1) { *out = (int8_t)b[0]; return true; }
-        if (size == 2) { int16_t v; memcpy(&v, b, 2); *out = v; return true; }
-        if (size == 4) { int32_t v; memcpy(&v, b, 4); *out = v; return true; }
-        if (size == 8) { int64_t v; memcpy(&v, b, 8); *out = (double)v; return true; }
+        if (size == 1) {
+            *out = (int8_t)b[0];
+            return true;
+        }
+        if (size == 2) {
+            int16_t v;
+            memcpy(&v, b, 2);
+            *out = v;
+            return true;
+        }
+        if (size == 4) {
+            int32_t v;
+            memcpy(&v, b, 4);
+            *out = v;
+            return true;
+        }
+        if (size == 8) {
+            int64_t v;
+            memcpy(&v, b, 8);
+            *out = (double)v;
+            return true;
+        }
         return false;
     case 'u':
-        if (size == 1) { *out = b[0]; return true; }
-        if (size == 2) { uint16_t v; memcpy(&v, b, 2); *out = v; return true; }
-        if (size == 4) { uint32_t v; memcpy(&v, b, 4); *out = v; return true; }
-        if (size == 8) { uint64_t v; memcpy(&v, b, 8); *out = (double)v; return true; }
+        if (size == 1) {
+            *out = b[0];
+            return true;
+        }
+        if (size == 2) {
+            uint16_t v;
+            memcpy(&v, b, 2);
+            *out = v;
+            return true;
+        }
+        if (size == 4) {
+            uint32_t v;
+            memcpy(&v, b, 4);
+            *out = v;
+            return true;
+        }
+        if (size == 8) {
+            uint64_t v;
+            memcpy(&v, b, 8);
+            *out = (double)v;
+            return true;
+        }
         return false;
     default: return false;
     }
@@ -108,7 +164,10 @@ ctosa_error *ctosa_verify_compare(const ctosa_runtime_tensor *actual, const ctos
                                actual->dtype ? actual->dtype : "?");
     bool same = expected->rank == actual->rank;
     for (uint32_t i = 0; same && i < actual->rank; i++) same = expected->shape[i] == actual->shape[i];
-    res->kind = actual->quantized ? "quantized" : ak == 'f' || ak == 'B' ? "float" : ak == 'b' ? "bool" : "integer";
+    res->kind = actual->quantized        ? "quantized"
+                : ak == 'f' || ak == 'B' ? "float"
+                : ak == 'b'              ? "bool"
+                                         : "integer";
     if (!same) {
         res->pass = false;
         snprintf(res->why, sizeof res->why, "shape differs from the expected array's");
@@ -123,11 +182,12 @@ ctosa_error *ctosa_verify_compare(const ctosa_runtime_tensor *actual, const ctos
         return ctosa_error_nomem();
     }
     for (uint64_t i = 0; i < n; i++) {
-        if (!elem(ak, as, actual->data, i, &a[i]) || !elem(expected->kind, expected->itemsize, expected->data, i, &x[i])) {
+        if (!elem(ak, as, actual->data, i, &a[i]) ||
+            !elem(expected->kind, expected->itemsize, expected->data, i, &x[i])) {
             free(a);
             free(x);
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': cannot compare %s with %s", actual->name,
-                                   actual->dtype, expected->type_name);
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output '%s': cannot compare %s with %s",
+                                   actual->name, actual->dtype, expected->type_name);
         }
     }
     double max_abs = 0, max_ref = 0;
@@ -176,8 +236,9 @@ ctosa_error *ctosa_verify_compare(const ctosa_runtime_tensor *actual, const ctos
         res->topk = (int32_t)tk;
         if ((double)tk < opt->min_topk * (double)rows && res->pass) {
             res->pass = false;
-            snprintf(res->why, sizeof res->why, "expected class in the top-%u for %u of %u rows (%.0f%% required)",
-                     opt->top_k, tk, (uint32_t)rows, 100 * opt->min_topk);
+            snprintf(res->why, sizeof res->why,
+                     "expected class in the top-%u for %u of %u rows (%.0f%% required)", opt->top_k, tk,
+                     (uint32_t)rows, 100 * opt->min_topk);
         }
     }
     free(a);

@@ -17,18 +17,18 @@
 
 typedef struct rt_value {
     const char *name;
-    int32_t onnx_dtype;     /* type at the model interface / in the report */
-    ctosa_dtype carrier;    /* TOSA dtype of data (uint8: INT8 bits) */
+    int32_t onnx_dtype;  /* type at the model interface / in the report */
+    ctosa_dtype carrier; /* TOSA dtype of data (uint8: INT8 bits) */
     uint32_t rank;
     const int64_t *shape;
     uint64_t count, size;
-    void *data;             /* size bytes (owned by the runtime) */
+    void *data; /* size bytes (owned by the runtime) */
     bool quantized;
     double scale;
     int64_t zero_point;
-    bool is_input, set;     /* a model input; given since load */
-    bool is_const;          /* known at load (a Constant node, an initializer, a node run at load) */
-    int32_t producer;       /* step index; -1 for model inputs */
+    bool is_input, set; /* a model input; given since load */
+    bool is_const;      /* known at load (a Constant node, an initializer, a node run at load) */
+    int32_t producer;   /* step index; -1 for model inputs */
 } rt_value;
 
 typedef struct rt_step {
@@ -42,7 +42,7 @@ typedef struct rt_step {
     uint32_t n_in, n_out;
     rt_value **in, **out;
     ctosa_interp_tensor *tin, *tout; /* the graph's declared I/O; data set per run */
-    void **conv;                 /* per input: converted copy when the carrier differs, else NULL */
+    void **conv;                     /* per input: converted copy when the carrier differs, else NULL */
 } rt_step;
 
 struct ctosa_runtime {
@@ -64,9 +64,7 @@ struct ctosa_runtime {
     uint32_t n_inputs, n_outputs;
 };
 
-void ctosa_runtime_options_init(ctosa_runtime_options *opt) {
-    memset(opt, 0, sizeof *opt);
-}
+void ctosa_runtime_options_init(ctosa_runtime_options *opt) { memset(opt, 0, sizeof *opt); }
 
 static bool is_ep_context(const ctosa_onnx_node *n) {
     return strcmp(n->op_type, "EPContext") == 0 && strcmp(n->domain, "com.microsoft") == 0;
@@ -103,9 +101,11 @@ static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
     uint64_t esz = ctosa_host_elem_size(v->carrier), count = 1;
     for (uint32_t i = 0; i < v->rank; i++)
         if (v->shape[i] < 0 || !mul_u64(count, (uint64_t)v->shape[i], &count))
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' has no static shape", rt->path, v->name);
-    if (!esz) return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s': no host encoding for %s", rt->path,
-                                     v->name, ctosa_dtype_short(v->carrier));
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' has no static shape", rt->path,
+                                   v->name);
+    if (!esz)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s': no host encoding for %s", rt->path,
+                               v->name, ctosa_dtype_short(v->carrier));
     v->count = count;
     if (!mul_u64(count, esz, &v->size))
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: tensor '%s' is too large", rt->path, v->name);
@@ -128,8 +128,8 @@ static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
 
 /* A value known at load: dense ONNX bytes, which for every type the
  * runtime carries are also the carrier's host encoding. */
-static ctosa_error *add_const(ctosa_runtime *rt, const char *name, int32_t dtype, uint32_t rank, const int64_t *dims,
-                              const void *data, uint64_t nbytes) {
+static ctosa_error *add_const(ctosa_runtime *rt, const char *name, int32_t dtype, uint32_t rank,
+                              const int64_t *dims, const void *data, uint64_t nbytes) {
     rt_value *v = arena_zalloc(&rt->a, sizeof *v);
     int64_t *d = arena_alloc(&rt->a, (rank + 1) * sizeof *d);
     if (!v || !d) return ctosa_error_nomem();
@@ -143,13 +143,14 @@ static ctosa_error *add_const(ctosa_runtime *rt, const char *name, int32_t dtype
     v->is_const = true;
     if (!v->name) return ctosa_error_nomem();
     if (v->carrier == CTOSA_DTYPE_UNKNOWN)
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: constant '%s' has type %s, which no TOSA type carries",
-                               rt->path, name, ctosa_onnx_dtype_name(dtype) ? ctosa_onnx_dtype_name(dtype) : "?");
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                               "%s: constant '%s' has type %s, which no TOSA type carries", rt->path, name,
+                               ctosa_onnx_dtype_name(dtype) ? ctosa_onnx_dtype_name(dtype) : "?");
     ctosa_error *e = add_value(rt, v);
     if (e) return e;
     if (nbytes != v->size)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: constant '%s' holds %llu bytes, its shape needs %llu", rt->path,
-                               name, (unsigned long long)nbytes, (unsigned long long)v->size);
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: constant '%s' holds %llu bytes, its shape needs %llu",
+                               rt->path, name, (unsigned long long)nbytes, (unsigned long long)v->size);
     if (nbytes) memcpy(v->data, data, nbytes);
     return NULL;
 }
@@ -157,8 +158,8 @@ static ctosa_error *add_const(ctosa_runtime *rt, const char *name, int32_t dtype
 /* A Constant node: its value attribute becomes a value known at load. */
 static ctosa_error *load_constant(ctosa_runtime *rt, const ctosa_onnx_node *n, const char *label) {
     if (n->n_outputs != 1 || n->n_attrs != 1)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s' (Constant) needs one output and one attribute",
-                               rt->path, label);
+        return ctosa_error_new(
+            CTOSA_ERR_FORMAT, "%s: node '%s' (Constant) needs one output and one attribute", rt->path, label);
     const ctosa_onnx_attr *a = &n->attrs[0];
     const char *out = n->outputs[0];
     int64_t one = 1, cnt = a->count;
@@ -177,8 +178,10 @@ static ctosa_error *load_constant(ctosa_runtime *rt, const ctosa_onnx_node *n, c
         return add_const(rt, out, 1, 1, &cnt, a->floats, (uint64_t)a->count * sizeof(float));
     if (strcmp(a->name, "value_ints") == 0 && a->type == CTOSA_ONNX_ATTR_INTS)
         return add_const(rt, out, 7, 1, &cnt, a->ints, (uint64_t)a->count * sizeof(int64_t));
-    return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: node '%s' (Constant): attribute '%s' is not supported on the "
-                           "host", rt->path, label, a->name);
+    return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                           "%s: node '%s' (Constant): attribute '%s' is not supported on the "
+                           "host",
+                           rt->path, label, a->name);
 }
 
 /* A model input: type from the report, else the graph's declaration. */
@@ -199,14 +202,17 @@ static ctosa_error *add_model_input(ctosa_runtime *rt, const ctosa_onnx_value_in
     } else {
         const ctosa_onnx_type *ty = vi->type;
         if (!ty || ty->kind != CTOSA_ONNX_TYPE_TENSOR || !ty->has_shape)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph input '%s' has no tensor type with a shape",
-                                   rt->path, vi->name);
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                   "%s: graph input '%s' has no tensor type with a shape", rt->path,
+                                   vi->name);
         int64_t *d = arena_alloc(&rt->a, (ty->rank + 1) * sizeof *d);
         if (!d) return ctosa_error_nomem();
         for (uint32_t i = 0; i < ty->rank; i++) {
             if (!ty->dims[i].has_value)
-                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph input '%s': dimension %u is not static "
-                                       "(lower with --shape)", rt->path, vi->name, i);
+                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                       "%s: graph input '%s': dimension %u is not static "
+                                       "(lower with --shape)",
+                                       rt->path, vi->name, i);
             d[i] = ty->dims[i].value;
         }
         v->onnx_dtype = ty->elem_type;
@@ -215,9 +221,12 @@ static ctosa_error *add_model_input(ctosa_runtime *rt, const ctosa_onnx_value_in
     }
     v->carrier = rt_carrier_of(v->onnx_dtype);
     if (v->carrier == CTOSA_DTYPE_UNKNOWN)
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph input '%s' has type %s, which no TOSA type "
-                               "carries", rt->path, vi->name,
-                               ctosa_onnx_dtype_name(v->onnx_dtype) ? ctosa_onnx_dtype_name(v->onnx_dtype) : "?");
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                               "%s: graph input '%s' has type %s, which no TOSA type "
+                               "carries",
+                               rt->path, vi->name,
+                               ctosa_onnx_dtype_name(v->onnx_dtype) ? ctosa_onnx_dtype_name(v->onnx_dtype)
+                                                                    : "?");
     return add_value(rt, v);
 }
 
@@ -237,15 +246,15 @@ static bool same_tosa_shape(uint32_t ra, const int64_t *a, const ctosa_tensor *t
 }
 
 static bool is_int_carrier(ctosa_dtype t) {
-    return t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16 || t == CTOSA_DTYPE_INT32 || t == CTOSA_DTYPE_INT64 ||
-           t == CTOSA_DTYPE_SHAPE || t == CTOSA_DTYPE_BOOL;
+    return t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16 || t == CTOSA_DTYPE_INT32 ||
+           t == CTOSA_DTYPE_INT64 || t == CTOSA_DTYPE_SHAPE || t == CTOSA_DTYPE_BOOL;
 }
 
 /* Binds the graph's main block I/O to values; creates the output values. */
 static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n) {
     rt_step *st = &rt->steps[si];
-    const ctosa_graph *g = st->graph ? st->graph
-                                     : ctosa_lower_result_summary(st->lowered)->partitions[0].graph;
+    const ctosa_graph *g =
+        st->graph ? st->graph : ctosa_lower_result_summary(st->lowered)->partitions[0].graph;
     const ctosa_region *rg = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
     const ctosa_block *b = rg && rg->n_blocks ? rg->blocks[0] : NULL;
     if (!b) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: no main block", st->pub.name);
@@ -263,28 +272,42 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
         rt_value *v = strmap_get(&rt->values, b->inputs[k]);
         bool named = false;
         for (uint32_t j = 0; j < n->n_inputs && !named; j++) named = strcmp(n->inputs[j], b->inputs[k]) == 0;
-        if (!t) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s' has no tensor", st->pub.name, b->inputs[k]);
+        if (!t)
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s' has no tensor", st->pub.name,
+                                   b->inputs[k]);
         if (!v || !named)
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph input '%s' is not %s", st->pub.name, b->inputs[k],
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph input '%s' is not %s", st->pub.name,
+                                   b->inputs[k],
                                    !named ? "an input of its node in the model" : "computed before it runs");
         if (!same_tosa_shape(v->rank, v->shape, t))
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s': the graph's shape differs from the "
-                                   "report's / producer's", st->pub.name, v->name);
+            return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                   "%s: input '%s': the graph's shape differs from the "
+                                   "report's / producer's",
+                                   st->pub.name, v->name);
         if (t->dtype != v->carrier && !(is_int_carrier(t->dtype) && is_int_carrier(v->carrier)))
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: input '%s' is %s in the graph but %s where it is "
-                                   "computed", st->pub.name, v->name, ctosa_dtype_short(t->dtype),
+            return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                   "%s: input '%s' is %s in the graph but %s where it is "
+                                   "computed",
+                                   st->pub.name, v->name, ctosa_dtype_short(t->dtype),
                                    ctosa_dtype_short(v->carrier));
         st->in[k] = v;
-        st->tin[k] = (ctosa_interp_tensor){.name = v->name, .dtype = t->dtype, .rank = v->rank, .shape = v->shape,
-                                           .count = v->count, .size = v->count * ctosa_host_elem_size(t->dtype)};
+        st->tin[k] = (ctosa_interp_tensor){.name = v->name,
+                                           .dtype = t->dtype,
+                                           .rank = v->rank,
+                                           .shape = v->shape,
+                                           .count = v->count,
+                                           .size = v->count * ctosa_host_elem_size(t->dtype)};
         if (t->dtype != v->carrier && !(st->conv[k] = malloc(st->tin[k].size ? st->tin[k].size : 1)))
             return ctosa_error_nomem();
     }
     for (uint32_t k = 0; k < b->n_outputs; k++) {
         const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->outputs[k]);
-        if (!t) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' has no tensor", st->pub.name, b->outputs[k]);
+        if (!t)
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' has no tensor", st->pub.name,
+                                   b->outputs[k]);
         if (strmap_has(&rt->values, b->outputs[k]))
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' is computed twice", st->pub.name, b->outputs[k]);
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' is computed twice", st->pub.name,
+                                   b->outputs[k]);
         rt_value *v = arena_zalloc(&rt->a, sizeof *v);
         if (!v) return ctosa_error_nomem();
         v->name = arena_strdup(&rt->a, b->outputs[k]);
@@ -298,8 +321,10 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
         v->onnx_dtype = rt_onnx_of_carrier(t->dtype);
         bool known = ctosa_report_tensor(rt->report, v->name, &rep);
         if (known && !same_tosa_shape(rep.rank, rep.shape, t))
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s': the graph's shape differs from the report's "
-                                   "(%s)", st->pub.name, v->name, rt_report_path(rt->report));
+            return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                   "%s: output '%s': the graph's shape differs from the report's "
+                                   "(%s)",
+                                   st->pub.name, v->name, rt_report_path(rt->report));
         if (st->lowered) {
             /* A CPU node: its own lowering says what the value is (uint8
              * travels as INT8); the report's tensor list gives the types
@@ -314,8 +339,10 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
             /* A partition boundary: exactly as the report describes it. */
             int32_t od = rt_onnx_dtype_of(rep.dtype);
             if (rt_carrier_of(od) != t->dtype)
-                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: output '%s' is %s in the graph but %s in the report "
-                                       "(%s)", st->pub.name, v->name, ctosa_dtype_short(t->dtype), rep.dtype,
+                return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                       "%s: output '%s' is %s in the graph but %s in the report "
+                                       "(%s)",
+                                       st->pub.name, v->name, ctosa_dtype_short(t->dtype), rep.dtype,
                                        rt_report_path(rt->report));
             v->onnx_dtype = od;
         }
@@ -325,27 +352,37 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
             v->zero_point = rep.zero_point;
         }
         if (!v->name || !v->shape || !v->onnx_dtype)
-            return v->name && v->shape ? ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: output '%s': dtype %s has no "
-                                                         "ONNX type", st->pub.name, b->outputs[k],
-                                                         ctosa_dtype_short(t->dtype))
-                                       : ctosa_error_nomem();
+            return v->name && v->shape
+                       ? ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                         "%s: output '%s': dtype %s has no "
+                                         "ONNX type",
+                                         st->pub.name, b->outputs[k], ctosa_dtype_short(t->dtype))
+                       : ctosa_error_nomem();
         ctosa_error *e = add_value(rt, v);
         if (e) return e;
         st->out[k] = v;
-        st->tout[k] = (ctosa_interp_tensor){.name = v->name, .dtype = t->dtype, .rank = v->rank, .shape = v->shape,
-                                            .count = v->count, .data = v->data, .size = v->size};
+        st->tout[k] = (ctosa_interp_tensor){.name = v->name,
+                                            .dtype = t->dtype,
+                                            .rank = v->rank,
+                                            .shape = v->shape,
+                                            .count = v->count,
+                                            .data = v->data,
+                                            .size = v->size};
     }
     return NULL;
 }
 
 /* An EPContext node: the .tosa file it names, beside the model. */
-static ctosa_error *load_partition(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n, const char *label) {
+static ctosa_error *load_partition(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n,
+                                   const char *label) {
     rt_step *st = &rt->steps[si];
     const ctosa_onnx_attr *em = ctosa_onnx_node_attr(n, "embed_mode");
     const ctosa_onnx_attr *cc = ctosa_onnx_node_attr(n, "ep_cache_context");
     if (em && em->type == CTOSA_ONNX_ATTR_INT && em->i != 0)
-        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: node '%s': embed_mode %lld (only 0, a file beside the "
-                               "model, is read)", rt->path, label, (long long)em->i);
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                               "%s: node '%s': embed_mode %lld (only 0, a file beside the "
+                               "model, is read)",
+                               rt->path, label, (long long)em->i);
     if (!cc || cc->type != CTOSA_ONNX_ATTR_STRING || cc->s.n == 0)
         return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s': no ep_cache_context naming its .tosa file",
                                rt->path, label);
@@ -353,10 +390,13 @@ static ctosa_error *load_partition(ctosa_runtime *rt, uint32_t si, const ctosa_o
     if (!file) return ctosa_error_nomem();
     /* A file name beside the model, never a path elsewhere. */
     if (strchr(file, '/') || strcmp(file, "..") == 0 || strcmp(file, ".") == 0 || strlen(file) != cc->s.n)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s': ep_cache_context '%s' is not a file name beside "
-                               "the model", rt->path, label, file);
+        return ctosa_error_new(CTOSA_ERR_FORMAT,
+                               "%s: node '%s': ep_cache_context '%s' is not a file name beside "
+                               "the model",
+                               rt->path, label, file);
     const char *slash = strrchr(rt->path, '/');
-    const char *full = slash ? arena_printf(&rt->a, "%.*s/%s", (int)(slash - rt->path), rt->path, file) : file;
+    const char *full =
+        slash ? arena_printf(&rt->a, "%.*s/%s", (int)(slash - rt->path), rt->path, file) : file;
     if (!full) return ctosa_error_nomem();
     st->pub.partition = true;
     st->pub.name = file;
@@ -365,21 +405,29 @@ static ctosa_error *load_partition(ctosa_runtime *rt, uint32_t si, const ctosa_o
     if (e) return ctosa_error_prefix(e, "%s: node '%s'", rt->path, label);
     if ((e = bind_step(rt, si, n))) return e;
     st->be = rt->opt.backend;
-    ctosa_backend_partition bp = {.name = file, .graph = st->graph, .custom_ops = rt->opt.custom_ops,
-                                  .interp = &rt->iopt_part};
+    ctosa_backend_partition bp = {
+        .name = file, .graph = st->graph, .custom_ops = rt->opt.custom_ops, .interp = &rt->iopt_part};
     if ((e = st->be->prepare(st->be->user, &bp, &st->state)))
-        return ctosa_error_prefix(e, "%s: backend '%s' cannot prepare it", full, st->be->name ? st->be->name : "?");
+        return ctosa_error_prefix(e, "%s: backend '%s' cannot prepare it", full,
+                                  st->be->name ? st->be->name : "?");
     st->prepared = true;
     return NULL;
 }
 
-static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n, const char *label) {
+static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n,
+                                   const char *label) {
     rt_step *st = &rt->steps[si];
     st->pub.partition = false;
     st->pub.name = label;
     st->pub.op_type = n->op_type;
-    rt_host_src src = {.m = rt->m, .g = rt->g, .base = rt->fm.data, .size = rt->fm.size, .path = rt->path,
-                       .custom_ops = rt->opt.custom_ops, .type_of = type_of, .ctx = rt};
+    rt_host_src src = {.m = rt->m,
+                       .g = rt->g,
+                       .base = rt->fm.data,
+                       .size = rt->fm.size,
+                       .path = rt->path,
+                       .custom_ops = rt->opt.custom_ops,
+                       .type_of = type_of,
+                       .ctx = rt};
     /* A node whose inputs are all known at load runs once, at load: its
      * outputs are then constants for the nodes that read them (a
      * ConstantOfShape's shape, a DequantizeLinear's scale). */
@@ -409,7 +457,8 @@ static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_o
     st->be = ctosa_backend_interpreter();
     ctosa_backend_partition bp = {.name = label,
                                   .graph = ctosa_lower_result_summary(st->lowered)->partitions[0].graph,
-                                  .custom_ops = rt->opt.custom_ops, .interp = &rt->iopt_host};
+                                  .custom_ops = rt->opt.custom_ops,
+                                  .interp = &rt->iopt_host};
     if ((e = st->be->prepare(st->be->user, &bp, &st->state)))
         return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, label, n->op_type);
     st->prepared = true;
@@ -432,8 +481,10 @@ static ctosa_error *load(ctosa_runtime *rt) {
     else e = ctosa_report_load_beside(rt->path, &rt->report);
     if (e) return e;
     if (!rt->report)
-        return ctosa_error_new(CTOSA_ERR_IO, "%s: no report beside the model (<stem>.report.json, written by "
-                               "ctosa lower with the partitioned model)", rt->path);
+        return ctosa_error_new(CTOSA_ERR_IO,
+                               "%s: no report beside the model (<stem>.report.json, written by "
+                               "ctosa lower with the partitioned model)",
+                               rt->path);
     const ctosa_onnx_graph *g = rt->g;
     rt->inputs = arena_zalloc(&rt->a, (g->n_inputs + 1) * sizeof *rt->inputs);
     rt->outputs = arena_zalloc(&rt->a, (g->n_outputs + 1) * sizeof *rt->outputs);
@@ -459,8 +510,10 @@ static ctosa_error *load(ctosa_runtime *rt) {
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         rt_value *v = strmap_get(&rt->values, g->outputs[i].name);
         if (!v)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: graph output '%s' is not computed by any node "
-                                   "(a constant output is not supported)", rt->path, g->outputs[i].name);
+            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                   "%s: graph output '%s' is not computed by any node "
+                                   "(a constant output is not supported)",
+                                   rt->path, g->outputs[i].name);
         rt->outputs[rt->n_outputs++] = v;
     }
     return NULL;
@@ -540,15 +593,16 @@ static void info_of(const rt_value *v, ctosa_runtime_tensor *t, bool with_data) 
 }
 
 ctosa_error *ctosa_runtime_input_info(const ctosa_runtime *rt, uint32_t i, ctosa_runtime_tensor *info) {
-    if (i >= rt->n_inputs) return ctosa_error_new(CTOSA_ERR_USAGE, "input index %u out of range (%u inputs)", i,
-                                                  rt->n_inputs);
+    if (i >= rt->n_inputs)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "input index %u out of range (%u inputs)", i, rt->n_inputs);
     info_of(rt->inputs[i], info, false);
     return NULL;
 }
 
 ctosa_error *ctosa_runtime_output_info(const ctosa_runtime *rt, uint32_t i, ctosa_runtime_tensor *info) {
-    if (i >= rt->n_outputs) return ctosa_error_new(CTOSA_ERR_USAGE, "output index %u out of range (%u outputs)",
-                                                   i, rt->n_outputs);
+    if (i >= rt->n_outputs)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "output index %u out of range (%u outputs)", i,
+                               rt->n_outputs);
     info_of(rt->outputs[i], info, false);
     return NULL;
 }
@@ -563,8 +617,8 @@ static ctosa_error *no_such_input(ctosa_runtime *rt, const char *name) {
     strbuf b;
     sb_init(&b);
     for (uint32_t i = 0; i < rt->n_inputs; i++) sb_printf(&b, "%s'%s'", i ? ", " : "", rt->inputs[i]->name);
-    ctosa_error *e = ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model input (inputs: %s)", rt->path, name,
-                                     b.s ? b.s : "none");
+    ctosa_error *e = ctosa_error_new(CTOSA_ERR_USAGE, "%s: '%s' is not a model input (inputs: %s)", rt->path,
+                                     name, b.s ? b.s : "none");
     sb_free(&b);
     return e;
 }
@@ -602,12 +656,14 @@ ctosa_error *ctosa_runtime_set_input_file(ctosa_runtime *rt, const char *name, c
     if (!v) return no_such_input(rt, name);
     char w[256], g[256];
     if (!same_shape(t->rank, t->shape, v->rank, v->shape))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected shape %s dtype %s, %s has shape %s (%s)", name,
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "input '%s': expected shape %s dtype %s, %s has shape %s (%s)", name,
                                shape_text(w, sizeof w, v->rank, v->shape), rt_numpy_name(v->onnx_dtype), what,
                                shape_text(g, sizeof g, t->rank, t->shape), t->type_name);
     if (v->onnx_dtype == 2 /* uint8 */) {
         if (strcmp(t->type_name, "uint8") != 0)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected uint8, %s is %s", name, what, t->type_name);
+            return ctosa_error_new(CTOSA_ERR_USAGE, "input '%s': expected uint8, %s is %s", name, what,
+                                   t->type_name);
         return ctosa_runtime_set_input(rt, name, "uint8", t->rank, t->shape, t->data, t->size);
     }
     void *host = NULL;
@@ -635,10 +691,22 @@ static bool get_int(ctosa_dtype t, const void *p, uint64_t i, int64_t *out) {
 }
 static bool put_int(ctosa_dtype t, void *p, uint64_t i, int64_t v) {
     switch (t) {
-    case CTOSA_DTYPE_BOOL: if (v != 0 && v != 1) return false; ((uint8_t *)p)[i] = (uint8_t)v; return true;
-    case CTOSA_DTYPE_INT8: if (v < INT8_MIN || v > INT8_MAX) return false; ((int8_t *)p)[i] = (int8_t)v; return true;
-    case CTOSA_DTYPE_INT16: if (v < INT16_MIN || v > INT16_MAX) return false; ((int16_t *)p)[i] = (int16_t)v; return true;
-    case CTOSA_DTYPE_INT32: if (v < INT32_MIN || v > INT32_MAX) return false; ((int32_t *)p)[i] = (int32_t)v; return true;
+    case CTOSA_DTYPE_BOOL:
+        if (v != 0 && v != 1) return false;
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        return true;
+    case CTOSA_DTYPE_INT8:
+        if (v < INT8_MIN || v > INT8_MAX) return false;
+        ((int8_t *)p)[i] = (int8_t)v;
+        return true;
+    case CTOSA_DTYPE_INT16:
+        if (v < INT16_MIN || v > INT16_MAX) return false;
+        ((int16_t *)p)[i] = (int16_t)v;
+        return true;
+    case CTOSA_DTYPE_INT32:
+        if (v < INT32_MIN || v > INT32_MAX) return false;
+        ((int32_t *)p)[i] = (int32_t)v;
+        return true;
     case CTOSA_DTYPE_INT64:
     case CTOSA_DTYPE_SHAPE: ((int64_t *)p)[i] = v; return true;
     default: return false;
@@ -664,7 +732,8 @@ ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
         const rt_value *v = rt->inputs[i];
         if (!v->set)
             return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input '%s' (%s %s) is not given", rt->path, v->name,
-                                   rt_numpy_name(v->onnx_dtype), shape_text(sbuf, sizeof sbuf, v->rank, v->shape));
+                                   rt_numpy_name(v->onnx_dtype),
+                                   shape_text(sbuf, sizeof sbuf, v->rank, v->shape));
     }
     for (uint32_t s = 0; s < rt->n_steps; s++) {
         rt_step *st = &rt->steps[s];
@@ -681,7 +750,8 @@ ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
         ctosa_error *e = st->be->run(st->be->user, st->state, st->tin, st->n_in, st->tout, st->n_out);
         if (e) {
             if (st->pub.partition) return ctosa_error_prefix(e, "%s: partition %s", rt->path, st->pub.name);
-            return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, st->pub.name, st->pub.op_type);
+            return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, st->pub.name,
+                                      st->pub.op_type);
         }
     }
     return NULL;
@@ -699,11 +769,11 @@ ctosa_error *ctosa_runtime_get_output(ctosa_runtime *rt, const char *name, ctosa
 ctosa_error *ctosa_runtime_tensor_write_npy(const char *path, const ctosa_runtime_tensor *t) {
     static const struct {
         const char *numpy, *descr;
-    } D[] = {{"float32", "<f4"}, {"uint8", "|u1"}, {"int8", "|i1"},   {"int16", "<i2"},   {"int32", "<i4"},
+    } D[] = {{"float32", "<f4"}, {"uint8", "|u1"}, {"int8", "|i1"},    {"int16", "<i2"},   {"int32", "<i4"},
              {"int64", "<i8"},   {"bool", "|b1"},  {"float16", "<f2"}, {"bfloat16", "<u2"}};
     for (size_t i = 0; t->dtype && i < sizeof D / sizeof D[0]; i++)
         if (strcmp(D[i].numpy, t->dtype) == 0)
             return npy_write_file(path, D[i].descr, t->rank, t->shape, t->data, t->size);
-    return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' of type %s cannot be written as .npy", path,
-                           t->name, t->dtype ? t->dtype : "?");
+    return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' of type %s cannot be written as .npy",
+                           path, t->name, t->dtype ? t->dtype : "?");
 }

@@ -13,10 +13,8 @@ static const spec_op_info *op_by_kind(ctosa_op_kind k) {
     uint32_t lo = 0, hi = n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if ((int)spec_gen_ops[mid].kind < (int)k)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if ((int)spec_gen_ops[mid].kind < (int)k) lo = mid + 1;
+        else hi = mid;
     }
     return lo < n && spec_gen_ops[lo].kind == k ? &spec_gen_ops[lo] : NULL;
 }
@@ -28,13 +26,9 @@ const spec_op_info *spec_op_at(uint32_t i, uint32_t *count) {
     return i < CTOSA_ARRAY_LEN(spec_gen_ops) ? &spec_gen_ops[i] : NULL;
 }
 
-const spec_arg *spec_op_arg(const spec_op_info *oi, uint32_t i) {
-    return &spec_gen_args[oi->first_arg + i];
-}
+const spec_arg *spec_op_arg(const spec_op_info *oi, uint32_t i) { return &spec_gen_args[oi->first_arg + i]; }
 
-const spec_row *spec_op_row(const spec_op_info *oi, uint32_t i) {
-    return &spec_gen_rows[oi->first_row + i];
-}
+const spec_row *spec_op_row(const spec_op_info *oi, uint32_t i) { return &spec_gen_rows[oi->first_row + i]; }
 
 const spec_term *spec_row_term(const spec_row *row, uint32_t i) {
     return &spec_gen_terms[row->first_term + i];
@@ -85,8 +79,7 @@ bool spec_version_has(const ctosa_spec *s, int version_key) {
 }
 
 bool spec_term_satisfied(const spec_term *t, const ctosa_spec *s) {
-    return (s->profiles & t->profiles) == t->profiles &&
-           (s->extensions & t->extensions) == t->extensions;
+    return (s->profiles & t->profiles) == t->profiles && (s->extensions & t->extensions) == t->extensions;
 }
 
 bool spec_row_allowed(const spec_row *row, const ctosa_spec *s) {
@@ -105,10 +98,8 @@ void spec_operand_counts(const spec_op_info *oi, uint32_t *n_in, bool *in_list, 
         if (a->cat == SPEC_ARG_ATTR) continue;
         bool *l = a->cat == SPEC_ARG_INPUT ? &li : &lo;
         uint32_t *n = a->cat == SPEC_ARG_INPUT ? &ni : &no;
-        if (a->kind == SPEC_KIND_LIST)
-            *l = true;
-        else
-            (*n)++;
+        if (a->kind == SPEC_KIND_LIST) *l = true;
+        else (*n)++;
     }
     if (n_in) *n_in = ni;
     if (in_list) *in_list = li;
@@ -122,10 +113,8 @@ static bool map_cat(const spec_op_info *oi, spec_arg_cat cat, uint32_t n, uint16
     for (uint32_t i = 0; i < oi->n_args; i++) {
         const spec_arg *a = spec_op_arg(oi, i);
         if (a->cat != cat) continue;
-        if (a->kind == SPEC_KIND_LIST)
-            list = true;
-        else
-            fixed++;
+        if (a->kind == SPEC_KIND_LIST) list = true;
+        else fixed++;
     }
     if (n < fixed || (!list && n != fixed)) return false;
     uint32_t list_len = n - fixed, k = 0;
@@ -151,8 +140,8 @@ ctosa_dtype spec_arg_dtype(const spec_op_info *oi, const spec_arg *a, const spec
     return CTOSA_DTYPE_UNKNOWN;
 }
 
-static bool match_side(const spec_op_info *oi, const spec_row *row, uint32_t n,
-                       const ctosa_dtype *dt, const uint16_t *arg) {
+static bool match_side(const spec_op_info *oi, const spec_row *row, uint32_t n, const ctosa_dtype *dt,
+                       const uint16_t *arg) {
     for (uint32_t i = 0; i < n; i++) {
         if (!dt[i]) continue;
         ctosa_dtype want = spec_arg_dtype(oi, spec_op_arg(oi, arg[i]), row);
@@ -167,12 +156,11 @@ bool spec_row_matches_tensors(const spec_op_info *oi, const spec_row *row, uint3
     return match_side(oi, row, n_in, in, in_arg) && match_side(oi, row, n_out, out, out_arg);
 }
 
-bool spec_row_matches(const spec_op_info *oi, const spec_row *row, uint32_t n_in,
-                      const ctosa_dtype *in, const uint16_t *in_arg, uint32_t n_out,
-                      const ctosa_dtype *out, const uint16_t *out_arg, ctosa_dtype acc) {
+bool spec_row_matches(const spec_op_info *oi, const spec_row *row, uint32_t n_in, const ctosa_dtype *in,
+                      const uint16_t *in_arg, uint32_t n_out, const ctosa_dtype *out, const uint16_t *out_arg,
+                      ctosa_dtype acc) {
     if (!spec_row_matches_tensors(oi, row, n_in, in, in_arg, n_out, out, out_arg)) return false;
-    if (oi->acc_sym >= 0 && acc != CTOSA_DTYPE_UNKNOWN && row->types[oi->acc_sym] != acc)
-        return false;
+    if (oi->acc_sym >= 0 && acc != CTOSA_DTYPE_UNKNOWN && row->types[oi->acc_sym] != acc) return false;
     return true;
 }
 
@@ -235,10 +223,8 @@ void spec_format_actual(strbuf *b, uint32_t n_in, const ctosa_dtype *in, uint32_
                         const ctosa_dtype *out) {
     put_list(b, n_in, in);
     sb_puts(b, "->");
-    if (n_out == 1)
-        sb_puts(b, spec_dtype_short(out[0]));
-    else
-        put_list(b, n_out, out);
+    if (n_out == 1) sb_puts(b, spec_dtype_short(out[0]));
+    else put_list(b, n_out, out);
 }
 
 static void put_row_side(strbuf *b, const spec_op_info *oi, const spec_row *row, uint32_t n,
@@ -252,8 +238,8 @@ static void put_row_side(strbuf *b, const spec_op_info *oi, const spec_row *row,
 }
 
 void spec_format_row(strbuf *b, const spec_op_info *oi, const spec_row *row, uint32_t n_in,
-                     const uint16_t *in_arg, const ctosa_dtype *in, uint32_t n_out,
-                     const uint16_t *out_arg, const ctosa_dtype *out) {
+                     const uint16_t *in_arg, const ctosa_dtype *in, uint32_t n_out, const uint16_t *out_arg,
+                     const ctosa_dtype *out) {
     sb_putc(b, '(');
     put_row_side(b, oi, row, n_in, in_arg, in);
     sb_puts(b, ")->");
@@ -262,8 +248,8 @@ void spec_format_row(strbuf *b, const spec_op_info *oi, const spec_row *row, uin
     if (n_out != 1) sb_putc(b, ')');
 }
 
-static void put_generic_side(strbuf *b, const spec_op_info *oi, const spec_row *row,
-                             spec_arg_cat cat, uint32_t *count) {
+static void put_generic_side(strbuf *b, const spec_op_info *oi, const spec_row *row, spec_arg_cat cat,
+                             uint32_t *count) {
     uint32_t k = 0;
     for (uint32_t i = 0; i < oi->n_args; i++) {
         const spec_arg *a = spec_op_arg(oi, i);

@@ -39,11 +39,7 @@
 /* Most symbols any operator has (CONV2D: in_t, weight_t, out_t, acc_t). */
 #define SPEC_MAX_SYMS 6
 
-typedef enum spec_arg_cat {
-    SPEC_ARG_INPUT = 0,
-    SPEC_ARG_OUTPUT = 1,
-    SPEC_ARG_ATTR = 2
-} spec_arg_cat;
+typedef enum spec_arg_cat { SPEC_ARG_INPUT = 0, SPEC_ARG_OUTPUT = 1, SPEC_ARG_ATTR = 2 } spec_arg_cat;
 
 typedef enum spec_arg_kind {
     SPEC_KIND_TENSOR = 0, /* tensor_t */
@@ -76,17 +72,17 @@ typedef struct spec_level_limit {
  * -2 = MAX_RANK - 1, ... */
 typedef struct spec_arg {
     const char *name;
-    uint8_t cat;        /* spec_arg_cat */
-    uint8_t kind;       /* spec_arg_kind */
-    int8_t sym;         /* index into the op's symbols; -1 when not symbolic */
-    uint8_t dtype;      /* concrete ctosa_dtype when the spec fixes it
+    uint8_t cat;   /* spec_arg_cat */
+    uint8_t kind;  /* spec_arg_kind */
+    int8_t sym;    /* index into the op's symbols; -1 when not symbolic */
+    uint8_t dtype; /* concrete ctosa_dtype when the spec fixes it
                            (bool condition, i8 shift, i32 attribute vectors,
                            SHAPE for shape args); 0 = symbolic or any */
     bool has_rank;
     int8_t rank_min, rank_max;
     bool optional;
-    uint8_t ctc_profiles;   /* CTOSA_PRO_* bits for which it must be a CTC */
-    uint64_t ctc_lifted_by; /* CTOSA_EXT_BIT()s that lift it (EXT-DYNAMIC) */
+    uint8_t ctc_profiles;           /* CTOSA_PRO_* bits for which it must be a CTC */
+    uint64_t ctc_lifted_by;         /* CTOSA_EXT_BIT()s that lift it (EXT-DYNAMIC) */
     uint16_t first_limit, n_limits; /* into spec_level_limits() */
 } spec_arg;
 
@@ -107,11 +103,11 @@ typedef struct spec_row {
 
 typedef struct spec_op_info {
     ctosa_op_kind kind;
-    const char *name;     /* "CONV2D" */
-    uint8_t version;      /* version key that introduced it: 10 or 11 */
+    const char *name; /* "CONV2D" */
+    uint8_t version;  /* version key that introduced it: 10 or 11 */
     uint8_t n_syms;
     const char *syms[SPEC_MAX_SYMS]; /* "in_t", "weight_t", ... (row column order) */
-    int8_t acc_sym;       /* symbol the acc_type attribute selects; -1 none */
+    int8_t acc_sym;                  /* symbol the acc_type attribute selects; -1 none */
     uint16_t first_arg, n_args;
     uint16_t first_row, n_rows;
 } spec_op_info;
@@ -128,9 +124,9 @@ typedef struct spec_level_values {
 const spec_op_info *spec_op_find(ctosa_op_kind op);
 /* All operators with tables, in op-enum order. */
 const spec_op_info *spec_op_at(uint32_t i, uint32_t *count);
-const spec_arg *spec_op_arg(const spec_op_info *oi, uint32_t i);   /* i < n_args */
-const spec_row *spec_op_row(const spec_op_info *oi, uint32_t i);   /* i < n_rows */
-const spec_term *spec_row_term(const spec_row *row, uint32_t i);   /* i < n_terms */
+const spec_arg *spec_op_arg(const spec_op_info *oi, uint32_t i);       /* i < n_args */
+const spec_row *spec_op_row(const spec_op_info *oi, uint32_t i);       /* i < n_rows */
+const spec_term *spec_row_term(const spec_row *row, uint32_t i);       /* i < n_terms */
 const spec_level_limit *spec_arg_limit(const spec_arg *a, uint32_t i); /* i < n_limits */
 const spec_level_values *spec_level_info(ctosa_level level);
 /* Total rows of a version key (10 -> 389, 11 -> rows added in 1.1). */
@@ -167,9 +163,9 @@ ctosa_dtype spec_arg_dtype(const spec_op_info *oi, const spec_arg *a, const spec
 /* Whether actual operand dtypes (0 = unknown: matches anything) fit row.
  * in_arg/out_arg from spec_map_operands. acc is the acc_type attribute
  * (ignored when the op has no acc symbol or acc == 0). */
-bool spec_row_matches(const spec_op_info *oi, const spec_row *row, uint32_t n_in,
-                      const ctosa_dtype *in, const uint16_t *in_arg, uint32_t n_out,
-                      const ctosa_dtype *out, const uint16_t *out_arg, ctosa_dtype acc);
+bool spec_row_matches(const spec_op_info *oi, const spec_row *row, uint32_t n_in, const ctosa_dtype *in,
+                      const uint16_t *in_arg, uint32_t n_out, const ctosa_dtype *out, const uint16_t *out_arg,
+                      ctosa_dtype acc);
 /* Like spec_row_matches but ignoring acc. */
 bool spec_row_matches_tensors(const spec_op_info *oi, const spec_row *row, uint32_t n_in,
                               const ctosa_dtype *in, const uint16_t *in_arg, uint32_t n_out,
@@ -182,8 +178,8 @@ const char *spec_target_name(uint32_t i, const char **spec);
 /* Ethos-U55 subset rules (u55.c), run by spec_check_op_rules when the spec
  * has u55: operand dtypes as given (0 = unknown). */
 struct spec_op_ctx;
-void spec_u55_check(const struct spec_op_ctx *c, diag_list *d, uint32_t n_in,
-                    const ctosa_dtype *in, uint32_t n_out, const ctosa_dtype *out);
+void spec_u55_check(const struct spec_op_ctx *c, diag_list *d, uint32_t n_in, const ctosa_dtype *in,
+                    uint32_t n_out, const ctosa_dtype *out);
 /* The U55 rule table for `ctosa spec` (NULL past the end): operator and
  * the reason it is restricted. */
 const char *spec_u55_rule(uint32_t i, ctosa_op_kind *op);
@@ -209,8 +205,8 @@ void spec_format_actual(strbuf *b, uint32_t n_in, const ctosa_dtype *in, uint32_
  * constrain an operand, the actual type is printed (in/out may be NULL:
  * then "*"). */
 void spec_format_row(strbuf *b, const spec_op_info *oi, const spec_row *row, uint32_t n_in,
-                     const uint16_t *in_arg, const ctosa_dtype *in, uint32_t n_out,
-                     const uint16_t *out_arg, const ctosa_dtype *out);
+                     const uint16_t *in_arg, const ctosa_dtype *in, uint32_t n_out, const uint16_t *out_arg,
+                     const ctosa_dtype *out);
 /* A row in the argument-list form used by `ctosa spec`: one entry per
  * tensor argument, list arguments as "i8...", e.g.
  * "(i8,i8,i32,i8,i8)->i32 acc i32". */

@@ -8,8 +8,8 @@
 #include "spec/describe.h"
 
 static const char *limit_keys[SPEC_LIMIT_COUNT] = {
-    "max_rank", "max_kernel", "max_stride", "max_scale", "max_log2_size", "max_nesting",
-    "max_tensor_list_size", "max_shape_len"};
+    "max_rank",      "max_kernel",  "max_stride",           "max_scale",
+    "max_log2_size", "max_nesting", "max_tensor_list_size", "max_shape_len"};
 
 /* Why the Ethos-U55 subset restricts operator k; NULL when it does not. */
 static const char *u55_reason(ctosa_op_kind k) {
@@ -54,8 +54,7 @@ static void describe_text(strbuf *b, const ctosa_spec *s, const char *canon) {
             if (!spec_row_allowed(row, s)) continue;
             if (!header) {
                 const char *why = s->u55 ? u55_reason(oi->kind) : NULL;
-                sb_printf(b, "  %s%s%s%s\n", oi->name, why ? "  [u55: " : "", why ? why : "",
-                          why ? "]" : "");
+                sb_printf(b, "  %s%s%s%s\n", oi->name, why ? "  [u55: " : "", why ? why : "", why ? "]" : "");
                 header = true;
                 shown++;
             }
@@ -127,10 +126,8 @@ static void describe_json(strbuf *b, const ctosa_spec *s, const char *canon) {
 }
 
 void spec_describe_tosa(strbuf *b, const ctosa_spec *s, const char *canon, bool json) {
-    if (json)
-        describe_json(b, s, canon);
-    else
-        describe_text(b, s, canon);
+    if (json) describe_json(b, s, canon);
+    else describe_text(b, s, canon);
 }
 
 const char *ctosa_spec_target_at(uint32_t i, const char **spec_string) {

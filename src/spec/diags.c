@@ -98,16 +98,16 @@ static void report_v(diag_list *d, ctosa_diags *sink, ctosa_diag_kind kind, cons
 }
 
 void spec_report(diag_list *d, ctosa_diags *sink, ctosa_diag_kind kind, const ctosa_region *region,
-                 int32_t op_index, ctosa_op_kind op, uint32_t n_in, uint32_t n_out,
-                 const ctosa_dtype *types, const char *fmt, ...) {
+                 int32_t op_index, ctosa_op_kind op, uint32_t n_in, uint32_t n_out, const ctosa_dtype *types,
+                 const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     report_v(d, sink, kind, region, op_index, op, n_in, n_out, types, fmt, ap);
     va_end(ap);
 }
 
-void spec_report_op(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, uint32_t n_in,
-                    uint32_t n_out, const ctosa_dtype *types, const char *text) {
-    spec_report(d, c->sink, kind, c->region, (int32_t)c->index, c->op->kind, n_in, n_out, types,
-                "%s: %s", c->prefix ? c->prefix : "op", text);
+void spec_report_op(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, uint32_t n_in, uint32_t n_out,
+                    const ctosa_dtype *types, const char *text) {
+    spec_report(d, c->sink, kind, c->region, (int32_t)c->index, c->op->kind, n_in, n_out, types, "%s: %s",
+                c->prefix ? c->prefix : "op", text);
 }

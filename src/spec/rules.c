@@ -105,11 +105,10 @@ static void check_types(const spec_op_ctx *c, diag_list *d, const sigctx *x) {
         const spec_row *row = spec_op_row(oi, r);
         bool allowed = spec_row_allowed(row, s);
         any_allowed |= allowed;
-        if (!spec_row_matches_tensors(oi, row, x->n_in, x->in, x->in_arg, x->n_out, x->out,
-                                      x->out_arg))
+        if (!spec_row_matches_tensors(oi, row, x->n_in, x->in, x->in_arg, x->n_out, x->out, x->out_arg))
             continue;
-        bool full = spec_row_matches(oi, row, x->n_in, x->in, x->in_arg, x->n_out, x->out,
-                                     x->out_arg, x->acc);
+        bool full =
+            spec_row_matches(oi, row, x->n_in, x->in, x->in_arg, x->n_out, x->out, x->out_arg, x->acc);
         if (allowed) {
             if (full) return; /* conformant */
             if (!tensor_ok) tensor_ok = row;
@@ -127,14 +126,13 @@ static void check_types(const spec_op_ctx *c, diag_list *d, const sigctx *x) {
     spec_format_actual(&b, x->n_in, x->in, x->n_out, x->out);
     if (tensor_ok) {
         /* Tensors fit an allowed row; acc_type does not. */
-        sb_printf(&b, " with acc_type %s not allowed by %s; allowed acc_type:",
-                  spec_dtype_short(x->acc), sname);
+        sb_printf(&b, " with acc_type %s not allowed by %s; allowed acc_type:", spec_dtype_short(x->acc),
+                  sname);
         uint32_t seen = 0;
         for (uint32_t r = 0; r < oi->n_rows; r++) {
             const spec_row *row = spec_op_row(oi, r);
             if (!spec_row_allowed(row, s) ||
-                !spec_row_matches_tensors(oi, row, x->n_in, x->in, x->in_arg, x->n_out, x->out,
-                                          x->out_arg))
+                !spec_row_matches_tensors(oi, row, x->n_in, x->in, x->in_arg, x->n_out, x->out, x->out_arg))
                 continue;
             uint8_t a = row->types[oi->acc_sym];
             if (seen & (1u << (a & 31))) continue;
@@ -208,17 +206,14 @@ static const ctosa_tensor *input_named(const spec_op_ctx *c, const sigctx *x, co
 }
 
 /* Value of one identifier of a level-limit expression; -1 when unknown. */
-static int64_t ident(const spec_op_ctx *c, const sigctx *x, const spec_arg *a, const char *id,
-                     size_t n) {
+static int64_t ident(const spec_op_ctx *c, const sigctx *x, const spec_arg *a, const char *id, size_t n) {
     const ctosa_attr *at = &c->op->attr;
     ctosa_op_kind k = c->op->kind;
     bool is3d = k == CTOSA_OP_CONV3D;
 #define ID(s) (n == strlen(s) && memcmp(id, s, n) == 0)
     static const char *const pad2[] = {"pad_top", "pad_bottom", "pad_left", "pad_right"};
-    static const char *const pad3[] = {"pad_d0", "pad_d1", "pad_top", "pad_bottom", "pad_left",
-                                       "pad_right"};
-    static const char *const opad[] = {"out_pad_top", "out_pad_bottom", "out_pad_left",
-                                       "out_pad_right"};
+    static const char *const pad3[] = {"pad_d0", "pad_d1", "pad_top", "pad_bottom", "pad_left", "pad_right"};
+    static const char *const opad[] = {"out_pad_top", "out_pad_bottom", "out_pad_left", "out_pad_right"};
     for (uint32_t i = 0; i < (is3d ? 6u : 4u); i++)
         if (ID(is3d ? pad3[i] : pad2[i])) return attr_at(at->pad, i);
     for (uint32_t i = 0; i < 4; i++)
@@ -246,8 +241,7 @@ static int64_t ident(const spec_op_ctx *c, const sigctx *x, const spec_arg *a, c
 }
 
 /* Evaluates "a", "a * b" or "a/b"; -1 when any part is unknown. */
-static int64_t eval_expr(const spec_op_ctx *c, const sigctx *x, const spec_arg *a,
-                         const char *e) {
+static int64_t eval_expr(const spec_op_ctx *c, const sigctx *x, const spec_arg *a, const char *e) {
     int64_t acc = -1;
     char op = 0;
     const char *p = e;
@@ -257,14 +251,10 @@ static int64_t eval_expr(const spec_op_ctx *c, const sigctx *x, const spec_arg *
         while (*p && *p != ' ' && *p != '*' && *p != '/') p++;
         int64_t v = ident(c, x, a, s, (size_t)(p - s));
         if (v < 0) return -1;
-        if (!op)
-            acc = v;
-        else if (op == '*')
-            acc = (acc > INT32_MAX || v > INT32_MAX) ? INT64_MAX / 2 : acc * v;
-        else if (v == 0)
-            return -1;
-        else
-            acc = acc / v; /* MAX_SCALE compares the integer ratio */
+        if (!op) acc = v;
+        else if (op == '*') acc = (acc > INT32_MAX || v > INT32_MAX) ? INT64_MAX / 2 : acc * v;
+        else if (v == 0) return -1;
+        else acc = acc / v; /* MAX_SCALE compares the integer ratio */
         while (*p == ' ') p++;
         if (*p == '*' || *p == '/') op = *p++;
     }
@@ -273,8 +263,8 @@ static int64_t eval_expr(const spec_op_ctx *c, const sigctx *x, const spec_arg *
 
 static const char *limit_name(int l) {
     static const char *const names[SPEC_LIMIT_COUNT] = {
-        "MAX_RANK", "MAX_KERNEL", "MAX_STRIDE", "MAX_SCALE", "MAX_LOG2_SIZE", "MAX_NESTING",
-        "MAX_TENSOR_LIST_SIZE", "MAX_SHAPE_LEN"};
+        "MAX_RANK",      "MAX_KERNEL",  "MAX_STRIDE",           "MAX_SCALE",
+        "MAX_LOG2_SIZE", "MAX_NESTING", "MAX_TENSOR_LIST_SIZE", "MAX_SHAPE_LEN"};
     return l >= 0 && l < SPEC_LIMIT_COUNT ? names[l] : "MAX_?";
 }
 
@@ -297,21 +287,21 @@ static void check_arg_levels(const spec_op_ctx *c, diag_list *d, const sigctx *x
                 uint32_t n = a->cat == SPEC_ARG_OUTPUT ? x->n_out : x->n_in;
                 for (uint32_t i = 0; i < n; i++) cnt += map[i] == ai;
                 if (cnt > max)
-                    bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s has %u tensors, exceeding MAX_TENSOR_LIST_SIZE %" PRId64
-                              " of level %s",
-                        a->name, cnt, max, lv->name);
+                    bad(c, d, CTOSA_DIAG_LEVEL_LIMIT,
+                        "%s has %u tensors, exceeding MAX_TENSOR_LIST_SIZE %" PRId64 " of level %s", a->name,
+                        cnt, max, lv->name);
                 continue;
             }
             int64_t v = eval_expr(c, x, a, l->expr);
             if (v > max)
-                bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s = %" PRId64 " exceeds %s %" PRId64 " of level %s", l->expr, v,
-                    limit_name(l->limit), max, lv->name);
+                bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s = %" PRId64 " exceeds %s %" PRId64 " of level %s",
+                    l->expr, v, limit_name(l->limit), max, lv->name);
         }
     }
 }
 
-static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, bool input,
-                          uint32_t i, const spec_level_values *lv) {
+static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, bool input, uint32_t i,
+                          const spec_level_values *lv) {
     const ctosa_tensor *t = input ? c->in[i] : c->out[i];
     if (!t) return;
     const spec_arg *a = spec_op_arg(x->oi, input ? x->in_arg[i] : x->out_arg[i]);
@@ -319,8 +309,9 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
     /* compile-time constant */
     if (input && c->in_const && (a->ctc_profiles & c->spec->profiles) &&
         !(a->ctc_lifted_by & c->spec->extensions) && !c->in_const[i]) {
-        bad(c, d, CTOSA_DIAG_NOT_CONSTANT, "input %u '%s' (tensor '%s') must be a compile-time constant (CONST or "
-                  "CONST_SHAPE output) unless EXT-DYNAMIC (+dynamic) is enabled",
+        bad(c, d, CTOSA_DIAG_NOT_CONSTANT,
+            "input %u '%s' (tensor '%s') must be a compile-time constant (CONST or "
+            "CONST_SHAPE output) unless EXT-DYNAMIC (+dynamic) is enabled",
             i, a->name, t->name);
     }
     if (t->is_unranked || t->is_shape || a->kind == SPEC_KIND_SHAPE) return;
@@ -329,25 +320,24 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
     if (a->has_rank) {
         int64_t lo = rank_bound(a->rank_min, lv), hi = rank_bound(a->rank_max, lv);
         if ((int64_t)t->rank > hi && a->rank_max < 0)
-            bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64
-                      " of level %s",
-                side, i, a->name, t->name, t->rank, lv->v[SPEC_LIMIT_RANK], lv->name);
+            bad(c, d, CTOSA_DIAG_LEVEL_LIMIT,
+                "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64 " of level %s", side, i,
+                a->name, t->name, t->rank, lv->v[SPEC_LIMIT_RANK], lv->name);
         else if ((int64_t)t->rank < lo || (int64_t)t->rank > hi) {
             if (lo == hi)
-                bad(c, d, CTOSA_DIAG_RANK, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64, side, i,
-                    a->name, t->name, t->rank, x->oi->name, lo);
+                bad(c, d, CTOSA_DIAG_RANK, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64,
+                    side, i, a->name, t->name, t->rank, x->oi->name, lo);
             else
-                bad(c, d, CTOSA_DIAG_RANK, "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64
-                          "..%" PRId64,
-                    side, i, a->name, t->name, t->rank, x->oi->name, lo, hi);
+                bad(c, d, CTOSA_DIAG_RANK,
+                    "%s %u '%s' (tensor '%s') has rank %u; %s needs rank %" PRId64 "..%" PRId64, side, i,
+                    a->name, t->name, t->rank, x->oi->name, lo, hi);
         }
     } else {
         for (uint32_t li = 0; li < a->n_limits; li++)
-            if (spec_arg_limit(a, li)->limit == SPEC_LIMIT_RANK &&
-                (int64_t)t->rank > lv->v[SPEC_LIMIT_RANK])
-                bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64
-                          " of level %s",
-                    side, i, a->name, t->name, t->rank, lv->v[SPEC_LIMIT_RANK], lv->name);
+            if (spec_arg_limit(a, li)->limit == SPEC_LIMIT_RANK && (int64_t)t->rank > lv->v[SPEC_LIMIT_RANK])
+                bad(c, d, CTOSA_DIAG_LEVEL_LIMIT,
+                    "%s %u '%s' (tensor '%s') has rank %u, exceeding MAX_RANK %" PRId64 " of level %s", side,
+                    i, a->name, t->name, t->rank, lv->v[SPEC_LIMIT_RANK], lv->name);
     }
     /* MAX_LOG2_SIZE: tensor_size_t bound on every tensor's byte size */
     uint64_t n;
@@ -359,8 +349,8 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
     if (!mul_u64(n, eb, &bytes)) bytes = UINT64_MAX;
     int64_t l2 = lv->v[SPEC_LIMIT_LOG2_SIZE];
     if (l2 < 64 && bytes >= (1ull << l2))
-        bad(c, d, CTOSA_DIAG_LEVEL_LIMIT, "%s %u tensor '%s' has %" PRIu64 " bytes, reaching 2^MAX_LOG2_SIZE (2^%" PRId64
-                  ") of level %s",
+        bad(c, d, CTOSA_DIAG_LEVEL_LIMIT,
+            "%s %u tensor '%s' has %" PRIu64 " bytes, reaching 2^MAX_LOG2_SIZE (2^%" PRId64 ") of level %s",
             side, i, t->name, bytes, l2, lv->name);
 }
 
@@ -371,12 +361,9 @@ static void check_operand(const spec_op_ctx *c, diag_list *d, const sigctx *x, b
 static void check_variable(const spec_op_ctx *c, diag_list *d, const spec_op_info *oi) {
     const ctosa_op *op = c->op;
     const ctosa_tensor *t = NULL;
-    if (op->kind == CTOSA_OP_VARIABLE_READ)
-        t = op->n_outputs ? c->out[0] : NULL;
-    else if (op->kind == CTOSA_OP_VARIABLE_WRITE)
-        t = op->n_inputs ? c->in[op->n_inputs - 1] : NULL;
-    else
-        t = op->n_inputs ? c->in[0] : op->n_outputs ? c->out[0] : NULL;
+    if (op->kind == CTOSA_OP_VARIABLE_READ) t = op->n_outputs ? c->out[0] : NULL;
+    else if (op->kind == CTOSA_OP_VARIABLE_WRITE) t = op->n_inputs ? c->in[op->n_inputs - 1] : NULL;
+    else t = op->n_inputs ? c->in[0] : op->n_outputs ? c->out[0] : NULL;
     ctosa_dtype dt = t ? t->dtype : CTOSA_DTYPE_UNKNOWN;
     bool any = false;
     for (uint32_t r = 0; r < oi->n_rows; r++) {
@@ -386,8 +373,7 @@ static void check_variable(const spec_op_ctx *c, diag_list *d, const spec_op_inf
     }
     char sname[512];
     ctosa_spec_format(c->spec, sname, sizeof sname);
-    if (!any)
-        bad(c, d, CTOSA_DIAG_EXTENSION, "%s needs EXT-VARIABLE (+var), not in %s", oi->name, sname);
+    if (!any) bad(c, d, CTOSA_DIAG_EXTENSION, "%s needs EXT-VARIABLE (+var), not in %s", oi->name, sname);
     else {
         char line[640];
         snprintf(line, sizeof line, "variable type %s not allowed by %s", spec_dtype_short(dt), sname);
@@ -407,8 +393,8 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
         return;
     }
     if (!spec_version_has(s, oi->version)) {
-        bad(c, d, CTOSA_DIAG_NOT_IN_VERSION, "%s is not in TOSA %d.%d (it is a TOSA 1.1 draft operator)", oi->name,
-            (int)s->version.major, (int)s->version.minor);
+        bad(c, d, CTOSA_DIAG_NOT_IN_VERSION, "%s is not in TOSA %d.%d (it is a TOSA 1.1 draft operator)",
+            oi->name, (int)s->version.major, (int)s->version.minor);
         return;
     }
     if (op->kind == CTOSA_OP_VARIABLE || op->kind == CTOSA_OP_VARIABLE_READ ||
@@ -433,10 +419,11 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
         uint32_t ni, no;
         bool li, lo;
         spec_operand_counts(oi, &ni, &li, &no, &lo);
-        bad(c, d, CTOSA_DIAG_OPERAND_COUNT, "has %u input%s and %u output%s; %s takes %s%u input%s and %s%u output%s",
-            op->n_inputs, op->n_inputs == 1 ? "" : "s", op->n_outputs,
-            op->n_outputs == 1 ? "" : "s", oi->name, li ? "at least " : "", ni,
-            ni == 1 && !li ? "" : "s", lo ? "at least " : "", no, no == 1 && !lo ? "" : "s");
+        bad(c, d, CTOSA_DIAG_OPERAND_COUNT,
+            "has %u input%s and %u output%s; %s takes %s%u input%s and %s%u output%s", op->n_inputs,
+            op->n_inputs == 1 ? "" : "s", op->n_outputs, op->n_outputs == 1 ? "" : "s", oi->name,
+            li ? "at least " : "", ni, ni == 1 && !li ? "" : "s", lo ? "at least " : "", no,
+            no == 1 && !lo ? "" : "s");
         free(x.in);
         free(x.in_arg);
         return;
@@ -463,8 +450,8 @@ void spec_check_op_rules(const spec_op_ctx *c, diag_list *d) {
         /* mul_t is i32 when scale32, else i16 (spec RESCALE) */
         ctosa_dtype want = op->attr.scale32 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT16;
         if (op->n_inputs > 1 && x.in[1] && x.in[1] != want)
-            bad(c, d, CTOSA_DIAG_ERROR_IF, "multiplier is %s but scale32 = %s needs %s", spec_dtype_short(x.in[1]),
-                op->attr.scale32 ? "true" : "false", spec_dtype_short(want));
+            bad(c, d, CTOSA_DIAG_ERROR_IF, "multiplier is %s but scale32 = %s needs %s",
+                spec_dtype_short(x.in[1]), op->attr.scale32 ? "true" : "false", spec_dtype_short(want));
     }
     if (s->u55) spec_u55_check(c, d, x.n_in, x.in, x.n_out, x.out);
     free(x.in);

@@ -147,8 +147,7 @@ static void need_one(const spec_op_ctx *c, diag_list *d, uint32_t idx, const cha
 }
 
 /* An attribute vector of exactly n values. */
-static bool need_vec(const spec_op_ctx *c, diag_list *d, ctosa_i32s v, const char *what,
-                     uint32_t n) {
+static bool need_vec(const spec_op_ctx *c, diag_list *d, ctosa_i32s v, const char *what, uint32_t n) {
     if (v.n != n || (n && !v.v)) {
         bad(c, d, "attribute %s has %u value(s), expected %u", what, v.n, n);
         return false;
@@ -157,8 +156,7 @@ static bool need_vec(const spec_op_ctx *c, diag_list *d, ctosa_i32s v, const cha
 }
 
 /* All values of v at least lo. */
-static bool vec_min(const spec_op_ctx *c, diag_list *d, ctosa_i32s v, const char *what,
-                    int32_t lo) {
+static bool vec_min(const spec_op_ctx *c, diag_list *d, ctosa_i32s v, const char *what, int32_t lo) {
     for (uint32_t i = 0; i < v.n; i++) {
         if (v.v[i] < lo) {
             char b[128];
@@ -171,17 +169,15 @@ static bool vec_min(const spec_op_ctx *c, diag_list *d, ctosa_i32s v, const char
 }
 
 /* Output equals input shape (elementwise unary ops and friends). */
-static void same_shape(const spec_op_ctx *c, diag_list *d, const ctosa_tensor *in,
-                       const ctosa_tensor *out) {
+static void same_shape(const spec_op_ctx *c, diag_list *d, const ctosa_tensor *in, const ctosa_tensor *out) {
     if (!ranked(in) || !ranked(out)) return;
     bool eq = in->rank == out->rank;
     for (uint32_t i = 0; eq && i < in->rank; i++)
-        if (known(in->shape[i]) && known(out->shape[i]) && in->shape[i] != out->shape[i])
-            eq = false;
+        if (known(in->shape[i]) && known(out->shape[i]) && in->shape[i] != out->shape[i]) eq = false;
     if (!eq) {
         char a[96], b[96];
-        bad(c, d, "output '%s' shape %s differs from input '%s' shape %s", nm(out),
-            shp(a, sizeof a, out), nm(in), shp(b, sizeof b, in));
+        bad(c, d, "output '%s' shape %s differs from input '%s' shape %s", nm(out), shp(a, sizeof a, out),
+            nm(in), shp(b, sizeof b, in));
     }
 }
 
@@ -226,8 +222,8 @@ static void rule_broadcast(const spec_op_ctx *c, diag_list *d, uint32_t n_in) {
             if (e == 1) e = v;
             else if (v != e) {
                 char a[96], b[96];
-                bad(c, d, "inputs cannot be broadcast in dimension %u: '%s' %s and '%s' %s", k,
-                    nm(ins[0]), shp(a, sizeof a, ins[0]), nm(ins[i]), shp(b, sizeof b, ins[i]));
+                bad(c, d, "inputs cannot be broadcast in dimension %u: '%s' %s and '%s' %s", k, nm(ins[0]),
+                    shp(a, sizeof a, ins[0]), nm(ins[i]), shp(b, sizeof b, ins[i]));
                 return;
             }
         }
@@ -245,8 +241,8 @@ static void rule_broadcast(const spec_op_ctx *c, diag_list *d, uint32_t n_in) {
         } else {
             snprintf(b, sizeof b, "rank %u", rank);
         }
-        bad(c, d, "output '%s' shape %s does not follow from broadcasting the inputs (expected %s)",
-            nm(o), shp(a, sizeof a, o), b);
+        bad(c, d, "output '%s' shape %s does not follow from broadcasting the inputs (expected %s)", nm(o),
+            shp(a, sizeof a, o), b);
     }
 }
 
@@ -254,43 +250,46 @@ static void rule_broadcast(const spec_op_ctx *c, diag_list *d, uint32_t n_in) {
 
 /* One spatial dim of CONV2D/CONV3D/DEPTHWISE_CONV2D:
  * OH = idiv_check(IH - 1 + pad_a + pad_b - (KH - 1) * dilation, stride) + 1. */
-static void conv_dim(const spec_op_ctx *c, diag_list *d, const char *dim, int64_t in, int64_t k,
-                     int64_t pa, int64_t pb, int64_t s, int64_t dil, int64_t out) {
+static void conv_dim(const spec_op_ctx *c, diag_list *d, const char *dim, int64_t in, int64_t k, int64_t pa,
+                     int64_t pb, int64_t s, int64_t dil, int64_t out) {
     if (!known(in) || !known(k) || !known(out) || s < 1 || dil < 1) return;
     int64_t num = in - 1 + pa + pb - (k - 1) * dil;
     if (num < 0) {
-        bad(c, d, "input %s %" PRId64 " with pad %" PRId64 "+%" PRId64
-                  " is smaller than kernel %" PRId64 " with dilation %" PRId64,
+        bad(c, d,
+            "input %s %" PRId64 " with pad %" PRId64 "+%" PRId64 " is smaller than kernel %" PRId64
+            " with dilation %" PRId64,
             dim, in, pa, pb, k, dil);
     } else if (num % s) {
-        bad(c, d, "output %s is not exact: input %" PRId64 ", kernel %" PRId64 ", pad %" PRId64
-                  "+%" PRId64 ", dilation %" PRId64 " give %" PRId64
-                  " which stride %" PRId64 " does not divide (adjust the padding)",
+        bad(c, d,
+            "output %s is not exact: input %" PRId64 ", kernel %" PRId64 ", pad %" PRId64 "+%" PRId64
+            ", dilation %" PRId64 " give %" PRId64 " which stride %" PRId64
+            " does not divide (adjust the padding)",
             dim, in, k, pa, pb, dil, num, s);
     } else if (out != num / s + 1) {
-        bad(c, d, "output %s %" PRId64 " does not follow from input %" PRId64 ", kernel %" PRId64
-                  ", pad %" PRId64 "+%" PRId64 ", stride %" PRId64 ", dilation %" PRId64
-                  " (expected %" PRId64 ")",
+        bad(c, d,
+            "output %s %" PRId64 " does not follow from input %" PRId64 ", kernel %" PRId64 ", pad %" PRId64
+            "+%" PRId64 ", stride %" PRId64 ", dilation %" PRId64 " (expected %" PRId64 ")",
             dim, out, in, k, pa, pb, s, dil, num / s + 1);
     }
 }
 
 /* Pooling: OH = idiv_check(IH + pad_a + pad_b - kernel, stride) + 1. */
-static void pool_dim(const spec_op_ctx *c, diag_list *d, const char *dim, int64_t in, int64_t k,
-                     int64_t pa, int64_t pb, int64_t s, int64_t out) {
+static void pool_dim(const spec_op_ctx *c, diag_list *d, const char *dim, int64_t in, int64_t k, int64_t pa,
+                     int64_t pb, int64_t s, int64_t out) {
     if (!known(in) || !known(out) || k < 1 || s < 1) return;
     int64_t num = in + pa + pb - k;
     if (num < 0) {
-        bad(c, d, "input %s %" PRId64 " with pad %" PRId64 "+%" PRId64
-                  " is smaller than kernel %" PRId64,
+        bad(c, d, "input %s %" PRId64 " with pad %" PRId64 "+%" PRId64 " is smaller than kernel %" PRId64,
             dim, in, pa, pb, k);
     } else if (num % s) {
-        bad(c, d, "output %s is not exact: input %" PRId64 ", kernel %" PRId64 ", pad %" PRId64
-                  "+%" PRId64 " give %" PRId64 " which stride %" PRId64 " does not divide",
+        bad(c, d,
+            "output %s is not exact: input %" PRId64 ", kernel %" PRId64 ", pad %" PRId64 "+%" PRId64
+            " give %" PRId64 " which stride %" PRId64 " does not divide",
             dim, in, k, pa, pb, num, s);
     } else if (out != num / s + 1) {
-        bad(c, d, "output %s %" PRId64 " does not follow from input %" PRId64 ", kernel %" PRId64
-                  ", pad %" PRId64 "+%" PRId64 ", stride %" PRId64 " (expected %" PRId64 ")",
+        bad(c, d,
+            "output %s %" PRId64 " does not follow from input %" PRId64 ", kernel %" PRId64 ", pad %" PRId64
+            "+%" PRId64 ", stride %" PRId64 " (expected %" PRId64 ")",
             dim, out, in, k, pa, pb, s, num / s + 1);
     }
 }
@@ -298,8 +297,8 @@ static void pool_dim(const spec_op_ctx *c, diag_list *d, const char *dim, int64_
 static void check_bias(const spec_op_ctx *c, diag_list *d, const ctosa_tensor *b, int64_t oc) {
     if (!need_rank(c, d, b, "bias", 1)) return;
     if (known(oc) && b->shape[0] != oc && b->shape[0] != 1)
-        bad(c, d, "bias '%s' has %" PRId32 " values, expected %" PRId64 " (output channels) or 1",
-            nm(b), b->shape[0], oc);
+        bad(c, d, "bias '%s' has %" PRId32 " values, expected %" PRId64 " (output channels) or 1", nm(b),
+            b->shape[0], oc);
 }
 
 /* The zero points and pad/stride/dilation of a convolution with `sp`
@@ -333,17 +332,16 @@ static void rule_conv2d(const spec_op_ctx *c, diag_list *d, bool depthwise) {
     int64_t kw = depthwise ? w->shape[1] : w->shape[2];
     int64_t wic = depthwise ? w->shape[2] : w->shape[3];
     if (wic != in->shape[3])
-        bad(c, d, "weight '%s' expects %" PRId64 " input channels but input '%s' has %" PRId32,
-            nm(w), wic, nm(in), in->shape[3]);
+        bad(c, d, "weight '%s' expects %" PRId64 " input channels but input '%s' has %" PRId32, nm(w), wic,
+            nm(in), in->shape[3]);
     if (!ro) return;
     dim_is(c, d, "output batch", out->shape[0], in->shape[0], "the input batch");
-    dim_is(c, d, "output channels", out->shape[3], oc,
-           depthwise ? "weight C*M" : "weight output channels");
+    dim_is(c, d, "output channels", out->shape[3], oc, depthwise ? "weight C*M" : "weight output channels");
     if (!attrs) return;
-    conv_dim(c, d, "height", in->shape[1], kh, a->pad.v[0], a->pad.v[1], a->stride.v[0],
-             a->dilation.v[0], out->shape[1]);
-    conv_dim(c, d, "width", in->shape[2], kw, a->pad.v[2], a->pad.v[3], a->stride.v[1],
-             a->dilation.v[1], out->shape[2]);
+    conv_dim(c, d, "height", in->shape[1], kh, a->pad.v[0], a->pad.v[1], a->stride.v[0], a->dilation.v[0],
+             out->shape[1]);
+    conv_dim(c, d, "width", in->shape[2], kw, a->pad.v[2], a->pad.v[3], a->stride.v[1], a->dilation.v[1],
+             out->shape[2]);
 }
 
 static void rule_conv3d(const spec_op_ctx *c, diag_list *d) {
@@ -356,16 +354,16 @@ static void rule_conv3d(const spec_op_ctx *c, diag_list *d) {
     check_bias(c, d, IN(c, 2), rw ? w->shape[0] : -1);
     if (!ri || !rw) return;
     if (w->shape[4] != in->shape[4])
-        bad(c, d, "weight '%s' expects %" PRId32 " input channels but input '%s' has %" PRId32,
-            nm(w), w->shape[4], nm(in), in->shape[4]);
+        bad(c, d, "weight '%s' expects %" PRId32 " input channels but input '%s' has %" PRId32, nm(w),
+            w->shape[4], nm(in), in->shape[4]);
     if (!ro) return;
     dim_is(c, d, "output batch", out->shape[0], in->shape[0], "the input batch");
     dim_is(c, d, "output channels", out->shape[4], w->shape[0], "weight output channels");
     if (!attrs) return;
     static const char *dims[3] = {"depth", "height", "width"};
     for (int i = 0; i < 3; i++)
-        conv_dim(c, d, dims[i], in->shape[1 + i], w->shape[1 + i], a->pad.v[2 * i],
-                 a->pad.v[2 * i + 1], a->stride.v[i], a->dilation.v[i], out->shape[1 + i]);
+        conv_dim(c, d, dims[i], in->shape[1 + i], w->shape[1 + i], a->pad.v[2 * i], a->pad.v[2 * i + 1],
+                 a->stride.v[i], a->dilation.v[i], out->shape[1 + i]);
 }
 
 static void rule_transpose_conv2d(const spec_op_ctx *c, diag_list *d) {
@@ -383,16 +381,15 @@ static void rule_transpose_conv2d(const spec_op_ctx *c, diag_list *d) {
     if (!ri || !rw) return;
     int64_t kh = w->shape[1], kw = w->shape[2];
     if (w->shape[3] != in->shape[3])
-        bad(c, d, "weight '%s' expects %" PRId32 " input channels but input '%s' has %" PRId32,
-            nm(w), w->shape[3], nm(in), in->shape[3]);
+        bad(c, d, "weight '%s' expects %" PRId32 " input channels but input '%s' has %" PRId32, nm(w),
+            w->shape[3], nm(in), in->shape[3]);
     if (a->out_pad.n == 4 && a->out_pad.v) {
         const int32_t *p = a->out_pad.v;
         if (p[0] <= -kh || p[1] <= -kh || p[2] <= -kw || p[3] <= -kw) {
             char b[96];
             fmt_i32s(b, sizeof b, a->out_pad);
-            bad(c, d, "out_pad %s must be greater than minus the kernel size (%" PRId64
-                      "x%" PRId64 ")",
-                b, kh, kw);
+            bad(c, d, "out_pad %s must be greater than minus the kernel size (%" PRId64 "x%" PRId64 ")", b,
+                kh, kw);
             attrs = false;
         }
     }
@@ -404,12 +401,14 @@ static void rule_transpose_conv2d(const spec_op_ctx *c, diag_list *d) {
     int64_t oh = ((int64_t)in->shape[1] - 1) * s[0] + p[0] + p[1] + kh;
     int64_t ow = ((int64_t)in->shape[2] - 1) * s[1] + p[2] + p[3] + kw;
     if (out->shape[1] != oh)
-        bad(c, d, "output height %" PRId32 " does not follow from input %" PRId32
-                  ", kernel %" PRId64 ", out_pad %d+%d, stride %d (expected %" PRId64 ")",
+        bad(c, d,
+            "output height %" PRId32 " does not follow from input %" PRId32 ", kernel %" PRId64
+            ", out_pad %d+%d, stride %d (expected %" PRId64 ")",
             out->shape[1], in->shape[1], kh, p[0], p[1], s[0], oh);
     if (out->shape[2] != ow)
-        bad(c, d, "output width %" PRId32 " does not follow from input %" PRId32
-                  ", kernel %" PRId64 ", out_pad %d+%d, stride %d (expected %" PRId64 ")",
+        bad(c, d,
+            "output width %" PRId32 " does not follow from input %" PRId32 ", kernel %" PRId64
+            ", out_pad %d+%d, stride %d (expected %" PRId64 ")",
             out->shape[2], in->shape[2], kw, p[2], p[3], s[1], ow);
 }
 
@@ -445,10 +444,10 @@ static void rule_pool2d(const spec_op_ctx *c, diag_list *d, bool avg) {
     dim_is(c, d, "output batch", out->shape[0], in->shape[0], "the input batch");
     dim_is(c, d, "output channels", out->shape[3], in->shape[3], "the input channels");
     if (!attrs) return;
-    pool_dim(c, d, "height", in->shape[1], a->kernel.v[0], a->pad.v[0], a->pad.v[1],
-             a->stride.v[0], out->shape[1]);
-    pool_dim(c, d, "width", in->shape[2], a->kernel.v[1], a->pad.v[2], a->pad.v[3],
-             a->stride.v[1], out->shape[2]);
+    pool_dim(c, d, "height", in->shape[1], a->kernel.v[0], a->pad.v[0], a->pad.v[1], a->stride.v[0],
+             out->shape[1]);
+    pool_dim(c, d, "width", in->shape[2], a->kernel.v[1], a->pad.v[2], a->pad.v[3], a->stride.v[1],
+             out->shape[2]);
 }
 
 /* ------------------------------------------------------------ tensor ops */
@@ -462,17 +461,18 @@ static void rule_matmul(const spec_op_ctx *c, diag_list *d) {
     if (ra && rb) {
         char x[96], y[96];
         if (A->shape[0] != B->shape[0])
-            bad(c, d, "batch of A '%s' %s differs from B '%s' %s", nm(A), shp(x, sizeof x, A),
-                nm(B), shp(y, sizeof y, B));
+            bad(c, d, "batch of A '%s' %s differs from B '%s' %s", nm(A), shp(x, sizeof x, A), nm(B),
+                shp(y, sizeof y, B));
         if (A->shape[2] != B->shape[1])
-            bad(c, d, "A '%s' %s has C=%" PRId32 " but B '%s' %s has C=%" PRId32 " ([N,H,C]x[N,C,W])",
-                nm(A), shp(x, sizeof x, A), A->shape[2], nm(B), shp(y, sizeof y, B), B->shape[1]);
+            bad(c, d, "A '%s' %s has C=%" PRId32 " but B '%s' %s has C=%" PRId32 " ([N,H,C]x[N,C,W])", nm(A),
+                shp(x, sizeof x, A), A->shape[2], nm(B), shp(y, sizeof y, B), B->shape[1]);
     }
     if (ra && rb && ro) {
         int32_t want[3] = {A->shape[0], A->shape[1], B->shape[2]};
         if (out->shape[0] != want[0] || out->shape[1] != want[1] || out->shape[2] != want[2]) {
             char x[96];
-            bad(c, d, "output '%s' %s should be [%" PRId32 ",%" PRId32 ",%" PRId32 "] ([N,H,C]x[N,C,W]->[N,H,W])",
+            bad(c, d,
+                "output '%s' %s should be [%" PRId32 ",%" PRId32 ",%" PRId32 "] ([N,H,C]x[N,C,W]->[N,H,W])",
                 nm(out), shp(x, sizeof x, out), want[0], want[1], want[2]);
         }
     }
@@ -482,8 +482,8 @@ static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static void fft_hw(const spec_op_ctx *c, diag_list *d, const ctosa_tensor *t) {
     if (!pow2(t->shape[1]) || !pow2(t->shape[2]))
-        bad(c, d, "height %" PRId32 " and width %" PRId32 " of '%s' must be powers of two",
-            t->shape[1], t->shape[2], nm(t));
+        bad(c, d, "height %" PRId32 " and width %" PRId32 " of '%s' must be powers of two", t->shape[1],
+            t->shape[2], nm(t));
 }
 
 static void rule_fft2d(const spec_op_ctx *c, diag_list *d) {
@@ -506,8 +506,8 @@ static void rule_rfft2d(const spec_op_ctx *c, diag_list *d) {
         int64_t w = in->shape[2] / 2 + 1;
         if (o->shape[0] != in->shape[0] || o->shape[1] != in->shape[1] || o->shape[2] != w) {
             char x[96];
-            bad(c, d, "output '%s' %s should be [%" PRId32 ",%" PRId32 ",%" PRId64 "] ([N,H,W/2+1])",
-                nm(o), shp(x, sizeof x, o), in->shape[0], in->shape[1], w);
+            bad(c, d, "output '%s' %s should be [%" PRId32 ",%" PRId32 ",%" PRId64 "] ([N,H,W/2+1])", nm(o),
+                shp(x, sizeof x, o), in->shape[0], in->shape[1], w);
         }
     }
 }
@@ -553,8 +553,7 @@ static void rule_rescale(const spec_op_ctx *c, diag_list *d) {
     }
 }
 
-static bool axis_ok(const spec_op_ctx *c, diag_list *d, int32_t axis, uint32_t rank,
-                    const ctosa_tensor *t) {
+static bool axis_ok(const spec_op_ctx *c, diag_list *d, int32_t axis, uint32_t rank, const ctosa_tensor *t) {
     if (axis < 0 || (uint32_t)axis >= rank) {
         bad(c, d, "axis %d is out of range for input '%s' of rank %u", axis, nm(t), rank);
         return false;
@@ -576,8 +575,8 @@ static void rule_argmax(const spec_op_ctx *c, diag_list *d) {
     }
     if (!ok) {
         char x[96], y[96];
-        bad(c, d, "output '%s' %s should be input %s without axis %d", nm(out),
-            shp(x, sizeof x, out), shp(y, sizeof y, in), axis);
+        bad(c, d, "output '%s' %s should be input %s without axis %d", nm(out), shp(x, sizeof x, out),
+            shp(y, sizeof y, in), axis);
     }
 }
 
@@ -623,7 +622,8 @@ static void rule_concat(const spec_op_ctx *c, diag_list *d) {
         for (uint32_t k = 0; k < rank; k++) {
             if (k == (uint32_t)axis) continue;
             if (known(t->shape[k]) && known(first->shape[k]) && t->shape[k] != first->shape[k]) {
-                bad(c, d, "input %u '%s' %s differs from input 0 '%s' %s in dimension %u (only axis %d may differ)",
+                bad(c, d,
+                    "input %u '%s' %s differs from input 0 '%s' %s in dimension %u (only axis %d may differ)",
                     i, nm(t), shp(x, sizeof x, t), nm(first), shp(y, sizeof y, first), k, axis);
                 return;
             }
@@ -651,8 +651,8 @@ static void rule_concat(const spec_op_ctx *c, diag_list *d) {
 
 /* A shape input whose length must be n; reads its values when constant.
  * Returns the number of values read (n) or -1 when unknown/wrong. */
-static int64_t shape_input(const spec_op_ctx *c, diag_list *d, uint32_t idx, const char *what,
-                           int64_t n, int64_t *vals) {
+static int64_t shape_input(const spec_op_ctx *c, diag_list *d, uint32_t idx, const char *what, int64_t n,
+                           int64_t *vals) {
     const ctosa_tensor *t = IN(c, idx);
     if (!t) return -1;
     int64_t len = shape_len(t);
@@ -670,8 +670,7 @@ static int64_t shape_input(const spec_op_ctx *c, diag_list *d, uint32_t idx, con
      * them here keeps the rules' int64 sums and products from overflowing. */
     for (int64_t i = 0; i < got; i++) {
         if (vals[i] > INT32_MAX || vals[i] < -(int64_t)INT32_MAX) {
-            bad(c, d, "%s '%s' value %" PRId64 " is out of range (must fit in int32)", what,
-                nm(t), vals[i]);
+            bad(c, d, "%s '%s' value %" PRId64 " is out of range (must fit in int32)", what, nm(t), vals[i]);
             return -1;
         }
     }
@@ -687,8 +686,8 @@ static void rule_pad(const spec_op_ctx *c, diag_list *d) {
     int64_t n = shape_input(c, d, 1, "padding", 2 * (int64_t)in->rank, pads);
     if (ranked(out) && out->rank != in->rank) {
         char x[96], y[96];
-        bad(c, d, "output '%s' %s has a different rank than input '%s' %s", nm(out),
-            shp(x, sizeof x, out), nm(in), shp(y, sizeof y, in));
+        bad(c, d, "output '%s' %s has a different rank than input '%s' %s", nm(out), shp(x, sizeof x, out),
+            nm(in), shp(y, sizeof y, in));
         return;
     }
     if (n < 0) return;
@@ -705,8 +704,9 @@ static void rule_pad(const spec_op_ctx *c, diag_list *d) {
         if (!known(in->shape[i]) || !known(out->shape[i])) continue;
         int64_t want = pads[2 * i] + in->shape[i] + pads[2 * i + 1];
         if (out->shape[i] != want) {
-            bad(c, d, "output dimension %u is %" PRId32 ", expected %" PRId64 " (input %" PRId32
-                      " + padding %" PRId64 "+%" PRId64 ")",
+            bad(c, d,
+                "output dimension %u is %" PRId32 ", expected %" PRId64 " (input %" PRId32
+                " + padding %" PRId64 "+%" PRId64 ")",
                 i, out->shape[i], want, in->shape[i], pads[2 * i], pads[2 * i + 1]);
             return;
         }
@@ -732,8 +732,8 @@ static void rule_reshape(const spec_op_ctx *c, diag_list *d) {
     int64_t a = elements(in), b = elements(out);
     if (a >= 0 && b >= 0 && a != b) {
         char x[96], y[96];
-        bad(c, d, "element count changes: input '%s' %s has %" PRId64 ", output '%s' %s has %" PRId64,
-            nm(in), shp(x, sizeof x, in), a, nm(out), shp(y, sizeof y, out), b);
+        bad(c, d, "element count changes: input '%s' %s has %" PRId64 ", output '%s' %s has %" PRId64, nm(in),
+            shp(x, sizeof x, in), a, nm(out), shp(y, sizeof y, out), b);
     }
 }
 
@@ -754,8 +754,8 @@ static void rule_slice(const spec_op_ctx *c, diag_list *d) {
     int64_t nz = shape_input(c, d, 2, "size", in->rank, size);
     if (ranked(out) && out->rank != in->rank) {
         char x[96], y[96];
-        bad(c, d, "output '%s' %s has a different rank than input '%s' %s", nm(out),
-            shp(x, sizeof x, out), nm(in), shp(y, sizeof y, in));
+        bad(c, d, "output '%s' %s has a different rank than input '%s' %s", nm(out), shp(x, sizeof x, out),
+            nm(in), shp(y, sizeof y, in));
         return;
     }
     for (uint32_t i = 0; i < in->rank; i++) {
@@ -768,8 +768,8 @@ static void rule_slice(const spec_op_ctx *c, diag_list *d) {
             return;
         }
         if (ns >= 0 && nz >= 0 && known(in->shape[i]) && start[i] + size[i] > in->shape[i]) {
-            bad(c, d, "start[%u] %" PRId64 " + size[%u] %" PRId64 " exceeds input dimension %" PRId32,
-                i, start[i], i, size[i], in->shape[i]);
+            bad(c, d, "start[%u] %" PRId64 " + size[%u] %" PRId64 " exceeds input dimension %" PRId32, i,
+                start[i], i, size[i], in->shape[i]);
             return;
         }
         if (nz >= 0 && ranked(out) && known(out->shape[i]) && out->shape[i] != size[i]) {
@@ -790,8 +790,8 @@ static void rule_tile(const spec_op_ctx *c, diag_list *d) {
     if (!ranked(out)) return;
     if (out->rank != in->rank) {
         char x[96], y[96];
-        bad(c, d, "output '%s' %s has a different rank than input '%s' %s", nm(out),
-            shp(x, sizeof x, out), nm(in), shp(y, sizeof y, in));
+        bad(c, d, "output '%s' %s has a different rank than input '%s' %s", nm(out), shp(x, sizeof x, out),
+            nm(in), shp(y, sizeof y, in));
         return;
     }
     if (n < 0) return;
@@ -801,8 +801,9 @@ static void rule_tile(const spec_op_ctx *c, diag_list *d) {
             return;
         }
         if (known(in->shape[i]) && known(out->shape[i]) && (int64_t)in->shape[i] * m[i] != out->shape[i]) {
-            bad(c, d, "output dimension %u is %" PRId32 ", expected %" PRId64 " (input %" PRId32
-                      " x multiples %" PRId64 ")",
+            bad(c, d,
+                "output dimension %u is %" PRId32 ", expected %" PRId64 " (input %" PRId32
+                " x multiples %" PRId64 ")",
                 i, out->shape[i], (int64_t)in->shape[i] * m[i], in->shape[i], m[i]);
             return;
         }
@@ -817,8 +818,7 @@ static void rule_transpose(const spec_op_ctx *c, diag_list *d) {
     if (!need_vec(c, d, p, "perms", in->rank)) return;
     uint8_t seen[MAX_SHAPE_VALS] = {0};
     for (uint32_t i = 0; i < p.n; i++) {
-        if (p.v[i] < 0 || (uint32_t)p.v[i] >= in->rank || p.v[i] >= MAX_SHAPE_VALS ||
-            seen[p.v[i]]) {
+        if (p.v[i] < 0 || (uint32_t)p.v[i] >= in->rank || p.v[i] >= MAX_SHAPE_VALS || seen[p.v[i]]) {
             char b[128];
             fmt_i32s(b, sizeof b, p);
             bad(c, d, "perms %s is not a permutation of 0..%u", b, in->rank - 1);
@@ -834,8 +834,8 @@ static void rule_transpose(const spec_op_ctx *c, diag_list *d) {
     if (!ok) {
         char x[96], y[96], b[128];
         fmt_i32s(b, sizeof b, p);
-        bad(c, d, "output '%s' %s does not follow from input %s and perms %s", nm(out),
-            shp(x, sizeof x, out), shp(y, sizeof y, in), b);
+        bad(c, d, "output '%s' %s does not follow from input %s and perms %s", nm(out), shp(x, sizeof x, out),
+            shp(y, sizeof y, in), b);
     }
 }
 
@@ -844,13 +844,15 @@ static void rule_gather(const spec_op_ctx *c, diag_list *d) {
     bool rv = need_rank(c, d, v, "values", 3), ri = need_rank(c, d, ix, "indices", 2);
     bool ro = need_rank(c, d, out, "output", 3);
     if (rv && ri && v->shape[0] != ix->shape[0])
-        bad(c, d, "indices '%s' batch %" PRId32 " differs from values batch %" PRId32, nm(ix),
-            ix->shape[0], v->shape[0]);
+        bad(c, d, "indices '%s' batch %" PRId32 " differs from values batch %" PRId32, nm(ix), ix->shape[0],
+            v->shape[0]);
     if (rv && ri && ro) {
         int32_t want[3] = {v->shape[0], ix->shape[1], v->shape[2]};
         if (out->shape[0] != want[0] || out->shape[1] != want[1] || out->shape[2] != want[2]) {
             char x[96];
-            bad(c, d, "output '%s' %s should be [%" PRId32 ",%" PRId32 ",%" PRId32 "] ([N,K,C] by [N,W] -> [N,W,C])",
+            bad(c, d,
+                "output '%s' %s should be [%" PRId32 ",%" PRId32 ",%" PRId32
+                "] ([N,K,C] by [N,W] -> [N,W,C])",
                 nm(out), shp(x, sizeof x, out), want[0], want[1], want[2]);
         }
     }
@@ -862,8 +864,8 @@ static void rule_scatter(const spec_op_ctx *c, diag_list *d) {
     bool rin = need_rank(c, d, in, "input", 3), ro = need_rank(c, d, out, "values_out", 3);
     if (rv && ro) same_shape(c, d, v, out);
     if (rv && ri && rin) {
-        if (ix->shape[0] != v->shape[0] || in->shape[0] != v->shape[0] ||
-            in->shape[1] != ix->shape[1] || in->shape[2] != v->shape[2]) {
+        if (ix->shape[0] != v->shape[0] || in->shape[0] != v->shape[0] || in->shape[1] != ix->shape[1] ||
+            in->shape[2] != v->shape[2]) {
             char x[96], y[96], z[96];
             bad(c, d, "shapes do not fit values_in [N,K,C] %s, indices [N,W] %s, input [N,W,C] %s",
                 shp(x, sizeof x, v), shp(y, sizeof y, ix), shp(z, sizeof z, in));
@@ -890,8 +892,9 @@ static void rule_resize(const spec_op_ctx *c, diag_list *d) {
             vals = false;
         }
         if (sc[1] >= 16 * sc[0] || sc[3] >= 16 * sc[2]) {
-            bad(c, d, "scale [%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-                      "] downscales by 16 or more (scale_d must be < 16 * scale_n)",
+            bad(c, d,
+                "scale [%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                "] downscales by 16 or more (scale_d must be < 16 * scale_n)",
                 sc[0], sc[1], sc[2], sc[3]);
             vals = false;
         }
@@ -900,8 +903,8 @@ static void rule_resize(const spec_op_ctx *c, diag_list *d) {
         for (int i = 0; i < 2; i++) {
             int64_t n = sc[2 * i];
             if (off[i] < -n || off[i] >= 16 * n) {
-                bad(c, d, "offset_%c %" PRId64 " is outside [-%" PRId64 ", %" PRId64 ")",
-                    i ? 'x' : 'y', off[i], n, 16 * n);
+                bad(c, d, "offset_%c %" PRId64 " is outside [-%" PRId64 ", %" PRId64 ")", i ? 'x' : 'y',
+                    off[i], n, 16 * n);
                 vals = false;
             }
         }
@@ -910,8 +913,8 @@ static void rule_resize(const spec_op_ctx *c, diag_list *d) {
         for (int i = 0; i < 2; i++) {
             int64_t n = sc[2 * i];
             if (bo[i] < -16 * n || bo[i] >= n) {
-                bad(c, d, "border_%c %" PRId64 " is outside [-%" PRId64 ", %" PRId64 ")",
-                    i ? 'x' : 'y', bo[i], 16 * n, n);
+                bad(c, d, "border_%c %" PRId64 " is outside [-%" PRId64 ", %" PRId64 ")", i ? 'x' : 'y',
+                    bo[i], 16 * n, n);
                 vals = false;
             }
         }
@@ -930,14 +933,15 @@ static void rule_resize(const spec_op_ctx *c, diag_list *d) {
         int64_t num = ((int64_t)in->shape[1 + i] - 1) * sc[2 * i] - off[i] + bo[i];
         int64_t den = sc[2 * i + 1];
         if (num < 0 || num % den) {
-            bad(c, d, "output %s is not exact: (input %" PRId32 " - 1) * %" PRId64 " - offset %" PRId64
-                      " + border %" PRId64 " = %" PRId64 " is not a non-negative multiple of %" PRId64,
+            bad(c, d,
+                "output %s is not exact: (input %" PRId32 " - 1) * %" PRId64 " - offset %" PRId64
+                " + border %" PRId64 " = %" PRId64 " is not a non-negative multiple of %" PRId64,
                 dims[i], in->shape[1 + i], sc[2 * i], off[i], bo[i], num, den);
         } else if (out->shape[1 + i] != num / den + 1) {
-            bad(c, d, "output %s %" PRId32 " does not follow from input %" PRId32 ", scale %" PRId64
-                      "/%" PRId64 ", offset %" PRId64 ", border %" PRId64 " (expected %" PRId64 ")",
-                dims[i], out->shape[1 + i], in->shape[1 + i], sc[2 * i], den, off[i], bo[i],
-                num / den + 1);
+            bad(c, d,
+                "output %s %" PRId32 " does not follow from input %" PRId32 ", scale %" PRId64 "/%" PRId64
+                ", offset %" PRId64 ", border %" PRId64 " (expected %" PRId64 ")",
+                dims[i], out->shape[1 + i], in->shape[1 + i], sc[2 * i], den, off[i], bo[i], num / den + 1);
         }
     }
 }
@@ -947,8 +951,7 @@ static void rule_const(const spec_op_ctx *c, diag_list *d, bool is_shape) {
     const ctosa_tensor *o = OUT(c, 0);
     if (!o) return;
     if (o->data.kind == CTOSA_DATA_NONE) {
-        if (!is_shape || (o->shape && o->shape[0] != 0))
-            bad(c, d, "output '%s' has no constant data", nm(o));
+        if (!is_shape || (o->shape && o->shape[0] != 0)) bad(c, d, "output '%s' has no constant data", nm(o));
         return;
     }
     if (!ranked(o)) return;
@@ -956,8 +959,8 @@ static void rule_const(const spec_op_ctx *c, diag_list *d, bool is_shape) {
     if (is_shape) {
         int64_t len = shape_len(o);
         if (len >= 0 && o->data.size != (uint64_t)len * 8)
-            bad(c, d, "shape '%s' has %" PRIu64 " bytes of data, %" PRId64 " values need %" PRId64,
-                nm(o), o->data.size, len, len * 8);
+            bad(c, d, "shape '%s' has %" PRIu64 " bytes of data, %" PRId64 " values need %" PRId64, nm(o),
+                o->data.size, len, len * 8);
         return;
     }
     if (!ctosa_tensor_elements(o, &n) || !ctosa_dtype_storage_size(o->dtype, n, &bytes)) return;
@@ -980,8 +983,8 @@ static void rule_cond_if(const spec_op_ctx *c, diag_list *d) {
 
 static void rule_while(const spec_op_ctx *c, diag_list *d) {
     if (c->op->n_inputs != c->op->n_outputs) {
-        bad(c, d, "input_list has %u tensors but output_list has %u (they must match)",
-            c->op->n_inputs, c->op->n_outputs);
+        bad(c, d, "input_list has %u tensors but output_list has %u (they must match)", c->op->n_inputs,
+            c->op->n_outputs);
         return;
     }
     for (uint32_t i = 0; i < c->op->n_inputs; i++) same_shape(c, d, IN(c, i), OUT(c, i));
@@ -1037,8 +1040,8 @@ static void rule_slice_shape(const spec_op_ctx *c, diag_list *d) {
         return;
     }
     if (ns >= 1 && nz >= 1 && len >= 0 && st[0] + sz[0] > len) {
-        bad(c, d, "start %" PRId64 " + size %" PRId64 " exceeds the input's %" PRId64 " values",
-            st[0], sz[0], len);
+        bad(c, d, "start %" PRId64 " + size %" PRId64 " exceeds the input's %" PRId64 " values", st[0], sz[0],
+            len);
         return;
     }
     if (nz >= 1 && out >= 0 && out != sz[0])
@@ -1058,9 +1061,7 @@ static void rule_assert_equal_shape(const spec_op_ctx *c, diag_list *d) {
     int64_t na = shape_vals(a, va, MAX_SHAPE_VALS), nb = shape_vals(b, vb, MAX_SHAPE_VALS);
     if (na < 0 || nb < 0 || na != nb) return;
     for (int64_t i = 0; i < na; i++) {
-        bool ok = c->op->attr.allow_broadcast
-                      ? (va[i] == 1 || vb[i] == 1 || va[i] == vb[i])
-                      : va[i] == vb[i];
+        bool ok = c->op->attr.allow_broadcast ? (va[i] == 1 || vb[i] == 1 || va[i] == vb[i]) : va[i] == vb[i];
         if (!ok) {
             char x[256], y[256];
             fmt_vals(x, sizeof x, va, (uint32_t)na);
@@ -1082,11 +1083,14 @@ static bool const_value(const ctosa_tensor *t, uint64_t i, double *out) {
     const uint8_t *p = t->data.ptr;
     uint64_t size = t->data.size;
     switch (t->dtype) {
-    case CTOSA_DTYPE_BOOL: case CTOSA_DTYPE_INT8:
+    case CTOSA_DTYPE_BOOL:
+    case CTOSA_DTYPE_INT8:
         if (i >= size) return false;
         *out = t->dtype == CTOSA_DTYPE_BOOL ? p[i] : (int8_t)p[i];
         return true;
-    case CTOSA_DTYPE_INT16: case CTOSA_DTYPE_FP16: case CTOSA_DTYPE_BF16: {
+    case CTOSA_DTYPE_INT16:
+    case CTOSA_DTYPE_FP16:
+    case CTOSA_DTYPE_BF16: {
         if (i >= size / 2) return false;
         uint16_t u = rd_u16(p + 2 * i);
         if (t->dtype == CTOSA_DTYPE_INT16) *out = (int16_t)u;
@@ -1099,7 +1103,8 @@ static bool const_value(const ctosa_tensor *t, uint64_t i, double *out) {
         }
         return true;
     }
-    case CTOSA_DTYPE_INT32: case CTOSA_DTYPE_FP32: {
+    case CTOSA_DTYPE_INT32:
+    case CTOSA_DTYPE_FP32: {
         if (i >= size / 4) return false;
         uint32_t w = rd_u32(p + 4 * i);
         if (t->dtype == CTOSA_DTYPE_INT32) *out = (int32_t)w;
@@ -1129,8 +1134,8 @@ static void zp_zero(const spec_op_ctx *c, diag_list *d, uint32_t idx, const char
     double v;
     if (!zp || data_type == CTOSA_DTYPE_INT8 || data_type == CTOSA_DTYPE_UNKNOWN) return;
     if (const_value(zp, 0, &v) && v != 0)
-        bad(c, d, "%s '%s' is %g but must be 0 for %s data (zero points are only for i8)", what,
-            nm(zp), v, ctosa_dtype_short(data_type) ? ctosa_dtype_short(data_type) : "?");
+        bad(c, d, "%s '%s' is %g but must be 0 for %s data (zero points are only for i8)", what, nm(zp), v,
+            ctosa_dtype_short(data_type) ? ctosa_dtype_short(data_type) : "?");
 }
 
 static ctosa_dtype dt(const ctosa_tensor *t) { return t ? t->dtype : CTOSA_DTYPE_UNKNOWN; }
@@ -1172,10 +1177,8 @@ static void values_clamp(const spec_op_ctx *c, diag_list *d) {
     }
     double lo, hi;
     if (!read_attr_value(a->min_val, t, &lo) || !read_attr_value(a->max_val, t, &hi)) return;
-    if (lo != lo || hi != hi)
-        bad(c, d, "min_val and max_val must not be NaN");
-    else if (hi < lo)
-        bad(c, d, "max_val %g is below min_val %g", hi, lo);
+    if (lo != lo || hi != hi) bad(c, d, "min_val and max_val must not be NaN");
+    else if (hi < lo) bad(c, d, "max_val %g is below min_val %g", hi, lo);
 }
 
 static void values_rescale(const spec_op_ctx *c, diag_list *d) {
@@ -1198,14 +1201,14 @@ static void values_rescale(const spec_op_ctx *c, diag_list *d) {
             bad(c, d, "output_zp %g must be 0 for %s output", v, ctosa_dtype_short(out));
     }
     if (a->scale32 && in == CTOSA_DTYPE_INT48) bad(c, d, "scale32 is not allowed with i48 input");
-    if (!a->scale32 && a->rounding_mode == CTOSA_ROUND_DOUBLE)
-        bad(c, d, "DOUBLE_ROUND needs scale32");
+    if (!a->scale32 && a->rounding_mode == CTOSA_ROUND_DOUBLE) bad(c, d, "DOUBLE_ROUND needs scale32");
     if (a->input_unsigned && a->output_unsigned)
         bad(c, d, "input_unsigned and output_unsigned cannot both be set");
     if (a->input_unsigned && (in == CTOSA_DTYPE_INT32 || in == CTOSA_DTYPE_INT48 || out == CTOSA_DTYPE_INT32))
         bad(c, d, "input_unsigned is not allowed with %s input and %s output", ctosa_dtype_short(in),
             ctosa_dtype_short(out));
-    if (a->output_unsigned && (out == CTOSA_DTYPE_INT32 || in == CTOSA_DTYPE_INT32 || in == CTOSA_DTYPE_INT48))
+    if (a->output_unsigned &&
+        (out == CTOSA_DTYPE_INT32 || in == CTOSA_DTYPE_INT32 || in == CTOSA_DTYPE_INT48))
         bad(c, d, "output_unsigned is not allowed with %s input and %s output", ctosa_dtype_short(in),
             ctosa_dtype_short(out));
 }
@@ -1231,10 +1234,22 @@ void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d) {
         zp_zero(c, d, 2, "output_zp", dt(IN(c, 0)));
         break;
     case CTOSA_OP_MAX_POOL2D: rule_pool2d(c, d, false); break;
-    case CTOSA_OP_CONV2D: rule_conv2d(c, d, false); values_conv(c, d); break;
-    case CTOSA_OP_DEPTHWISE_CONV2D: rule_conv2d(c, d, true); values_conv(c, d); break;
-    case CTOSA_OP_CONV3D: rule_conv3d(c, d); values_conv(c, d); break;
-    case CTOSA_OP_TRANSPOSE_CONV2D: rule_transpose_conv2d(c, d); values_conv(c, d); break;
+    case CTOSA_OP_CONV2D:
+        rule_conv2d(c, d, false);
+        values_conv(c, d);
+        break;
+    case CTOSA_OP_DEPTHWISE_CONV2D:
+        rule_conv2d(c, d, true);
+        values_conv(c, d);
+        break;
+    case CTOSA_OP_CONV3D:
+        rule_conv3d(c, d);
+        values_conv(c, d);
+        break;
+    case CTOSA_OP_TRANSPOSE_CONV2D:
+        rule_transpose_conv2d(c, d);
+        values_conv(c, d);
+        break;
     case CTOSA_OP_FFT2D: rule_fft2d(c, d); break;
     case CTOSA_OP_RFFT2D: rule_rfft2d(c, d); break;
     case CTOSA_OP_MATMUL:
@@ -1243,14 +1258,24 @@ void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d) {
         zp_zero(c, d, 3, "B_zp", dt(IN(c, 1)));
         break;
 
-    case CTOSA_OP_ADD: case CTOSA_OP_ARITHMETIC_RIGHT_SHIFT: case CTOSA_OP_BITWISE_AND:
-    case CTOSA_OP_BITWISE_OR: case CTOSA_OP_BITWISE_XOR: case CTOSA_OP_INTDIV:
-    case CTOSA_OP_LOGICAL_AND: case CTOSA_OP_LOGICAL_LEFT_SHIFT: case CTOSA_OP_LOGICAL_RIGHT_SHIFT:
-    case CTOSA_OP_LOGICAL_OR: case CTOSA_OP_LOGICAL_XOR: case CTOSA_OP_MAXIMUM:
-    case CTOSA_OP_MINIMUM: case CTOSA_OP_POW: case CTOSA_OP_SUB: case CTOSA_OP_EQUAL:
-    case CTOSA_OP_GREATER: case CTOSA_OP_GREATER_EQUAL:
-        rule_broadcast(c, d, 2);
-        break;
+    case CTOSA_OP_ADD:
+    case CTOSA_OP_ARITHMETIC_RIGHT_SHIFT:
+    case CTOSA_OP_BITWISE_AND:
+    case CTOSA_OP_BITWISE_OR:
+    case CTOSA_OP_BITWISE_XOR:
+    case CTOSA_OP_INTDIV:
+    case CTOSA_OP_LOGICAL_AND:
+    case CTOSA_OP_LOGICAL_LEFT_SHIFT:
+    case CTOSA_OP_LOGICAL_RIGHT_SHIFT:
+    case CTOSA_OP_LOGICAL_OR:
+    case CTOSA_OP_LOGICAL_XOR:
+    case CTOSA_OP_MAXIMUM:
+    case CTOSA_OP_MINIMUM:
+    case CTOSA_OP_POW:
+    case CTOSA_OP_SUB:
+    case CTOSA_OP_EQUAL:
+    case CTOSA_OP_GREATER:
+    case CTOSA_OP_GREATER_EQUAL: rule_broadcast(c, d, 2); break;
     case CTOSA_OP_MUL:
         rule_broadcast(c, d, 2);
         need_one(c, d, 2, "shift");
@@ -1262,13 +1287,23 @@ void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d) {
         same_shape(c, d, IN(c, 0), OUT(c, 0));
         values_clamp(c, d);
         break;
-    case CTOSA_OP_ERF: case CTOSA_OP_SIGMOID: case CTOSA_OP_TANH:
-    case CTOSA_OP_ABS: case CTOSA_OP_BITWISE_NOT: case CTOSA_OP_CEIL: case CTOSA_OP_CLZ:
-    case CTOSA_OP_COS: case CTOSA_OP_EXP: case CTOSA_OP_FLOOR: case CTOSA_OP_LOG:
-    case CTOSA_OP_LOGICAL_NOT: case CTOSA_OP_RECIPROCAL: case CTOSA_OP_RSQRT: case CTOSA_OP_SIN:
-    case CTOSA_OP_CAST: case CTOSA_OP_IDENTITY:
-        same_shape(c, d, IN(c, 0), OUT(c, 0));
-        break;
+    case CTOSA_OP_ERF:
+    case CTOSA_OP_SIGMOID:
+    case CTOSA_OP_TANH:
+    case CTOSA_OP_ABS:
+    case CTOSA_OP_BITWISE_NOT:
+    case CTOSA_OP_CEIL:
+    case CTOSA_OP_CLZ:
+    case CTOSA_OP_COS:
+    case CTOSA_OP_EXP:
+    case CTOSA_OP_FLOOR:
+    case CTOSA_OP_LOG:
+    case CTOSA_OP_LOGICAL_NOT:
+    case CTOSA_OP_RECIPROCAL:
+    case CTOSA_OP_RSQRT:
+    case CTOSA_OP_SIN:
+    case CTOSA_OP_CAST:
+    case CTOSA_OP_IDENTITY: same_shape(c, d, IN(c, 0), OUT(c, 0)); break;
     case CTOSA_OP_NEGATE:
         same_shape(c, d, IN(c, 0), OUT(c, 0));
         need_one(c, d, 1, "input1_zp");
@@ -1277,12 +1312,17 @@ void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d) {
         zp_zero(c, d, 2, "output_zp", dt(OUT(c, 0)));
         break;
     case CTOSA_OP_TABLE: rule_table(c, d); break;
-    case CTOSA_OP_RESCALE: rule_rescale(c, d); values_rescale(c, d); break;
-
-    case CTOSA_OP_REDUCE_ALL: case CTOSA_OP_REDUCE_ANY: case CTOSA_OP_REDUCE_MAX:
-    case CTOSA_OP_REDUCE_MIN: case CTOSA_OP_REDUCE_PRODUCT: case CTOSA_OP_REDUCE_SUM:
-        rule_reduce(c, d);
+    case CTOSA_OP_RESCALE:
+        rule_rescale(c, d);
+        values_rescale(c, d);
         break;
+
+    case CTOSA_OP_REDUCE_ALL:
+    case CTOSA_OP_REDUCE_ANY:
+    case CTOSA_OP_REDUCE_MAX:
+    case CTOSA_OP_REDUCE_MIN:
+    case CTOSA_OP_REDUCE_PRODUCT:
+    case CTOSA_OP_REDUCE_SUM: rule_reduce(c, d); break;
     case CTOSA_OP_CONCAT: rule_concat(c, d); break;
     case CTOSA_OP_PAD: rule_pad(c, d); break;
     case CTOSA_OP_RESHAPE: rule_reshape(c, d); break;
@@ -1298,25 +1338,34 @@ void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d) {
     case CTOSA_OP_COND_IF: rule_cond_if(c, d); break;
     case CTOSA_OP_WHILE_LOOP: rule_while(c, d); break;
 
-    case CTOSA_OP_ADD_SHAPE: case CTOSA_OP_SUB_SHAPE: case CTOSA_OP_MUL_SHAPE:
-    case CTOSA_OP_MAX_SHAPE: case CTOSA_OP_MIN_SHAPE: case CTOSA_OP_MOD_SHAPE:
-    case CTOSA_OP_DIV_CEIL_SHAPE: case CTOSA_OP_DIV_FLOOR_SHAPE:
-        rule_shape_binary(c, d);
-        break;
-    case CTOSA_OP_EXP2_SHAPE: case CTOSA_OP_LOG2_CEIL_SHAPE: case CTOSA_OP_LOG2_FLOOR_SHAPE:
-        rule_shape_unary(c, d);
-        break;
+    case CTOSA_OP_ADD_SHAPE:
+    case CTOSA_OP_SUB_SHAPE:
+    case CTOSA_OP_MUL_SHAPE:
+    case CTOSA_OP_MAX_SHAPE:
+    case CTOSA_OP_MIN_SHAPE:
+    case CTOSA_OP_MOD_SHAPE:
+    case CTOSA_OP_DIV_CEIL_SHAPE:
+    case CTOSA_OP_DIV_FLOOR_SHAPE: rule_shape_binary(c, d); break;
+    case CTOSA_OP_EXP2_SHAPE:
+    case CTOSA_OP_LOG2_CEIL_SHAPE:
+    case CTOSA_OP_LOG2_FLOOR_SHAPE: rule_shape_unary(c, d); break;
     case CTOSA_OP_CONCAT_SHAPE: rule_concat_shape(c, d); break;
     case CTOSA_OP_DIM: rule_dim(c, d); break;
     case CTOSA_OP_SLICE_SHAPE: rule_slice_shape(c, d); break;
     case CTOSA_OP_ASSERT_EQUAL_SHAPE: rule_assert_equal_shape(c, d); break;
     /* no shape rule (yet): CUSTOM, VARIABLE* (checked in validate.c), 1.1
      * block-scaled and adaptive-pooling operators */
-    case CTOSA_OP_CUSTOM: case CTOSA_OP_VARIABLE: case CTOSA_OP_VARIABLE_READ:
-    case CTOSA_OP_VARIABLE_WRITE: case CTOSA_OP_MATMUL_T_BLOCK_SCALED:
-    case CTOSA_OP_CAST_FROM_BLOCK_SCALED: case CTOSA_OP_CAST_TO_BLOCK_SCALED:
-    case CTOSA_OP_CONV2D_BLOCK_SCALED: case CTOSA_OP_MAX_POOL2D_ADAPTIVE:
-    case CTOSA_OP_AVG_POOL2D_ADAPTIVE: case CTOSA_OP_UNKNOWN: case CTOSA_OP_COUNT:
-        break;
+    case CTOSA_OP_CUSTOM:
+    case CTOSA_OP_VARIABLE:
+    case CTOSA_OP_VARIABLE_READ:
+    case CTOSA_OP_VARIABLE_WRITE:
+    case CTOSA_OP_MATMUL_T_BLOCK_SCALED:
+    case CTOSA_OP_CAST_FROM_BLOCK_SCALED:
+    case CTOSA_OP_CAST_TO_BLOCK_SCALED:
+    case CTOSA_OP_CONV2D_BLOCK_SCALED:
+    case CTOSA_OP_MAX_POOL2D_ADAPTIVE:
+    case CTOSA_OP_AVG_POOL2D_ADAPTIVE:
+    case CTOSA_OP_UNKNOWN:
+    case CTOSA_OP_COUNT: break;
     }
 }

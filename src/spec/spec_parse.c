@@ -27,12 +27,8 @@ static const char *const ext_names[CTOSA_EXT_COUNT] = {
 #undef CTOSA_X
 };
 
-const char *ctosa_ext_token(ctosa_ext e) {
-    return (unsigned)e < CTOSA_EXT_COUNT ? ext_tokens[e] : NULL;
-}
-const char *ctosa_ext_spec_name(ctosa_ext e) {
-    return (unsigned)e < CTOSA_EXT_COUNT ? ext_names[e] : NULL;
-}
+const char *ctosa_ext_token(ctosa_ext e) { return (unsigned)e < CTOSA_EXT_COUNT ? ext_tokens[e] : NULL; }
+const char *ctosa_ext_spec_name(ctosa_ext e) { return (unsigned)e < CTOSA_EXT_COUNT ? ext_names[e] : NULL; }
 
 /* Which profile an extension belongs to (spec <profile_supported>). */
 enum { NEED_INT = 1, NEED_FP = 2, NEED_EITHER = 3 };
@@ -57,8 +53,7 @@ static int ext_version(ctosa_ext e) { return e >= CTOSA_EXT_INT64 ? 11 : 10; }
 
 #define GRAMMAR "TOSA-<major>.<minor>[.<patch>]+<PROFILE>[+<PROFILE>][+<token>]..."
 
-static ctosa_error *bad(const char *text, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static ctosa_error *bad(const char *text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static ctosa_error *bad(const char *text, const char *fmt, ...) {
     strbuf b;
     sb_init(&b);
@@ -81,9 +76,7 @@ static bool ieq(const char *a, size_t an, const char *b) {
     return true;
 }
 
-static bool eq(const char *a, size_t an, const char *b) {
-    return strlen(b) == an && memcmp(a, b, an) == 0;
-}
+static bool eq(const char *a, size_t an, const char *b) { return strlen(b) == an && memcmp(a, b, an) == 0; }
 
 /* Case-insensitive Levenshtein distance (short strings only). */
 static size_t edit_distance(const char *a, size_t an, const char *b) {
@@ -189,19 +182,18 @@ static ctosa_error *parse_version(const char *text, const char *v, size_t n, cto
         }
     }
     if (i != n || np < 2)
-        return bad(text, "bad version '%.*s': expected <major>.<minor>[.<patch>], e.g. TOSA-1.0+INT",
-                   (int)n, v);
+        return bad(text, "bad version '%.*s': expected <major>.<minor>[.<patch>], e.g. TOSA-1.0+INT", (int)n,
+                   v);
     if (part[0] != 1 || part[1] > 1) {
         if (part[0] == 0)
             return bad(text,
                        "TOSA %ld.%ld is a pre-1.0 version; ctosa supports TOSA 1.0 and the "
                        "1.1 draft (e.g. TOSA-1.0+INT)",
                        part[0], part[1]);
-        return bad(text, "unsupported TOSA version %ld.%ld: ctosa supports 1.0 and 1.1 (draft)",
-                   part[0], part[1]);
+        return bad(text, "unsupported TOSA version %ld.%ld: ctosa supports 1.0 and 1.1 (draft)", part[0],
+                   part[1]);
     }
-    if (part[2] > 255)
-        return bad(text, "bad version '%.*s': patch must be at most 255", (int)n, v);
+    if (part[2] > 255) return bad(text, "bad version '%.*s': patch must be at most 255", (int)n, v);
     out->major = 1;
     out->minor = (int32_t)part[1];
     out->patch = (int32_t)part[2];
@@ -211,8 +203,7 @@ static ctosa_error *parse_version(const char *text, const char *v, size_t n, cto
 
 ctosa_error *ctosa_spec_parse(const char *text, ctosa_spec *out) {
     if (!text || !*text)
-        return ctosa_error_new(CTOSA_ERR_USAGE,
-                               "empty spec string: expected " GRAMMAR ", e.g. TOSA-1.0+INT");
+        return ctosa_error_new(CTOSA_ERR_USAGE, "empty spec string: expected " GRAMMAR ", e.g. TOSA-1.0+INT");
     ctosa_spec s;
     memset(&s, 0, sizeof s);
     if (strncmp(text, "TOSA-", 5) != 0) {
@@ -223,8 +214,9 @@ ctosa_error *ctosa_spec_parse(const char *text, ctosa_spec *out) {
         if (!te) {
             char buf[128];
             ctosa_spec_format(&t, buf, sizeof buf);
-            return bad(text, "this is a target name, not a spec string: use --target %s, or the "
-                             "spec string %s",
+            return bad(text,
+                       "this is a target name, not a spec string: use --target %s, or the "
+                       "spec string %s",
                        text, buf);
         }
         ctosa_error_free(te);
@@ -244,8 +236,7 @@ ctosa_error *ctosa_spec_parse(const char *text, ctosa_spec *out) {
     for (;;) {
         const char *end = strchr(p, '+');
         size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n == 0)
-            return bad(text, "empty token (two '+' in a row, or a '+' at the end)");
+        if (n == 0) return bad(text, "empty token (two '+' in a row, or a '+' at the end)");
         uint32_t pro = eq(p, n, "INT") ? CTOSA_PRO_INT : eq(p, n, "FP") ? CTOSA_PRO_FP : 0;
         int ext = -1;
         for (int e = 0; e < CTOSA_EXT_COUNT; e++)
@@ -264,27 +255,28 @@ ctosa_error *ctosa_spec_parse(const char *text, ctosa_spec *out) {
             if (ext_version((ctosa_ext)ext) > vkey)
                 return bad(text, "%s needs TOSA 1.1 (e.g. TOSA-1.1+%s+%s)", ext_tokens[ext],
                            ext_profile((ctosa_ext)ext) == NEED_INT ? "INT" : "FP", ext_tokens[ext]);
-            if (s.extensions & (1ull << ext))
-                return bad(text, "duplicate extension '%s'", ext_tokens[ext]);
+            if (s.extensions & (1ull << ext)) return bad(text, "duplicate extension '%s'", ext_tokens[ext]);
             s.extensions |= 1ull << ext;
         } else if (ieq(p, n, "INT") || ieq(p, n, "FP")) {
-            return bad(text, "profiles are upper case: did you mean %s?",
-                       ieq(p, n, "INT") ? "INT" : "FP");
+            return bad(text, "profiles are upper case: did you mean %s?", ieq(p, n, "INT") ? "INT" : "FP");
         } else if (ieq(p, n, "8k") || ieq(p, n, "u55")) {
-            return bad(text, "unknown token '%.*s': the level and u55 tokens are lower case: did "
-                             "you mean %s?",
+            return bad(text,
+                       "unknown token '%.*s': the level and u55 tokens are lower case: did "
+                       "you mean %s?",
                        (int)n, p, ieq(p, n, "8k") ? "8k" : "u55");
         } else {
             int ci = -1;
             for (int e = 0; e < CTOSA_EXT_COUNT; e++)
                 if (ieq(p, n, ext_tokens[e])) ci = e;
             if (ci >= 0)
-                return bad(text, "unknown token '%.*s': extension tokens are lower case: did you "
-                                 "mean %s?",
+                return bad(text,
+                           "unknown token '%.*s': extension tokens are lower case: did you "
+                           "mean %s?",
                            (int)n, p, ext_tokens[ci]);
             if (eq(p, n, "BI") || eq(p, n, "MI") || eq(p, n, "MT"))
-                return bad(text, "profile '%.*s' is from TOSA 0.x; TOSA 1.x profiles are INT "
-                                 "and FP",
+                return bad(text,
+                           "profile '%.*s' is from TOSA 0.x; TOSA 1.x profiles are INT "
+                           "and FP",
                            (int)n, p);
             return unknown_token(text, p, n, vkey);
         }
@@ -301,8 +293,8 @@ ctosa_error *ctosa_spec_parse(const char *text, ctosa_spec *out) {
             return bad(text, "extension %s (%s) belongs to the FP profile: add +FP", ext_tokens[e],
                        ext_names[e]);
         if (need == NEED_INT && !(s.profiles & CTOSA_PRO_INT))
-            return bad(text, "extension %s (%s) belongs to the INT profile: add +INT",
-                       ext_tokens[e], ext_names[e]);
+            return bad(text, "extension %s (%s) belongs to the INT profile: add +INT", ext_tokens[e],
+                       ext_names[e]);
     }
     if (s.u55 && !(s.profiles & CTOSA_PRO_INT))
         return bad(text, "u55 (the Ethos-U55 subset) needs the INT profile: add +INT");

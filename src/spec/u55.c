@@ -69,8 +69,8 @@ static void u55_bad(const spec_op_ctx *c, diag_list *d, const char *what, const 
     spec_report_op(c, d, CTOSA_DIAG_U55, 0, 0, NULL, line);
 }
 
-void spec_u55_check(const spec_op_ctx *c, diag_list *d, uint32_t n_in, const ctosa_dtype *in,
-                    uint32_t n_out, const ctosa_dtype *out) {
+void spec_u55_check(const spec_op_ctx *c, diag_list *d, uint32_t n_in, const ctosa_dtype *in, uint32_t n_out,
+                    const ctosa_dtype *out) {
     const ctosa_op *op = c->op;
     const char *name = ctosa_op_name(op->kind);
     /* bool tensors anywhere (ExecuTorch CheckDtypeInputsAndOutputs on U55) */
@@ -96,8 +96,7 @@ void spec_u55_check(const spec_op_ctx *c, diag_list *d, uint32_t n_in, const cto
             /* the data operand: input 0 (shape operands are SHAPE) */
             ctosa_dtype t = n_in ? in[0] : n_out ? out[0] : CTOSA_DTYPE_UNKNOWN;
             if (t && t != CTOSA_DTYPE_BOOL && !(rules[r].dtypes & (1u << t))) {
-                snprintf(what, sizeof what, "%s on %s is", name ? name : "operator",
-                         spec_dtype_short(t));
+                snprintf(what, sizeof what, "%s on %s is", name ? name : "operator", spec_dtype_short(t));
                 u55_bad(c, d, what, rules[r].reason);
             }
             break;
@@ -116,13 +115,10 @@ void spec_u55_check(const spec_op_ctx *c, diag_list *d, uint32_t n_in, const cto
             if (!ok) {
                 char kbuf[40] = "?", sbuf[40] = "?";
                 if (a->kernel.n >= 2 && a->kernel.v)
-                    snprintf(kbuf, sizeof kbuf, "%" PRId32 "x%" PRId32, a->kernel.v[0],
-                             a->kernel.v[1]);
+                    snprintf(kbuf, sizeof kbuf, "%" PRId32 "x%" PRId32, a->kernel.v[0], a->kernel.v[1]);
                 if (a->stride.n >= 2 && a->stride.v)
-                    snprintf(sbuf, sizeof sbuf, "%" PRId32 "x%" PRId32, a->stride.v[0],
-                             a->stride.v[1]);
-                snprintf(what, sizeof what, "%s with kernel %s and stride %s is", name, kbuf,
-                         sbuf);
+                    snprintf(sbuf, sizeof sbuf, "%" PRId32 "x%" PRId32, a->stride.v[0], a->stride.v[1]);
+                snprintf(what, sizeof what, "%s with kernel %s and stride %s is", name, kbuf, sbuf);
                 u55_bad(c, d, what, rules[r].reason);
             }
             break;

@@ -41,16 +41,16 @@ typedef struct vstate {
     const ctosa_graph *g;
     const ctosa_spec *spec;
     diag_list *d;
-    ctosa_diags *sink;           /* structured copies (NULL: text only) */
+    ctosa_diags *sink;              /* structured copies (NULL: text only) */
     const ctosa_region *cur_region; /* where BAD() reports: the region, block and */
     const ctosa_block *cur_block;
-    int32_t cur_op;                 /* operator being checked (-1: block level) */
+    int32_t cur_op; /* operator being checked (-1: block level) */
     arena a;
     uint32_t max_nesting;
     const char *level_name;
     const ctosa_block **stack; /* blocks being validated (call chain) */
     uint32_t depth;
-    bool *visited;  /* per region index */
+    bool *visited; /* per region index */
     /* per block (ordinal over all regions): called as a block of a region
      * by name (the blocks-in-region form of control flow), validated */
     bool *called_block, *block_done;
@@ -61,10 +61,10 @@ typedef struct vstate {
 } vstate;
 
 /* Reports a problem of the operator or block being checked. */
-#define BAD_K(v, dk, ...)                                                                 \
-    spec_report((v)->d, (v)->sink, dk, (v)->cur_region, (v)->cur_op,                     \
-                (v)->cur_op >= 0 ? (v)->cur_block->ops[(v)->cur_op]->kind : CTOSA_OP_UNKNOWN, \
-                0, 0, NULL, __VA_ARGS__)
+#define BAD_K(v, dk, ...)                                                                                 \
+    spec_report((v)->d, (v)->sink, dk, (v)->cur_region, (v)->cur_op,                                      \
+                (v)->cur_op >= 0 ? (v)->cur_block->ops[(v)->cur_op]->kind : CTOSA_OP_UNKNOWN, 0, 0, NULL, \
+                __VA_ARGS__)
 #define BAD(v, ...) BAD_K(v, CTOSA_DIAG_STRUCTURE, __VA_ARGS__)
 
 /* Names in a file may be missing; messages print them as "". */
@@ -130,7 +130,8 @@ static const char *region_label(vstate *v, const ctosa_region *r) {
 }
 
 static void shape_text(char *buf, size_t n, const ctosa_tensor *t) {
-    size_t len = (size_t)snprintf(buf, n, "%s[", ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "?");
+    size_t len =
+        (size_t)snprintf(buf, n, "%s[", ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "?");
     for (uint32_t i = 0; i < t->rank && t->shape && len + 16 < n; i++)
         len += (size_t)snprintf(buf + len, n - len, i ? ",%d" : "%d", t->shape[i]);
     if (len + 2 <= n) snprintf(buf + len, n - len, "]");
@@ -152,9 +153,8 @@ static void var_use(vstate *v, const char *prefix, const ctosa_tensor *t, ctosa_
     if (k == CTOSA_OP_VARIABLE || k == CTOSA_OP_VARIABLE_READ || k == CTOSA_OP_VARIABLE_WRITE) return;
     if (strmap_has(&v->var_told, t->name)) return;
     put(v, &v->var_told, t->name, (void *)t);
-    BAD_K(v, CTOSA_DIAG_EXTENSION,
-          "%s: uses variable tensor '%s', which needs EXT-VARIABLE (not in %s)", prefix, t->name,
-        v->spec_text);
+    BAD_K(v, CTOSA_DIAG_EXTENSION, "%s: uses variable tensor '%s', which needs EXT-VARIABLE (not in %s)",
+          prefix, t->name, v->spec_text);
 }
 
 /* --------------------------------------------------------- control flow */
@@ -164,10 +164,9 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
 
 /* Compares a tensor list of the calling operator with a block's input or
  * output names. */
-static void match_list(vstate *v, const char *prefix, const char *list_name,
-                       const ctosa_tensor *const *list, const char *const *list_names, uint32_t n,
-                       const char *graph_attr, const ctosa_region *r, const ctosa_block *cb,
-                       bool outputs) {
+static void match_list(vstate *v, const char *prefix, const char *list_name, const ctosa_tensor *const *list,
+                       const char *const *list_names, uint32_t n, const char *graph_attr,
+                       const ctosa_region *r, const ctosa_block *cb, bool outputs) {
     uint32_t cn = outputs ? cb->n_outputs : cb->n_inputs;
     const char *const *cnames = outputs ? cb->outputs : cb->inputs;
     const char *what = outputs ? "output" : "input";
@@ -183,8 +182,8 @@ static void match_list(vstate *v, const char *prefix, const char *list_name,
             char a[160], b[160];
             shape_text(a, sizeof a, list[k]);
             shape_text(b, sizeof b, ct);
-            BAD(v, "%s: %s[%u] '%s' is %s but %s '%s' %s '%s' is %s", prefix, list_name, k,
-                nz(list_names[k]), a, graph_attr, nz(r->name), what, nz(cnames[k]), b);
+            BAD(v, "%s: %s[%u] '%s' is %s but %s '%s' %s '%s' is %s", prefix, list_name, k, nz(list_names[k]),
+                a, graph_attr, nz(r->name), what, nz(cnames[k]), b);
         }
     }
 }
@@ -246,15 +245,16 @@ static void check_control_flow(vstate *v, const ctosa_region *from, const scope 
     const char *a1 = is_if ? "then_graph" : "cond_graph";
     const char *a2 = is_if ? "else_graph" : "body_graph";
     const ctosa_block *b1, *b2;
-    const ctosa_region *r1 = called_region(v, from, prefix, a1, is_if ? op->attr.then_graph : op->attr.cond_graph, &b1);
-    const ctosa_region *r2 = called_region(v, from, prefix, a2, is_if ? op->attr.else_graph : op->attr.body_graph, &b2);
+    const ctosa_region *r1 =
+        called_region(v, from, prefix, a1, is_if ? op->attr.then_graph : op->attr.cond_graph, &b1);
+    const ctosa_region *r2 =
+        called_region(v, from, prefix, a2, is_if ? op->attr.else_graph : op->attr.body_graph, &b2);
     /* MAX_NESTING: the operator runs at depth v->depth - 1 (main region is
      * 0); ERROR_IF(tosa_nesting_depth >= MAX_NESTING). */
     uint32_t nesting = v->depth ? v->depth - 1 : 0;
     if ((r1 || r2) && nesting >= v->max_nesting) {
-        BAD_K(v, CTOSA_DIAG_LEVEL_LIMIT,
-              "%s: control flow nested %u deep reaches MAX_NESTING %u of level %s", prefix,
-            nesting + 1, v->max_nesting, v->level_name);
+        BAD_K(v, CTOSA_DIAG_LEVEL_LIMIT, "%s: control flow nested %u deep reaches MAX_NESTING %u of level %s",
+              prefix, nesting + 1, v->max_nesting, v->level_name);
         return;
     }
     uint32_t skip = is_if ? 1 : 0; /* COND_IF's first input is the condition */
@@ -276,14 +276,12 @@ static void check_control_flow(vstate *v, const ctosa_region *from, const scope 
         if (r1) {
             const ctosa_block *cb = b1;
             match_list(v, prefix, "input_list", list, names, nl, a1, r1, cb, false);
-            const ctosa_tensor *ct = cb->n_outputs == 1
-                                         ? ctosa_block_find_tensor(v->g, cb, cb->outputs[0])
-                                         : NULL;
+            const ctosa_tensor *ct =
+                cb->n_outputs == 1 ? ctosa_block_find_tensor(v->g, cb, cb->outputs[0]) : NULL;
             uint64_t n = 0;
             if (cb->n_outputs != 1 ||
-                (ct && (ct->dtype != CTOSA_DTYPE_BOOL ||
-                        (!ct->is_unranked && (ct->rank == 0 || ct->shape) &&
-                         ctosa_tensor_elements(ct, &n) && n != 1)))) {
+                (ct && (ct->dtype != CTOSA_DTYPE_BOOL || (!ct->is_unranked && (ct->rank == 0 || ct->shape) &&
+                                                          ctosa_tensor_elements(ct, &n) && n != 1)))) {
                 BAD(v, "%s: cond_graph '%s' must have one output of one bool element (has %u output(s)%s%s)",
                     prefix, nz(r1->name), cb->n_outputs, ct ? ", type " : "",
                     ct ? ctosa_dtype_short(ct->dtype) : "");
@@ -312,10 +310,8 @@ static void check_variable_op(vstate *v, const ctosa_op *op, const char *prefix,
             bool is_in = i < op->n_inputs;
             const char *name = is_in ? op->inputs[i] : op->outputs[i - op->n_inputs];
             if (!name) continue;
-            if (strmap_has(&v->vars, name))
-                BAD(v, "%s: variable '%s' is declared twice", prefix, name);
-            else
-                put(v, &v->vars, name, (void *)(is_in ? in[i] : out[i - op->n_inputs]));
+            if (strmap_has(&v->vars, name)) BAD(v, "%s: variable '%s' is declared twice", prefix, name);
+            else put(v, &v->vars, name, (void *)(is_in ? in[i] : out[i - op->n_inputs]));
         }
         return;
     }
@@ -355,20 +351,18 @@ static bool declared_above(vstate *v, const scope *s, const char *name) {
     return false;
 }
 
-static void report_unresolved(vstate *v, const char *prefix, const scope *s, const strmap *prod,
-                              uint32_t i, const char *name, bool local) {
+static void report_unresolved(vstate *v, const char *prefix, const scope *s, const strmap *prod, uint32_t i,
+                              const char *name, bool local) {
     uintptr_t p = (uintptr_t)strmap_get(prod, name);
-    if (p && p - 1 == i)
-        BAD(v, "%s: input '%s' is its own output", prefix, name);
+    if (p && p - 1 == i) BAD(v, "%s: input '%s' is its own output", prefix, name);
     else if (p && p - 1 > i)
-        BAD(v, "%s: input '%s' is used before it is defined (by op #%u)", prefix, name,
-            (unsigned)(p - 1));
+        BAD(v, "%s: input '%s' is used before it is defined (by op #%u)", prefix, name, (unsigned)(p - 1));
     else if (local)
-        BAD(v, "%s: input '%s' is never defined (not a block input, constant or operator output)",
-            prefix, name);
+        BAD(v, "%s: input '%s' is never defined (not a block input, constant or operator output)", prefix,
+            name);
     else if (declared_above(v, s->parent, name))
-        BAD(v, "%s: input '%s' of the enclosing block is not defined before the calling operator",
-            prefix, name);
+        BAD(v, "%s: input '%s' of the enclosing block is not defined before the calling operator", prefix,
+            name);
     else
         BAD(v, "%s: input '%s' does not name a tensor of block '%s'", prefix, name,
             s->block->name ? s->block->name : "");
@@ -406,10 +400,8 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
         for (uint32_t i = 0; i < n; i++) {
             const ctosa_tensor *t = ts[i];
             if (!t || !t->name) continue;
-            if (strmap_has(&seen, t->name))
-                BAD(v, "%s: tensor '%s' is declared more than once", bl, t->name);
-            else
-                put(v, &seen, t->name, (void *)t);
+            if (strmap_has(&seen, t->name)) BAD(v, "%s: tensor '%s' is declared more than once", bl, t->name);
+            else put(v, &seen, t->name, (void *)t);
         }
     }
     /* First producer of every name. */
@@ -427,12 +419,9 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
             continue;
         }
         const ctosa_tensor *t = ctosa_block_find_tensor(g, b, name);
-        if (!t)
-            BAD(v, "%s: block input '%s' is not a tensor of the block", bl, name);
-        else if (strmap_has(&s.defs, name))
-            BAD(v, "%s: block input '%s' is listed twice", bl, name);
-        else
-            define(v, &s, t, DEF_INPUT, false);
+        if (!t) BAD(v, "%s: block input '%s' is not a tensor of the block", bl, name);
+        else if (strmap_has(&s.defs, name)) BAD(v, "%s: block input '%s' is listed twice", bl, name);
+        else define(v, &s, t, DEF_INPUT, false);
     }
     for (uint32_t pass = 0; pass < 2; pass++) {
         uint32_t n = pass ? b->n_shapes : b->n_tensors;
@@ -441,8 +430,7 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
             const ctosa_tensor *t = ts[i];
             if (!t || !t->name || strmap_has(&s.defs, t->name)) continue;
             if (strmap_get(&seen, t->name) != t) continue; /* a duplicate declaration */
-            if (t->variable)
-                define(v, &s, t, DEF_VAR, false);
+            if (t->variable) define(v, &s, t, DEF_VAR, false);
             else if (t->data.kind != CTOSA_DATA_NONE && !strmap_has(&prod, t->name))
                 define(v, &s, t, DEF_CONST, true);
         }
@@ -501,14 +489,22 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
             if (!name) continue;
             out[k] = ctosa_block_find_tensor(g, b, name);
             if (!out[k])
-                BAD(v, "%s: output '%s' is not a tensor of block '%s'", prefix, name,
-                    b->name ? b->name : "");
+                BAD(v, "%s: output '%s' is not a tensor of block '%s'", prefix, name, b->name ? b->name : "");
             var_use(v, prefix, out[k], op->kind);
         }
 
         spec_op_ctx c = {
-            .g = g, .block = b, .region = r, .index = i, .op = op, .spec = v->spec,
-            .prefix = prefix, .in = in, .out = out, .in_const = in_const, .sink = v->sink,
+            .g = g,
+            .block = b,
+            .region = r,
+            .index = i,
+            .op = op,
+            .spec = v->spec,
+            .prefix = prefix,
+            .in = in,
+            .out = out,
+            .in_const = in_const,
+            .sink = v->sink,
         };
         spec_check_op_rules(&c, v->d);
         spec_check_op_shapes(&c, v->d);
@@ -530,16 +526,15 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
                     BAD(v, "%s: output '%s' is a block input (defined twice)", prefix, t->name);
                 else if (x->by == DEF_CONST)
                     BAD(v, "%s: output '%s' is a constant tensor (defined twice)", prefix, t->name);
-                else if (x->by == (int32_t)i)
-                    BAD(v, "%s: output '%s' is listed twice", prefix, t->name);
+                else if (x->by == (int32_t)i) BAD(v, "%s: output '%s' is listed twice", prefix, t->name);
                 else
-                    BAD(v, "%s: tensor '%s' is defined twice (by op #%d and op #%u)", prefix,
-                        t->name, x->by, i);
+                    BAD(v, "%s: tensor '%s' is defined twice (by op #%d and op #%u)", prefix, t->name, x->by,
+                        i);
                 continue;
             }
             if (!is_const_op && t->data.kind != CTOSA_DATA_NONE && !t->variable)
-                BAD(v, "%s: output '%s' carries constant data but is computed by %s", prefix,
-                    t->name, op_name(op->kind));
+                BAD(v, "%s: output '%s' carries constant data but is computed by %s", prefix, t->name,
+                    op_name(op->kind));
             define(v, &s, t, (int32_t)i, is_const_op);
         }
     }
@@ -552,10 +547,8 @@ static void check_block(vstate *v, const ctosa_region *r, const ctosa_block *b, 
             continue;
         }
         if (lookup(&s, name)) continue;
-        if (ctosa_block_find_tensor(g, b, name))
-            BAD(v, "%s: block output '%s' is never defined", bl, name);
-        else
-            BAD(v, "%s: block output '%s' is not a tensor of the block", bl, name);
+        if (ctosa_block_find_tensor(g, b, name)) BAD(v, "%s: block output '%s' is never defined", bl, name);
+        else BAD(v, "%s: block output '%s' is not a tensor of the block", bl, name);
     }
     sb_free(&pre);
     free(in);
@@ -581,8 +574,8 @@ static void check_region(vstate *v, const ctosa_region *r, const scope *parent) 
             check_block(v, r, r->blocks[i], parent);
 }
 
-static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec,
-                             const ctosa_validate_options *opt, ctosa_diags *sink) {
+static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec, const ctosa_validate_options *opt,
+                             ctosa_diags *sink) {
     diag_list d;
     diag_init(&d, opt ? opt->max_problems : 0);
     vstate v = {.g = g, .spec = spec, .d = &d, .sink = sink, .cur_op = -1};
@@ -662,8 +655,7 @@ static ctosa_error *validate(const ctosa_graph *g, const ctosa_spec *spec,
     return diag_finish(&d);
 }
 
-ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec,
-                            const ctosa_validate_options *opt) {
+ctosa_error *ctosa_validate(const ctosa_graph *g, const ctosa_spec *spec, const ctosa_validate_options *opt) {
     if (!g || !spec) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate: graph or spec is NULL");
     return validate(g, spec, opt, NULL);
 }
@@ -672,8 +664,7 @@ ctosa_error *ctosa_validate_diags(const ctosa_graph *g, const ctosa_spec *spec,
                                   const ctosa_validate_options *opt, ctosa_diags **out) {
     if (!out) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate_diags: out is NULL");
     *out = NULL;
-    if (!g || !spec)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate_diags: graph or spec is NULL");
+    if (!g || !spec) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_validate_diags: graph or spec is NULL");
     ctosa_diags *sink = spec_diags_new();
     if (!sink) return ctosa_error_nomem();
     ctosa_error *e = validate(g, spec, opt, sink);

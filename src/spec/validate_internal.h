@@ -23,10 +23,10 @@ typedef struct spec_op_ctx {
     const ctosa_graph *g;
     const ctosa_block *block;
     const ctosa_region *region;
-    uint32_t index;          /* operator index in the block */
+    uint32_t index; /* operator index in the block */
     const ctosa_op *op;
     const ctosa_spec *spec;
-    const char *prefix;      /* "op #12 CONV2D 'conv1'" (with region prefix) */
+    const char *prefix; /* "op #12 CONV2D 'conv1'" (with region prefix) */
     /* Resolved operand tensors (NULL where a name did not resolve; the
      * structural check reports those). */
     const ctosa_tensor *const *in;
@@ -44,16 +44,15 @@ typedef struct spec_op_ctx {
  * allocation failure the structured copy is dropped and *sink marks it
  * (ctosa_validate_diags then fails with out-of-memory). */
 void spec_report(diag_list *d, ctosa_diags *sink, ctosa_diag_kind kind, const ctosa_region *region,
-                 int32_t op_index, ctosa_op_kind op, uint32_t n_in, uint32_t n_out,
-                 const ctosa_dtype *types, const char *fmt, ...)
-    __attribute__((format(printf, 10, 11)));
+                 int32_t op_index, ctosa_op_kind op, uint32_t n_in, uint32_t n_out, const ctosa_dtype *types,
+                 const char *fmt, ...) __attribute__((format(printf, 10, 11)));
 /* A collector for ctosa_validate_diags (NULL when out of memory), and
  * whether it lost a diagnostic to an allocation failure. */
 ctosa_diags *spec_diags_new(void);
 bool spec_diags_failed(const ctosa_diags *d);
 /* spec_report() for the operator of c: "<prefix>: <text>". */
-void spec_report_op(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, uint32_t n_in,
-                    uint32_t n_out, const ctosa_dtype *types, const char *text);
+void spec_report_op(const spec_op_ctx *c, diag_list *d, ctosa_diag_kind kind, uint32_t n_in, uint32_t n_out,
+                    const ctosa_dtype *types, const char *text);
 
 void spec_check_op_rules(const spec_op_ctx *c, diag_list *d);
 void spec_check_op_shapes(const spec_op_ctx *c, diag_list *d);

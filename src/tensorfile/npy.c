@@ -10,8 +10,7 @@
 #include "util/floatfmt.h"
 
 static ctosa_error *bad(const char *name, uint64_t off, const char *what) {
-    return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: byte %llu: %s", name, (unsigned long long)off,
-                           what);
+    return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: byte %llu: %s", name, (unsigned long long)off, what);
 }
 
 void npy_free(npy_array *a) {
@@ -27,8 +26,8 @@ typedef struct hp {
 } hp;
 
 static void skip_ws(hp *p) {
-    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' ||
-                           p->s[p->i] == '\r'))
+    while (p->i < p->n &&
+           (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
         p->i++;
 }
 
@@ -135,8 +134,8 @@ ctosa_error *npy_parse(const uint8_t *buf, uint64_t size, const char *name, npy_
     char order = descr[0], kind = descr[1];
     char *end;
     long isz = strtol(descr + 2, &end, 10);
-    if (!(order == '<' || order == '>' || order == '|' || order == '=') || !strchr("fiub", kind) ||
-        *end || isz <= 0 || isz > 8 || (isz & (isz - 1)))
+    if (!(order == '<' || order == '>' || order == '|' || order == '=') || !strchr("fiub", kind) || *end ||
+        isz <= 0 || isz > 8 || (isz & (isz - 1)))
         return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: byte %llu: unsupported dtype '%s'", name,
                                (unsigned long long)hstart, descr);
     if (kind == 'f' && isz == 1)
@@ -151,9 +150,10 @@ ctosa_error *npy_parse(const uint8_t *buf, uint64_t size, const char *name, npy_
     uint64_t dstart = hstart + hlen, nbytes;
     if (!mul_u64(count, (uint64_t)isz, &nbytes)) return bad(name, hstart, "data size overflows");
     if (size - dstart != nbytes)
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: byte %llu: data has %llu bytes, shape and "
-                               "dtype '%s' need %llu", name, (unsigned long long)dstart,
-                               (unsigned long long)(size - dstart), descr,
+        return ctosa_error_new(CTOSA_ERR_FORMAT,
+                               "%s: byte %llu: data has %llu bytes, shape and "
+                               "dtype '%s' need %llu",
+                               name, (unsigned long long)dstart, (unsigned long long)(size - dstart), descr,
                                (unsigned long long)nbytes);
     if (nbytes > SIZE_MAX) return ctosa_error_nomem();
     out->data = malloc(nbytes ? (size_t)nbytes : 1);
@@ -184,14 +184,18 @@ ctosa_error *npy_read_file(const char *path, npy_array *out) {
 const char *npy_descr_for(ctosa_dtype t) {
     switch (t) {
     case CTOSA_DTYPE_BOOL: return "|b1";
-    case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_INT8: return "|i1";
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_INT8: return "|i1";
     case CTOSA_DTYPE_INT16: return "<i2";
     case CTOSA_DTYPE_INT32: return "<i4";
-    case CTOSA_DTYPE_INT48: case CTOSA_DTYPE_INT64: case CTOSA_DTYPE_SHAPE: return "<i8";
+    case CTOSA_DTYPE_INT48:
+    case CTOSA_DTYPE_INT64:
+    case CTOSA_DTYPE_SHAPE: return "<i8";
     case CTOSA_DTYPE_FP32: return "<f4";
     case CTOSA_DTYPE_FP16: return "<f2";
     case CTOSA_DTYPE_BF16: return "<u2";
-    case CTOSA_DTYPE_FP8E4M3: case CTOSA_DTYPE_FP8E5M2: return "|u1";
+    case CTOSA_DTYPE_FP8E4M3:
+    case CTOSA_DTYPE_FP8E5M2: return "|u1";
     default: return NULL;
     }
 }
@@ -201,8 +205,8 @@ ctosa_error *npy_encode(const char *descr, uint32_t rank, const int64_t *shape, 
     strbuf h;
     sb_init(&h);
     sb_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    for (uint32_t i = 0; i < rank; i++) sb_printf(&h, "%lld,%s", (long long)shape[i],
-                                                  i + 1 < rank ? " " : "");
+    for (uint32_t i = 0; i < rank; i++)
+        sb_printf(&h, "%lld,%s", (long long)shape[i], i + 1 < rank ? " " : "");
     sb_puts(&h, "), }");
     /* pad with spaces so that magic + length + header + '\n' is a multiple
      * of 64 (what numpy writes; keeps the data aligned) */
@@ -230,8 +234,8 @@ ctosa_error *npy_encode(const char *descr, uint32_t rank, const int64_t *shape, 
     return NULL;
 }
 
-ctosa_error *npy_write_file(const char *path, const char *descr, uint32_t rank,
-                            const int64_t *shape, const void *data, uint64_t nbytes) {
+ctosa_error *npy_write_file(const char *path, const char *descr, uint32_t rank, const int64_t *shape,
+                            const void *data, uint64_t nbytes) {
     out_file f;
     ctosa_error *e = out_file_open(&f, path);
     if (e) return e;
@@ -274,8 +278,18 @@ static double get_float(const npy_array *a, uint64_t i) {
     if (a->kind == 'B') return ff_bf16_to_f32(rd_u16(p));
     switch (a->itemsize) {
     case 2: return ff_fp16_to_f32(rd_u16(p));
-    case 4: { uint32_t u = rd_u32(p); float f; memcpy(&f, &u, 4); return f; }
-    default: { uint64_t u = rd_u64(p); double d; memcpy(&d, &u, 8); return d; }
+    case 4: {
+        uint32_t u = rd_u32(p);
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    default: {
+        uint64_t u = rd_u64(p);
+        double d;
+        memcpy(&d, &u, 8);
+        return d;
+    }
     }
 }
 
@@ -298,8 +312,7 @@ static int64_t get_int(const npy_array *a, uint64_t i, bool *ok) {
     return (int64_t)u;
 }
 
-ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, void **host,
-                         uint64_t *size) {
+ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, void **host, uint64_t *size) {
     size_t hs = ctosa_host_elem_size(t);
     const char *want = npy_descr_for(t);
     if (!hs || !want)
@@ -337,13 +350,34 @@ ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, vo
     if (src_int && !dst_float) {
         int64_t lo, hi;
         switch (t) {
-        case CTOSA_DTYPE_BOOL: lo = 0; hi = 1; break;
-        case CTOSA_DTYPE_INT4: lo = -8; hi = 7; break;
-        case CTOSA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
-        case CTOSA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
-        case CTOSA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
-        case CTOSA_DTYPE_INT48: lo = -(INT64_C(1) << 47); hi = (INT64_C(1) << 47) - 1; break;
-        default: lo = INT64_MIN; hi = INT64_MAX; break;
+        case CTOSA_DTYPE_BOOL:
+            lo = 0;
+            hi = 1;
+            break;
+        case CTOSA_DTYPE_INT4:
+            lo = -8;
+            hi = 7;
+            break;
+        case CTOSA_DTYPE_INT8:
+            lo = INT8_MIN;
+            hi = INT8_MAX;
+            break;
+        case CTOSA_DTYPE_INT16:
+            lo = INT16_MIN;
+            hi = INT16_MAX;
+            break;
+        case CTOSA_DTYPE_INT32:
+            lo = INT32_MIN;
+            hi = INT32_MAX;
+            break;
+        case CTOSA_DTYPE_INT48:
+            lo = -(INT64_C(1) << 47);
+            hi = (INT64_C(1) << 47) - 1;
+            break;
+        default:
+            lo = INT64_MIN;
+            hi = INT64_MAX;
+            break;
         }
         for (uint64_t i = 0; i < a->count; i++) {
             bool ok = true;
@@ -355,13 +389,15 @@ ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, vo
                  * INT8 tensor holding the uint8 bits (TOSA has no uint8):
                  * say how to pass it rather than reinterpreting silently. */
                 bool u8_carrier = a->kind == 'u' && a->itemsize == 1 && t == CTOSA_DTYPE_INT8;
-                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: element %llu (%s %lld) does not fit "
-                                       "%s%s", what, (unsigned long long)i,
-                                       npy_kind_name(a->kind, a->itemsize), (long long)v,
-                                       ctosa_dtype_short(t),
+                return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                       "%s: element %llu (%s %lld) does not fit "
+                                       "%s%s",
+                                       what, (unsigned long long)i, npy_kind_name(a->kind, a->itemsize),
+                                       (long long)v, ctosa_dtype_short(t),
                                        u8_carrier ? " (a uint8 tensor of a quantized partition is carried "
                                                     "as the INT8 bit pattern: pass the array viewed as int8, "
-                                                    "numpy x.view(np.int8))" : "");
+                                                    "numpy x.view(np.int8))"
+                                                  : "");
             }
             switch (hs) {
             case 1: d[i] = (uint8_t)v; break;
@@ -374,7 +410,8 @@ ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, vo
     }
     free(d);
     *host = NULL;
-    return ctosa_error_new(CTOSA_ERR_USAGE, "%s: the graph expects %s (numpy '%s'), the file holds "
-                           "%s", what, ctosa_dtype_short(t), want,
-                           npy_kind_name(a->kind, a->itemsize));
+    return ctosa_error_new(CTOSA_ERR_USAGE,
+                           "%s: the graph expects %s (numpy '%s'), the file holds "
+                           "%s",
+                           what, ctosa_dtype_short(t), want, npy_kind_name(a->kind, a->itemsize));
 }

@@ -11,8 +11,8 @@
 /* The TOSA dtype whose host encoding an array already is. */
 static ctosa_dtype exact_dtype(char kind, uint32_t itemsize) {
     switch (kind) {
-    case 'f': return itemsize == 4 ? CTOSA_DTYPE_FP32 : itemsize == 2 ? CTOSA_DTYPE_FP16
-                                                                        : CTOSA_DTYPE_UNKNOWN;
+    case 'f':
+        return itemsize == 4 ? CTOSA_DTYPE_FP32 : itemsize == 2 ? CTOSA_DTYPE_FP16 : CTOSA_DTYPE_UNKNOWN;
     case 'B': return CTOSA_DTYPE_BF16;
     case 'b': return CTOSA_DTYPE_BOOL;
     case 'i':
@@ -34,8 +34,7 @@ static void from_npy(npy_array *a, ctosa_tensor_file *out) {
     out->itemsize = a->itemsize;
     out->type_name = npy_kind_name(a->kind, a->itemsize);
     char k = a->kind == 'B' ? 'u' : a->kind;
-    snprintf(out->descr, sizeof out->descr, "%c%c%u", a->itemsize == 1 ? '|' : '<', k,
-             (unsigned)a->itemsize);
+    snprintf(out->descr, sizeof out->descr, "%c%c%u", a->itemsize == 1 ? '|' : '<', k, (unsigned)a->itemsize);
     out->rank = a->rank;
     for (uint32_t i = 0; i < a->rank && i < CTOSA_TENSOR_FILE_MAX_RANK; i++) out->shape[i] = a->shape[i];
     out->count = a->count;
@@ -86,8 +85,8 @@ void ctosa_tensor_file_free(ctosa_tensor_file *t) {
     t->data = NULL;
 }
 
-ctosa_error *ctosa_tensor_file_to_host(const ctosa_tensor_file *t, ctosa_dtype dtype,
-                                       const char *what, void **host, uint64_t *size) {
+ctosa_error *ctosa_tensor_file_to_host(const ctosa_tensor_file *t, ctosa_dtype dtype, const char *what,
+                                       void **host, uint64_t *size) {
     *host = NULL;
     *size = 0;
     if (!t || (!t->data && t->count) || !strchr("fiubB", t->kind) || !t->kind || !t->itemsize)
@@ -108,9 +107,10 @@ ctosa_error *ctosa_tensor_file_write_npy(const char *path, const ctosa_interp_te
     size_t es = ctosa_host_elem_size(t->dtype);
     if (t->rank > CTOSA_TENSOR_FILE_MAX_RANK || (t->rank && !t->shape) || (t->size && !t->data) ||
         t->size != t->count * es)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: tensor '%s' has rank %u and %llu bytes for %llu "
-                               "%s elements", path, t->name ? t->name : "", t->rank,
-                               (unsigned long long)t->size, (unsigned long long)t->count,
-                               ctosa_dtype_short(t->dtype));
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "%s: tensor '%s' has rank %u and %llu bytes for %llu "
+                               "%s elements",
+                               path, t->name ? t->name : "", t->rank, (unsigned long long)t->size,
+                               (unsigned long long)t->count, ctosa_dtype_short(t->dtype));
     return npy_write_file(path, descr, t->rank, t->shape, t->data, t->size);
 }

@@ -25,29 +25,71 @@ ctosa_error *npy_read_tensor_file(const char *file, npy_array *a) {
         char kind = 0;
         uint32_t size = 0;
         switch (v.dtype) {
-        case CTOSA_ONNX_FLOAT: kind = 'f'; size = 4; break;
-        case CTOSA_ONNX_DOUBLE: kind = 'f'; size = 8; break;
-        case CTOSA_ONNX_FLOAT16: kind = 'f'; size = 2; break;
-        case CTOSA_ONNX_BFLOAT16: kind = 'B'; size = 2; break;
-        case CTOSA_ONNX_INT8: kind = 'i'; size = 1; break;
-        case CTOSA_ONNX_INT16: kind = 'i'; size = 2; break;
-        case CTOSA_ONNX_INT32: kind = 'i'; size = 4; break;
-        case CTOSA_ONNX_INT64: kind = 'i'; size = 8; break;
-        case CTOSA_ONNX_UINT8: kind = 'u'; size = 1; break;
-        case CTOSA_ONNX_UINT16: kind = 'u'; size = 2; break;
-        case CTOSA_ONNX_UINT32: kind = 'u'; size = 4; break;
-        case CTOSA_ONNX_UINT64: kind = 'u'; size = 8; break;
-        case CTOSA_ONNX_BOOL: kind = 'b'; size = 1; break;
+        case CTOSA_ONNX_FLOAT:
+            kind = 'f';
+            size = 4;
+            break;
+        case CTOSA_ONNX_DOUBLE:
+            kind = 'f';
+            size = 8;
+            break;
+        case CTOSA_ONNX_FLOAT16:
+            kind = 'f';
+            size = 2;
+            break;
+        case CTOSA_ONNX_BFLOAT16:
+            kind = 'B';
+            size = 2;
+            break;
+        case CTOSA_ONNX_INT8:
+            kind = 'i';
+            size = 1;
+            break;
+        case CTOSA_ONNX_INT16:
+            kind = 'i';
+            size = 2;
+            break;
+        case CTOSA_ONNX_INT32:
+            kind = 'i';
+            size = 4;
+            break;
+        case CTOSA_ONNX_INT64:
+            kind = 'i';
+            size = 8;
+            break;
+        case CTOSA_ONNX_UINT8:
+            kind = 'u';
+            size = 1;
+            break;
+        case CTOSA_ONNX_UINT16:
+            kind = 'u';
+            size = 2;
+            break;
+        case CTOSA_ONNX_UINT32:
+            kind = 'u';
+            size = 4;
+            break;
+        case CTOSA_ONNX_UINT64:
+            kind = 'u';
+            size = 8;
+            break;
+        case CTOSA_ONNX_BOOL:
+            kind = 'b';
+            size = 1;
+            break;
         default: break;
         }
         if (!kind) {
             const char *nm = onnx_dtype_numpy_name(v.dtype);
-            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor element type %s (%d) is not "
-                                "supported as an interpreter input", file, nm ? nm : "?", v.dtype);
+            e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                "%s: tensor element type %s (%d) is not "
+                                "supported as an interpreter input",
+                                file, nm ? nm : "?", v.dtype);
         } else if (v.rank > NPY_MAX_RANK || v.nbytes != v.count * size) {
-            e = ctosa_error_new(CTOSA_ERR_FORMAT, "%s: tensor has rank %u and %llu bytes for %llu "
-                                "elements", file, v.rank, (unsigned long long)v.nbytes,
-                                (unsigned long long)v.count);
+            e = ctosa_error_new(CTOSA_ERR_FORMAT,
+                                "%s: tensor has rank %u and %llu bytes for %llu "
+                                "elements",
+                                file, v.rank, (unsigned long long)v.nbytes, (unsigned long long)v.count);
         } else {
             a->kind = kind;
             a->itemsize = size;
@@ -62,4 +104,3 @@ ctosa_error *npy_read_tensor_file(const char *file, npy_array *a) {
     arena_free(&ar);
     return e;
 }
-

@@ -22,7 +22,7 @@ typedef struct npy_array {
     uint32_t rank;
     int64_t shape[NPY_MAX_RANK];
     uint64_t count;
-    void *data;        /* malloc'd, count * itemsize bytes */
+    void *data; /* malloc'd, count * itemsize bytes */
 } npy_array;
 
 /* Parses a whole .npy image; name is used in messages ("x.npy: byte 23:
@@ -44,16 +44,15 @@ const char *npy_descr_for(ctosa_dtype t);
 ctosa_error *npy_encode(const char *descr, uint32_t rank, const int64_t *shape, const void *data,
                         uint64_t nbytes, uint8_t **buf, size_t *size);
 /* Writes a .npy file atomically (temporary + rename). */
-ctosa_error *npy_write_file(const char *path, const char *descr, uint32_t rank,
-                            const int64_t *shape, const void *data, uint64_t nbytes);
+ctosa_error *npy_write_file(const char *path, const char *descr, uint32_t rank, const int64_t *shape,
+                            const void *data, uint64_t nbytes);
 
 /* Converts a to the host encoding of dtype t in a malloc'd buffer (*size
  * bytes). Exact element types are copied; floats convert to any float
  * dtype (rounding to nearest even); integers and bools convert to any
  * integer dtype when every value fits. Anything else, or a value that does
  * not fit, fails naming what (the tensor) and the element. */
-ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, void **host,
-                         uint64_t *size);
+ctosa_error *npy_to_host(const npy_array *a, ctosa_dtype t, const char *what, void **host, uint64_t *size);
 /* "float32", "int8", "bfloat16", ... for messages. */
 const char *npy_kind_name(char kind, uint32_t itemsize);
 

@@ -48,23 +48,25 @@ struct fb_tdef {
 
 #define TD(var, nm, arr) static const fb_tdef var = {nm, CTOSA_ARRAY_LEN(arr), arr}
 
-static const fb_fdef f_version[] = {
-    {"_major", FK_SCALAR, 4, false, NULL}, {"_minor", FK_SCALAR, 4, false, NULL},
-    {"_patch", FK_SCALAR, 4, false, NULL}, {"_draft", FK_SCALAR, 1, false, NULL}};
+static const fb_fdef f_version[] = {{"_major", FK_SCALAR, 4, false, NULL},
+                                    {"_minor", FK_SCALAR, 4, false, NULL},
+                                    {"_patch", FK_SCALAR, 4, false, NULL},
+                                    {"_draft", FK_SCALAR, 1, false, NULL}};
 TD(t_version, "Version", f_version);
 
-static const fb_fdef f_swv[] = {
-    {"_major", FK_SCALAR, 4, false, NULL}, {"_minor", FK_SCALAR, 4, false, NULL},
-    {"_micro", FK_SCALAR, 4, false, NULL}, {"_modifier", FK_STRING, 4, false, NULL}};
+static const fb_fdef f_swv[] = {{"_major", FK_SCALAR, 4, false, NULL},
+                                {"_minor", FK_SCALAR, 4, false, NULL},
+                                {"_micro", FK_SCALAR, 4, false, NULL},
+                                {"_modifier", FK_STRING, 4, false, NULL}};
 TD(t_swv, "SoftwareVersion", f_swv);
 
 static const fb_fdef f_location[] = {{"text", FK_STRING, 4, false, NULL}};
 TD(t_location, "OpLocation", f_location);
 
 static const fb_fdef f_tensor[] = {
-    {"name", FK_STRING, 4, false, NULL},        {"shape", FK_VEC, 4, false, NULL},
-    {"type", FK_SCALAR, 4, false, NULL},        {"data", FK_VEC, 1, false, NULL},
-    {"variable", FK_SCALAR, 1, false, NULL},    {"is_unranked", FK_SCALAR, 1, false, NULL},
+    {"name", FK_STRING, 4, false, NULL},          {"shape", FK_VEC, 4, false, NULL},
+    {"type", FK_SCALAR, 4, false, NULL},          {"data", FK_VEC, 1, false, NULL},
+    {"variable", FK_SCALAR, 1, false, NULL},      {"is_unranked", FK_SCALAR, 1, false, NULL},
     {"variable_name", FK_STRING, 4, false, NULL}, {"offset", FK_SCALAR, 8, false, NULL},
     {"size", FK_SCALAR, 8, false, NULL}};
 TD(t_tensor, "TosaTensor", f_tensor);
@@ -75,15 +77,15 @@ static const fb_fdef f_shape[] = {{"name", FK_STRING, 4, false, NULL},
 TD(t_shape, "TosaShape", f_shape);
 
 static const fb_fdef f_op[] = {
-    {"op", FK_SCALAR, 4, false, NULL},         {"attribute_type", FK_SCALAR, 1, false, NULL},
-    {"attribute", FK_UNION, 4, false, NULL},   {"inputs", FK_VEC_STR, 4, false, NULL},
-    {"outputs", FK_VEC_STR, 4, false, NULL},   {"location", FK_TBL, 4, false, &t_location}};
+    {"op", FK_SCALAR, 4, false, NULL},       {"attribute_type", FK_SCALAR, 1, false, NULL},
+    {"attribute", FK_UNION, 4, false, NULL}, {"inputs", FK_VEC_STR, 4, false, NULL},
+    {"outputs", FK_VEC_STR, 4, false, NULL}, {"location", FK_TBL, 4, false, &t_location}};
 TD(t_op, "TosaOperator", f_op);
 
 static const fb_fdef f_block[] = {
-    {"name", FK_STRING, 4, false, NULL},         {"operators", FK_VEC_TBL, 4, false, &t_op},
+    {"name", FK_STRING, 4, false, NULL},          {"operators", FK_VEC_TBL, 4, false, &t_op},
     {"tensors", FK_VEC_TBL, 4, false, &t_tensor}, {"inputs", FK_VEC_STR, 4, false, NULL},
-    {"outputs", FK_VEC_STR, 4, false, NULL},     {"shapes", FK_VEC_TBL, 4, false, &t_shape}};
+    {"outputs", FK_VEC_STR, 4, false, NULL},      {"shapes", FK_VEC_TBL, 4, false, &t_shape}};
 TD(t_block, "TosaBasicBlock", f_block);
 
 static const fb_fdef f_region[] = {{"name", FK_STRING, 4, false, NULL},
@@ -141,8 +143,8 @@ static bool follow(vstate *v, uint64_t pos, const char *what, uint64_t *target) 
     uint64_t t = pos + o;
     if (t + 4 > v->b->size)
         return fail(v, CTOSA_ERR_FORMAT, pos,
-                    "%s: offset %u points to byte %llu, past the end of the file (size %llu)",
-                    what, o, (unsigned long long)t, (unsigned long long)v->b->size);
+                    "%s: offset %u points to byte %llu, past the end of the file (size %llu)", what, o,
+                    (unsigned long long)t, (unsigned long long)v->b->size);
     *target = t;
     return true;
 }
@@ -154,9 +156,8 @@ static bool check_vector(vstate *v, uint64_t at, uint64_t elem, const char *what
     uint64_t end = at + 4 + (uint64_t)*n * elem;
     if (end > v->b->size)
         return fail(v, CTOSA_ERR_FORMAT, at,
-                    "%s: vector length %u (%llu bytes) runs past the end of the file (size %llu)",
-                    what, *n, (unsigned long long)((uint64_t)*n * elem),
-                    (unsigned long long)v->b->size);
+                    "%s: vector length %u (%llu bytes) runs past the end of the file (size %llu)", what, *n,
+                    (unsigned long long)((uint64_t)*n * elem), (unsigned long long)v->b->size);
     return true;
 }
 
@@ -167,20 +168,18 @@ static bool check_string(vstate *v, uint64_t at, const char *what) {
     uint32_t n = rd_u32(v->b->p + at);
     uint64_t nul = at + 4 + (uint64_t)n;
     if (nul >= v->b->size)
-        return fail(v, CTOSA_ERR_FORMAT, at,
-                    "%s: string length %u runs past the end of the file (size %llu)", what, n,
-                    (unsigned long long)v->b->size);
+        return fail(v, CTOSA_ERR_FORMAT, at, "%s: string length %u runs past the end of the file (size %llu)",
+                    what, n, (unsigned long long)v->b->size);
     if (v->b->p[nul] != 0)
-        return fail(v, CTOSA_ERR_FORMAT, nul, "%s: string of length %u is not NUL-terminated",
-                    what, n);
+        return fail(v, CTOSA_ERR_FORMAT, nul, "%s: string of length %u is not NUL-terminated", what, n);
     return true;
 }
 
 static bool check_table(vstate *v, uint64_t at, const fb_tdef *def);
 
 /* The table header: returns the vtable position, its size and the table size. */
-static bool table_header(vstate *v, uint64_t at, const char *tname, uint64_t *vt_out,
-                         uint16_t *vsize_out, uint16_t *tsize_out) {
+static bool table_header(vstate *v, uint64_t at, const char *tname, uint64_t *vt_out, uint16_t *vsize_out,
+                         uint16_t *tsize_out) {
     const fb_buf *b = v->b;
     if (at + 4 > b->size)
         return fail(v, CTOSA_ERR_FORMAT, at, "%s: table starts past the end of the file", tname);
@@ -188,21 +187,20 @@ static bool table_header(vstate *v, uint64_t at, const char *tname, uint64_t *vt
     int64_t vt = (int64_t)at - so;
     if (vt < 0 || (uint64_t)vt + 4 > b->size)
         return fail(v, CTOSA_ERR_FORMAT, at,
-                    "%s: vtable offset %d points to byte %lld, outside the file (size %llu)", tname,
-                    so, (long long)vt, (unsigned long long)b->size);
+                    "%s: vtable offset %d points to byte %lld, outside the file (size %llu)", tname, so,
+                    (long long)vt, (unsigned long long)b->size);
     uint16_t vsize = rd_u16(b->p + vt), tsize = rd_u16(b->p + vt + 2);
     if (vsize < 4 || (vsize & 1))
         return fail(v, CTOSA_ERR_FORMAT, (uint64_t)vt, "%s: invalid vtable size %u", tname, vsize);
     if ((uint64_t)vt + vsize > b->size)
         return fail(v, CTOSA_ERR_FORMAT, (uint64_t)vt,
-                    "%s: vtable of %u bytes runs past the end of the file (size %llu)", tname,
-                    vsize, (unsigned long long)b->size);
-    if (tsize < 4)
-        return fail(v, CTOSA_ERR_FORMAT, (uint64_t)vt, "%s: invalid table size %u", tname, tsize);
+                    "%s: vtable of %u bytes runs past the end of the file (size %llu)", tname, vsize,
+                    (unsigned long long)b->size);
+    if (tsize < 4) return fail(v, CTOSA_ERR_FORMAT, (uint64_t)vt, "%s: invalid table size %u", tname, tsize);
     if (at + tsize > b->size)
         return fail(v, CTOSA_ERR_FORMAT, at,
-                    "%s: table of %u bytes runs past the end of the file (size %llu)", tname,
-                    tsize, (unsigned long long)b->size);
+                    "%s: table of %u bytes runs past the end of the file (size %llu)", tname, tsize,
+                    (unsigned long long)b->size);
     *vt_out = (uint64_t)vt;
     *vsize_out = vsize;
     *tsize_out = tsize;
@@ -210,9 +208,8 @@ static bool table_header(vstate *v, uint64_t at, const char *tname, uint64_t *vt
 }
 
 /* Position of the field in slot i (0 if absent), checked against the table size. */
-static bool field_pos(vstate *v, uint64_t at, uint64_t vt, uint16_t vsize, uint16_t tsize,
-                      unsigned i, unsigned fsize, const char *tname, const char *fname,
-                      uint64_t *pos) {
+static bool field_pos(vstate *v, uint64_t at, uint64_t vt, uint16_t vsize, uint16_t tsize, unsigned i,
+                      unsigned fsize, const char *tname, const char *fname, uint64_t *pos) {
     *pos = 0;
     uint64_t so = 4 + 2 * (uint64_t)i;
     if (so + 2 > vsize) return true;
@@ -220,8 +217,8 @@ static bool field_pos(vstate *v, uint64_t at, uint64_t vt, uint16_t vsize, uint1
     if (!fo) return true;
     if (fo < 4 || (uint64_t)fo + fsize > tsize)
         return fail(v, CTOSA_ERR_FORMAT, vt + so,
-                    "%s.%s: field offset %u (+%u bytes) lies outside its table of %u bytes", tname,
-                    fname, fo, fsize, tsize);
+                    "%s.%s: field offset %u (+%u bytes) lies outside its table of %u bytes", tname, fname, fo,
+                    fsize, tsize);
     *pos = at + fo;
     return true;
 }
@@ -261,8 +258,8 @@ static bool check_attribute(vstate *v, uint64_t at, uint32_t type) {
     return true;
 }
 
-static bool check_field(vstate *v, uint64_t at, uint64_t pos, const fb_fdef *fd,
-                        uint64_t union_type_pos, const char *tname) {
+static bool check_field(vstate *v, uint64_t at, uint64_t pos, const fb_fdef *fd, uint64_t union_type_pos,
+                        const char *tname) {
     char what[96];
     snprintf(what, sizeof what, "%s.%s", tname, fd->name);
     uint64_t t;
@@ -275,21 +272,17 @@ static bool check_field(vstate *v, uint64_t at, uint64_t pos, const fb_fdef *fd,
         return follow(v, pos, what, &t) && check_vector(v, t, fd->size, what, &n) &&
                visit(v, t, 1 + (fd->size == 1 ? 0 : n));
     case FK_VEC_STR:
-        if (!follow(v, pos, what, &t) || !check_vector(v, t, 4, what, &n) || !visit(v, t, 1))
-            return false;
+        if (!follow(v, pos, what, &t) || !check_vector(v, t, 4, what, &n) || !visit(v, t, 1)) return false;
         for (uint32_t i = 0; i < n; i++) {
             uint64_t s;
-            if (!follow(v, t + 4 + 4 * (uint64_t)i, what, &s) || !check_string(v, s, what))
-                return false;
+            if (!follow(v, t + 4 + 4 * (uint64_t)i, what, &s) || !check_string(v, s, what)) return false;
         }
         return true;
     case FK_VEC_TBL:
-        if (!follow(v, pos, what, &t) || !check_vector(v, t, 4, what, &n) || !visit(v, t, 1))
-            return false;
+        if (!follow(v, pos, what, &t) || !check_vector(v, t, 4, what, &n) || !visit(v, t, 1)) return false;
         for (uint32_t i = 0; i < n; i++) {
             uint64_t s;
-            if (!follow(v, t + 4 + 4 * (uint64_t)i, what, &s) || !check_table(v, s, fd->sub))
-                return false;
+            if (!follow(v, t + 4 + 4 * (uint64_t)i, what, &s) || !check_table(v, s, fd->sub)) return false;
         }
         return true;
     case FK_TBL: return follow(v, pos, what, &t) && check_table(v, t, fd->sub);
@@ -298,8 +291,8 @@ static bool check_field(vstate *v, uint64_t at, uint64_t pos, const fb_fdef *fd,
         if (type == 0) return true; /* NONE: the value is ignored */
         if (type > v->max_union)
             return fail(v, CTOSA_ERR_FORMAT, union_type_pos,
-                        "%s: union type %u is out of range (at most %u for this TOSA version)",
-                        what, type, v->max_union);
+                        "%s: union type %u is out of range (at most %u for this TOSA version)", what, type,
+                        v->max_union);
         return follow(v, pos, what, &t) && check_attribute(v, t, type);
     }
     }
@@ -310,8 +303,7 @@ static bool check_field(vstate *v, uint64_t at, uint64_t pos, const fb_fdef *fd,
 static bool check_table(vstate *v, uint64_t at, const fb_tdef *def) {
     if (!visit(v, at, 1)) return false;
     if (v->depth >= FB_MAX_DEPTH)
-        return fail(v, CTOSA_ERR_FORMAT, at, "%s: tables nested deeper than %d", def->name,
-                    FB_MAX_DEPTH);
+        return fail(v, CTOSA_ERR_FORMAT, at, "%s: tables nested deeper than %d", def->name, FB_MAX_DEPTH);
     uint64_t vt;
     uint16_t vsize, tsize;
     if (!table_header(v, at, def->name, &vt, &vsize, &tsize)) return false;
@@ -328,8 +320,7 @@ static bool check_table(vstate *v, uint64_t at, const fb_tdef *def) {
         }
         if (!pos) {
             if (fd->required)
-                ok = fail(v, CTOSA_ERR_FORMAT, at, "%s: required field '%s' is missing",
-                          def->name, fd->name);
+                ok = fail(v, CTOSA_ERR_FORMAT, at, "%s: required field '%s' is missing", def->name, fd->name);
         } else {
             ok = check_field(v, at, pos, fd, prev_pos, def->name);
         }
@@ -348,13 +339,11 @@ ctosa_error *fb_verify(const fb_buf *b, bool require_identifier, fb_summary *out
                                "%s: byte 0: file of %llu bytes is too short for a flatbuffer "
                                "(needs at least 8)",
                                b->name, (unsigned long long)b->size);
-    if (b->size > UINT64_MAX / 4)
-        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: file too large", b->name);
+    if (b->size > UINT64_MAX / 4) return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: file too large", b->name);
     out->has_identifier = memcmp(b->p + 4, "TOSA", 4) == 0;
     if (require_identifier && !out->has_identifier)
         return ctosa_error_new(CTOSA_ERR_FORMAT,
-                               "%s: byte 4: file identifier is not \"TOSA\" (not a TOSA file?)",
-                               b->name);
+                               "%s: byte 4: file identifier is not \"TOSA\" (not a TOSA file?)", b->name);
     uint64_t root;
     if (!follow(&v, 0, "root table", &root)) return v.err;
     out->root = root;
@@ -372,8 +361,7 @@ ctosa_error *fb_verify(const fb_buf *b, bool require_identifier, fb_summary *out
         return v.err;
     }
     uint64_t vtab;
-    if (!follow(&v, vpos, "TosaGraph.version", &vtab) || !check_table(&v, vtab, &t_version))
-        return v.err;
+    if (!follow(&v, vpos, "TosaGraph.version", &vtab) || !check_table(&v, vtab, &t_version)) return v.err;
     out->major = fb_i32(b, vtab, FB_VERSION_MAJOR, -1);
     out->minor = fb_i32(b, vtab, FB_VERSION_MINOR, -1);
     out->patch = fb_i32(b, vtab, FB_VERSION_PATCH, -1);
@@ -382,8 +370,8 @@ ctosa_error *fb_verify(const fb_buf *b, bool require_identifier, fb_summary *out
     if (out->major == 0 || (out->major == 1 && out->minor < 0) || out->major < 0) {
         if (out->major < 0)
             return ctosa_error_new(CTOSA_ERR_FORMAT,
-                                   "%s: byte %llu: TOSA version is missing (Version._major unset)",
-                                   b->name, (unsigned long long)vtab);
+                                   "%s: byte %llu: TOSA version is missing (Version._major unset)", b->name,
+                                   (unsigned long long)vtab);
         return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
                                "%s: TOSA version %d.%d.%d%s uses pre-1.0 numbering and is not "
                                "supported (ctosa reads 1.0 and 1.1)",

@@ -24,25 +24,50 @@ typedef struct fb_buf {
 
 /* Vtable slots of the TOSA tables (slot id = field index in the schema). */
 enum {
-    FB_GRAPH_VERSION = 0, FB_GRAPH_REGIONS = 1, FB_GRAPH_SOFTWARE_VERSION = 2,
-    FB_VERSION_MAJOR = 0, FB_VERSION_MINOR = 1, FB_VERSION_PATCH = 2, FB_VERSION_DRAFT = 3,
-    FB_SWV_MAJOR = 0, FB_SWV_MINOR = 1, FB_SWV_MICRO = 2, FB_SWV_MODIFIER = 3,
-    FB_REGION_NAME = 0, FB_REGION_BLOCKS = 1,
-    FB_BLOCK_NAME = 0, FB_BLOCK_OPERATORS = 1, FB_BLOCK_TENSORS = 2, FB_BLOCK_INPUTS = 3,
-    FB_BLOCK_OUTPUTS = 4, FB_BLOCK_SHAPES = 5,
-    FB_OP_OP = 0, FB_OP_ATTRIBUTE_TYPE = 1, FB_OP_ATTRIBUTE = 2, FB_OP_INPUTS = 3,
-    FB_OP_OUTPUTS = 4, FB_OP_LOCATION = 5,
+    FB_GRAPH_VERSION = 0,
+    FB_GRAPH_REGIONS = 1,
+    FB_GRAPH_SOFTWARE_VERSION = 2,
+    FB_VERSION_MAJOR = 0,
+    FB_VERSION_MINOR = 1,
+    FB_VERSION_PATCH = 2,
+    FB_VERSION_DRAFT = 3,
+    FB_SWV_MAJOR = 0,
+    FB_SWV_MINOR = 1,
+    FB_SWV_MICRO = 2,
+    FB_SWV_MODIFIER = 3,
+    FB_REGION_NAME = 0,
+    FB_REGION_BLOCKS = 1,
+    FB_BLOCK_NAME = 0,
+    FB_BLOCK_OPERATORS = 1,
+    FB_BLOCK_TENSORS = 2,
+    FB_BLOCK_INPUTS = 3,
+    FB_BLOCK_OUTPUTS = 4,
+    FB_BLOCK_SHAPES = 5,
+    FB_OP_OP = 0,
+    FB_OP_ATTRIBUTE_TYPE = 1,
+    FB_OP_ATTRIBUTE = 2,
+    FB_OP_INPUTS = 3,
+    FB_OP_OUTPUTS = 4,
+    FB_OP_LOCATION = 5,
     FB_LOCATION_TEXT = 0,
-    FB_TENSOR_NAME = 0, FB_TENSOR_SHAPE = 1, FB_TENSOR_TYPE = 2, FB_TENSOR_DATA = 3,
-    FB_TENSOR_VARIABLE = 4, FB_TENSOR_IS_UNRANKED = 5, FB_TENSOR_VARIABLE_NAME = 6,
-    FB_TENSOR_OFFSET = 7, FB_TENSOR_SIZE = 8,
-    FB_SHAPE_NAME = 0, FB_SHAPE_RANK = 1, FB_SHAPE_DATA = 2
+    FB_TENSOR_NAME = 0,
+    FB_TENSOR_SHAPE = 1,
+    FB_TENSOR_TYPE = 2,
+    FB_TENSOR_DATA = 3,
+    FB_TENSOR_VARIABLE = 4,
+    FB_TENSOR_IS_UNRANKED = 5,
+    FB_TENSOR_VARIABLE_NAME = 6,
+    FB_TENSOR_OFFSET = 7,
+    FB_TENSOR_SIZE = 8,
+    FB_SHAPE_NAME = 0,
+    FB_SHAPE_RANK = 1,
+    FB_SHAPE_DATA = 2
 };
 
 /* What the verifier learnt that the decoder needs. */
 typedef struct fb_summary {
-    uint64_t root;          /* position of the TosaGraph table */
-    bool has_identifier;    /* bytes 4..7 are "TOSA" */
+    uint64_t root;       /* position of the TosaGraph table */
+    bool has_identifier; /* bytes 4..7 are "TOSA" */
     int32_t major, minor, patch;
     bool draft;
     bool has_software_version;

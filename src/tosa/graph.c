@@ -42,12 +42,10 @@ void ctosa_graph_free(ctosa_graph *g) {
 ctosa_version ctosa_graph_version(const ctosa_graph *g) { return g->version; }
 void ctosa_graph_set_version(ctosa_graph *g, ctosa_version v) { g->version = v; }
 
-ctosa_software_version ctosa_graph_software_version(const ctosa_graph *g) {
-    return g->software_version;
-}
+ctosa_software_version ctosa_graph_software_version(const ctosa_graph *g) { return g->software_version; }
 
-ctosa_error *ctosa_graph_set_software_version(ctosa_graph *g, int32_t major, int32_t minor,
-                                              int32_t micro, const char *modifier) {
+ctosa_error *ctosa_graph_set_software_version(ctosa_graph *g, int32_t major, int32_t minor, int32_t micro,
+                                              const char *modifier) {
     g->software_version.present = true;
     g->software_version.major = major;
     g->software_version.minor = minor;
@@ -77,8 +75,8 @@ static const ctosa_block *region_block(const ctosa_region *r, const char *name) 
     return NULL;
 }
 
-const ctosa_block *ctosa_graph_find_called(const ctosa_graph *g, const ctosa_region *from,
-                                           const char *name, const ctosa_region **region) {
+const ctosa_block *ctosa_graph_find_called(const ctosa_graph *g, const ctosa_region *from, const char *name,
+                                           const ctosa_region **region) {
     const ctosa_region *r = ctosa_graph_find_region(g, name);
     const ctosa_block *b = r && r->n_blocks ? r->blocks[0] : NULL;
     if (!b && name) {
@@ -124,12 +122,10 @@ ctosa_error *ctosa_graph_add_region(ctosa_graph *g, const char *name, ctosa_regi
     return NULL;
 }
 
-ctosa_error *ctosa_region_add_block(ctosa_graph *g, ctosa_region *r, const char *name,
-                                    ctosa_block **out) {
+ctosa_error *ctosa_region_add_block(ctosa_graph *g, ctosa_region *r, const char *name, ctosa_block **out) {
     if (!name) return name_error("block");
     ctosa_block *b = arena_zalloc(&g->arena, sizeof *b);
-    if (!b || !(b->name = arena_strdup(&g->arena, name)) ||
-        !GROW(g, r->blocks, r->n_blocks, r->cap_blocks_))
+    if (!b || !(b->name = arena_strdup(&g->arena, name)) || !GROW(g, r->blocks, r->n_blocks, r->cap_blocks_))
         return ctosa_error_nomem();
     r->blocks[r->n_blocks++] = b;
     if (out) *out = b;
@@ -155,19 +151,16 @@ static struct block_index *index_sync(ctosa_graph *g, const ctosa_block *b) {
     }
     for (; ix->n_tensors < b->n_tensors; ix->n_tensors++) {
         ctosa_tensor *t = b->tensors[ix->n_tensors];
-        if (t->name && !strmap_has(&ix->map, t->name) && !strmap_put(&ix->map, t->name, t))
-            return NULL;
+        if (t->name && !strmap_has(&ix->map, t->name) && !strmap_put(&ix->map, t->name, t)) return NULL;
     }
     for (; ix->n_shapes < b->n_shapes; ix->n_shapes++) {
         ctosa_tensor *t = b->shapes[ix->n_shapes];
-        if (t->name && !strmap_has(&ix->map, t->name) && !strmap_put(&ix->map, t->name, t))
-            return NULL;
+        if (t->name && !strmap_has(&ix->map, t->name) && !strmap_put(&ix->map, t->name, t)) return NULL;
     }
     return ix;
 }
 
-ctosa_tensor *ctosa_block_find_tensor(const ctosa_graph *g, const ctosa_block *b,
-                                      const char *name) {
+ctosa_tensor *ctosa_block_find_tensor(const ctosa_graph *g, const ctosa_block *b, const char *name) {
     if (!name) return NULL;
     /* The index is a cache: logically const. */
     struct block_index *ix = index_sync((ctosa_graph *)g, b);
@@ -179,12 +172,11 @@ ctosa_tensor *ctosa_block_find_tensor(const ctosa_graph *g, const ctosa_block *b
     return NULL;
 }
 
-static ctosa_error *add_tensor_common(ctosa_graph *g, ctosa_block *b, const char *name,
-                                      bool is_shape, ctosa_tensor **out) {
+static ctosa_error *add_tensor_common(ctosa_graph *g, ctosa_block *b, const char *name, bool is_shape,
+                                      ctosa_tensor **out) {
     if (!name) return name_error("tensor");
     if (ctosa_block_find_tensor(g, b, name))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "block '%s': tensor '%s' is already defined",
-                               b->name, name);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "block '%s': tensor '%s' is already defined", b->name, name);
     ctosa_tensor *t = arena_zalloc(&g->arena, sizeof *t);
     if (!t || !(t->name = arena_strdup(&g->arena, name))) return ctosa_error_nomem();
     t->data.fd = -1;
@@ -199,15 +191,12 @@ static ctosa_error *add_tensor_common(ctosa_graph *g, ctosa_block *b, const char
     return NULL;
 }
 
-ctosa_error *ctosa_block_add_tensor(ctosa_graph *g, ctosa_block *b, const char *name,
-                                    ctosa_dtype dtype, uint32_t rank, const int32_t *shape,
-                                    ctosa_tensor **out) {
+ctosa_error *ctosa_block_add_tensor(ctosa_graph *g, ctosa_block *b, const char *name, ctosa_dtype dtype,
+                                    uint32_t rank, const int32_t *shape, ctosa_tensor **out) {
     if (rank && !shape)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': rank %u but no shape",
-                               name ? name : "?", rank);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': rank %u but no shape", name ? name : "?", rank);
     int32_t *s = NULL;
-    if (rank && !(s = arena_memdup(&g->arena, shape, rank * sizeof(int32_t))))
-        return ctosa_error_nomem();
+    if (rank && !(s = arena_memdup(&g->arena, shape, rank * sizeof(int32_t)))) return ctosa_error_nomem();
     ctosa_tensor *t = NULL;
     ctosa_error *e = add_tensor_common(g, b, name, false, &t);
     if (e) return e;
@@ -224,8 +213,7 @@ ctosa_error *ctosa_block_add_shape(ctosa_graph *g, ctosa_block *b, const char *n
     if (!s) return ctosa_error_nomem();
     s[0] = (int32_t)n;
     if (n > INT32_MAX)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "shape '%s': %u elements is too many",
-                               name ? name : "?", n);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "shape '%s': %u elements is too many", name ? name : "?", n);
     ctosa_tensor *t = NULL;
     ctosa_error *e = add_tensor_common(g, b, name, true, &t);
     if (e) return e;
@@ -245,10 +233,9 @@ ctosa_error *ctosa_block_add_shape(ctosa_graph *g, ctosa_block *b, const char *n
     return NULL;
 }
 
-ctosa_error *ctosa_tensor_set_data(ctosa_graph *g, ctosa_tensor *t, const void *ptr,
-                                   uint64_t size, bool copy) {
-    if (size && !ptr)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': data pointer is NULL", t->name);
+ctosa_error *ctosa_tensor_set_data(ctosa_graph *g, ctosa_tensor *t, const void *ptr, uint64_t size,
+                                   bool copy) {
+    if (size && !ptr) return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': data pointer is NULL", t->name);
     if (copy) {
         if (size > SIZE_MAX) return ctosa_error_nomem();
         void *p = arena_memdup(&g->arena, ptr, (size_t)size);
@@ -263,8 +250,8 @@ ctosa_error *ctosa_tensor_set_data(ctosa_graph *g, ctosa_tensor *t, const void *
     return NULL;
 }
 
-ctosa_error *ctosa_tensor_set_data_file(ctosa_graph *g, ctosa_tensor *t, const char *path,
-                                        int fd, uint64_t offset, uint64_t size) {
+ctosa_error *ctosa_tensor_set_data_file(ctosa_graph *g, ctosa_tensor *t, const char *path, int fd,
+                                        uint64_t offset, uint64_t size) {
     if (!path && fd < 0)
         return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': neither path nor fd given", t->name);
     memset(&t->data, 0, sizeof t->data);
@@ -293,8 +280,9 @@ ctosa_error *ctosa_tensor_set_data_generated(ctosa_graph *g, ctosa_tensor *t, ui
 /* Bytes of MEMORY / FILE data (the sources a generated tensor reads). */
 static ctosa_error *read_plain(const ctosa_data *d, const char *name, uint64_t off, void *buf, size_t n) {
     if (off > d->size || n > d->size - off)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': read of %zu bytes at %llu passes its %llu bytes",
-                               name, n, (unsigned long long)off, (unsigned long long)d->size);
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "tensor '%s': read of %zu bytes at %llu passes its %llu bytes", name, n,
+                               (unsigned long long)off, (unsigned long long)d->size);
     if (d->kind == CTOSA_DATA_MEMORY) {
         if (n) memcpy(buf, (const uint8_t *)d->ptr + off, n);
         return NULL;
@@ -303,7 +291,8 @@ static ctosa_error *read_plain(const ctosa_data *d, const char *name, uint64_t o
         return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': no constant data to read", name);
     int fd = d->fd;
     if (d->path && (fd = open(d->path, O_RDONLY | O_CLOEXEC)) < 0)
-        return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot open %s: %s", name, d->path, strerror(errno));
+        return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': cannot open %s: %s", name, d->path,
+                               strerror(errno));
     ctosa_error *e = NULL;
     uint8_t *p = buf;
     while (n) {
@@ -327,8 +316,9 @@ ctosa_error *ctosa_tensor_read_data(const ctosa_tensor *t, uint64_t offset, void
     const ctosa_data *d = &t->data;
     if (d->kind != CTOSA_DATA_GENERATED) return read_plain(d, t->name, offset, buf, n);
     if (offset > d->size || n > d->size - offset)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "tensor '%s': read of %zu bytes at %llu passes its %llu bytes",
-                               t->name, n, (unsigned long long)offset, (unsigned long long)d->size);
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "tensor '%s': read of %zu bytes at %llu passes its %llu bytes", t->name, n,
+                               (unsigned long long)offset, (unsigned long long)d->size);
     ctosa_error *e = n ? d->fill(d->user, offset, buf, n) : NULL;
     return e ? ctosa_error_prefix(e, "tensor '%s'", t->name) : NULL;
 }
@@ -353,9 +343,11 @@ static ctosa_error *fill_transposed(void *user, uint64_t offset, void *buf, size
     if (cw > C) cw = C;
     uint8_t *tile = NULL;
     ctosa_error *e = NULL;
-    uint64_t first = offset / es, last = (offset + n) / es; /* elements [first, last) (offsets are element-aligned) */
+    uint64_t first = offset / es,
+             last = (offset + n) / es; /* elements [first, last) (offsets are element-aligned) */
     if (offset % es || n % es)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: read not aligned to its %u-byte elements", ts->name, ts->es);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: read not aligned to its %u-byte elements", ts->name,
+                               ts->es);
     if (!(tile = malloc((size_t)(cw * row_bytes) + 1))) return ctosa_error_nomem();
     uint64_t k = first;
     while (!e && k < last) {
@@ -363,7 +355,8 @@ static ctosa_error *fill_transposed(void *user, uint64_t offset, void *buf, size
         uint64_t c0 = c / cw * cw, c1 = c0 + cw < C ? c0 + cw : C, w = c1 - c0;
         /* load the tile: w contiguous source elements from each row */
         for (uint64_t r = 0; !e && r < R; r++)
-            e = read_plain(&ts->src, ts->name, ((b * R + r) * C + c0) * es, tile + r * w * es, (size_t)(w * es));
+            e = read_plain(&ts->src, ts->name, ((b * R + r) * C + c0) * es, tile + r * w * es,
+                           (size_t)(w * es));
         /* emit output elements of this tile that fall in [k, last) */
         uint64_t tile_end = (b * C + c1) * R; /* first output element after the tile */
         for (; !e && k < last && k < tile_end; k++) {
@@ -380,9 +373,9 @@ ctosa_error *ctosa_tensor_set_data_transposed(ctosa_graph *g, ctosa_tensor *t, c
                                               uint32_t elem_bytes) {
     uint64_t n = 0;
     bool ok = src && (src->kind == CTOSA_DATA_MEMORY || src->kind == CTOSA_DATA_FILE) && elem_bytes > 0 &&
-              elem_bytes <= 16 && !__builtin_mul_overflow(batch, rows, &n) && !__builtin_mul_overflow(n, cols, &n) &&
-              !__builtin_mul_overflow(n, (uint64_t)elem_bytes, &n) && n == src->size &&
-              rows * elem_bytes <= CTOSA_DATA_CHUNK;
+              elem_bytes <= 16 && !__builtin_mul_overflow(batch, rows, &n) &&
+              !__builtin_mul_overflow(n, cols, &n) && !__builtin_mul_overflow(n, (uint64_t)elem_bytes, &n) &&
+              n == src->size && rows * elem_bytes <= CTOSA_DATA_CHUNK;
     if (!ok)
         return ctosa_error_new(CTOSA_ERR_USAGE,
                                "tensor '%s': transposed source must be memory or file data of exactly "
@@ -430,13 +423,13 @@ static bool copy_attr(ctosa_graph *g, ctosa_op_kind kind, const ctosa_attr *src,
         switch (f[i].kind) {
         case CTOSA_FIELD_I32: memcpy(d, s, sizeof(int32_t)); break;
         case CTOSA_FIELD_BOOL: memcpy(d, s, sizeof(bool)); break;
-        case CTOSA_FIELD_ENUM: case CTOSA_FIELD_DTYPE: memcpy(d, s, sizeof(ctosa_dtype)); break;
+        case CTOSA_FIELD_ENUM:
+        case CTOSA_FIELD_DTYPE: memcpy(d, s, sizeof(ctosa_dtype)); break;
         case CTOSA_FIELD_I32_VEC: {
             const ctosa_i32s *v = (const ctosa_i32s *)s;
             ctosa_i32s *o = (ctosa_i32s *)d;
             o->n = v->v ? v->n : 0;
-            if (o->n && !(o->v = arena_memdup(&g->arena, v->v, o->n * sizeof(int32_t))))
-                return false;
+            if (o->n && !(o->v = arena_memdup(&g->arena, v->v, o->n * sizeof(int32_t)))) return false;
             break;
         }
         case CTOSA_FIELD_BYTES: {
@@ -456,16 +449,13 @@ static bool copy_attr(ctosa_graph *g, ctosa_op_kind kind, const ctosa_attr *src,
     return true;
 }
 
-ctosa_error *ctosa_block_add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind kind,
-                                uint32_t n_inputs, const char *const *inputs,
-                                uint32_t n_outputs, const char *const *outputs,
+ctosa_error *ctosa_block_add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind kind, uint32_t n_inputs,
+                                const char *const *inputs, uint32_t n_outputs, const char *const *outputs,
                                 const ctosa_attr *attr, ctosa_op **out) {
     if (!ctosa_op_name(kind))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "block '%s': unknown operator value %d", b->name,
-                               (int)kind);
+        return ctosa_error_new(CTOSA_ERR_USAGE, "block '%s': unknown operator value %d", b->name, (int)kind);
     if ((n_inputs && !inputs) || (n_outputs && !outputs))
-        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input/output name array is NULL",
-                               ctosa_op_name(kind));
+        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input/output name array is NULL", ctosa_op_name(kind));
     ctosa_op *op = arena_zalloc(&g->arena, sizeof *op);
     if (!op) return ctosa_error_nomem();
     bool ok1, ok2;
@@ -475,12 +465,10 @@ ctosa_error *ctosa_block_add_op(ctosa_graph *g, ctosa_block *b, ctosa_op_kind ki
     if (!ok1 || !ok2) {
         for (uint32_t i = 0; i < n_inputs; i++)
             if (!inputs[i])
-                return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input %u name is NULL",
-                                       ctosa_op_name(kind), i);
+                return ctosa_error_new(CTOSA_ERR_USAGE, "%s: input %u name is NULL", ctosa_op_name(kind), i);
         for (uint32_t i = 0; i < n_outputs; i++)
             if (!outputs[i])
-                return ctosa_error_new(CTOSA_ERR_USAGE, "%s: output %u name is NULL",
-                                       ctosa_op_name(kind), i);
+                return ctosa_error_new(CTOSA_ERR_USAGE, "%s: output %u name is NULL", ctosa_op_name(kind), i);
         return ctosa_error_nomem();
     }
     op->n_inputs = n_inputs;

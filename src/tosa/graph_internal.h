@@ -15,10 +15,10 @@ struct ctosa_graph {
     /* name -> tensor, one map per block, built lazily by
      * ctosa_block_find_tensor and kept in sync by the builder. */
     struct block_index *indexes;
-    file_map map;          /* the mapped file a read graph came from */
+    file_map map; /* the mapped file a read graph came from */
     bool has_map;
     ctosa_file_info info;
-    void *user_buffer;     /* ctosa_read_memory: borrowed */
+    void *user_buffer; /* ctosa_read_memory: borrowed */
 };
 
 /* Grows an arena-backed pointer array (doubling; old storage is left in the

@@ -12,7 +12,7 @@
 #include "ctosa/mlir.h"
 #include "graph_internal.h"
 
-#define MW_FLUSH ((size_t)64 << 10)      /* text handed to the sink at this size */
+#define MW_FLUSH ((size_t)64 << 10)        /* text handed to the sink at this size */
 #define MW_CHUNK_ELEMS ((uint64_t)1 << 18) /* elements converted per chunk (multiple of 8) */
 
 void ctosa_mlir_options_init(ctosa_mlir_options *opt) { memset(opt, 0, sizeof *opt); }
@@ -43,8 +43,8 @@ typedef struct mw {
     ctosa_error *err;
     arena a;
     uint64_t next_id;
-    uint32_t depth; /* nesting of regions (indentation) */
-    strmap vars;    /* variable tensor name -> symbol name */
+    uint32_t depth;  /* nesting of regions (indentation) */
+    strmap vars;     /* variable tensor name -> symbol name */
     strmap var_syms; /* symbols declared */
 } mw;
 
@@ -167,7 +167,8 @@ typedef struct mw_src {
 static uint64_t mw_src_bytes(ctosa_dtype dt, bool host, uint64_t n) {
     if (host) {
         switch (dt) {
-        case CTOSA_DTYPE_BOOL: case CTOSA_DTYPE_INT4: return n;
+        case CTOSA_DTYPE_BOOL:
+        case CTOSA_DTYPE_INT4: return n;
         case CTOSA_DTYPE_INT48: return 8 * n;
         default: break;
         }
@@ -183,7 +184,12 @@ static void mw_hex_elems(mw *w, ctosa_dtype dt, bool host, const uint8_t *src, u
                          char *out /* 2 * 8 * n + 16 bytes */) {
     static const char hex[] = "0123456789ABCDEF";
     size_t k = 0;
-#define PUT(byte) do { uint8_t v_ = (uint8_t)(byte); out[k++] = hex[v_ >> 4]; out[k++] = hex[v_ & 15]; } while (0)
+#define PUT(byte)                     \
+    do {                              \
+        uint8_t v_ = (uint8_t)(byte); \
+        out[k++] = hex[v_ >> 4];      \
+        out[k++] = hex[v_ & 15];      \
+    } while (0)
     switch (dt) {
     case CTOSA_DTYPE_BOOL: /* bit-packed, least significant bit first */
         for (uint64_t i = 0; i < n; i += 8) {
@@ -192,7 +198,8 @@ static void mw_hex_elems(mw *w, ctosa_dtype dt, bool host, const uint8_t *src, u
             PUT(v);
         }
         break;
-    case CTOSA_DTYPE_INT4: case CTOSA_DTYPE_FP4E2M1: /* one element per byte */
+    case CTOSA_DTYPE_INT4:
+    case CTOSA_DTYPE_FP4E2M1: /* one element per byte */
         for (uint64_t i = 0; i < n; i++)
             PUT(host ? (uint8_t)(src[i] & 15) : (uint8_t)((src[i / 2] >> ((i & 1) * 4)) & 15));
         break;
@@ -406,8 +413,7 @@ static mw_val *mw_operand(mw *w, mw_scope *sc, const char *name, uint32_t index)
     if (v) return v;
     if (!t || t->data.kind == CTOSA_DATA_NONE) {
         mw_fail(w, CTOSA_ERR_FORMAT, "%s%s%s operator %u reads '%s', which nothing defines before it",
-                w->file, sc->blk_label ? " block " : "", sc->blk_label ? sc->blk_label : "", index,
-                name);
+                w->file, sc->blk_label ? " block " : "", sc->blk_label ? sc->blk_label : "", index, name);
         return NULL;
     }
     const char *ssa = mw_fresh(w);
@@ -434,8 +440,8 @@ static const char *mw_enum_attr(const char *enum_type) {
 
 /* Fields MLIR holds as regions of the operation, not as attributes. */
 static bool mw_region_field(const char *name) {
-    return !strcmp(name, "then_graph") || !strcmp(name, "else_graph") ||
-           !strcmp(name, "cond_graph") || !strcmp(name, "body_graph");
+    return !strcmp(name, "then_graph") || !strcmp(name, "else_graph") || !strcmp(name, "cond_graph") ||
+           !strcmp(name, "body_graph");
 }
 
 /* A scalar attribute typed as the operator's input (CLAMP min_val/max_val):
@@ -514,8 +520,7 @@ static void mw_attrs(mw *w, const ctosa_op *op, const ctosa_tensor *in0) {
             const ctosa_bytes *v = (const ctosa_bytes *)src;
             if (f[i].name[0] == 'm') /* min_val / max_val: typed as the input */
                 mw_typed_scalar(w, v, in0 ? in0->dtype : CTOSA_DTYPE_UNKNOWN);
-            else
-                mw_str(&w->b, v->p ? (const char *)v->p : "", v->n);
+            else mw_str(&w->b, v->p ? (const char *)v->p : "", v->n);
             break;
         }
         }
@@ -535,12 +540,13 @@ static const ctosa_block *mw_cf_block(const ctosa_graph *g, const mw_scope *sc, 
 /* One region of a control-flow operator: block arguments bound to the
  * sub-block's inputs (typed like args), its operators, tosa.yield of its
  * outputs. */
-static void mw_region(mw *w, mw_scope *sc, const ctosa_region *rgn, const ctosa_block *sub,
-                      const char *label, const mw_val *const *args, uint32_t n_args,
-                      uint32_t op_index) {
+static void mw_region(mw *w, mw_scope *sc, const ctosa_region *rgn, const ctosa_block *sub, const char *label,
+                      const mw_val *const *args, uint32_t n_args, uint32_t op_index) {
     if (sub->n_inputs != n_args) {
-        mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u: region '%s' has %u inputs, the operator "
-                "passes %u", w->file, op_index, label, sub->n_inputs, n_args);
+        mw_fail(w, CTOSA_ERR_FORMAT,
+                "%s operator %u: region '%s' has %u inputs, the operator "
+                "passes %u",
+                w->file, op_index, label, sub->n_inputs, n_args);
         return;
     }
     mw_scope in = {sub, label, {0}, sc, rgn};
@@ -600,7 +606,9 @@ static void mw_op(mw *w, mw_scope *sc, uint32_t index) {
         /* The variable is input 0 (READ, WRITE with two inputs) or the
          * output (WRITE with one input); MLIR names it by symbol. */
         const char *vn = op->kind == CTOSA_OP_VARIABLE_WRITE && op->n_inputs == 1 && op->n_outputs
-                             ? op->outputs[0] : op->n_inputs ? op->inputs[0] : NULL;
+                             ? op->outputs[0]
+                         : op->n_inputs ? op->inputs[0]
+                                        : NULL;
         vt = vn ? mw_find_tensor(w, sc, vn) : NULL;
         if (!vt) {
             mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s) names no variable", w->file, index, name);
@@ -641,8 +649,8 @@ static void mw_op(mw *w, mw_scope *sc, uint32_t index) {
     if (is_const) {
         const ctosa_tensor *t = n_out ? out[0] : NULL;
         if (!t || t->data.kind == CTOSA_DATA_NONE) {
-            mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s): output has no constant data", w->file,
-                    index, name);
+            mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s): output has no constant data", w->file, index,
+                    name);
             goto done;
         }
         sb_puts(&w->b, " <{values = ");
@@ -660,14 +668,15 @@ static void mw_op(mw *w, mw_scope *sc, uint32_t index) {
         const char *names[2] = {cond_if ? op->attr.then_graph : op->attr.cond_graph,
                                 cond_if ? op->attr.else_graph : op->attr.body_graph};
         uint32_t skip = cond_if ? 1 : 0; /* COND_IF's condition is no region argument */
-        if (cond_if && n_in < 1) mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u: COND_IF without a condition", w->file, index);
+        if (cond_if && n_in < 1)
+            mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u: COND_IF without a condition", w->file, index);
         sb_puts(&w->b, " (");
         for (int k = 0; k < 2 && !w->err; k++) {
             const ctosa_region *rgn = NULL;
             const ctosa_block *sub = mw_cf_block(w->g, sc, names[k], &rgn);
             if (!sub) {
-                mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s): region or block '%s' does not exist", w->file,
-                        index, name, names[k] ? names[k] : "(none)");
+                mw_fail(w, CTOSA_ERR_FORMAT, "%s operator %u (%s): region or block '%s' does not exist",
+                        w->file, index, name, names[k] ? names[k] : "(none)");
                 break;
             }
             if (k) sb_puts(&w->b, ", ");
@@ -715,8 +724,8 @@ static void mw_main(mw *w, const ctosa_region *rgn, const ctosa_block *blk) {
     for (uint32_t i = 0; i < blk->n_inputs && !w->err; i++) {
         const ctosa_tensor *t = ctosa_block_find_tensor(w->g, blk, blk->inputs[i]);
         if (!t) {
-            mw_fail(w, CTOSA_ERR_FORMAT, "%s: graph input '%s' is not a tensor of the main block",
-                    w->file, blk->inputs[i]);
+            mw_fail(w, CTOSA_ERR_FORMAT, "%s: graph input '%s' is not a tensor of the main block", w->file,
+                    blk->inputs[i]);
             break;
         }
         const char *ssa = arena_printf(&w->a, "%%arg%u", i);
@@ -729,8 +738,8 @@ static void mw_main(mw *w, const ctosa_region *rgn, const ctosa_block *blk) {
     for (uint32_t i = 0; i < blk->n_outputs && !w->err; i++) {
         const ctosa_tensor *t = ctosa_block_find_tensor(w->g, blk, blk->outputs[i]);
         if (!t) {
-            mw_fail(w, CTOSA_ERR_FORMAT, "%s: graph output '%s' is not a tensor of the main block",
-                    w->file, blk->outputs[i]);
+            mw_fail(w, CTOSA_ERR_FORMAT, "%s: graph output '%s' is not a tensor of the main block", w->file,
+                    blk->outputs[i]);
             break;
         }
         if (i) sb_puts(&w->b, ", ");
@@ -780,8 +789,10 @@ static void mw_run(mw *w, const ctosa_block *blk) {
             count *= (uint64_t)(same ? v->shape[d] : 0);
         }
         if (!same || mw_src_bytes(t->dtype, true, count) != v->size) {
-            mw_fail(w, CTOSA_ERR_USAGE, "input '%s': the value's dtype, shape or size differs from "
-                    "the graph input's", blk->inputs[i]);
+            mw_fail(w, CTOSA_ERR_USAGE,
+                    "input '%s': the value's dtype, shape or size differs from "
+                    "the graph input's",
+                    blk->inputs[i]);
             break;
         }
         sb_printf(&w->b, "    %%in%u = arith.constant ", i);
@@ -861,8 +872,10 @@ static void mw_run(mw *w, const ctosa_block *blk) {
         for (uint32_t d = 0; d < t->rank; d++) sb_printf(&w->b, "%dx", t->shape[d]);
         sb_printf(&w->b, "i64>\n    %%u%u = memref.cast %%m%u : memref<", i, i);
         for (uint32_t d = 0; d < t->rank; d++) sb_printf(&w->b, "%dx", t->shape[d]);
-        sb_printf(&w->b, "i64> to memref<*xi64>\n    func.call @printMemrefI64(%%u%u) : "
-                         "(memref<*xi64>) -> ()\n", i);
+        sb_printf(&w->b,
+                  "i64> to memref<*xi64>\n    func.call @printMemrefI64(%%u%u) : "
+                  "(memref<*xi64>) -> ()\n",
+                  i);
     }
     sb_puts(&w->b, "    func.return\n  }\n");
     free(outs);
@@ -870,8 +883,8 @@ static void mw_run(mw *w, const ctosa_block *blk) {
 
 /* --------------------------------------------------------------- public */
 
-ctosa_error *ctosa_mlir_write(const ctosa_graph *g, const ctosa_mlir_options *opt,
-                              ctosa_mlir_sink sink, void *user) {
+ctosa_error *ctosa_mlir_write(const ctosa_graph *g, const ctosa_mlir_options *opt, ctosa_mlir_sink sink,
+                              void *user) {
     ctosa_mlir_options def;
     if (!opt) {
         ctosa_mlir_options_init(&def);
@@ -913,8 +926,7 @@ static ctosa_error *mw_file_sink(void *user, const char *text, size_t n) {
     return out_file_write(user, text, n);
 }
 
-ctosa_error *ctosa_mlir_write_file(const ctosa_graph *g, const char *path,
-                                   const ctosa_mlir_options *opt) {
+ctosa_error *ctosa_mlir_write_file(const ctosa_graph *g, const char *path, const ctosa_mlir_options *opt) {
     out_file f;
     ctosa_error *e = out_file_open(&f, path);
     if (e) return e;
@@ -931,8 +943,8 @@ static ctosa_error *mw_mem_sink(void *user, const char *text, size_t n) {
     return b->failed ? ctosa_error_nomem() : NULL;
 }
 
-ctosa_error *ctosa_mlir_write_memory(const ctosa_graph *g, const ctosa_mlir_options *opt,
-                                     char **text, size_t *len) {
+ctosa_error *ctosa_mlir_write_memory(const ctosa_graph *g, const ctosa_mlir_options *opt, char **text,
+                                     size_t *len) {
     strbuf b;
     sb_init(&b);
     *text = NULL;

@@ -196,13 +196,13 @@ static uint64_t bits_to_bytes(int bits, uint64_t n) {
 }
 
 /* Data of length len at file offset off for tensor t (elements n). */
-static bool set_data(reader *r, ctosa_tensor *t, uint64_t at, uint64_t off, uint64_t len,
-                     uint64_t n, bool external) {
+static bool set_data(reader *r, ctosa_tensor *t, uint64_t at, uint64_t off, uint64_t len, uint64_t n,
+                     bool external) {
     uint64_t need;
     if (!ctosa_dtype_storage_size(t->dtype, n, &need))
         return rfail(r, CTOSA_ERR_FORMAT, at,
-                     "tensor '%s': constant data of type %s with %llu elements cannot be stored",
-                     t->name, ctosa_dtype_name(t->dtype), (unsigned long long)n);
+                     "tensor '%s': constant data of type %s with %llu elements cannot be stored", t->name,
+                     ctosa_dtype_name(t->dtype), (unsigned long long)n);
     if (r->suspect_old_numbering && !t->is_shape) {
         uint64_t old = bits_to_bytes(old_dtype_bits(t->dtype), n);
         bool fits_old = old && len >= old && len <= ((old + 7) & ~7ull);
@@ -211,9 +211,9 @@ static bool set_data(reader *r, ctosa_tensor *t, uint64_t at, uint64_t off, uint
     }
     if (len < need)
         return rfail(r, CTOSA_ERR_FORMAT, at,
-                     "tensor '%s': %s data holds %llu bytes but %llu elements of %s need %llu",
-                     t->name, external ? "external" : "inline", (unsigned long long)len,
-                     (unsigned long long)n, ctosa_dtype_name(t->dtype), (unsigned long long)need);
+                     "tensor '%s': %s data holds %llu bytes but %llu elements of %s need %llu", t->name,
+                     external ? "external" : "inline", (unsigned long long)len, (unsigned long long)n,
+                     ctosa_dtype_name(t->dtype), (unsigned long long)need);
     t->data.kind = CTOSA_DATA_MEMORY;
     t->data.ptr = r->b.p + off;
     t->data.size = need; /* the C++ writer pads to 8: keep the real size */
@@ -262,14 +262,13 @@ static bool read_tensor(reader *r, uint64_t tp, ctosa_tensor **out) {
         return true;
     }
     if (t->is_unranked)
-        return rfail(r, CTOSA_ERR_FORMAT, tp, "tensor '%s': an unranked tensor cannot hold data",
-                     t->name);
+        return rfail(r, CTOSA_ERR_FORMAT, tp, "tensor '%s': an unranked tensor cannot hold data", t->name);
     if (external) {
         uint64_t end;
         if (dlen)
             return rfail(r, CTOSA_ERR_FORMAT, fb_field(b, tp, FB_TENSOR_OFFSET),
-                         "tensor '%s': has both inline data (%u bytes) and external offset %llu",
-                         t->name, dlen, (unsigned long long)off);
+                         "tensor '%s': has both inline data (%u bytes) and external offset %llu", t->name,
+                         dlen, (unsigned long long)off);
         if (!add_u64(off, size, &end) || end > b->size)
             return rfail(r, CTOSA_ERR_FORMAT, fb_field(b, tp, FB_TENSOR_OFFSET),
                          "tensor '%s': external data at offset %llu size %llu runs past the end "
@@ -295,8 +294,8 @@ static bool read_shape(reader *r, uint64_t sp, ctosa_tensor **out) {
     if (!get_str(r, fb_ref(b, sp, FB_SHAPE_NAME), "", &t->name)) return false;
     uint32_t rank = fb_u32(b, sp, FB_SHAPE_RANK, 0);
     if (rank > INT32_MAX)
-        return rfail(r, CTOSA_ERR_FORMAT, fb_field(b, sp, FB_SHAPE_RANK),
-                     "shape '%s': rank %u is too large", t->name, rank);
+        return rfail(r, CTOSA_ERR_FORMAT, fb_field(b, sp, FB_SHAPE_RANK), "shape '%s': rank %u is too large",
+                     t->name, rank);
     *dim = (int32_t)rank;
     t->is_shape = true;
     t->dtype = CTOSA_DTYPE_SHAPE;
@@ -384,8 +383,7 @@ static bool read_op(reader *r, uint64_t opp, uint32_t index, ctosa_op **out) {
 
 static bool add_name(reader *r, strmap *names, ctosa_block *blk, ctosa_tensor *t, uint64_t at) {
     if (strmap_has(names, t->name))
-        return rfail(r, CTOSA_ERR_FORMAT, at, "block '%s': tensor '%s' is defined twice",
-                     blk->name, t->name);
+        return rfail(r, CTOSA_ERR_FORMAT, at, "block '%s': tensor '%s' is defined twice", blk->name, t->name);
     return strmap_put(names, t->name, t) || nomem(r);
 }
 
@@ -450,8 +448,7 @@ static bool read_graph(reader *r) {
         g->software_version.major = fb_i32(b, swv, FB_SWV_MAJOR, -1);
         g->software_version.minor = fb_i32(b, swv, FB_SWV_MINOR, -1);
         g->software_version.micro = fb_i32(b, swv, FB_SWV_MICRO, -1);
-        if (!get_str(r, fb_ref(b, swv, FB_SWV_MODIFIER), NULL, &g->software_version.modifier))
-            return false;
+        if (!get_str(r, fb_ref(b, swv, FB_SWV_MODIFIER), NULL, &g->software_version.modifier)) return false;
     }
     uint64_t rv = fb_ref(b, root, FB_GRAPH_REGIONS);
     uint32_t nr = fb_len(b, rv);
@@ -507,11 +504,10 @@ static ctosa_error *read_buffer(const uint8_t *p, uint64_t size, const char *nam
     return NULL;
 }
 
-ctosa_error *ctosa_read_memory(const void *buf, size_t size, const char *name,
-                               const ctosa_read_options *opt, ctosa_graph **out) {
+ctosa_error *ctosa_read_memory(const void *buf, size_t size, const char *name, const ctosa_read_options *opt,
+                               ctosa_graph **out) {
     *out = NULL;
-    if (!buf && size)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: buffer is NULL", name ? name : "<memory>");
+    if (!buf && size) return ctosa_error_new(CTOSA_ERR_USAGE, "%s: buffer is NULL", name ? name : "<memory>");
     static const uint8_t empty[1];
     ctosa_error *e = read_buffer(buf ? buf : empty, size, name, opt, out);
     if (!e) (*out)->user_buffer = (void *)buf;

@@ -76,7 +76,9 @@ static const struct {
 #define OPF_D CTOSA_OPF_DECLARES
 #define OPF_DS (CTOSA_OPF_DECLARES | CTOSA_OPF_SIDE_EFFECT)
 #define CTOSA_X(n, v, a, ver, cls, lay, slots, fl, i0, i1, o0, o1, iold) \
-    [v] = {#n, #a "Attribute", ver,                                       \
+    [v] = {#n,                                                           \
+           #a "Attribute",                                               \
+           ver,                                                          \
            {CTOSA_OP_CLASS_##cls, CTOSA_OP_LAYOUT_##lay, slots, OPF_##fl, i0, i1, o0, o1, iold}},
     CTOSA_OP_LIST(CTOSA_X)
 #undef CTOSA_X
@@ -96,9 +98,7 @@ const char *ctosa_op_attr_table(ctosa_op_kind op) { return op_ok(op) ? op_info[o
 int ctosa_op_min_version(ctosa_op_kind op) { return op_ok(op) ? op_info[op].ver : 0; }
 const ctosa_op_props *ctosa_op_props_of(ctosa_op_kind op) { return op_ok(op) ? &op_info[op].p : NULL; }
 
-bool ctosa_op_has(ctosa_op_kind op, uint32_t flag) {
-    return op_ok(op) && (op_info[op].p.flags & flag) != 0;
-}
+bool ctosa_op_has(ctosa_op_kind op, uint32_t flag) { return op_ok(op) && (op_info[op].p.flags & flag) != 0; }
 
 static bool count_fits(uint32_t n, int min, int max) {
     return n >= (uint32_t)min && (max < 0 || n <= (uint32_t)max);
@@ -108,8 +108,7 @@ bool ctosa_op_counts_fit(ctosa_op_kind op, uint32_t n_in, uint32_t n_out, bool o
     if (!op_ok(op)) return false;
     const ctosa_op_props *p = &op_info[op].p;
     if (!count_fits(n_out, p->min_outputs, p->max_outputs)) return false;
-    return count_fits(n_in, p->min_inputs, p->max_inputs) ||
-           (older && n_in == (uint32_t)p->older_min_inputs);
+    return count_fits(n_in, p->min_inputs, p->max_inputs) || (older && n_in == (uint32_t)p->older_min_inputs);
 }
 
 bool ctosa_op_is_data_slot(ctosa_op_kind op, uint32_t slot) {
@@ -136,15 +135,17 @@ bool ctosa_op_from_name(const char *name, ctosa_op_kind *out) {
 
 /* ------------------------------------------------------- attribute tables */
 
-#define F(name, kind, member, et) {name, CTOSA_FIELD_##kind, offsetof(ctosa_attr, member), et}
+#define F(name, kind, member, et) \
+    { name, CTOSA_FIELD_##kind, offsetof(ctosa_attr, member), et }
 #define NAN F("nan_mode", ENUM, nan_mode, "NanPropagationMode")
 #define AXIS F("axis", I32, axis, NULL)
 #define ACC F("acc_type", DTYPE, acc_type, NULL)
 #define LB F("local_bound", BOOL, local_bound, NULL)
-#define KSP F("kernel", I32_VEC, kernel, NULL), F("stride", I32_VEC, stride, NULL), \
-            F("pad", I32_VEC, pad, NULL)
-#define CONV F("pad", I32_VEC, pad, NULL), F("stride", I32_VEC, stride, NULL), \
-             F("dilation", I32_VEC, dilation, NULL), LB, ACC
+#define KSP \
+    F("kernel", I32_VEC, kernel, NULL), F("stride", I32_VEC, stride, NULL), F("pad", I32_VEC, pad, NULL)
+#define CONV                                                          \
+    F("pad", I32_VEC, pad, NULL), F("stride", I32_VEC, stride, NULL), \
+        F("dilation", I32_VEC, dilation, NULL), LB, ACC
 #define BS F("block_size", ENUM, block_size, "BlockSize")
 
 static const ctosa_attr_field f_argmax[] = {AXIS, NAN};
@@ -167,9 +168,9 @@ static const ctosa_attr_field f_rescale[] = {
     F("scale32", BOOL, scale32, NULL), F("rounding_mode", ENUM, rounding_mode, "RoundingMode"),
     F("per_channel", BOOL, per_channel, NULL), F("input_unsigned", BOOL, input_unsigned, NULL),
     F("output_unsigned", BOOL, output_unsigned, NULL)};
-static const ctosa_attr_field f_custom[] = {
-    F("operator_name", STRING, operator_name, NULL), F("domain_name", STRING, domain_name, NULL),
-    F("implementation_attrs", BYTES, implementation_attrs, NULL)};
+static const ctosa_attr_field f_custom[] = {F("operator_name", STRING, operator_name, NULL),
+                                            F("domain_name", STRING, domain_name, NULL),
+                                            F("implementation_attrs", BYTES, implementation_attrs, NULL)};
 static const ctosa_attr_field f_condif[] = {F("then_graph", STRING, then_graph, NULL),
                                             F("else_graph", STRING, else_graph, NULL)};
 static const ctosa_attr_field f_while[] = {F("cond_graph", STRING, cond_graph, NULL),
@@ -180,32 +181,47 @@ static const ctosa_attr_field f_assert[] = {F("allow_broadcast", BOOL, allow_bro
 static const ctosa_attr_field f_empty[1];
 
 const ctosa_attr_field *ctosa_op_attr_fields(ctosa_op_kind op, uint32_t *count) {
-#define R(arr) do { *count = CTOSA_ARRAY_LEN(arr); return arr; } while (0)
+#define R(arr)                         \
+    do {                               \
+        *count = CTOSA_ARRAY_LEN(arr); \
+        return arr;                    \
+    } while (0)
     *count = 0;
     if (!op_ok(op)) return NULL;
     switch (op) {
     case CTOSA_OP_ARGMAX: R(f_argmax);
     case CTOSA_OP_AVG_POOL2D: R(f_avgpool);
-    case CTOSA_OP_CONV2D: case CTOSA_OP_CONV3D: case CTOSA_OP_DEPTHWISE_CONV2D: R(f_conv);
+    case CTOSA_OP_CONV2D:
+    case CTOSA_OP_CONV3D:
+    case CTOSA_OP_DEPTHWISE_CONV2D: R(f_conv);
     case CTOSA_OP_FFT2D: R(f_fft);
     case CTOSA_OP_MAX_POOL2D: R(f_maxpool);
     case CTOSA_OP_RFFT2D: R(f_rfft);
     case CTOSA_OP_TRANSPOSE_CONV2D: R(f_tconv);
     case CTOSA_OP_CLAMP: R(f_clamp);
     case CTOSA_OP_ARITHMETIC_RIGHT_SHIFT: R(f_ars);
-    case CTOSA_OP_MAXIMUM: case CTOSA_OP_MINIMUM: case CTOSA_OP_MAX_POOL2D_ADAPTIVE: R(f_nan);
-    case CTOSA_OP_REDUCE_ALL: case CTOSA_OP_REDUCE_ANY: case CTOSA_OP_REDUCE_PRODUCT:
-    case CTOSA_OP_REDUCE_SUM: case CTOSA_OP_CONCAT: case CTOSA_OP_REVERSE: case CTOSA_OP_DIM:
-        R(f_axis);
-    case CTOSA_OP_REDUCE_MAX: case CTOSA_OP_REDUCE_MIN: R(f_axis_nan);
+    case CTOSA_OP_MAXIMUM:
+    case CTOSA_OP_MINIMUM:
+    case CTOSA_OP_MAX_POOL2D_ADAPTIVE: R(f_nan);
+    case CTOSA_OP_REDUCE_ALL:
+    case CTOSA_OP_REDUCE_ANY:
+    case CTOSA_OP_REDUCE_PRODUCT:
+    case CTOSA_OP_REDUCE_SUM:
+    case CTOSA_OP_CONCAT:
+    case CTOSA_OP_REVERSE:
+    case CTOSA_OP_DIM: R(f_axis);
+    case CTOSA_OP_REDUCE_MAX:
+    case CTOSA_OP_REDUCE_MIN: R(f_axis_nan);
     case CTOSA_OP_TRANSPOSE: R(f_transpose);
     case CTOSA_OP_RESIZE: R(f_resize);
     case CTOSA_OP_RESCALE: R(f_rescale);
     case CTOSA_OP_CUSTOM: R(f_custom);
     case CTOSA_OP_COND_IF: R(f_condif);
     case CTOSA_OP_WHILE_LOOP: R(f_while);
-    case CTOSA_OP_MATMUL_T_BLOCK_SCALED: case CTOSA_OP_CAST_FROM_BLOCK_SCALED:
-    case CTOSA_OP_CAST_TO_BLOCK_SCALED: case CTOSA_OP_CONV2D_BLOCK_SCALED: R(f_bs);
+    case CTOSA_OP_MATMUL_T_BLOCK_SCALED:
+    case CTOSA_OP_CAST_FROM_BLOCK_SCALED:
+    case CTOSA_OP_CAST_TO_BLOCK_SCALED:
+    case CTOSA_OP_CONV2D_BLOCK_SCALED: R(f_bs);
     case CTOSA_OP_AVG_POOL2D_ADAPTIVE: R(f_acc);
     case CTOSA_OP_ASSERT_EQUAL_SHAPE: R(f_assert);
     default: return f_empty;
@@ -218,8 +234,7 @@ const char *ctosa_enum_value_name(const char *enum_type, uint32_t value) {
     static const char *resize[] = {"UNKNOWN", "NEAREST", "BILINEAR"};
     static const char *round[] = {"UNKNOWN", "SINGLE_ROUND", "INEXACT_ROUND", "DOUBLE_ROUND"};
     if (!enum_type) return NULL;
-    if (strcmp(enum_type, "NanPropagationMode") == 0)
-        return value < 3 ? nan[value] : NULL;
+    if (strcmp(enum_type, "NanPropagationMode") == 0) return value < 3 ? nan[value] : NULL;
     if (strcmp(enum_type, "ResizeMode") == 0) return value < 3 ? resize[value] : NULL;
     if (strcmp(enum_type, "RoundingMode") == 0) return value < 4 ? round[value] : NULL;
     if (strcmp(enum_type, "BlockSize") == 0)

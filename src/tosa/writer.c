@@ -42,10 +42,10 @@
 /* One constant whose bytes go after the metadata. */
 typedef struct wr_item {
     const ctosa_tensor *t;
-    bool external;      /* offset/size segment instead of an inline vector */
-    uint32_t data_slot; /* inline: the uoffset slot of the `data` field */
+    bool external;              /* offset/size segment instead of an inline vector */
+    uint32_t data_slot;         /* inline: the uoffset slot of the `data` field */
     uint32_t off_pos, size_pos; /* external: TosaTensor.offset / .size fields */
-    uint64_t pos;       /* file position of the first data byte */
+    uint64_t pos;               /* file position of the first data byte */
 } wr_item;
 
 typedef struct writer {
@@ -114,10 +114,8 @@ static void check_source(diag_list *d, src_stat *c, const char *where, const cto
         fsize = (uint64_t)st.st_size;
     }
     if (end > fsize)
-        diag_add(d, CTOSA_ERR_IO,
-                 "%s: data range [%llu, %llu) lies beyond the end of %s (%llu bytes)", where,
-                 (unsigned long long)dt->offset, (unsigned long long)end, src,
-                 (unsigned long long)fsize);
+        diag_add(d, CTOSA_ERR_IO, "%s: data range [%llu, %llu) lies beyond the end of %s (%llu bytes)", where,
+                 (unsigned long long)dt->offset, (unsigned long long)end, src, (unsigned long long)fsize);
 }
 
 static void check_tensor(diag_list *d, src_stat *c, ctosa_version v, const char *bwhere,
@@ -136,16 +134,14 @@ static void check_tensor(diag_list *d, src_stat *c, ctosa_version v, const char 
     }
     if (shape_entry) {
         if (t->rank != 1 || t->shape[0] < 0) {
-            diag_add(d, CTOSA_ERR_USAGE,
-                     "%s: a TosaShape needs rank 1 holding its element count", where);
+            diag_add(d, CTOSA_ERR_USAGE, "%s: a TosaShape needs rank 1 holding its element count", where);
             return;
         }
     } else if (!ctosa_dtype_valid_in(t->dtype, v)) {
         if (ctosa_dtype_name(t->dtype) && t->dtype != CTOSA_DTYPE_UNKNOWN)
             diag_add(d, CTOSA_ERR_USAGE, "%s: dtype %s needs TOSA 1.1 (graph is %d.%d)", where,
                      dtype_label(t->dtype), v.major, v.minor);
-        else
-            diag_add(d, CTOSA_ERR_USAGE, "%s: invalid dtype value %d", where, (int)t->dtype);
+        else diag_add(d, CTOSA_ERR_USAGE, "%s: invalid dtype value %d", where, (int)t->dtype);
     }
     const ctosa_data *dt = &t->data;
     if (dt->kind == CTOSA_DATA_NONE) return;
@@ -160,22 +156,18 @@ static void check_tensor(diag_list *d, src_stat *c, ctosa_version v, const char 
     uint64_t n, need;
     ctosa_dtype st = shape_entry ? CTOSA_DTYPE_SHAPE : t->dtype;
     if (!ctosa_tensor_elements(t, &n)) {
-        diag_add(d, CTOSA_ERR_USAGE, "%s: constant data needs a static, non-negative shape",
-                 where);
+        diag_add(d, CTOSA_ERR_USAGE, "%s: constant data needs a static, non-negative shape", where);
     } else if (!ctosa_dtype_storage_size(st, n, &need)) {
-        diag_add(d, CTOSA_ERR_USAGE, "%s: element count %llu overflows", where,
-                 (unsigned long long)n);
+        diag_add(d, CTOSA_ERR_USAGE, "%s: element count %llu overflows", where, (unsigned long long)n);
     } else if (need != dt->size) {
-        diag_add(d, CTOSA_ERR_USAGE,
-                 "%s: data is %llu bytes but %llu elements of %s need %llu bytes", where,
+        diag_add(d, CTOSA_ERR_USAGE, "%s: data is %llu bytes but %llu elements of %s need %llu bytes", where,
                  (unsigned long long)dt->size, (unsigned long long)n, dtype_label(st),
                  (unsigned long long)need);
     }
     if (dt->kind == CTOSA_DATA_FILE) check_source(d, c, where, dt);
 }
 
-static void check_names(diag_list *d, const char *where, const char *what, uint32_t n,
-                        const char **names) {
+static void check_names(diag_list *d, const char *where, const char *what, uint32_t n, const char **names) {
     if (n > MAX_VEC) {
         diag_add(d, CTOSA_ERR_USAGE, "%s: %u %s is too many", where, n, what);
         return;
@@ -198,30 +190,32 @@ static void check_attr(diag_list *d, ctosa_version v, const char *where, const c
             int e;
             memcpy(&e, p, sizeof e);
             if (e < 0 || !ctosa_enum_value_name(f[i].enum_type, (uint32_t)e))
-                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: %d is not a %s value", where,
-                         f[i].name, e, f[i].enum_type);
+                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: %d is not a %s value", where, f[i].name, e,
+                         f[i].enum_type);
             break;
         }
         case CTOSA_FIELD_DTYPE: {
             ctosa_dtype t;
             memcpy(&t, p, sizeof t);
             if (t != CTOSA_DTYPE_UNKNOWN && !ctosa_dtype_valid_in(t, v))
-                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: dtype value %d is not valid in "
-                         "TOSA %d.%d", where, f[i].name, (int)t, v.major, v.minor);
+                diag_add(d, CTOSA_ERR_USAGE,
+                         "%s: attribute %s: dtype value %d is not valid in "
+                         "TOSA %d.%d",
+                         where, f[i].name, (int)t, v.major, v.minor);
             break;
         }
         case CTOSA_FIELD_I32_VEC: {
             const ctosa_i32s *s = (const ctosa_i32s *)p;
             if ((s->n && !s->v) || s->n > MAX_VEC)
-                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: %u values but %s", where,
-                         f[i].name, s->n, s->v ? "too many" : "a NULL array");
+                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: %u values but %s", where, f[i].name, s->n,
+                         s->v ? "too many" : "a NULL array");
             break;
         }
         case CTOSA_FIELD_BYTES: {
             const ctosa_bytes *s = (const ctosa_bytes *)p;
             if ((s->n && !s->p) || s->n > MAX_VEC)
-                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: %u bytes but %s", where,
-                         f[i].name, s->n, s->p ? "too many" : "a NULL array");
+                diag_add(d, CTOSA_ERR_USAGE, "%s: attribute %s: %u bytes but %s", where, f[i].name, s->n,
+                         s->p ? "too many" : "a NULL array");
             break;
         }
         default: break;
@@ -235,12 +229,11 @@ static ctosa_error *validate(const ctosa_graph *g) {
     ctosa_version v = g->version;
     int key = ctosa_version_key(v);
     if (key != 10 && key != 11)
-        diag_add(&d, CTOSA_ERR_UNSUPPORTED, "graph version %d.%d.%d: only 1.0 and 1.1 are written",
-                 v.major, v.minor, v.patch);
-    if (v.major < 0 || v.major > 255 || v.minor < 0 || v.minor > 255 || v.patch < 0 ||
-        v.patch > 255)
-        diag_add(&d, CTOSA_ERR_USAGE, "graph version %d.%d.%d: each part must be 0..255",
-                 v.major, v.minor, v.patch);
+        diag_add(&d, CTOSA_ERR_UNSUPPORTED, "graph version %d.%d.%d: only 1.0 and 1.1 are written", v.major,
+                 v.minor, v.patch);
+    if (v.major < 0 || v.major > 255 || v.minor < 0 || v.minor > 255 || v.patch < 0 || v.patch > 255)
+        diag_add(&d, CTOSA_ERR_USAGE, "graph version %d.%d.%d: each part must be 0..255", v.major, v.minor,
+                 v.patch);
     src_stat cache = {0};
     for (uint32_t ri = 0; ri < g->n_regions; ri++) {
         const ctosa_region *r = g->regions[ri];
@@ -251,23 +244,20 @@ static ctosa_error *validate(const ctosa_graph *g) {
             char bw[300];
             snprintf(bw, sizeof bw, "region '%s' block '%s'", rn, b->name ? b->name : "(null)");
             if (!b->name) diag_add(&d, CTOSA_ERR_USAGE, "%s: name is NULL", bw);
-            for (uint32_t i = 0; i < b->n_tensors; i++)
-                check_tensor(&d, &cache, v, bw, b->tensors[i], false);
-            for (uint32_t i = 0; i < b->n_shapes; i++)
-                check_tensor(&d, &cache, v, bw, b->shapes[i], true);
+            for (uint32_t i = 0; i < b->n_tensors; i++) check_tensor(&d, &cache, v, bw, b->tensors[i], false);
+            for (uint32_t i = 0; i < b->n_shapes; i++) check_tensor(&d, &cache, v, bw, b->shapes[i], true);
             for (uint32_t i = 0; i < b->n_ops; i++) {
                 const ctosa_op *op = b->ops[i];
                 char ow[400];
                 const char *on = ctosa_op_name(op->kind);
                 snprintf(ow, sizeof ow, "%s operator %u (%s)", bw, i, on ? on : "?");
                 if (!on) {
-                    diag_add(&d, CTOSA_ERR_USAGE, "%s: invalid operator value %d", ow,
-                             (int)op->kind);
+                    diag_add(&d, CTOSA_ERR_USAGE, "%s: invalid operator value %d", ow, (int)op->kind);
                     continue;
                 }
                 if (!ctosa_op_valid_in(op->kind, v))
-                    diag_add(&d, CTOSA_ERR_USAGE, "%s: operator needs TOSA 1.1 (graph is %d.%d)",
-                             ow, v.major, v.minor);
+                    diag_add(&d, CTOSA_ERR_USAGE, "%s: operator needs TOSA 1.1 (graph is %d.%d)", ow, v.major,
+                             v.minor);
                 check_names(&d, ow, "input", op->n_inputs, op->inputs);
                 check_names(&d, ow, "output", op->n_outputs, op->outputs);
                 check_attr(&d, v, ow, op);
@@ -367,8 +357,7 @@ static uint32_t emit_attr(writer *w, const ctosa_op *op) {
 
 static uint32_t emit_op(writer *w, const ctosa_op *op) {
     fbb *b = &w->b;
-    fbb_field f[6] = {SCALAR(0, 4, op->kind), SCALAR(1, 1, op->kind), REF(2), REF(3), REF(4),
-                      REF(5)};
+    fbb_field f[6] = {SCALAR(0, 4, op->kind), SCALAR(1, 1, op->kind), REF(2), REF(3), REF(4), REF(5)};
     uint32_t pos[6];
     uint32_t tab = fbb_table(b, f, op->location ? 6 : 5, pos);
     fbb_patch(b, pos[2], emit_attr(w, op));
@@ -389,9 +378,15 @@ static uint32_t emit_tensor(writer *w, const ctosa_tensor *t) {
     /* A 0-byte constant looks exactly like "no data" in the file; writing
      * both the same way keeps write(read(write(g))) byte-identical. */
     bool has_data = t->data.kind != CTOSA_DATA_NONE && t->data.size > 0;
-    fbb_field f[9] = {REF(0), REF(1), SCALAR(2, 4, t->dtype), REF(3),
-                      SCALAR(4, 1, t->variable ? 1 : 0), SCALAR(5, 1, t->is_unranked ? 1 : 0),
-                      SCALAR(7, 8, 0), SCALAR(8, 8, 0), REF(6)};
+    fbb_field f[9] = {REF(0),
+                      REF(1),
+                      SCALAR(2, 4, t->dtype),
+                      REF(3),
+                      SCALAR(4, 1, t->variable ? 1 : 0),
+                      SCALAR(5, 1, t->is_unranked ? 1 : 0),
+                      SCALAR(7, 8, 0),
+                      SCALAR(8, 8, 0),
+                      REF(6)};
     uint32_t pos[9];
     uint32_t tab = fbb_table(b, f, t->variable_name ? 9 : 8, pos);
     fbb_patch(b, pos[0], fbb_string(b, t->name));
@@ -478,10 +473,8 @@ static void emit_graph(writer *w) {
     uint32_t pos[3];
     fbb_patch(b, 0, fbb_table(b, f, sv ? 3 : 2, pos));
 
-    fbb_field vf[4] = {SCALAR(0, 4, (uint32_t)g->version.major),
-                       SCALAR(1, 4, (uint32_t)g->version.minor),
-                       SCALAR(2, 4, (uint32_t)g->version.patch),
-                       SCALAR(3, 1, g->version.draft ? 1 : 0)};
+    fbb_field vf[4] = {SCALAR(0, 4, (uint32_t)g->version.major), SCALAR(1, 4, (uint32_t)g->version.minor),
+                       SCALAR(2, 4, (uint32_t)g->version.patch), SCALAR(3, 1, g->version.draft ? 1 : 0)};
     uint32_t vpos[4];
     fbb_patch(b, pos[0], fbb_table(b, vf, 4, vpos));
     if (sv) {
@@ -541,11 +534,9 @@ static ctosa_error *prepare(writer *w, const ctosa_graph *g, const ctosa_write_o
     else ctosa_write_options_init(&o);
     w->align = o.data_alignment ? o.data_alignment : DEFAULT_ALIGN;
     if (w->align < 8 || w->align > MAX_ALIGN || (w->align & (w->align - 1)))
-        return ctosa_error_new(CTOSA_ERR_USAGE,
-                               "data_alignment %u: must be a power of two from 8 to %u",
+        return ctosa_error_new(CTOSA_ERR_USAGE, "data_alignment %u: must be a power of two from 8 to %u",
                                w->align, MAX_ALIGN);
-    if (o.layout != CTOSA_LAYOUT_AUTO && o.layout != CTOSA_LAYOUT_INLINE &&
-        o.layout != CTOSA_LAYOUT_EXTERNAL)
+    if (o.layout != CTOSA_LAYOUT_AUTO && o.layout != CTOSA_LAYOUT_INLINE && o.layout != CTOSA_LAYOUT_EXTERNAL)
         return ctosa_error_new(CTOSA_ERR_USAGE, "invalid layout value %d", (int)o.layout);
     ctosa_error *e = validate(g);
     if (e) return e;
@@ -665,8 +656,8 @@ static ctosa_error *sink_data(sink *s, const ctosa_tensor *t) {
             s->cached_path = NULL;
             s->cached_fd = open(d->path, O_RDONLY | O_CLOEXEC);
             if (s->cached_fd < 0)
-                return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': data file %s: %s", t->name,
-                                       d->path, strerror(errno));
+                return ctosa_error_new(CTOSA_ERR_IO, "tensor '%s': data file %s: %s", t->name, d->path,
+                                       strerror(errno));
             s->cached_path = d->path;
         }
         fd = s->cached_fd;
@@ -698,8 +689,8 @@ static ctosa_error *stream(writer *w, sink *s) {
             e = ctosa_error_new(CTOSA_ERR_INTERNAL, "tensor '%s': layout mismatch", it->t->name);
     }
     if (!e && s->pos != w->total)
-        e = ctosa_error_new(CTOSA_ERR_INTERNAL, "wrote %llu bytes, planned %llu",
-                            (unsigned long long)s->pos, (unsigned long long)w->total);
+        e = ctosa_error_new(CTOSA_ERR_INTERNAL, "wrote %llu bytes, planned %llu", (unsigned long long)s->pos,
+                            (unsigned long long)w->total);
     if (s->cached_fd >= 0) close(s->cached_fd);
     s->cached_fd = -1;
     return e;
@@ -707,8 +698,7 @@ static ctosa_error *stream(writer *w, sink *s) {
 
 /* ----------------------------------------------------------------- API */
 
-ctosa_error *ctosa_write_file(const ctosa_graph *g, const char *path,
-                              const ctosa_write_options *opt) {
+ctosa_error *ctosa_write_file(const ctosa_graph *g, const char *path, const ctosa_write_options *opt) {
     if (!g || !path) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_write_file: NULL argument");
     writer w;
     ctosa_error *e = prepare(&w, g, opt);
@@ -728,17 +718,15 @@ ctosa_error *ctosa_write_file(const ctosa_graph *g, const char *path,
     return e;
 }
 
-ctosa_error *ctosa_write_memory(const ctosa_graph *g, const ctosa_write_options *opt,
-                                void **buf, size_t *size) {
-    if (!buf || !size || !g)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_write_memory: NULL argument");
+ctosa_error *ctosa_write_memory(const ctosa_graph *g, const ctosa_write_options *opt, void **buf,
+                                size_t *size) {
+    if (!buf || !size || !g) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_write_memory: NULL argument");
     *buf = NULL;
     *size = 0;
     writer w;
     ctosa_error *e = prepare(&w, g, opt);
     if (!e && w.total > SIZE_MAX)
-        e = ctosa_error_new(CTOSA_ERR_LIMIT, "%llu bytes do not fit in memory",
-                            (unsigned long long)w.total);
+        e = ctosa_error_new(CTOSA_ERR_LIMIT, "%llu bytes do not fit in memory", (unsigned long long)w.total);
     uint8_t *mem = NULL;
     if (!e && !(mem = malloc(w.total ? (size_t)w.total : 1))) e = ctosa_error_nomem();
     if (!e) {

@@ -99,8 +99,7 @@ ctosa_error *diag_finish(diag_list *d) {
     if (d->count > d->max)
         e = ctosa_error_new(d->code, "%s\n... and %u more problem(s)", d->text ? d->text : "",
                             d->count - d->max);
-    else
-        e = ctosa_error_new(d->code, "%s", d->text ? d->text : "");
+    else e = ctosa_error_new(d->code, "%s", d->text ? d->text : "");
     diag_free(d);
     return e;
 }

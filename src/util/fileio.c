@@ -110,8 +110,7 @@ ctosa_error *out_file_pad(out_file *f, size_t n) {
     return NULL;
 }
 
-ctosa_error *out_file_copy_range(out_file *f, int in_fd, uint64_t off, uint64_t n,
-                                 const char *in_name) {
+ctosa_error *out_file_copy_range(out_file *f, int in_fd, uint64_t off, uint64_t n, const char *in_name) {
     loff_t in_off = (loff_t)off;
     bool use_cfr = true;
     while (n) {
@@ -135,8 +134,7 @@ ctosa_error *out_file_copy_range(out_file *f, int in_fd, uint64_t off, uint64_t 
         if (r < 0) {
             if (errno == EINTR) continue;
             return ctosa_error_new(CTOSA_ERR_IO, "%s: read failed at byte %llu: %s",
-                                   in_name ? in_name : "input", (unsigned long long)in_off,
-                                   strerror(errno));
+                                   in_name ? in_name : "input", (unsigned long long)in_off, strerror(errno));
         }
         if (r == 0)
             return ctosa_error_new(CTOSA_ERR_IO, "%s: unexpected end of file at byte %llu",
@@ -155,8 +153,7 @@ ctosa_error *out_file_commit(out_file *f) {
         e = ctosa_error_new(CTOSA_ERR_IO, "%s: close failed: %s", f->path, strerror(errno));
     f->fd = -1;
     if (!e && rename(f->tmp_path, f->path) != 0)
-        e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot rename into place: %s", f->path,
-                            strerror(errno));
+        e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot rename into place: %s", f->path, strerror(errno));
     if (e) unlink(f->tmp_path);
     free(f->path);
     free(f->tmp_path);
@@ -181,8 +178,8 @@ ctosa_error *read_whole_file(const char *path, uint64_t max_size, char **buf, si
     if (e) return e;
     if (max_size && m.size > max_size) {
         file_map_close(&m);
-        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: file is %llu bytes, more than the limit of %llu",
-                               path, (unsigned long long)m.size, (unsigned long long)max_size);
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: file is %llu bytes, more than the limit of %llu", path,
+                               (unsigned long long)m.size, (unsigned long long)max_size);
     }
     char *p = malloc((size_t)m.size + 1);
     if (!p) {

@@ -11,9 +11,9 @@
 
 typedef struct ffmt {
     int ebits, mbits, bias;
-    bool has_inf;   /* IEEE-style: all-ones exponent = inf/NaN */
-    double max;     /* largest finite magnitude */
-    uint32_t nan;   /* canonical quiet NaN encoding (positive) */
+    bool has_inf; /* IEEE-style: all-ones exponent = inf/NaN */
+    double max;   /* largest finite magnitude */
+    uint32_t nan; /* canonical quiet NaN encoding (positive) */
 } ffmt;
 
 static const ffmt F16 = {5, 10, 15, true, 65504.0, 0x7E00};
@@ -81,7 +81,8 @@ float ff_bf16_to_f32(uint16_t h) {
 uint16_t ff_f32_to_bf16(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
-    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu)) return (uint16_t)(0x7FC0u | ((u >> 16) & 0x8000u));
+    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu))
+        return (uint16_t)(0x7FC0u | ((u >> 16) & 0x8000u));
     /* round to nearest even on the 16 discarded bits; carries into the
      * exponent give the correct next binade / infinity */
     uint32_t lsb = (u >> 16) & 1u;

@@ -74,7 +74,8 @@ static bool parse_number(jp *j, json_value *v) {
     if (j->p >= j->end || *j->p < '0' || *j->p > '9') return jp_fail(j, "a number needs digits");
     if (*j->p == '0') {
         adv(j);
-        if (j->p < j->end && *j->p >= '0' && *j->p <= '9') return jp_fail(j, "numbers must not have leading zeros");
+        if (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+            return jp_fail(j, "numbers must not have leading zeros");
     } else {
         while (j->p < j->end && *j->p >= '0' && *j->p <= '9') adv(j);
     }
@@ -88,7 +89,8 @@ static bool parse_number(jp *j, json_value *v) {
         frac = true;
         adv(j);
         if (j->p < j->end && (*j->p == '+' || *j->p == '-')) adv(j);
-        if (j->p >= j->end || *j->p < '0' || *j->p > '9') return jp_fail(j, "digits expected in the exponent");
+        if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+            return jp_fail(j, "digits expected in the exponent");
         while (j->p < j->end && *j->p >= '0' && *j->p <= '9') adv(j);
     }
     size_t n = (size_t)(j->p - s);
@@ -436,7 +438,10 @@ static bool parse_value(jp *j, json_value *v, uint32_t depth) {
     case '{': return parse_object(j, v, depth);
     case '[': return parse_array(j, v, depth);
     case '"': v->kind = JSON_STRING; return parse_string(j, &v->str, &v->len);
-    case 't': v->kind = JSON_BOOL; v->b = true; return lit(j, "true");
+    case 't':
+        v->kind = JSON_BOOL;
+        v->b = true;
+        return lit(j, "true");
     case 'f': v->kind = JSON_BOOL; return lit(j, "false");
     case 'n': v->kind = JSON_NULL; return lit(j, "null");
     default:
@@ -449,7 +454,13 @@ static bool parse_value(jp *j, json_value *v, uint32_t depth) {
 }
 
 ctosa_error *json_parse(const char *text, size_t len, const char *name, arena *a, json_value **out) {
-    jp j = {(const unsigned char *)text, (const unsigned char *)text + len, name ? name : "<json>", a, 1, 1, NULL};
+    jp j = {(const unsigned char *)text,
+            (const unsigned char *)text + len,
+            name ? name : "<json>",
+            a,
+            1,
+            1,
+            NULL};
     *out = NULL;
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) j.p += 3;
     json_value *v = arena_zalloc(a, sizeof *v);

@@ -19,16 +19,16 @@ typedef enum json_kind { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_AR
 
 typedef struct json_value {
     json_kind kind;
-    uint32_t line, col;  /* where the value starts */
-    bool b;              /* BOOL */
-    double num;          /* NUMBER */
-    bool is_int;         /* NUMBER written without fraction/exponent and fits int64 */
-    int64_t i;           /* NUMBER when is_int */
-    const char *str;     /* STRING: NUL-terminated copy (may contain \u0000) */
-    size_t len;          /* STRING: bytes */
-    uint32_t n;          /* ARRAY / OBJECT: number of elements / members */
-    struct json_value *items;  /* ARRAY elements, OBJECT member values */
-    const char **keys;   /* OBJECT keys (NUL-terminated) */
+    uint32_t line, col;       /* where the value starts */
+    bool b;                   /* BOOL */
+    double num;               /* NUMBER */
+    bool is_int;              /* NUMBER written without fraction/exponent and fits int64 */
+    int64_t i;                /* NUMBER when is_int */
+    const char *str;          /* STRING: NUL-terminated copy (may contain \u0000) */
+    size_t len;               /* STRING: bytes */
+    uint32_t n;               /* ARRAY / OBJECT: number of elements / members */
+    struct json_value *items; /* ARRAY elements, OBJECT member values */
+    const char **keys;        /* OBJECT keys (NUL-terminated) */
     size_t *key_lens;
 } json_value;
 

@@ -72,10 +72,19 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     size_t len;
     unsigned min;
     if (c < 0x80) return 1;
-    if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; c &= 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; c &= 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; c &= 0x07; }
-    else return 0;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2;
+        min = 0x80;
+        c &= 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3;
+        min = 0x800;
+        c &= 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4;
+        min = 0x10000;
+        c &= 0x07;
+    } else return 0;
     if (len > n) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
@@ -128,8 +137,14 @@ void sb_json_str(strbuf *b, const char *s) {
 }
 
 void sb_json_double(strbuf *b, double v) {
-    if (isnan(v)) { sb_puts(b, "\"nan\""); return; }
-    if (isinf(v)) { sb_puts(b, v > 0 ? "\"inf\"" : "\"-inf\""); return; }
+    if (isnan(v)) {
+        sb_puts(b, "\"nan\"");
+        return;
+    }
+    if (isinf(v)) {
+        sb_puts(b, v > 0 ? "\"inf\"" : "\"-inf\"");
+        return;
+    }
     if (fabs(v) < 1e15 && v == (double)(int64_t)v) { /* range first: the cast of a larger value is UB */
         sb_printf(b, "%lld", (long long)v);
         return;

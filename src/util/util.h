@@ -26,8 +26,7 @@ typedef struct diag_list {
     ctosa_code code;
 } diag_list;
 void diag_init(diag_list *d, uint32_t max /* 0 = 100 */);
-void diag_add(diag_list *d, ctosa_code code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void diag_add(diag_list *d, ctosa_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Returns NULL if nothing was added; otherwise an error holding every line.
  * Resets d. */
 ctosa_error *diag_finish(diag_list *d);
@@ -43,21 +42,17 @@ typedef struct arena {
     size_t total; /* bytes handed out */
 } arena;
 void arena_init(arena *a, size_t chunk_size /* 0 = 64 KiB */);
-void *arena_alloc(arena *a, size_t size);          /* uninitialised */
-void *arena_zalloc(arena *a, size_t size);         /* zeroed */
+void *arena_alloc(arena *a, size_t size);  /* uninitialised */
+void *arena_zalloc(arena *a, size_t size); /* zeroed */
 void *arena_memdup(arena *a, const void *p, size_t size);
-char *arena_strdup(arena *a, const char *s);       /* NULL -> NULL */
+char *arena_strdup(arena *a, const char *s); /* NULL -> NULL */
 char *arena_strndup(arena *a, const char *s, size_t n);
 char *arena_printf(arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void arena_free(arena *a);
 
 /* Overflow-checked arithmetic. Return false on overflow. */
-static inline bool mul_u64(uint64_t a, uint64_t b, uint64_t *r) {
-    return !__builtin_mul_overflow(a, b, r);
-}
-static inline bool add_u64(uint64_t a, uint64_t b, uint64_t *r) {
-    return !__builtin_add_overflow(a, b, r);
-}
+static inline bool mul_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool add_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
 
 /* ------------------------------------------------------------- strbuf */
 typedef struct strbuf {
@@ -102,8 +97,8 @@ uint64_t hash_str(const char *s);
 typedef struct file_map {
     const uint8_t *data;
     uint64_t size;
-    int fd;         /* kept open for copy_file_range users; -1 if none */
-    bool mapped;    /* munmap needed */
+    int fd;      /* kept open for copy_file_range users; -1 if none */
+    bool mapped; /* munmap needed */
 } file_map;
 ctosa_error *file_map_open(const char *path, file_map *m);
 void file_map_close(file_map *m);
@@ -121,8 +116,7 @@ ctosa_error *out_file_open(out_file *f, const char *path);
 ctosa_error *out_file_write(out_file *f, const void *p, size_t n);
 /* Copies n bytes from offset off of in_fd (copy_file_range, then read/write
  * fallback) without holding them in memory. */
-ctosa_error *out_file_copy_range(out_file *f, int in_fd, uint64_t off, uint64_t n,
-                                 const char *in_name);
+ctosa_error *out_file_copy_range(out_file *f, int in_fd, uint64_t off, uint64_t n, const char *in_name);
 ctosa_error *out_file_pad(out_file *f, size_t n); /* n zero bytes */
 ctosa_error *out_file_commit(out_file *f);        /* fsync-free close + rename */
 void out_file_abort(out_file *f);
@@ -141,11 +135,20 @@ static inline uint32_t rd_u32(const uint8_t *p) {
 static inline uint64_t rd_u64(const uint8_t *p) {
     return (uint64_t)rd_u32(p) | ((uint64_t)rd_u32(p + 4) << 32);
 }
-static inline void wr_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static inline void wr_u32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+static inline void wr_u16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
 }
-static inline void wr_u64(uint8_t *p, uint64_t v) { wr_u32(p, (uint32_t)v); wr_u32(p + 4, (uint32_t)(v >> 32)); }
+static inline void wr_u32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline void wr_u64(uint8_t *p, uint64_t v) {
+    wr_u32(p, (uint32_t)v);
+    wr_u32(p + 4, (uint32_t)(v >> 32));
+}
 
 /* Number of online CPUs (>= 1). */
 int cpu_count(void);

@@ -43,19 +43,18 @@ PyObject *cx_numpy(void); /* borrowed reference to the numpy module, or NULL + e
 /* ------------------------------------------------------------- graphs */
 
 typedef struct GraphObject {
-    PyObject_HEAD
-    ctosa_graph *g;
-    PyObject *owner;      /* non-NULL: g belongs to owner (a lower result) */
-    Py_buffer *bufs;      /* buffers whose memory the graph borrows */
+    PyObject_HEAD ctosa_graph *g;
+    PyObject *owner; /* non-NULL: g belongs to owner (a lower result) */
+    Py_buffer *bufs; /* buffers whose memory the graph borrows */
     Py_ssize_t n_bufs, cap_bufs;
-    int busy;             /* GIL-released operations in flight */
-    int readonly;         /* builder calls refused */
+    int busy;                /* GIL-released operations in flight */
+    int readonly;            /* builder calls refused */
     PyThread_type_lock lock; /* serialises GIL-released work on g */
     PyObject *weakrefs;
 } GraphObject;
 
-extern PyTypeObject cx_Graph_Type, cx_Region_Type, cx_Block_Type, cx_Tensor_Type,
-    cx_Operator_Type, cx_DataView_Type;
+extern PyTypeObject cx_Graph_Type, cx_Region_Type, cx_Block_Type, cx_Tensor_Type, cx_Operator_Type,
+    cx_DataView_Type;
 
 /* A new graph object over g. owner NULL: the object frees g. */
 PyObject *cx_graph_wrap(ctosa_graph *g, PyObject *owner, int readonly);
@@ -73,8 +72,7 @@ int cx_lower_types_ready(PyObject *m);
 
 /* Custom-operator registries (lower.c). */
 typedef struct CustomOpsObject {
-    PyObject_HEAD
-    ctosa_custom_registry *reg;
+    PyObject_HEAD ctosa_custom_registry *reg;
     PyObject *keep; /* (infer, kernel) tuples of Python registrations */
 } CustomOpsObject;
 extern PyTypeObject cx_CustomOps_Type;

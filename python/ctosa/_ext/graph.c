@@ -117,9 +117,8 @@ static int writable(GraphObject *go) {
         return -1;
     }
     if (go->busy) {
-        cx_raise_code(CTOSA_ERR_USAGE,
-                      "the graph is being serialized, checked or run in another thread; "
-                      "build it before sharing it");
+        cx_raise_code(CTOSA_ERR_USAGE, "the graph is being serialized, checked or run in another thread; "
+                                       "build it before sharing it");
         return -1;
     }
     return 0;
@@ -127,8 +126,7 @@ static int writable(GraphObject *go) {
 
 /* View objects: a C pointer plus the graph that owns it. */
 typedef struct ViewObject {
-    PyObject_HEAD
-    GraphObject *graph;
+    PyObject_HEAD GraphObject *graph;
     void *ptr;
 } ViewObject;
 
@@ -159,10 +157,9 @@ static PyObject *view_richcompare(PyObject *a, PyObject *b, int op) {
 
 static Py_hash_t view_hash(ViewObject *v) { return _Py_HashPointer(v->ptr); }
 
-#define VIEW_TYPE_COMMON                                                                        \
-    .tp_basicsize = sizeof(ViewObject), .tp_dealloc = (destructor)view_dealloc,                \
-    .tp_flags = Py_TPFLAGS_DEFAULT, .tp_richcompare = view_richcompare,                        \
-    .tp_hash = (hashfunc)view_hash
+#define VIEW_TYPE_COMMON                                                        \
+    .tp_basicsize = sizeof(ViewObject), .tp_dealloc = (destructor)view_dealloc, \
+    .tp_flags = Py_TPFLAGS_DEFAULT, .tp_richcompare = view_richcompare, .tp_hash = (hashfunc)view_hash
 
 static PyObject *graph_regions(GraphObject *go, void *c) {
     if (!go->g) return PyList_New(0);
@@ -188,13 +185,12 @@ static PyObject *graph_version(GraphObject *go, void *c) {
 static PyObject *graph_file_info(GraphObject *go, void *c) {
     if (!go->g) Py_RETURN_NONE;
     ctosa_file_info fi = ctosa_graph_file_info(go->g);
-    return Py_BuildValue("{s:O,s:K,s:K,s:O,s:O,s:I,s:K}", "from_file", fi.from_file ? Py_True : Py_False,
-                         "file_size", (unsigned long long)fi.file_size, "flatbuffer_size",
-                         (unsigned long long)fi.flatbuffer_size, "external_data",
-                         fi.external_data ? Py_True : Py_False, "has_identifier",
-                         fi.has_identifier ? Py_True : Py_False, "min_data_alignment",
-                         (unsigned)fi.min_data_alignment, "constant_bytes",
-                         (unsigned long long)fi.constant_bytes);
+    return Py_BuildValue(
+        "{s:O,s:K,s:K,s:O,s:O,s:I,s:K}", "from_file", fi.from_file ? Py_True : Py_False, "file_size",
+        (unsigned long long)fi.file_size, "flatbuffer_size", (unsigned long long)fi.flatbuffer_size,
+        "external_data", fi.external_data ? Py_True : Py_False, "has_identifier",
+        fi.has_identifier ? Py_True : Py_False, "min_data_alignment", (unsigned)fi.min_data_alignment,
+        "constant_bytes", (unsigned long long)fi.constant_bytes);
 }
 
 static PyObject *graph_add_region(GraphObject *go, PyObject *args) {
@@ -241,8 +237,7 @@ static int parse_layout(const char *s, ctosa_layout *out) {
 
 /* Bytes object that owns a malloc'd buffer without copying it. */
 typedef struct {
-    PyObject_HEAD
-    void *buf;
+    PyObject_HEAD void *buf;
     size_t size;
 } MallocBufObject;
 static void mallocbuf_dealloc(MallocBufObject *m) {
@@ -255,8 +250,10 @@ static int mallocbuf_getbuffer(MallocBufObject *m, Py_buffer *view, int flags) {
 static PyBufferProcs mallocbuf_as_buffer = {(getbufferproc)mallocbuf_getbuffer, NULL};
 static PyTypeObject MallocBuf_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa._ctosa.SerializedBuffer",
-    .tp_basicsize = sizeof(MallocBufObject), .tp_dealloc = (destructor)mallocbuf_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT, .tp_as_buffer = &mallocbuf_as_buffer,
+    .tp_basicsize = sizeof(MallocBufObject),
+    .tp_dealloc = (destructor)mallocbuf_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_as_buffer = &mallocbuf_as_buffer,
     .tp_doc = "A serialized graph held in C memory (buffer protocol, read-only).",
 };
 
@@ -488,8 +485,11 @@ static PyGetSetDef region_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 PyTypeObject cx_Region_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Region", VIEW_TYPE_COMMON,
-    .tp_methods = region_methods, .tp_getset = region_getset, .tp_repr = (reprfunc)region_repr,
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Region",
+    VIEW_TYPE_COMMON,
+    .tp_methods = region_methods,
+    .tp_getset = region_getset,
+    .tp_repr = (reprfunc)region_repr,
 };
 
 /* -------------------------------------------------------------- block */
@@ -661,7 +661,8 @@ static int enum_from_obj(PyObject *o, const char *enum_type, const char *op, con
         size_t l = strlen(names);
         snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", nm);
     }
-    cx_raise_code(CTOSA_ERR_USAGE, "%s attribute %s: '%s' is not a %s (one of: %s)", op, field, s, enum_type, names);
+    cx_raise_code(CTOSA_ERR_USAGE, "%s attribute %s: '%s' is not a %s (one of: %s)", op, field, s, enum_type,
+                  names);
     return -1;
 }
 
@@ -752,8 +753,9 @@ static int set_attr(ctosa_attr *a, ctosa_op_kind kind, PyObject *key, PyObject *
         if (PyUnicode_Check(val) || PyObject_GetBuffer(val, vw, PyBUF_C_CONTIGUOUS) < 0) {
             if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
                 PyErr_Clear();
-                PyErr_Format(PyExc_TypeError, "%s attribute %s: expected bytes or a numpy array "
-                                              "(the little-endian value bytes), not %.100s",
+                PyErr_Format(PyExc_TypeError,
+                             "%s attribute %s: expected bytes or a numpy array "
+                             "(the little-endian value bytes), not %.100s",
                              opname, k, Py_TYPE(val)->tp_name);
             }
             return -1;
@@ -890,7 +892,9 @@ static int dtype_from_format(const char *fmt, Py_ssize_t itemsize, ctosa_dtype *
     case '?': *out = CTOSA_DTYPE_BOOL; return 0;
     case 'b': *out = CTOSA_DTYPE_INT8; return 0;
     case 'h': *out = CTOSA_DTYPE_INT16; return 0;
-    case 'i': case 'l': case 'q':
+    case 'i':
+    case 'l':
+    case 'q':
         if (itemsize == 4) *out = CTOSA_DTYPE_INT32;
         else if (itemsize == 8) *out = CTOSA_DTYPE_INT64;
         else break;
@@ -898,8 +902,9 @@ static int dtype_from_format(const char *fmt, Py_ssize_t itemsize, ctosa_dtype *
     case 'e': *out = CTOSA_DTYPE_FP16; return 0;
     case 'f': *out = CTOSA_DTYPE_FP32; return 0;
     }
-    cx_raise_code(CTOSA_ERR_USAGE, "cannot tell the TOSA dtype of items of format '%s' (size %zd): pass dtype=",
-                  fmt, itemsize);
+    cx_raise_code(CTOSA_ERR_USAGE,
+                  "cannot tell the TOSA dtype of items of format '%s' (size %zd): pass dtype=", fmt,
+                  itemsize);
     return -1;
 }
 
@@ -917,10 +922,13 @@ static PyObject *block_add_const(ViewObject *v, PyObject *args, PyObject *kw) {
     if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
     ctosa_dtype dt;
     int32_t shape[64];
-    int rc = dtobj != Py_None ? cx_dtype_from_obj(dtobj, &dt) : dtype_from_format(view.format, view.itemsize, &dt);
-    if (rc == 0 && view.ndim > 64) rc = -1, cx_raise_code(CTOSA_ERR_USAGE, "tensor '%s': rank too large", name);
+    int rc =
+        dtobj != Py_None ? cx_dtype_from_obj(dtobj, &dt) : dtype_from_format(view.format, view.itemsize, &dt);
+    if (rc == 0 && view.ndim > 64)
+        rc = -1, cx_raise_code(CTOSA_ERR_USAGE, "tensor '%s': rank too large", name);
     for (int i = 0; rc == 0 && i < view.ndim; i++) {
-        if (view.shape[i] > INT32_MAX) rc = -1, cx_raise_code(CTOSA_ERR_LIMIT, "tensor '%s': dimension too large", name);
+        if (view.shape[i] > INT32_MAX)
+            rc = -1, cx_raise_code(CTOSA_ERR_LIMIT, "tensor '%s': dimension too large", name);
         shape[i] = (int32_t)view.shape[i];
     }
     if (rc == 0 && view.ndim == 0 && view.shape == NULL && view.len != view.itemsize) {
@@ -987,15 +995,17 @@ static PyGetSetDef block_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 PyTypeObject cx_Block_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Block", VIEW_TYPE_COMMON,
-    .tp_methods = block_methods, .tp_getset = block_getset, .tp_repr = (reprfunc)block_repr,
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Block",
+    VIEW_TYPE_COMMON,
+    .tp_methods = block_methods,
+    .tp_getset = block_getset,
+    .tp_repr = (reprfunc)block_repr,
 };
 
 /* ----------------------------------------------------------- dataview */
 
 typedef struct DataViewObject {
-    PyObject_HEAD
-    GraphObject *graph;
+    PyObject_HEAD GraphObject *graph;
     const void *ptr;
     Py_ssize_t size;
 } DataViewObject;
@@ -1022,8 +1032,11 @@ static PyGetSetDef dataview_getset[] = {
 };
 PyTypeObject cx_DataView_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.DataView",
-    .tp_basicsize = sizeof(DataViewObject), .tp_dealloc = (destructor)dataview_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT, .tp_as_buffer = &dataview_as_buffer, .tp_getset = dataview_getset,
+    .tp_basicsize = sizeof(DataViewObject),
+    .tp_dealloc = (destructor)dataview_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_as_buffer = &dataview_as_buffer,
+    .tp_getset = dataview_getset,
     .tp_as_sequence = &dataview_as_seq,
     .tp_doc = "Read-only bytes of a constant tensor, in place (buffer protocol); keeps the graph "
               "(and the mapped file) alive.",
@@ -1047,7 +1060,9 @@ static PyObject *tensor_flag(int b) { return PyBool_FromLong(b); }
 static PyObject *tensor_is_shape(ViewObject *v, void *c) { return tensor_flag(TENSOR(v)->is_shape); }
 static PyObject *tensor_variable(ViewObject *v, void *c) { return tensor_flag(TENSOR(v)->variable); }
 static PyObject *tensor_is_unranked(ViewObject *v, void *c) { return tensor_flag(TENSOR(v)->is_unranked); }
-static PyObject *tensor_variable_name(ViewObject *v, void *c) { return cx_str_or_none(TENSOR(v)->variable_name); }
+static PyObject *tensor_variable_name(ViewObject *v, void *c) {
+    return cx_str_or_none(TENSOR(v)->variable_name);
+}
 static PyObject *tensor_nbytes(ViewObject *v, void *c) {
     return PyLong_FromUnsignedLongLong(TENSOR(v)->data.kind == CTOSA_DATA_NONE ? 0 : TENSOR(v)->data.size);
 }
@@ -1073,10 +1088,9 @@ static PyObject *tensor_raw(ViewObject *v, void *c) {
         PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)d->size);
         if (!bytes) return NULL;
         ctosa_error *e;
-        Py_BEGIN_ALLOW_THREADS
-        e = ctosa_tensor_read_data(TENSOR(v), 0, PyBytes_AS_STRING(bytes), (size_t)d->size);
-        Py_END_ALLOW_THREADS
-        if (e) {
+        Py_BEGIN_ALLOW_THREADS e =
+            ctosa_tensor_read_data(TENSOR(v), 0, PyBytes_AS_STRING(bytes), (size_t)d->size);
+        Py_END_ALLOW_THREADS if (e) {
             Py_DECREF(bytes);
             return cx_raise(e, NULL);
         }
@@ -1153,8 +1167,10 @@ static int tensor_set_data_obj(GraphObject *go, ctosa_tensor *t, PyObject *data,
     if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError)) {
             PyErr_Clear();
-            cx_raise_code(CTOSA_ERR_USAGE, "tensor '%s': data must be a C-contiguous buffer "
-                                           "(use numpy.ascontiguousarray)", t->name);
+            cx_raise_code(CTOSA_ERR_USAGE,
+                          "tensor '%s': data must be a C-contiguous buffer "
+                          "(use numpy.ascontiguousarray)",
+                          t->name);
         }
         return -1;
     }
@@ -1217,7 +1233,8 @@ static PyObject *tensor_set_data_file(ViewObject *v, PyObject *args, PyObject *k
         Py_DECREF(pathb);
         return NULL;
     }
-    ctosa_error *e = ctosa_tensor_set_data_file(v->graph->g, TENSOR(v), PyBytes_AS_STRING(pathb), -1, off, size);
+    ctosa_error *e =
+        ctosa_tensor_set_data_file(v->graph->g, TENSOR(v), PyBytes_AS_STRING(pathb), -1, off, size);
     PyObject *r = e ? cx_raise(e, PyBytes_AS_STRING(pathb)) : (Py_INCREF(Py_None), Py_None);
     Py_DECREF(pathb);
     return r;
@@ -1252,14 +1269,22 @@ static PyGetSetDef tensor_getset[] = {
     {"nbytes", (getter)tensor_nbytes, NULL, "bytes of constant data (file encoding)", NULL},
     {"data_kind", (getter)tensor_data_kind, NULL, "'none', 'memory', 'file' or 'generated'", NULL},
     {"data_file", (getter)tensor_data_file, NULL, "(path, fd, offset, size) for file-backed data", NULL},
-    {"raw", (getter)tensor_raw, NULL, "constant bytes in place (DataView); a bytes copy for file/generated data; None when not constant", NULL},
-    {"data", (getter)tensor_data, NULL, "read-only numpy array of the constant data: a view of the mapping, a copy for file/generated data; None when not constant", NULL},
+    {"raw", (getter)tensor_raw, NULL,
+     "constant bytes in place (DataView); a bytes copy for file/generated data; None when not constant",
+     NULL},
+    {"data", (getter)tensor_data, NULL,
+     "read-only numpy array of the constant data: a view of the mapping, a copy for file/generated data; "
+     "None when not constant",
+     NULL},
     {"graph", (getter)view_graph, NULL, "the owning TosaGraph", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 PyTypeObject cx_Tensor_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Tensor", VIEW_TYPE_COMMON,
-    .tp_methods = tensor_methods, .tp_getset = tensor_getset, .tp_repr = (reprfunc)tensor_repr,
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Tensor",
+    VIEW_TYPE_COMMON,
+    .tp_methods = tensor_methods,
+    .tp_getset = tensor_getset,
+    .tp_repr = (reprfunc)tensor_repr,
 };
 
 /* ----------------------------------------------------------- operator */
@@ -1322,9 +1347,10 @@ static PyObject *op_attrs(ViewObject *v, void *c) {
 static PyObject *op_repr(ViewObject *v) {
     ctosa_op *op = OP(v);
     PyObject *ins = op_inputs(v, NULL), *outs = ins ? op_outputs(v, NULL) : NULL;
-    PyObject *r = outs ? PyUnicode_FromFormat("<ctosa.Operator %s %R -> %R>",
-                                              ctosa_op_name(op->kind) ? ctosa_op_name(op->kind) : "?", ins, outs)
-                       : NULL;
+    PyObject *r =
+        outs ? PyUnicode_FromFormat("<ctosa.Operator %s %R -> %R>",
+                                    ctosa_op_name(op->kind) ? ctosa_op_name(op->kind) : "?", ins, outs)
+             : NULL;
     Py_XDECREF(ins);
     Py_XDECREF(outs);
     return r;
@@ -1341,8 +1367,10 @@ static PyGetSetDef op_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 PyTypeObject cx_Operator_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Operator", VIEW_TYPE_COMMON,
-    .tp_getset = op_getset, .tp_repr = (reprfunc)op_repr,
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa.Operator",
+    VIEW_TYPE_COMMON,
+    .tp_getset = op_getset,
+    .tp_repr = (reprfunc)op_repr,
 };
 
 /* --------------------------------------------------------------- read */
@@ -1375,7 +1403,8 @@ PyObject *cx_read(PyObject *self, PyObject *args, PyObject *kw) {
      * and pin the buffer for the graph's lifetime. */
     Py_buffer view;
     if (PyObject_GetBuffer(src, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    Py_BEGIN_ALLOW_THREADS e = ctosa_read_memory(view.buf, (size_t)view.len, name ? name : "<memory>", &opt, &g);
+    Py_BEGIN_ALLOW_THREADS e =
+        ctosa_read_memory(view.buf, (size_t)view.len, name ? name : "<memory>", &opt, &g);
     Py_END_ALLOW_THREADS if (e) {
         PyBuffer_Release(&view);
         return cx_raise(e, name ? name : "<memory>");

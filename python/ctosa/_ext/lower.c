@@ -59,11 +59,10 @@ static PyObject *customops_ops(CustomOpsObject *c, void *unused) {
     if (!l) return NULL;
     for (uint32_t i = 0; i < n; i++) {
         const ctosa_custom_op *op = ctosa_custom_registry_get(c->reg, i);
-        PyObject *d = Py_BuildValue("{s:N,s:N,s:N,s:N,s:O}", "onnx_domain", cx_str_or_none(op->onnx_domain),
-                                    "onnx_op_type", cx_str_or_none(op->onnx_op_type), "tosa_domain",
-                                    cx_str_or_none(op->tosa_domain), "tosa_operator",
-                                    cx_str_or_none(op->tosa_operator), "has_kernel",
-                                    op->kernel ? Py_True : Py_False);
+        PyObject *d = Py_BuildValue(
+            "{s:N,s:N,s:N,s:N,s:O}", "onnx_domain", cx_str_or_none(op->onnx_domain), "onnx_op_type",
+            cx_str_or_none(op->onnx_op_type), "tosa_domain", cx_str_or_none(op->tosa_domain), "tosa_operator",
+            cx_str_or_none(op->tosa_operator), "has_kernel", op->kernel ? Py_True : Py_False);
         if (!d) {
             Py_DECREF(l);
             return NULL;
@@ -117,7 +116,8 @@ static PyObject *onnx_attr_value(const ctosa_onnx_attr *a) {
     case CTOSA_ONNX_ATTR_STRINGS: {
         PyObject *l = PyList_New(a->count);
         for (uint32_t i = 0; l && i < a->count; i++)
-            PyList_SET_ITEM(l, i, PyBytes_FromStringAndSize((const char *)a->strings[i].p, (Py_ssize_t)a->strings[i].n));
+            PyList_SET_ITEM(
+                l, i, PyBytes_FromStringAndSize((const char *)a->strings[i].p, (Py_ssize_t)a->strings[i].n));
         return l;
     }
     default: Py_RETURN_NONE; /* tensors, graphs, type protos: not passed */
@@ -132,8 +132,9 @@ static PyObject *shape_tuple(uint32_t rank, const int64_t *shape) {
 
 /* infer(node: dict, inputs: [(dtype, shape, present, value bytes|None)],
  *       n_outputs) -> [(dtype, shape)] */
-static ctosa_error *py_infer_tramp(void *user, const ctosa_custom_node *node, const ctosa_custom_tensor *inputs,
-                                   uint32_t n_inputs, ctosa_custom_tensor *outputs, uint32_t n_outputs) {
+static ctosa_error *py_infer_tramp(void *user, const ctosa_custom_node *node,
+                                   const ctosa_custom_tensor *inputs, uint32_t n_inputs,
+                                   ctosa_custom_tensor *outputs, uint32_t n_outputs) {
     PyGILState_STATE st = PyGILState_Ensure();
     ctosa_error *e = NULL;
     PyObject *attrs = PyDict_New(), *ins = PyList_New(n_inputs), *nd = NULL, *res = NULL, *seq = NULL;
@@ -148,10 +149,13 @@ static ctosa_error *py_infer_tramp(void *user, const ctosa_custom_node *node, co
     }
     for (uint32_t i = 0; i < n_inputs; i++) {
         const ctosa_custom_tensor *t = &inputs[i];
-        PyObject *val = t->data ? PyBytes_FromStringAndSize(t->data, (Py_ssize_t)t->nbytes) : (Py_INCREF(Py_None), Py_None);
-        PyObject *it = val ? Py_BuildValue("(sNON)", ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "unknown",
-                                           shape_tuple(t->rank, t->shape), t->present ? Py_True : Py_False, val)
-                           : NULL;
+        PyObject *val = t->data ? PyBytes_FromStringAndSize(t->data, (Py_ssize_t)t->nbytes)
+                                : (Py_INCREF(Py_None), Py_None);
+        PyObject *it =
+            val ? Py_BuildValue("(sNON)",
+                                ctosa_dtype_short(t->dtype) ? ctosa_dtype_short(t->dtype) : "unknown",
+                                shape_tuple(t->rank, t->shape), t->present ? Py_True : Py_False, val)
+                : NULL;
         if (!it) goto py_fail;
         PyList_SET_ITEM(ins, i, it);
     }
@@ -184,7 +188,8 @@ static ctosa_error *py_infer_tramp(void *user, const ctosa_custom_node *node, co
         }
         outputs[i].dtype = d;
         outputs[i].rank = (uint32_t)r;
-        for (Py_ssize_t k = 0; k < r; k++) outputs[i].shape[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(ss, k));
+        for (Py_ssize_t k = 0; k < r; k++)
+            outputs[i].shape[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(ss, k));
         Py_DECREF(ss);
         if (PyErr_Occurred()) goto py_fail;
     }
@@ -211,25 +216,27 @@ static ctosa_error *py_kernel_tramp(void *user, const ctosa_interp_tensor *input
     PyObject *ins = PyList_New(n_inputs), *outs = PyList_New(n_outputs), *res = NULL, *seq = NULL;
     if (!ins || !outs) goto py_fail;
     for (uint32_t i = 0; i < n_inputs; i++) {
-        PyObject *it = Py_BuildValue("(sNN)", ctosa_dtype_short(inputs[i].dtype), shape_tuple(inputs[i].rank, inputs[i].shape),
+        PyObject *it = Py_BuildValue("(sNN)", ctosa_dtype_short(inputs[i].dtype),
+                                     shape_tuple(inputs[i].rank, inputs[i].shape),
                                      PyBytes_FromStringAndSize(inputs[i].data, (Py_ssize_t)inputs[i].size));
         if (!it) goto py_fail;
         PyList_SET_ITEM(ins, i, it);
     }
     for (uint32_t i = 0; i < n_outputs; i++) {
         PyObject *it = Py_BuildValue("(sNK)", ctosa_dtype_short(outputs[i].dtype),
-                                     shape_tuple(outputs[i].rank, outputs[i].shape), (unsigned long long)outputs[i].size);
+                                     shape_tuple(outputs[i].rank, outputs[i].shape),
+                                     (unsigned long long)outputs[i].size);
         if (!it) goto py_fail;
         PyList_SET_ITEM(outs, i, it);
     }
-    res = PyObject_CallFunction(PyTuple_GET_ITEM((PyObject *)user, 1), "OOy#", ins, outs, (const char *)iattrs,
-                                (Py_ssize_t)iattrs_len);
+    res = PyObject_CallFunction(PyTuple_GET_ITEM((PyObject *)user, 1), "OOy#", ins, outs,
+                                (const char *)iattrs, (Py_ssize_t)iattrs_len);
     if (!res) goto py_fail;
     seq = PySequence_Fast(res, "kernel must return a sequence of arrays");
     if (!seq) goto py_fail;
     if ((uint32_t)PySequence_Fast_GET_SIZE(seq) != n_outputs) {
-        e = ctosa_error_new(CTOSA_ERR_INVALID, "kernel returned %zd outputs, expected %u", PySequence_Fast_GET_SIZE(seq),
-                            n_outputs);
+        e = ctosa_error_new(CTOSA_ERR_INVALID, "kernel returned %zd outputs, expected %u",
+                            PySequence_Fast_GET_SIZE(seq), n_outputs);
         goto done;
     }
     for (uint32_t i = 0; i < n_outputs; i++) {
@@ -257,13 +264,13 @@ done:
 }
 
 static PyObject *customops_register(CustomOpsObject *c, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"onnx_domain", "onnx_op_type", "infer",     "kernel", "tosa_domain",
-                             "tosa_operator", "since_opset", "until_opset", NULL};
+    static char *kwlist[] = {"onnx_domain",   "onnx_op_type", "infer",       "kernel", "tosa_domain",
+                             "tosa_operator", "since_opset",  "until_opset", NULL};
     const char *dom, *opt, *tdom = NULL, *top = NULL;
     PyObject *infer, *kernel = Py_None;
     long long since = 0, until = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|OzzLL", kwlist, &dom, &opt, &infer, &kernel, &tdom, &top, &since,
-                                     &until))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|OzzLL", kwlist, &dom, &opt, &infer, &kernel, &tdom, &top,
+                                     &since, &until))
         return NULL;
     if (!PyCallable_Check(infer) || (kernel != Py_None && !PyCallable_Check(kernel))) {
         PyErr_SetString(PyExc_TypeError, "infer and kernel must be callables");
@@ -313,18 +320,20 @@ static PyGetSetDef customops_getset[] = {
 };
 PyTypeObject cx_CustomOps_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa._ctosa.CustomOps",
-    .tp_basicsize = sizeof(CustomOpsObject), .tp_dealloc = (destructor)customops_dealloc,
+    .tp_basicsize = sizeof(CustomOpsObject),
+    .tp_dealloc = (destructor)customops_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "A custom-operator registry (plugins, --custom-ops JSON).",
-    .tp_methods = customops_methods, .tp_getset = customops_getset, .tp_init = (initproc)customops_init,
+    .tp_methods = customops_methods,
+    .tp_getset = customops_getset,
+    .tp_init = (initproc)customops_init,
     .tp_new = PyType_GenericNew,
 };
 
 /* -------------------------------------------------------- LowerResult */
 
 typedef struct LowerResultObject {
-    PyObject_HEAD
-    ctosa_lower_result *r;
+    PyObject_HEAD ctosa_lower_result *r;
     PyObject *custom_ops; /* kept alive: the result borrows the registry */
 } LowerResultObject;
 
@@ -344,7 +353,8 @@ static PyObject *io_list(const ctosa_lower_io *v, uint32_t n) {
             Py_DECREF(l);
             return NULL;
         }
-        for (uint32_t d = 0; d < v[i].rank; d++) PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(v[i].shape[d]));
+        for (uint32_t d = 0; d < v[i].rank; d++)
+            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(v[i].shape[d]));
         PyObject *d;
         if (v[i].quantized)
             d = Py_BuildValue("{s:N,s:N,s:N,s:d,s:L}", "name", cx_str_or_none(v[i].name), "dtype",
@@ -390,10 +400,10 @@ static PyObject *lowerresult_summary(LowerResultObject *lr, PyObject *unused) {
             Py_DECREF(counts);
             goto fail;
         }
-        PyObject *d = Py_BuildValue("{s:I,s:N,s:N,s:N,s:N,s:N,s:N}", "id", p->id, "file", cx_str_or_none(p->file),
-                                    "nodes", cx_str_tuple(p->nodes, p->n_nodes), "inputs",
-                                    io_list(p->inputs, p->n_inputs), "outputs", io_list(p->outputs, p->n_outputs),
-                                    "op_counts", counts, "graph", g);
+        PyObject *d = Py_BuildValue("{s:I,s:N,s:N,s:N,s:N,s:N,s:N}", "id", p->id, "file",
+                                    cx_str_or_none(p->file), "nodes", cx_str_tuple(p->nodes, p->n_nodes),
+                                    "inputs", io_list(p->inputs, p->n_inputs), "outputs",
+                                    io_list(p->outputs, p->n_outputs), "op_counts", counts, "graph", g);
         if (!d) goto fail;
         PyList_SET_ITEM(parts, i, d);
     }
@@ -412,11 +422,11 @@ static PyObject *lowerresult_summary(LowerResultObject *lr, PyObject *unused) {
     if (!cu) goto fail;
     for (uint32_t i = 0; i < s->n_custom; i++) {
         const ctosa_lower_custom *c = &s->custom[i];
-        PyObject *d = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:I,s:O}", "node", cx_str_or_none(c->node), "op_type",
-                                    cx_str_or_none(c->op_type), "domain", cx_str_or_none(c->domain),
-                                    "domain_name", cx_str_or_none(c->domain_name), "operator_name",
-                                    cx_str_or_none(c->operator_name), "partition", c->partition,
-                                    "overrides_builtin", c->overrides_builtin ? Py_True : Py_False);
+        PyObject *d = Py_BuildValue(
+            "{s:N,s:N,s:N,s:N,s:N,s:I,s:O}", "node", cx_str_or_none(c->node), "op_type",
+            cx_str_or_none(c->op_type), "domain", cx_str_or_none(c->domain), "domain_name",
+            cx_str_or_none(c->domain_name), "operator_name", cx_str_or_none(c->operator_name), "partition",
+            c->partition, "overrides_builtin", c->overrides_builtin ? Py_True : Py_False);
         if (!d) goto fail;
         PyList_SET_ITEM(cu, i, d);
     }
@@ -437,8 +447,10 @@ static PyMethodDef lowerresult_methods[] = {
 };
 static PyTypeObject LowerResult_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa._ctosa.LowerResult",
-    .tp_basicsize = sizeof(LowerResultObject), .tp_dealloc = (destructor)lowerresult_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT, .tp_methods = lowerresult_methods,
+    .tp_basicsize = sizeof(LowerResultObject),
+    .tp_dealloc = (destructor)lowerresult_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = lowerresult_methods,
     .tp_doc = "Result of ctosa_lower_file (use ctosa.lower()).",
 };
 
@@ -447,9 +459,10 @@ static PyTypeObject LowerResult_Type = {
  *       partitioned_onnx=True, report=True, max_problems=0, max_memory=0,
  *       requant_ort=False) */
 PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path",   "spec",   "binds",  "shapes",           "custom_ops", "output_dir",
-                             "stem",   "partitioned_onnx", "report", "max_problems", "max_memory",
-                             "requant_ort", NULL};
+    static char *kwlist[] = {"path",       "spec",         "binds",      "shapes",
+                             "custom_ops", "output_dir",   "stem",       "partitioned_onnx",
+                             "report",     "max_problems", "max_memory", "requant_ort",
+                             NULL};
     PyObject *pathb = NULL, *sobj, *binds = Py_None, *shapes = Py_None, *reg_obj = Py_None, *outb = NULL,
              *outobj = Py_None;
     const char *stem = NULL;
@@ -458,8 +471,8 @@ PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
     unsigned long long maxmem = 0;
     int requant_ort = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOzppIKp", kwlist, PyUnicode_FSConverter, &pathb, &sobj,
-                                     &binds, &shapes, &reg_obj, &outobj, &stem, &part_onnx,
-                                     &report, &maxp, &maxmem, &requant_ort))
+                                     &binds, &shapes, &reg_obj, &outobj, &stem, &part_onnx, &report, &maxp,
+                                     &maxmem, &requant_ort))
         return NULL;
     PyObject *res = NULL, *bseq = NULL, *sseq = NULL;
     ctosa_lower_bind *bv = NULL;
@@ -485,14 +498,16 @@ PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
             goto done;
         }
         for (Py_ssize_t i = 0; i < n; i++)
-            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(bseq, i), "ss", &bv[i].name, &bv[i].file)) goto done;
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(bseq, i), "ss", &bv[i].name, &bv[i].file))
+                goto done;
         opt.n_binds = (uint32_t)n;
         opt.binds = bv;
     }
     if (shapes != Py_None) {
         if (!(sseq = PySequence_Fast(shapes, "shapes must be a sequence of (name, dims)"))) goto done;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(sseq);
-        if (!(sv = PyMem_Calloc((size_t)n + 1, sizeof *sv)) || !(dims = PyMem_Calloc((size_t)n * 16 + 1, sizeof *dims))) {
+        if (!(sv = PyMem_Calloc((size_t)n + 1, sizeof *sv)) ||
+            !(dims = PyMem_Calloc((size_t)n * 16 + 1, sizeof *dims))) {
             PyErr_NoMemory();
             goto done;
         }

@@ -99,8 +99,8 @@ static const struct {
     const char *name;
     ctosa_dtype t;
 } np_names[] = {
-    {"float32", CTOSA_DTYPE_FP32}, {"float16", CTOSA_DTYPE_FP16}, {"bool", CTOSA_DTYPE_BOOL},
-    {"int8", CTOSA_DTYPE_INT8},    {"int16", CTOSA_DTYPE_INT16},  {"int32", CTOSA_DTYPE_INT32},
+    {"float32", CTOSA_DTYPE_FP32}, {"float16", CTOSA_DTYPE_FP16},  {"bool", CTOSA_DTYPE_BOOL},
+    {"int8", CTOSA_DTYPE_INT8},    {"int16", CTOSA_DTYPE_INT16},   {"int32", CTOSA_DTYPE_INT32},
     {"int64", CTOSA_DTYPE_INT64},  {"bfloat16", CTOSA_DTYPE_BF16},
 };
 
@@ -151,8 +151,10 @@ int cx_dtype_from_obj(PyObject *o, ctosa_dtype *out) {
             Py_DECREF(s);
             return 0;
         }
-    cx_raise_code(CTOSA_ERR_USAGE, "unknown dtype '%s' (expected a TOSA name such as int8, fp32, "
-                  "bf16, or a numpy dtype of the same kind)", name);
+    cx_raise_code(CTOSA_ERR_USAGE,
+                  "unknown dtype '%s' (expected a TOSA name such as int8, fp32, "
+                  "bf16, or a numpy dtype of the same kind)",
+                  name);
     Py_DECREF(s);
     return -1;
 }
@@ -258,9 +260,8 @@ static PyObject *spec_tuple(const ctosa_spec *s) {
     /* PyList_Append increfs: drop the temporaries' own references */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(profiles); i++) Py_DECREF(PyList_GET_ITEM(profiles, i));
     return Py_BuildValue("{s:s,s:N,s:N,s:N,s:s,s:O}", "canonical", buf, "version",
-                         cx_version_to_obj(s->version), "profiles", profiles, "extensions", exts,
-                         "level", s->level == CTOSA_LEVEL_8K ? "8K" : "none", "u55",
-                         s->u55 ? Py_True : Py_False);
+                         cx_version_to_obj(s->version), "profiles", profiles, "extensions", exts, "level",
+                         s->level == CTOSA_LEVEL_8K ? "8K" : "none", "u55", s->u55 ? Py_True : Py_False);
 }
 
 static PyObject *py_spec_parse(PyObject *self, PyObject *arg) {
@@ -369,8 +370,8 @@ static PyObject *do_run(GraphObject *go, ctosa_interp **itp, const ctosa_interp_
             e = ctosa_error_new(CTOSA_ERR_USAGE, "'%s' is not an input of the graph", nm);
             break;
         }
-        e = ctosa_interp_set_input(it, nm, info.dtype, (uint32_t)in[i].view.ndim, in[i].shape,
-                                   in[i].view.buf, (uint64_t)in[i].view.len);
+        e = ctosa_interp_set_input(it, nm, info.dtype, (uint32_t)in[i].view.ndim, in[i].shape, in[i].view.buf,
+                                   (uint64_t)in[i].view.len);
     }
     if (!e) e = ctosa_interp_run(it);
     cx_graph_end(go, ts);
@@ -383,7 +384,8 @@ static PyObject *do_run(GraphObject *go, ctosa_interp **itp, const ctosa_interp_
     if (!result) goto done;
     for (uint32_t i = 0; i < nout; i++) {
         ctosa_interp_tensor info, out;
-        if ((e = ctosa_interp_output_info(it, i, &info)) || (e = ctosa_interp_get_output(it, info.name, &out))) {
+        if ((e = ctosa_interp_output_info(it, i, &info)) ||
+            (e = ctosa_interp_get_output(it, info.name, &out))) {
             Py_CLEAR(result);
             cx_raise(e, NULL);
             goto done;
@@ -422,13 +424,13 @@ done:
 /* _run(graph, [(name, buffer)], threads=0, max_memory=0, custom_ops=None,
  *      max_iterations=0): one interpreter for one run. */
 static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"graph", "inputs", "threads", "max_memory", "custom_ops",
-                             "max_iterations", NULL};
+    static char *kwlist[] = {"graph",      "inputs",         "threads", "max_memory",
+                             "custom_ops", "max_iterations", NULL};
     PyObject *gobj, *inputs, *reg_obj = Py_None;
     int threads = 0;
     unsigned long long maxmem = 0, maxit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iKOK", kwlist, &gobj, &inputs, &threads, &maxmem,
-                                     &reg_obj, &maxit))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iKOK", kwlist, &gobj, &inputs, &threads, &maxmem, &reg_obj,
+                                     &maxit))
         return NULL;
     GraphObject *go;
     const ctosa_custom_registry *reg;
@@ -452,8 +454,7 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
 /* A persistent interpreter: planned once, run many times; variables keep
  * their values across runs. Holds its graph (and registry) alive. */
 typedef struct InterpObject {
-    PyObject_HEAD
-    GraphObject *graph;
+    PyObject_HEAD GraphObject *graph;
     PyObject *custom_ops;
     ctosa_interp *it;
     ctosa_interp_options opt;
@@ -521,14 +522,18 @@ static PyObject *interp_io(InterpObject *o, int outputs) {
     PyObject *l = PyList_New(n);
     for (uint32_t i = 0; l && i < n; i++) {
         ctosa_interp_tensor info;
-        ctosa_error *e = outputs ? ctosa_interp_output_info(o->it, i, &info) : ctosa_interp_input_info(o->it, i, &info);
+        ctosa_error *e =
+            outputs ? ctosa_interp_output_info(o->it, i, &info) : ctosa_interp_input_info(o->it, i, &info);
         if (e) {
             Py_DECREF(l);
             return cx_raise(e, NULL);
         }
         PyObject *shape = PyTuple_New(info.rank);
-        for (uint32_t d = 0; shape && d < info.rank; d++) PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(info.shape[d]));
-        PyObject *t = shape ? Py_BuildValue("(NsN)", cx_str_or_none(info.name), ctosa_dtype_short(info.dtype), shape) : NULL;
+        for (uint32_t d = 0; shape && d < info.rank; d++)
+            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(info.shape[d]));
+        PyObject *t =
+            shape ? Py_BuildValue("(NsN)", cx_str_or_none(info.name), ctosa_dtype_short(info.dtype), shape)
+                  : NULL;
         if (!t) {
             Py_DECREF(l);
             return NULL;
@@ -557,9 +562,13 @@ static PyGetSetDef interp_getset[] = {
 };
 static PyTypeObject Interp_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa._ctosa.Interpreter",
-    .tp_basicsize = sizeof(InterpObject), .tp_dealloc = (destructor)interp_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, .tp_methods = interp_methods,
-    .tp_getset = interp_getset, .tp_init = (initproc)interp_init, .tp_new = PyType_GenericNew,
+    .tp_basicsize = sizeof(InterpObject),
+    .tp_dealloc = (destructor)interp_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_methods = interp_methods,
+    .tp_getset = interp_getset,
+    .tp_init = (initproc)interp_init,
+    .tp_new = PyType_GenericNew,
     .tp_doc = "Interpreter(graph, threads=0, max_memory=0, custom_ops=None, max_iterations=0)",
 };
 
@@ -626,9 +635,15 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_ctosa",
-                                    "C extension of the ctosa package (use `import ctosa`).", -1,
-                                    methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT,
+                                    "_ctosa",
+                                    "C extension of the ctosa package (use `import ctosa`).",
+                                    -1,
+                                    methods,
+                                    NULL,
+                                    NULL,
+                                    NULL,
+                                    NULL};
 
 PyMODINIT_FUNC PyInit__ctosa(void) {
     PyObject *m = PyModule_Create(&moddef);
@@ -640,8 +655,8 @@ PyMODINIT_FUNC PyInit__ctosa(void) {
         return NULL;
     }
     PyModule_AddStringConstant(m, "C_VERSION", CTOSA_VERSION_STRING);
-    static const char *codes[] = {"OK",          "USAGE",  "IO",      "FORMAT",  "UNSUPPORTED",
-                                  "LIMIT",       "NOMEM",  "INVALID", "INTERNAL"};
+    static const char *codes[] = {"OK",    "USAGE", "IO",      "FORMAT",  "UNSUPPORTED",
+                                  "LIMIT", "NOMEM", "INVALID", "INTERNAL"};
     for (int i = 0; i <= CTOSA_ERR_INTERNAL; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "ERR_%s", codes[i]);

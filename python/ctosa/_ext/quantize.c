@@ -4,8 +4,9 @@
 #include "ext.h"
 
 PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path",   "output_dir",  "calibration", "spec",    "target",     "activation_bits",
-                             "method", "percentile",  "bias_correction", "max_samples", "stem", NULL};
+    static char *kwlist[] = {
+        "path",   "output_dir", "calibration",     "spec",        "target", "activation_bits",
+        "method", "percentile", "bias_correction", "max_samples", "stem",   NULL};
     PyObject *pathb = NULL, *outb = NULL, *cal;
     const char *spec = NULL, *target = NULL, *method = NULL, *stem = NULL;
     int bits = 8, bias = 1;

@@ -7,8 +7,7 @@
 #include "ctosa/runtime.h"
 
 typedef struct RuntimeObject {
-    PyObject_HEAD
-    ctosa_runtime *rt;
+    PyObject_HEAD ctosa_runtime *rt;
     PyObject *custom_ops;
     int running;
 } RuntimeObject;
@@ -46,8 +45,7 @@ static int runtime_init(RuntimeObject *o, PyObject *args, PyObject *kw) {
     opt.custom_ops = reg_obj == Py_None ? NULL : ((CustomOpsObject *)reg_obj)->reg;
     ctosa_error *e;
     Py_BEGIN_ALLOW_THREADS e = ctosa_runtime_load(path, &opt, &o->rt);
-    Py_END_ALLOW_THREADS
-    if (e) {
+    Py_END_ALLOW_THREADS if (e) {
         cx_raise(e, path);
         return -1;
     }
@@ -67,7 +65,8 @@ static PyObject *shape_tuple(uint32_t rank, const int64_t *shape) {
 /* (name, dtype, shape, (scale, zero_point) or None) */
 static PyObject *info_tuple(const ctosa_runtime_tensor *t) {
     PyObject *shape = shape_tuple(t->rank, t->shape);
-    PyObject *q = t->quantized ? Py_BuildValue("(dL)", t->scale, (long long)t->zero_point) : (Py_INCREF(Py_None), Py_None);
+    PyObject *q = t->quantized ? Py_BuildValue("(dL)", t->scale, (long long)t->zero_point)
+                               : (Py_INCREF(Py_None), Py_None);
     if (!shape || !q) {
         Py_XDECREF(shape);
         Py_XDECREF(q);
@@ -82,7 +81,8 @@ static PyObject *runtime_io(RuntimeObject *o, int outputs) {
     PyObject *l = PyList_New(n);
     for (uint32_t i = 0; l && i < n; i++) {
         ctosa_runtime_tensor t;
-        ctosa_error *e = outputs ? ctosa_runtime_output_info(o->rt, i, &t) : ctosa_runtime_input_info(o->rt, i, &t);
+        ctosa_error *e =
+            outputs ? ctosa_runtime_output_info(o->rt, i, &t) : ctosa_runtime_input_info(o->rt, i, &t);
         PyObject *x = e ? cx_raise(e, NULL) : info_tuple(&t);
         if (!x) {
             Py_DECREF(l);
@@ -100,7 +100,8 @@ static PyObject *runtime_steps(RuntimeObject *o, void *c) {
     PyObject *l = PyList_New(n);
     for (uint32_t i = 0; l && i < n; i++) {
         const ctosa_runtime_step *s = ctosa_runtime_step_at(o->rt, i);
-        PyObject *x = Py_BuildValue("(OssI)", s->partition ? Py_True : Py_False, s->name, s->op_type, s->tosa_ops);
+        PyObject *x =
+            Py_BuildValue("(OssI)", s->partition ? Py_True : Py_False, s->name, s->op_type, s->tosa_ops);
         if (!x) {
             Py_DECREF(l);
             return NULL;
@@ -146,8 +147,7 @@ static PyObject *runtime_run(RuntimeObject *o, PyObject *inputs) {
     if (e) return cx_raise(e, NULL);
     o->running = 1;
     Py_BEGIN_ALLOW_THREADS e = ctosa_runtime_run(o->rt);
-    Py_END_ALLOW_THREADS
-    o->running = 0;
+    Py_END_ALLOW_THREADS o->running = 0;
     if (e) return cx_raise(e, NULL);
     uint32_t no = ctosa_runtime_output_count(o->rt);
     PyObject *l = PyList_New(no);
@@ -173,20 +173,26 @@ static PyObject *runtime_run(RuntimeObject *o, PyObject *inputs) {
 }
 
 static PyMethodDef runtime_methods[] = {
-    {"run", (PyCFunction)runtime_run, METH_O, "run([(name, dtype, shape, buffer)]) -> [(name, dtype, shape, bytearray)]"},
+    {"run", (PyCFunction)runtime_run, METH_O,
+     "run([(name, dtype, shape, buffer)]) -> [(name, dtype, shape, bytearray)]"},
     {NULL, NULL, 0, NULL},
 };
 static PyGetSetDef runtime_getset[] = {
     {"inputs", (getter)runtime_inputs, NULL, "[(name, dtype, shape, (scale, zero_point) or None)]", NULL},
     {"outputs", (getter)runtime_outputs, NULL, "[(name, dtype, shape, (scale, zero_point) or None)]", NULL},
-    {"steps", (getter)runtime_steps, NULL, "[(is_partition, name, op_type, tosa_ops)] in execution order", NULL},
+    {"steps", (getter)runtime_steps, NULL, "[(is_partition, name, op_type, tosa_ops)] in execution order",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 static PyTypeObject Runtime_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctosa._ctosa.Runtime",
-    .tp_basicsize = sizeof(RuntimeObject), .tp_dealloc = (destructor)runtime_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = "a loaded partitioned model (ctosa/runtime.h)",
-    .tp_methods = runtime_methods, .tp_getset = runtime_getset, .tp_init = (initproc)runtime_init,
+    .tp_basicsize = sizeof(RuntimeObject),
+    .tp_dealloc = (destructor)runtime_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a loaded partitioned model (ctosa/runtime.h)",
+    .tp_methods = runtime_methods,
+    .tp_getset = runtime_getset,
+    .tp_init = (initproc)runtime_init,
     .tp_new = PyType_GenericNew,
 };
 
@@ -199,8 +205,8 @@ PyObject *cx_verify_compare(PyObject *self, PyObject *args) {
     unsigned int esize, topk;
     ctosa_verify_options vo;
     ctosa_verify_options_init(&vo);
-    if (!PyArg_ParseTuple(args, "ssOy*OsIsOy*dddId", &name, &dtype, &shp, &a, &quant, &ekind, &esize, &etype, &eshp,
-                          &x, &vo.rtol, &vo.max_steps, &vo.step_fraction, &topk, &vo.min_topk))
+    if (!PyArg_ParseTuple(args, "ssOy*OsIsOy*dddId", &name, &dtype, &shp, &a, &quant, &ekind, &esize, &etype,
+                          &eshp, &x, &vo.rtol, &vo.max_steps, &vo.step_fraction, &topk, &vo.min_topk))
         return NULL;
     vo.top_k = topk;
     int64_t shape[CTOSA_TENSOR_FILE_MAX_RANK];
@@ -226,8 +232,13 @@ PyObject *cx_verify_compare(PyObject *self, PyObject *args) {
         ecount *= (uint64_t)ef.shape[d];
     }
     if (PyErr_Occurred()) goto out;
-    ctosa_runtime_tensor at = {.name = name, .dtype = dtype, .rank = (uint32_t)rank, .shape = shape,
-                               .count = count, .data = a.buf, .size = (uint64_t)a.len};
+    ctosa_runtime_tensor at = {.name = name,
+                               .dtype = dtype,
+                               .rank = (uint32_t)rank,
+                               .shape = shape,
+                               .count = count,
+                               .data = a.buf,
+                               .size = (uint64_t)a.len};
     if (quant != Py_None && !PyArg_ParseTuple(quant, "dL", &at.scale, &at.zero_point)) goto out;
     at.quantized = quant != Py_None;
     ef.kind = ekind[0];
@@ -247,9 +258,10 @@ PyObject *cx_verify_compare(PyObject *self, PyObject *args) {
         cx_raise(e, NULL);
         goto out;
     }
-    res = Py_BuildValue("{s:s,s:s,s:K,s:d,s:d,s:d,s:i,s:i,s:I,s:O,s:s}", "name", name, "kind", r.kind, "count",
-                        (unsigned long long)r.count, "max_abs", r.max_abs, "rel", r.rel, "within", r.within, "top1",
-                        r.top1, "topk", r.topk, "rows", r.rows, "pass", r.pass ? Py_True : Py_False, "why", r.why);
+    res = Py_BuildValue("{s:s,s:s,s:K,s:d,s:d,s:d,s:i,s:i,s:I,s:O,s:s}", "name", name, "kind", r.kind,
+                        "count", (unsigned long long)r.count, "max_abs", r.max_abs, "rel", r.rel, "within",
+                        r.within, "top1", r.top1, "topk", r.topk, "rows", r.rows, "pass",
+                        r.pass ? Py_True : Py_False, "why", r.why);
 out:
     PyBuffer_Release(&a);
     PyBuffer_Release(&x);

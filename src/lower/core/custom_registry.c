@@ -26,10 +26,10 @@ typedef struct json_op {
 } json_op;
 
 struct ctosa_custom_registry {
-    arena a;              /* copies of strings, dtype lists, JSON rules */
+    arena a; /* copies of strings, dtype lists, JSON rules */
     ctosa_custom_op *ops;
     uint32_t n, cap;
-    void **plugins;       /* dlopen handles, closed at free */
+    void **plugins; /* dlopen handles, closed at free */
     uint32_t n_plugins, cap_plugins;
     ctosa_error *load_err; /* first problem while a plugin initialises */
 };
@@ -51,9 +51,7 @@ void ctosa_custom_registry_free(ctosa_custom_registry *reg) {
     free(reg);
 }
 
-static bool std_domain(const char *d) {
-    return !d || !d[0] || strcmp(d, "ai.onnx") == 0;
-}
+static bool std_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
 
 static bool same_domain(const char *a, const char *b) {
     if (std_domain(a) || std_domain(b)) return std_domain(a) && std_domain(b);
@@ -66,12 +64,18 @@ ctosa_error *ctosa_custom_register(ctosa_custom_registry *reg, const ctosa_custo
     if (!op->onnx_op_type || !op->onnx_op_type[0])
         return ctosa_error_new(CTOSA_ERR_USAGE, "custom operator: onnx_op_type is required");
     if (!op->infer)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "custom operator %s::%s: a shape inference callback (infer) is "
-                               "required", op->onnx_domain ? op->onnx_domain : "", what);
-    const char *dom = op->tosa_domain ? op->tosa_domain : std_domain(op->onnx_domain) ? NULL : op->onnx_domain;
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "custom operator %s::%s: a shape inference callback (infer) is "
+                               "required",
+                               op->onnx_domain ? op->onnx_domain : "", what);
+    const char *dom = op->tosa_domain               ? op->tosa_domain
+                      : std_domain(op->onnx_domain) ? NULL
+                                                    : op->onnx_domain;
     if (!dom || !dom[0])
-        return ctosa_error_new(CTOSA_ERR_USAGE, "custom operator %s: a standard ONNX operator needs a "
-                               "tosa_domain (CUSTOM domain_name)", what);
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "custom operator %s: a standard ONNX operator needs a "
+                               "tosa_domain (CUSTOM domain_name)",
+                               what);
     if (op->tosa_operator && !op->tosa_operator[0])
         return ctosa_error_new(CTOSA_ERR_USAGE, "custom operator %s: empty tosa_operator", what);
     if (op->since_opset < 0 || op->until_opset < 0 || (op->until_opset && op->until_opset < op->since_opset))
@@ -96,15 +100,14 @@ ctosa_error *ctosa_custom_register(ctosa_custom_registry *reg, const ctosa_custo
     c.tosa_domain = arena_strdup(&reg->a, dom);
     c.tosa_operator = arena_strdup(&reg->a, op->tosa_operator ? op->tosa_operator : op->onnx_op_type);
     c.dtypes = op->n_dtypes ? arena_memdup(&reg->a, op->dtypes, op->n_dtypes * sizeof *op->dtypes) : NULL;
-    if (!c.onnx_domain || !c.onnx_op_type || !c.tosa_domain || !c.tosa_operator || (op->n_dtypes && !c.dtypes))
+    if (!c.onnx_domain || !c.onnx_op_type || !c.tosa_domain || !c.tosa_operator ||
+        (op->n_dtypes && !c.dtypes))
         return ctosa_error_nomem();
     reg->ops[reg->n++] = c;
     return NULL;
 }
 
-uint32_t ctosa_custom_registry_count(const ctosa_custom_registry *reg) {
-    return reg ? reg->n : 0;
-}
+uint32_t ctosa_custom_registry_count(const ctosa_custom_registry *reg) { return reg ? reg->n : 0; }
 
 const ctosa_custom_op *ctosa_custom_registry_get(const ctosa_custom_registry *reg, uint32_t i) {
     return reg && i < reg->n ? &reg->ops[i] : NULL;
@@ -128,7 +131,8 @@ ctosa_error *ctosa_custom_registry_attach(const ctosa_custom_registry *reg, ctos
     for (uint32_t i = 0; i < reg->n; i++) {
         const ctosa_custom_op *o = &reg->ops[i];
         if (!o->kernel) continue;
-        ctosa_error *e = ctosa_interp_register_custom(it, o->tosa_domain, o->tosa_operator, o->kernel, o->user);
+        ctosa_error *e =
+            ctosa_interp_register_custom(it, o->tosa_domain, o->tosa_operator, o->kernel, o->user);
         if (e) return e;
     }
     return NULL;
@@ -173,8 +177,8 @@ static bool host_attrs_number(const uint8_t *attrs, uint32_t len, const char *ke
 }
 
 static const ctosa_plugin_host host_table = {
-    CTOSA_PLUGIN_API_VERSION, sizeof(ctosa_plugin_host), host_register, host_fail, ctosa_error_new,
-    host_attrs_number, ctosa_dtype_short,
+    CTOSA_PLUGIN_API_VERSION, sizeof(ctosa_plugin_host), host_register,     host_fail,
+    ctosa_error_new,          host_attrs_number,         ctosa_dtype_short,
 };
 
 ctosa_error *ctosa_custom_registry_load_plugin(ctosa_custom_registry *reg, const char *path) {
@@ -200,8 +204,10 @@ ctosa_error *ctosa_custom_registry_load_plugin(ctosa_custom_registry *reg, const
     void *sym = dlsym(h, CTOSA_PLUGIN_ENTRY);
     if (!sym) {
         dlclose(h);
-        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: not a ctosa plugin: it does not export %s() (see "
-                               "ctosa/custom.h)", path, CTOSA_PLUGIN_ENTRY);
+        return ctosa_error_new(CTOSA_ERR_FORMAT,
+                               "%s: not a ctosa plugin: it does not export %s() (see "
+                               "ctosa/custom.h)",
+                               path, CTOSA_PLUGIN_ENTRY);
     }
     if (reg->n_plugins == reg->cap_plugins) {
         uint32_t cap = reg->cap_plugins ? reg->cap_plugins * 2 : 4;
@@ -221,7 +227,8 @@ ctosa_error *ctosa_custom_registry_load_plugin(ctosa_custom_registry *reg, const
     uint32_t v = init(reg, &host_table, CTOSA_PLUGIN_API_VERSION);
     ctosa_error *e = NULL;
     if (v != CTOSA_PLUGIN_API_VERSION) {
-        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: plugin built against ctosa plugin API version %u, but "
+        e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                            "%s: plugin built against ctosa plugin API version %u, but "
                             "this ctosa provides version %u: rebuild it with this ctosa's ctosa/custom.h",
                             path, v, CTOSA_PLUGIN_API_VERSION);
     } else if (reg->load_err) {
@@ -252,8 +259,10 @@ static ctosa_error *json_infer(void *user, const ctosa_custom_node *node, const 
         if (r->like_input >= 0) {
             uint32_t j = (uint32_t)r->like_input;
             if (j >= n_in || !in[j].present)
-                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "output %u is declared like input %u, which the "
-                                       "node does not have", k, j);
+                return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                                       "output %u is declared like input %u, which the "
+                                       "node does not have",
+                                       k, j);
             out[k] = in[j];
             out[k].data = NULL;
             out[k].nbytes = 0;
@@ -281,10 +290,13 @@ static ctosa_error *jerr(const char *name, const json_value *v, const char *fmt,
 }
 
 static bool dtype_from_name(const char *s, ctosa_dtype *out) {
-    static const struct { const char *np; ctosa_dtype t; } alias[] = {
+    static const struct {
+        const char *np;
+        ctosa_dtype t;
+    } alias[] = {
         {"float32", CTOSA_DTYPE_FP32}, {"float16", CTOSA_DTYPE_FP16}, {"bfloat16", CTOSA_DTYPE_BF16},
-        {"int8", CTOSA_DTYPE_INT8},   {"int16", CTOSA_DTYPE_INT16},   {"int32", CTOSA_DTYPE_INT32},
-        {"int64", CTOSA_DTYPE_INT64}, {"bool", CTOSA_DTYPE_BOOL},
+        {"int8", CTOSA_DTYPE_INT8},    {"int16", CTOSA_DTYPE_INT16},  {"int32", CTOSA_DTYPE_INT32},
+        {"int64", CTOSA_DTYPE_INT64},  {"bool", CTOSA_DTYPE_BOOL},
     };
     for (size_t i = 0; i < CTOSA_ARRAY_LEN(alias); i++)
         if (strcmp(s, alias[i].np) == 0) return *out = alias[i].t, true;
@@ -300,7 +312,8 @@ static ctosa_error *json_string(const char *name, const json_value *o, const cha
     const json_value *v = json_get(o, key);
     *out = NULL;
     if (!v) return required ? jerr(name, o, "missing \"%s\"", key) : NULL;
-    if (v->kind != JSON_STRING || strlen(v->str) != v->len) return jerr(name, v, "\"%s\" must be a string", key);
+    if (v->kind != JSON_STRING || strlen(v->str) != v->len)
+        return jerr(name, v, "\"%s\" must be a string", key);
     *out = v->str;
     return NULL;
 }
@@ -312,8 +325,8 @@ static ctosa_error *json_dtype(const char *name, const json_value *v, ctosa_dtyp
 }
 
 static ctosa_error *json_one_op(ctosa_custom_registry *reg, const char *name, const json_value *o) {
-    static const char *const known[] = {"domain", "op_type", "since_opset", "until_opset", "domain_name",
-                                        "operator_name", "dtypes", "outputs"};
+    static const char *const known[] = {"domain",      "op_type",       "since_opset", "until_opset",
+                                        "domain_name", "operator_name", "dtypes",      "outputs"};
     if (o->kind != JSON_OBJECT) return jerr(name, o, "an operator must be an object");
     for (uint32_t i = 0; i < o->n; i++) {
         bool ok = false;
@@ -338,7 +351,8 @@ static ctosa_error *json_one_op(ctosa_custom_registry *reg, const char *name, co
     const json_value *dt = json_get(o, "dtypes");
     ctosa_dtype *dts = NULL;
     if (dt) {
-        if (dt->kind != JSON_ARRAY || dt->n == 0) return jerr(name, dt, "\"dtypes\" must be a non-empty array");
+        if (dt->kind != JSON_ARRAY || dt->n == 0)
+            return jerr(name, dt, "\"dtypes\" must be a non-empty array");
         dts = arena_alloc(&reg->a, dt->n * sizeof *dts);
         if (!dts) return ctosa_error_nomem();
         for (uint32_t i = 0; i < dt->n; i++)
@@ -348,7 +362,8 @@ static ctosa_error *json_one_op(ctosa_custom_registry *reg, const char *name, co
     }
     const json_value *outs = json_get(o, "outputs");
     if (!outs) return jerr(name, o, "missing \"outputs\" (one shape rule per output)");
-    if (outs->kind != JSON_ARRAY || outs->n == 0) return jerr(name, outs, "\"outputs\" must be a non-empty array");
+    if (outs->kind != JSON_ARRAY || outs->n == 0)
+        return jerr(name, outs, "\"outputs\" must be a non-empty array");
     json_op *jo = arena_zalloc(&reg->a, sizeof *jo);
     json_rule *rules = jo ? arena_zalloc(&reg->a, outs->n * sizeof *rules) : NULL;
     if (!rules) return ctosa_error_nomem();
@@ -357,12 +372,15 @@ static ctosa_error *json_one_op(ctosa_custom_registry *reg, const char *name, co
         json_rule *rl = &rules[k];
         rl->like_input = -1;
         if (r->kind != JSON_OBJECT)
-            return jerr(name, r, "an output rule must be an object: {\"like_input\": J} or {\"shape\": [...], "
+            return jerr(name, r,
+                        "an output rule must be an object: {\"like_input\": J} or {\"shape\": [...], "
                         "\"dtype\": \"fp32\"}");
         for (uint32_t i = 0; i < r->n; i++)
-            if (strcmp(r->keys[i], "like_input") && strcmp(r->keys[i], "shape") && strcmp(r->keys[i], "dtype"))
+            if (strcmp(r->keys[i], "like_input") && strcmp(r->keys[i], "shape") &&
+                strcmp(r->keys[i], "dtype"))
                 return jerr(name, &r->items[i], "unknown key \"%s\" in an output rule", r->keys[i]);
-        const json_value *li = json_get(r, "like_input"), *sh = json_get(r, "shape"), *d = json_get(r, "dtype");
+        const json_value *li = json_get(r, "like_input"), *sh = json_get(r, "shape"),
+                         *d = json_get(r, "dtype");
         if (d && (e = json_dtype(name, d, &rl->dtype))) return e;
         if (li) {
             if (sh) return jerr(name, sh, "give \"like_input\" or \"shape\", not both");
@@ -371,9 +389,11 @@ static ctosa_error *json_one_op(ctosa_custom_registry *reg, const char *name, co
             rl->like_input = (int32_t)li->i;
             continue;
         }
-        if (!sh || !d) return jerr(name, r, "output %u needs \"like_input\", or both \"shape\" and \"dtype\"", k);
+        if (!sh || !d)
+            return jerr(name, r, "output %u needs \"like_input\", or both \"shape\" and \"dtype\"", k);
         if (sh->kind != JSON_ARRAY || sh->n > CTOSA_CUSTOM_MAX_RANK)
-            return jerr(name, sh, "\"shape\" must be an array of at most %d dimensions", CTOSA_CUSTOM_MAX_RANK);
+            return jerr(name, sh, "\"shape\" must be an array of at most %d dimensions",
+                        CTOSA_CUSTOM_MAX_RANK);
         rl->rank = sh->n;
         for (uint32_t i = 0; i < sh->n; i++) {
             const json_value *x = &sh->items[i];

@@ -12,8 +12,6 @@
 #include "lower/opt/opt_transpose_int.h"
 #include "util/floatfmt.h"
 
-
-
 bool lw_axis(lower_ctx *c, int64_t axis, uint32_t rank, const char *what, int32_t *out) {
     int64_t a = axis < 0 ? axis + (int64_t)rank : axis;
     if (a < 0 || a >= (int64_t)(rank ? rank : 1)) {
@@ -59,21 +57,21 @@ const char *lw_sub(lower_ctx *c, const char *a, const char *b, ctosa_dtype t, ui
     return lw_binary(c, CTOSA_OP_SUB, a, b, t, rank, shape);
 }
 
-const char *lw_mul_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *shape, double v) {
+const char *lw_mul_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                          double v) {
     if (!x) return NULL;
     if (v == 1.0) return x;
     return lw_mul(c, x, lw_scalar(c, t, rank, v), t, rank, shape);
 }
 
-const char *lw_add_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *shape, double v) {
+const char *lw_add_scalar(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                          double v) {
     if (!x) return NULL;
     return lw_add(c, x, lw_scalar(c, t, rank, v), t, rank, shape);
 }
 
-const char *lw_reduce(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t,
-                      uint32_t rank, const int64_t *shape, int32_t axis, int64_t *out_shape) {
+const char *lw_reduce(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t, uint32_t rank,
+                      const int64_t *shape, int32_t axis, int64_t *out_shape) {
     if (!x) return NULL;
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, shape, rank * sizeof *os);
@@ -86,9 +84,8 @@ const char *lw_reduce(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dty
     return lw_unary(c, kind, x, t, rank, os, &a);
 }
 
-const char *lw_reduce_axes(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t,
-                           uint32_t rank, const int64_t *shape, uint32_t mask, bool mean,
-                           int64_t *out_shape) {
+const char *lw_reduce_axes(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t, uint32_t rank,
+                           const int64_t *shape, uint32_t mask, bool mean, int64_t *out_shape) {
     int64_t s[LOWER_MAX_RANK];
     memcpy(s, shape, rank * sizeof *s);
     int64_t n = 1;
@@ -102,8 +99,8 @@ const char *lw_reduce_axes(lower_ctx *c, ctosa_op_kind kind, const char *x, ctos
     return x;
 }
 
-const char *lw_slice(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                     const int64_t *in_shape, const int64_t *start, const int64_t *size) {
+const char *lw_slice(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                     const int64_t *start, const int64_t *size) {
     if (!x) return NULL;
     bool same = true;
     for (uint32_t i = 0; i < rank; i++)
@@ -116,8 +113,8 @@ const char *lw_slice(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
     return lw_op(c, CTOSA_OP_SLICE, 3, in, 1, &out, NULL) ? out : NULL;
 }
 
-const char *lw_pad(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                   const int64_t *in_shape, const int64_t *pads, double value) {
+const char *lw_pad(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                   const int64_t *pads, double value) {
     if (!x) return NULL;
     int64_t os[LOWER_MAX_RANK];
     bool any = false;
@@ -149,8 +146,7 @@ void lw_shape_first(uint32_t rank, const int64_t *last_shape, int64_t *out) {
     for (uint32_t i = 1; i + 1 < rank; i++) out[i + 1] = last_shape[i];
 }
 
-const char *lw_to_last(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *shape) {
+const char *lw_to_last(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape) {
     if (!x) return NULL;
     int32_t perm[LOWER_MAX_RANK];
     perm[0] = 0;
@@ -169,8 +165,8 @@ const char *lw_to_first(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t ran
     return lw_transpose(c, x, t, rank, last_shape, perm);
 }
 
-const char *lw_reshape_if(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *from, uint32_t new_rank, const int64_t *to) {
+const char *lw_reshape_if(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *from,
+                          uint32_t new_rank, const int64_t *to) {
     if (!x) return NULL;
     if (rank == new_rank && memcmp(from, to, rank * sizeof *from) == 0) return x;
     return lw_reshape(c, x, t, new_rank, to);
@@ -183,9 +179,8 @@ const char *lw_channel_vec(lower_ctx *c, uint32_t i, int64_t n, ctosa_dtype t, u
     if (!v) return NULL;
     int64_t cnt = lw_count(v->rank, v->shape);
     if (cnt != n && cnt != 1) {
-        *st = lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name,
-                        "%s: input '%s' has %lld elements, expected %lld", op, v->name,
-                        (long long)cnt, (long long)n);
+        *st = lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: input '%s' has %lld elements, expected %lld",
+                        op, v->name, (long long)cnt, (long long)n);
         return NULL;
     }
     int64_t s[LOWER_MAX_RANK];
@@ -199,9 +194,9 @@ const char *lw_channel_vec(lower_ctx *c, uint32_t i, int64_t n, ctosa_dtype t, u
     return x;
 }
 
-const char *lw_normalize(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                         const int64_t *shape, uint32_t mask, double eps, const char **mean_out,
-                         const char **inv_out, int64_t *red_shape) {
+const char *lw_normalize(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                         uint32_t mask, double eps, const char **mean_out, const char **inv_out,
+                         int64_t *red_shape) {
     int64_t rs[LOWER_MAX_RANK];
     const char *mean = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, t, rank, shape, mask, true, rs);
     const char *d = lw_sub(c, x, mean, t, rank, shape);
@@ -240,14 +235,14 @@ void *lw_wbuf(lower_ctx *c, const lw_wsrc *w, int64_t n) {
     return p;
 }
 
-const char *lw_wconst(lower_ctx *c, const lw_wsrc *w, uint32_t rank, const int64_t *shape,
-                      const void *buf) {
+const char *lw_wconst(lower_ctx *c, const lw_wsrc *w, uint32_t rank, const int64_t *shape, const void *buf) {
     if (!buf) return NULL;
     return w->raw ? lw_const(c, w->t, rank, shape, buf) : lw_const_from_f64(c, w->t, rank, shape, buf);
 }
 
 const char *lw_wconst_stream(lower_ctx *c, const lw_wsrc *w, uint32_t rank, const int64_t *out_shape,
-                             int64_t first, uint32_t src_rank, const int64_t *src_shape, const int32_t *perm) {
+                             int64_t first, uint32_t src_rank, const int64_t *src_shape,
+                             const int32_t *perm) {
     if (!w->raw || rank > LOWER_MAX_RANK || c->rejected) return NULL;
     uint64_t n = 1;
     for (uint32_t i = 0; i < src_rank; i++) n *= (uint64_t)(src_shape[i] > 0 ? src_shape[i] : 0);
@@ -277,8 +272,7 @@ const char *lw_wconst_stream(lower_ctx *c, const lw_wsrc *w, uint32_t rank, cons
     ctosa_error *e = NULL;
     if (ident) /* same bytes: borrow them (written as a file range) */
         done = !(e = ctosa_tensor_set_data(c->g, &probe, src.ptr, src.size, false));
-    else
-        e = ot_set_permuted(c->g, &probe, &src, src_rank, src_shape, perm, (uint32_t)w->esz, &done);
+    else e = ot_set_permuted(c->g, &probe, &src, src_rank, src_shape, perm, (uint32_t)w->esz, &done);
     if (!e && !done) return NULL;
     const char *name = e ? NULL : lw_unique_name(c, NULL);
     ctosa_tensor *tt = NULL;
@@ -299,8 +293,7 @@ const char *lw_wconst_stream(lower_ctx *c, const lw_wsrc *w, uint32_t rank, cons
 /* Reads kernel_shape / strides / dilations / pads / auto_pad for nsp
  * spatial dims of input shape `in` (spatial at in[2..]), kernel k[].
  * transposed: ConvTranspose rules. */
-lower_status lw_read_window(lower_ctx *c, uint32_t nsp, const int64_t *in,
-                                    const int64_t *k, lw_dim *dm) {
+lower_status lw_read_window(lower_ctx *c, uint32_t nsp, const int64_t *in, const int64_t *k, lw_dim *dm) {
     const char *op = lw_node(c)->op_type;
     const int64_t *ks = NULL, *st = NULL, *dl = NULL, *pd = NULL;
     int64_t nks = lw_attr_ints(c, "kernel_shape", &ks);
@@ -310,16 +303,16 @@ lower_status lw_read_window(lower_ctx *c, uint32_t nsp, const int64_t *in,
     if ((nks >= 0 && nks != nsp) || (nst >= 0 && nst != nsp) || (ndl >= 0 && ndl != nsp) ||
         (npd >= 0 && npd != 2 * nsp))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "%s: kernel_shape/strides/dilations/pads lengths do not match %u spatial dims",
-                         op, nsp);
+                         "%s: kernel_shape/strides/dilations/pads lengths do not match %u spatial dims", op,
+                         nsp);
     for (uint32_t i = 0; i < nsp; i++) {
         lw_dim *d = &dm[i];
         d->in = in[2 + i];
         d->k = k ? k[i] : (nks >= 0 ? ks[i] : 1);
         if (nks >= 0 && k && ks[i] != k[i])
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "%s: kernel_shape %lld differs from the weight's %lld", op,
-                             (long long)ks[i], (long long)k[i]);
+                             "%s: kernel_shape %lld differs from the weight's %lld", op, (long long)ks[i],
+                             (long long)k[i]);
         d->s = nst >= 0 ? st[i] : 1;
         d->d = ndl >= 0 ? dl[i] : 1;
         d->pb = npd >= 0 ? pd[i] : 0;
@@ -353,9 +346,8 @@ lower_status lw_window(lower_ctx *c, uint32_t nsp, lw_dim *dm, bool ceil_mode) {
         }
         int64_t span = d->in + d->pb + d->pe - eff;
         if (span < 0)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "%s: kernel %lld larger than padded input %lld", op, (long long)eff,
-                             (long long)(d->in + d->pb + d->pe));
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: kernel %lld larger than padded input %lld",
+                             op, (long long)eff, (long long)(d->in + d->pb + d->pe));
         if (ceil_mode) {
             d->out = (span + d->s - 1) / d->s + 1;
             /* the last window must start inside the input or the left padding */
@@ -375,7 +367,6 @@ lower_status lw_window(lower_ctx *c, uint32_t nsp, lw_dim *dm, bool ceil_mode) {
     return LOWER_OK;
 }
 
-
 /* ------------------------------------------------ data movement, dtypes */
 
 lower_status lw_failed(lower_ctx *c) {
@@ -388,25 +379,23 @@ const lower_value *lw_data_input(lower_ctx *c, uint32_t i, lower_status *st) {
     const ctosa_onnx_node *n = lw_node(c);
     const lower_value *v = lw_has_input(c, i) ? lw_in(c, i) : NULL;
     if (!v) {
-        *st = lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: input %u is missing or unknown",
-                        n->op_type, i);
+        *st = lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: input %u is missing or unknown", n->op_type, i);
         return NULL;
     }
     if (!v->static_shape) {
-        *st = lw_reject(c, LOWER_DYNAMIC_SHAPE, v->name,
-                        "%s: input '%s' has a dimension that is not static", n->op_type,
-                        v->name);
+        *st = lw_reject(c, LOWER_DYNAMIC_SHAPE, v->name, "%s: input '%s' has a dimension that is not static",
+                        n->op_type, v->name);
         return NULL;
     }
     if (v->t == CTOSA_DTYPE_UNKNOWN) {
         if (v->onnx_dtype == CTOSA_ONNX_INT64)
             *st = lw_reject(c, LOWER_INT64_NOT_ENABLED, v->name,
-                            "%s: input '%s' is a runtime int64 value and the spec has no int64",
-                            n->op_type, v->name);
+                            "%s: input '%s' is a runtime int64 value and the spec has no int64", n->op_type,
+                            v->name);
         else
             *st = lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name,
-                            "%s: input '%s' has dtype %s, which has no TOSA type", n->op_type,
-                            v->name, lw_onnx_dtype_name(v->onnx_dtype));
+                            "%s: input '%s' has dtype %s, which has no TOSA type", n->op_type, v->name,
+                            lw_onnx_dtype_name(v->onnx_dtype));
         return NULL;
     }
     *st = LOWER_OK;
@@ -432,8 +421,8 @@ uint32_t lw_shape_of(lower_ctx *c, const char *name, int64_t *shape) {
     return t->rank;
 }
 
-const char *lw_slice_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                          const int64_t *in_shape, int32_t axis, int64_t begin, int64_t len) {
+const char *lw_slice_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                          int32_t axis, int64_t begin, int64_t len) {
     int64_t start[LOWER_MAX_RANK] = {0}, size[LOWER_MAX_RANK];
     memcpy(size, in_shape, rank * sizeof *size);
     start[axis] = begin;
@@ -441,16 +430,16 @@ const char *lw_slice_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t r
     return lw_slice(c, x, t, rank, in_shape, start, size);
 }
 
-const char *lw_reverse(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *shape, int32_t axis) {
+const char *lw_reverse(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
+                       int32_t axis) {
     if (shape[axis] == 1) return x;
     ctosa_attr a = {0};
     a.axis = axis;
     return lw_unary(c, CTOSA_OP_REVERSE, x, t, rank, shape, &a);
 }
 
-const char *lw_concat(lower_ctx *c, uint32_t n, const char *const *xs, ctosa_dtype t,
-                      uint32_t rank, int32_t axis) {
+const char *lw_concat(lower_ctx *c, uint32_t n, const char *const *xs, ctosa_dtype t, uint32_t rank,
+                      int32_t axis) {
     if (n == 1) return xs[0];
     for (uint32_t i = 0; i < n; i++)
         if (!xs[i]) return NULL;
@@ -467,8 +456,8 @@ const char *lw_concat(lower_ctx *c, uint32_t n, const char *const *xs, ctosa_dty
     return out;
 }
 
-const char *lw_tile(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                    const int64_t *in_shape, const int64_t *mult) {
+const char *lw_tile(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                    const int64_t *mult) {
     int64_t out_shape[LOWER_MAX_RANK];
     bool any = false;
     for (uint32_t i = 0; i < rank; i++) {
@@ -490,10 +479,19 @@ const char *lw_const_i32(lower_ctx *c, uint32_t rank, const int64_t *shape, cons
 
 size_t lw_onnx_elem_size(int32_t dt) {
     switch (dt) {
-    case CTOSA_ONNX_BOOL: case CTOSA_ONNX_INT8: case CTOSA_ONNX_UINT8: return 1;
-    case CTOSA_ONNX_INT16: case CTOSA_ONNX_UINT16: case CTOSA_ONNX_FLOAT16: case CTOSA_ONNX_BFLOAT16: return 2;
-    case CTOSA_ONNX_INT32: case CTOSA_ONNX_UINT32: case CTOSA_ONNX_FLOAT: return 4;
-    case CTOSA_ONNX_INT64: case CTOSA_ONNX_UINT64: case CTOSA_ONNX_DOUBLE: return 8;
+    case CTOSA_ONNX_BOOL:
+    case CTOSA_ONNX_INT8:
+    case CTOSA_ONNX_UINT8: return 1;
+    case CTOSA_ONNX_INT16:
+    case CTOSA_ONNX_UINT16:
+    case CTOSA_ONNX_FLOAT16:
+    case CTOSA_ONNX_BFLOAT16: return 2;
+    case CTOSA_ONNX_INT32:
+    case CTOSA_ONNX_UINT32:
+    case CTOSA_ONNX_FLOAT: return 4;
+    case CTOSA_ONNX_INT64:
+    case CTOSA_ONNX_UINT64:
+    case CTOSA_ONNX_DOUBLE: return 8;
     default: return 0;
     }
 }
@@ -504,7 +502,8 @@ const char *lw_onnx_dtype_name(int32_t dt) {
 }
 
 bool lw_onnx_is_float(int32_t dt) {
-    return dt == CTOSA_ONNX_FLOAT || dt == CTOSA_ONNX_DOUBLE || dt == CTOSA_ONNX_FLOAT16 || dt == CTOSA_ONNX_BFLOAT16;
+    return dt == CTOSA_ONNX_FLOAT || dt == CTOSA_ONNX_DOUBLE || dt == CTOSA_ONNX_FLOAT16 ||
+           dt == CTOSA_ONNX_BFLOAT16;
 }
 
 size_t lw_onnx_encode(int32_t dt, double v, void *dst) {
@@ -514,17 +513,61 @@ size_t lw_onnx_encode(int32_t dt, double v, void *dst) {
      * 0) and wrap from there. */
     int64_t iv = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
     switch (dt) {
-    case CTOSA_ONNX_BOOL: { uint8_t x = v != 0; memcpy(dst, &x, 1); break; }
-    case CTOSA_ONNX_INT8: { int8_t x = (int8_t)iv; memcpy(dst, &x, 1); break; }
-    case CTOSA_ONNX_UINT8: { uint8_t x = (uint8_t)iv; memcpy(dst, &x, 1); break; }
-    case CTOSA_ONNX_INT16: { int16_t x = (int16_t)iv; memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_UINT16: { uint16_t x = (uint16_t)iv; memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_FLOAT16: { uint16_t x = ff_f32_to_fp16((float)v); memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_BFLOAT16: { uint16_t x = ff_f32_to_bf16((float)v); memcpy(dst, &x, 2); break; }
-    case CTOSA_ONNX_INT32: { int32_t x = (int32_t)iv; memcpy(dst, &x, 4); break; }
-    case CTOSA_ONNX_UINT32: { uint32_t x = (uint32_t)iv; memcpy(dst, &x, 4); break; }
-    case CTOSA_ONNX_FLOAT: { float x = (float)v; memcpy(dst, &x, 4); break; }
-    case CTOSA_ONNX_INT64: { int64_t x = iv; memcpy(dst, &x, 8); break; }
+    case CTOSA_ONNX_BOOL: {
+        uint8_t x = v != 0;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case CTOSA_ONNX_INT8: {
+        int8_t x = (int8_t)iv;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case CTOSA_ONNX_UINT8: {
+        uint8_t x = (uint8_t)iv;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case CTOSA_ONNX_INT16: {
+        int16_t x = (int16_t)iv;
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case CTOSA_ONNX_UINT16: {
+        uint16_t x = (uint16_t)iv;
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case CTOSA_ONNX_FLOAT16: {
+        uint16_t x = ff_f32_to_fp16((float)v);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case CTOSA_ONNX_BFLOAT16: {
+        uint16_t x = ff_f32_to_bf16((float)v);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case CTOSA_ONNX_INT32: {
+        int32_t x = (int32_t)iv;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case CTOSA_ONNX_UINT32: {
+        uint32_t x = (uint32_t)iv;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case CTOSA_ONNX_FLOAT: {
+        float x = (float)v;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case CTOSA_ONNX_INT64: {
+        int64_t x = iv;
+        memcpy(dst, &x, 8);
+        break;
+    }
     case CTOSA_ONNX_UINT64: {
         uint64_t x = v >= 0x1p64 ? UINT64_MAX : v >= 0 ? (uint64_t)v : (uint64_t)iv;
         memcpy(dst, &x, 8);
@@ -535,4 +578,3 @@ size_t lw_onnx_encode(int32_t dt, double v, void *dst) {
     }
     return n;
 }
-

@@ -10,7 +10,6 @@
 #include "lower/lower_build.h"
 #include "util/floatfmt.h"
 
-
 bool lw_v_is_int(ctosa_dtype t) {
     return t == CTOSA_DTYPE_INT8 || t == CTOSA_DTYPE_INT16 || t == CTOSA_DTYPE_INT32 ||
            t == CTOSA_DTYPE_INT64;
@@ -28,8 +27,7 @@ lower_status lw_v_dtype(lower_ctx *c, int32_t onnx_dtype, const char *what, ctos
     const ctosa_onnx_node *n = lw_node(c);
     if (onnx_dtype == CTOSA_ONNX_INT64)
         return lw_reject(c, LOWER_INT64_NOT_ENABLED, NULL,
-                         "%s: %s is int64 and the spec has no int64 (EXT-INT64)", n->op_type,
-                         what);
+                         "%s: %s is int64 and the spec has no int64 (EXT-INT64)", n->op_type, what);
     return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "%s: %s has dtype %s, which has no TOSA type",
                      n->op_type, what, onnx_dt_name(onnx_dtype));
 }
@@ -42,24 +40,25 @@ lower_status lw_v_in(lower_ctx *c, uint32_t i, lw_v *v) {
     if (x->t == CTOSA_DTYPE_UNKNOWN) {
         if (x->onnx_dtype == CTOSA_ONNX_INT64)
             return lw_reject(c, LOWER_INT64_NOT_ENABLED, x->name,
-                             "%s: input '%s' is a runtime int64 value and the spec has no int64",
-                             n->op_type, x->name);
+                             "%s: input '%s' is a runtime int64 value and the spec has no int64", n->op_type,
+                             x->name);
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, x->name,
                          "%s: input '%s' has dtype %s, which has no TOSA type", n->op_type, x->name,
                          onnx_dt_name(x->onnx_dtype));
     }
     if (!x->static_shape)
-        return lw_reject(c, LOWER_DYNAMIC_SHAPE, x->name, "%s: input '%s' has a dynamic shape",
-                         n->op_type, x->name);
+        return lw_reject(c, LOWER_DYNAMIC_SHAPE, x->name, "%s: input '%s' has a dynamic shape", n->op_type,
+                         x->name);
     if (x->rank > LOWER_MAX_RANK)
-        return lw_reject(c, LOWER_LEVEL_LIMIT, x->name, "%s: input '%s' has rank %u (max %d)",
-                         n->op_type, x->name, x->rank, LOWER_MAX_RANK);
+        return lw_reject(c, LOWER_LEVEL_LIMIT, x->name, "%s: input '%s' has rank %u (max %d)", n->op_type,
+                         x->name, x->rank, LOWER_MAX_RANK);
     v->t = x->t;
     v->r = x->rank;
     memcpy(v->s, x->shape, sizeof(int64_t) * x->rank);
     v->cin = x->data && x->t != CTOSA_DTYPE_INT64 ? i + 1 : 0;
     v->n = lw_input(c, i);
-    if (!v->n) return lw_reject(c, LOWER_INTERNAL, x->name, "%s: cannot read input '%s'", n->op_type, x->name);
+    if (!v->n)
+        return lw_reject(c, LOWER_INTERNAL, x->name, "%s: cannot read input '%s'", n->op_type, x->name);
     return LOWER_OK;
 }
 
@@ -84,8 +83,7 @@ lower_status lw_v_bcast(lower_ctx *c, uint32_t n, const lw_v *v) {
 
 lower_status lw_v_out(lower_ctx *c, uint32_t i, lw_v v) {
     if (!v.n)
-        return lw_reject(c, LOWER_INTERNAL, NULL, "%s: emitting TOSA operators failed",
-                         lw_node(c)->op_type);
+        return lw_reject(c, LOWER_INTERNAL, NULL, "%s: emitting TOSA operators failed", lw_node(c)->op_type);
     lw_set_output(c, i, v.n);
     return LOWER_OK;
 }
@@ -153,8 +151,7 @@ lw_v lw_v_bin(lower_ctx *c, ctosa_op_kind k, lw_v a, lw_v b) {
     o.r = common_rank(c, 2, v, o.s);
     if (!v[0].n || !v[1].n) return lw_v_none();
     o.t = bool_out(k) ? CTOSA_DTYPE_BOOL : a.t;
-    if (k == CTOSA_OP_MUL && (a.t == CTOSA_DTYPE_INT8 || a.t == CTOSA_DTYPE_INT16))
-        o.t = CTOSA_DTYPE_INT32;
+    if (k == CTOSA_OP_MUL && (a.t == CTOSA_DTYPE_INT8 || a.t == CTOSA_DTYPE_INT16)) o.t = CTOSA_DTYPE_INT32;
     const char *out = lw_tensor(c, o.t, o.r, o.s);
     if (!out) return lw_v_none();
     ctosa_attr at;
@@ -233,10 +230,22 @@ lw_v lw_v_select(lower_ctx *c, lw_v cond, lw_v a, lw_v b) {
 
 static void int_range(ctosa_dtype t, double *lo, double *hi) {
     switch (t) {
-    case CTOSA_DTYPE_INT8: *lo = -128; *hi = 127; break;
-    case CTOSA_DTYPE_INT16: *lo = -32768; *hi = 32767; break;
-    case CTOSA_DTYPE_INT32: *lo = -2147483648.0; *hi = 2147483647.0; break;
-    default: *lo = -9223372036854775808.0; *hi = 9223372036854775807.0; break;
+    case CTOSA_DTYPE_INT8:
+        *lo = -128;
+        *hi = 127;
+        break;
+    case CTOSA_DTYPE_INT16:
+        *lo = -32768;
+        *hi = 32767;
+        break;
+    case CTOSA_DTYPE_INT32:
+        *lo = -2147483648.0;
+        *hi = 2147483647.0;
+        break;
+    default:
+        *lo = -9223372036854775808.0;
+        *hi = 9223372036854775807.0;
+        break;
     }
 }
 
@@ -251,16 +260,26 @@ static bool encode_value(ctosa_dtype t, double v, uint8_t *p, uint32_t *n) {
         *n = 4;
         return true;
     }
-    case CTOSA_DTYPE_FP16: case CTOSA_DTYPE_BF16: {
+    case CTOSA_DTYPE_FP16:
+    case CTOSA_DTYPE_BF16: {
         uint16_t h = t == CTOSA_DTYPE_FP16 ? ff_f32_to_fp16((float)v) : ff_f32_to_bf16((float)v);
         p[0] = (uint8_t)h;
         p[1] = (uint8_t)(h >> 8);
         *n = 2;
         return true;
     }
-    case CTOSA_DTYPE_FP8E4M3: p[0] = ff_f32_to_fp8e4m3((float)v); *n = 1; return true;
-    case CTOSA_DTYPE_FP8E5M2: p[0] = ff_f32_to_fp8e5m2((float)v); *n = 1; return true;
-    case CTOSA_DTYPE_INT8: p[0] = (uint8_t)(int8_t)v; *n = 1; return true;
+    case CTOSA_DTYPE_FP8E4M3:
+        p[0] = ff_f32_to_fp8e4m3((float)v);
+        *n = 1;
+        return true;
+    case CTOSA_DTYPE_FP8E5M2:
+        p[0] = ff_f32_to_fp8e5m2((float)v);
+        *n = 1;
+        return true;
+    case CTOSA_DTYPE_INT8:
+        p[0] = (uint8_t)(int8_t)v;
+        *n = 1;
+        return true;
     case CTOSA_DTYPE_INT16: {
         uint16_t h = (uint16_t)(int16_t)v;
         p[0] = (uint8_t)h;
@@ -300,7 +319,7 @@ lw_v lw_v_clamp(lower_ctx *c, lw_v a, double lo, double hi) {
         /* a dtype CLAMP cannot encode (bool...): let MAXIMUM/MINIMUM and
          * the validator decide */
         return lw_v_bin(c, CTOSA_OP_MINIMUM, lw_v_bin(c, CTOSA_OP_MAXIMUM, a, lw_v_k(c, a, lo)),
-                      lw_v_k(c, a, hi));
+                        lw_v_k(c, a, hi));
     }
     ctosa_attr at;
     memset(&at, 0, sizeof at);
@@ -323,9 +342,7 @@ lw_v lw_v_mulk(lower_ctx *c, lw_v a, double v) {
     if (v == 1.0) return a;
     return lw_v_mul(c, a, lw_v_k(c, a, v));
 }
-lw_v lw_v_fdiv(lower_ctx *c, lw_v a, lw_v b) {
-    return lw_v_mul(c, a, lw_v_un(c, CTOSA_OP_RECIPROCAL, b));
-}
+lw_v lw_v_fdiv(lower_ctx *c, lw_v a, lw_v b) { return lw_v_mul(c, a, lw_v_un(c, CTOSA_OP_RECIPROCAL, b)); }
 
 lw_v lw_v_widen(lower_ctx *c, lw_v a) {
     if (a.t == CTOSA_DTYPE_INT8 || a.t == CTOSA_DTYPE_INT16) return lw_v_cast(c, a, CTOSA_DTYPE_INT32);
@@ -333,4 +350,3 @@ lw_v lw_v_widen(lower_ctx *c, lw_v a) {
 }
 
 lw_v lw_v_narrow(lower_ctx *c, lw_v a, ctosa_dtype t) { return lw_v_cast(c, a, t); }
-

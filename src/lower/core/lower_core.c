@@ -32,7 +32,8 @@ lw_val *lw_lookup(lower_session *s, const char *name) {
 /* The session's arena, the result's, and the ONNX model's (parsed nodes
  * and initializers decoded on demand; raw weights stay in the mapping). */
 static uint64_t budget_used(const lower_session *s) {
-    return (uint64_t)s->a.total + (s->extra ? (uint64_t)s->extra->total : 0) + (s->m ? (uint64_t)s->m->a.total : 0);
+    return (uint64_t)s->a.total + (s->extra ? (uint64_t)s->extra->total : 0) +
+           (s->m ? (uint64_t)s->m->a.total : 0);
 }
 
 uint64_t lw_budget_left(const lower_session *s) {
@@ -44,21 +45,18 @@ bool lw_budget_ok(lower_session *s, uint64_t more, const char *what) {
     uint64_t used = budget_used(s), total;
     if (!s->max_memory || (add_u64(used, more, &total) && total <= s->max_memory)) return true;
     if (!s->limit_err)
-        s->limit_err = ctosa_error_new(CTOSA_ERR_LIMIT,
-                                       "%s: lowering needs more than %" PRIu64 " bytes (%s), which passes the "
-                                       "memory limit of %" PRIu64 " bytes (raise it with --max-memory)",
-                                       s->model_path, used + (more > UINT64_MAX - used ? 0 : more), what,
-                                       s->max_memory);
+        s->limit_err =
+            ctosa_error_new(CTOSA_ERR_LIMIT,
+                            "%s: lowering needs more than %" PRIu64 " bytes (%s), which passes the "
+                            "memory limit of %" PRIu64 " bytes (raise it with --max-memory)",
+                            s->model_path, used + (more > UINT64_MAX - used ? 0 : more), what, s->max_memory);
     return false;
 }
 
-uint64_t lw_graph_bytes(const ctosa_graph *g) {
-    return g ? (uint64_t)g->arena.total : 0;
-}
+uint64_t lw_graph_bytes(const ctosa_graph *g) { return g ? (uint64_t)g->arena.total : 0; }
 
-void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni,
-                 ctosa_graph *g, ctosa_block *b, arena *scratch, strmap *tmap, strmap *reserved,
-                 uint32_t *counter) {
+void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni, ctosa_graph *g,
+                 ctosa_block *b, arena *scratch, strmap *tmap, strmap *reserved, uint32_t *counter) {
     memset(c, 0, sizeof *c);
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     c->s = s;
@@ -202,7 +200,8 @@ static ctosa_error *load_bind(lower_session *s, const ctosa_lower_bind *b, lw_va
                                    b->file, t.rank, LOWER_MAX_RANK);
         if (v->known && v->v.onnx_dtype && v->v.onnx_dtype != t.dtype)
             return ctosa_error_new(CTOSA_ERR_USAGE, "--bind %s: %s holds %s but the input is %s", b->name,
-                                   b->file, onnx_dtype_numpy_name(t.dtype), onnx_dtype_numpy_name(v->v.onnx_dtype));
+                                   b->file, onnx_dtype_numpy_name(t.dtype),
+                                   onnx_dtype_numpy_name(v->v.onnx_dtype));
         v->v.onnx_dtype = t.dtype;
         v->v.rank = t.rank;
         for (uint32_t i = 0; i < t.rank; i++) v->v.shape[i] = t.dims[i];
@@ -214,9 +213,24 @@ static ctosa_error *load_bind(lower_session *s, const ctosa_lower_bind *b, lw_va
         if (e) return ctosa_error_prefix(e, "--bind %s", b->name);
         int32_t dt = CTOSA_ONNX_UNDEFINED;
         switch (a.kind) {
-        case 'f': dt = a.itemsize == 4 ? CTOSA_ONNX_FLOAT : a.itemsize == 2 ? CTOSA_ONNX_FLOAT16 : a.itemsize == 8 ? CTOSA_ONNX_DOUBLE : 0; break;
-        case 'i': dt = a.itemsize == 1 ? CTOSA_ONNX_INT8 : a.itemsize == 2 ? CTOSA_ONNX_INT16 : a.itemsize == 4 ? CTOSA_ONNX_INT32 : CTOSA_ONNX_INT64; break;
-        case 'u': dt = a.itemsize == 1 ? CTOSA_ONNX_UINT8 : a.itemsize == 2 ? CTOSA_ONNX_UINT16 : a.itemsize == 4 ? CTOSA_ONNX_UINT32 : CTOSA_ONNX_UINT64; break;
+        case 'f':
+            dt = a.itemsize == 4   ? CTOSA_ONNX_FLOAT
+                 : a.itemsize == 2 ? CTOSA_ONNX_FLOAT16
+                 : a.itemsize == 8 ? CTOSA_ONNX_DOUBLE
+                                   : 0;
+            break;
+        case 'i':
+            dt = a.itemsize == 1   ? CTOSA_ONNX_INT8
+                 : a.itemsize == 2 ? CTOSA_ONNX_INT16
+                 : a.itemsize == 4 ? CTOSA_ONNX_INT32
+                                   : CTOSA_ONNX_INT64;
+            break;
+        case 'u':
+            dt = a.itemsize == 1   ? CTOSA_ONNX_UINT8
+                 : a.itemsize == 2 ? CTOSA_ONNX_UINT16
+                 : a.itemsize == 4 ? CTOSA_ONNX_UINT32
+                                   : CTOSA_ONNX_UINT64;
+            break;
         case 'b': dt = CTOSA_ONNX_BOOL; break;
         case 'B': dt = CTOSA_ONNX_BFLOAT16; break;
         default: break;
@@ -243,8 +257,11 @@ static ctosa_error *load_bind(lower_session *s, const ctosa_lower_bind *b, lw_va
                 int64_t x = 0;
                 bool isf = a.kind == 'f';
                 if (isf && a.itemsize == 8) memcpy(&d, p, 8);
-                else if (isf && a.itemsize == 4) { float f; memcpy(&f, p, 4); d = f; }
-                else if (a.kind == 'i' || a.kind == 'u' || a.kind == 'b') {
+                else if (isf && a.itemsize == 4) {
+                    float f;
+                    memcpy(&f, p, 4);
+                    d = f;
+                } else if (a.kind == 'i' || a.kind == 'u' || a.kind == 'b') {
                     int64_t sx = 0;
                     uint64_t ux = 0;
                     for (uint32_t q = 0; q < a.itemsize; q++) ux |= (uint64_t)p[q] << (8 * q);
@@ -256,19 +273,41 @@ static ctosa_error *load_bind(lower_session *s, const ctosa_lower_bind *b, lw_va
                 } else ok = false;
                 uint8_t *o = (uint8_t *)out;
                 switch (want) {
-                case CTOSA_ONNX_FLOAT: { float f = (float)d; if (!isf && (double)f != d) ok = false; memcpy(o + 4 * k, &f, 4); break; }
-                case CTOSA_ONNX_INT8: if (isf || x < INT8_MIN || x > INT8_MAX) ok = false; o[k] = (uint8_t)x; break;
-                case CTOSA_ONNX_INT16: if (isf || x < INT16_MIN || x > INT16_MAX) ok = false; wr_u16(o + 2 * k, (uint16_t)x); break;
-                case CTOSA_ONNX_INT32: if (isf || x < INT32_MIN || x > INT32_MAX) ok = false; wr_u32(o + 4 * k, (uint32_t)x); break;
-                case CTOSA_ONNX_INT64: if (isf) ok = false; wr_u64(o + 8 * k, (uint64_t)x); break;
-                case CTOSA_ONNX_BOOL: if (isf || (x != 0 && x != 1)) ok = false; o[k] = (uint8_t)x; break;
+                case CTOSA_ONNX_FLOAT: {
+                    float f = (float)d;
+                    if (!isf && (double)f != d) ok = false;
+                    memcpy(o + 4 * k, &f, 4);
+                    break;
+                }
+                case CTOSA_ONNX_INT8:
+                    if (isf || x < INT8_MIN || x > INT8_MAX) ok = false;
+                    o[k] = (uint8_t)x;
+                    break;
+                case CTOSA_ONNX_INT16:
+                    if (isf || x < INT16_MIN || x > INT16_MAX) ok = false;
+                    wr_u16(o + 2 * k, (uint16_t)x);
+                    break;
+                case CTOSA_ONNX_INT32:
+                    if (isf || x < INT32_MIN || x > INT32_MAX) ok = false;
+                    wr_u32(o + 4 * k, (uint32_t)x);
+                    break;
+                case CTOSA_ONNX_INT64:
+                    if (isf) ok = false;
+                    wr_u64(o + 8 * k, (uint64_t)x);
+                    break;
+                case CTOSA_ONNX_BOOL:
+                    if (isf || (x != 0 && x != 1)) ok = false;
+                    o[k] = (uint8_t)x;
+                    break;
                 default: ok = false; break;
                 }
             }
             if (!ok) {
                 npy_free(&a);
-                return ctosa_error_new(CTOSA_ERR_USAGE, "--bind %s: %s holds %s, which does not convert to the "
-                                       "input's type %s", b->name, b->file, npy_kind_name(a.kind, a.itemsize),
+                return ctosa_error_new(CTOSA_ERR_USAGE,
+                                       "--bind %s: %s holds %s, which does not convert to the "
+                                       "input's type %s",
+                                       b->name, b->file, npy_kind_name(a.kind, a.itemsize),
                                        onnx_dtype_numpy_name(want));
             }
             copy = out;
@@ -291,8 +330,10 @@ static ctosa_error *load_bind(lower_session *s, const ctosa_lower_bind *b, lw_va
         for (uint32_t i = 0; same && i < ty->rank; i++)
             if (ty->dims[i].has_value && ty->dims[i].value != v->v.shape[i]) same = false;
         if (!same)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "--bind %s: %s has shape %s, which does not match the "
-                                   "input's declared shape", b->name, b->file, fmt_shape(&s->a, &v->v));
+            return ctosa_error_new(CTOSA_ERR_USAGE,
+                                   "--bind %s: %s has shape %s, which does not match the "
+                                   "input's declared shape",
+                                   b->name, b->file, fmt_shape(&s->a, &v->v));
     }
     v->v.t = lw_dtype_for(&s->spec, v->v.onnx_dtype);
     v->v.static_shape = true;
@@ -338,26 +379,29 @@ static ctosa_error *setup_values(lower_session *s, const ctosa_lower_options *op
         const ctosa_lower_shape *sh = &opt->shapes[i];
         lw_val *v = lw_lookup(s, sh->name);
         if (!v || !v->graph_input)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: the model has no graph input '%s'", sh->name, sh->name);
+            return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: the model has no graph input '%s'", sh->name,
+                                   sh->name);
         if (sh->rank > LOWER_MAX_RANK)
             return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: rank %u is more than %u", sh->name, sh->rank,
                                    LOWER_MAX_RANK);
         if (v->known && v->v.rank != sh->rank)
-            return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: rank %u, but the input has rank %u %s", sh->name,
-                                   sh->rank, v->v.rank, fmt_shape(&s->a, &v->v));
+            return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: rank %u, but the input has rank %u %s",
+                                   sh->name, sh->rank, v->v.rank, fmt_shape(&s->a, &v->v));
         for (uint32_t k = 0; k < sh->rank; k++) {
             if (sh->dims[k] < 0)
                 return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: dimension %u is negative", sh->name, k);
             if (v->known && v->v.shape[k] >= 0 && v->v.shape[k] != sh->dims[k])
-                return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: dimension %u is %lld in the model, not %lld",
-                                       sh->name, k, (long long)v->v.shape[k], (long long)sh->dims[k]);
+                return ctosa_error_new(CTOSA_ERR_USAGE,
+                                       "--shape %s: dimension %u is %lld in the model, not %lld", sh->name, k,
+                                       (long long)v->v.shape[k], (long long)sh->dims[k]);
             v->v.shape[k] = sh->dims[k];
         }
         v->v.rank = sh->rank;
         v->v.static_shape = true;
         if (!v->known) {
             /* Without a declared type there is nothing to lower with. */
-            return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: the input has no declared element type", sh->name);
+            return ctosa_error_new(CTOSA_ERR_USAGE, "--shape %s: the input has no declared element type",
+                                   sh->name);
         }
     }
     for (uint32_t i = 0; opt && i < opt->n_binds; i++) {
@@ -377,10 +421,10 @@ static ctosa_error *setup_values(lower_session *s, const ctosa_lower_options *op
 
 /* ------------------------------------------------------------- decisions */
 
-static void node_fallback(lower_session *s, uint32_t ni, lower_code code, const char *input,
-                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void node_fallback(lower_session *s, uint32_t ni, lower_code code, const char *input,
-                          const char *fmt, ...) {
+static void node_fallback(lower_session *s, uint32_t ni, lower_code code, const char *input, const char *fmt,
+                          ...) __attribute__((format(printf, 5, 6)));
+static void node_fallback(lower_session *s, uint32_t ni, lower_code code, const char *input, const char *fmt,
+                          ...) {
     lw_nodeinfo *n = &s->nodes[ni];
     n->kind = LW_NODE_FALLBACK;
     n->code = code;
@@ -409,7 +453,8 @@ static const char *validator_reason(arena *a, const char *msg) {
             start = sp + 1;
         }
     }
-    if (more) return arena_printf(a, "TOSA %.*s (and %u more problem%s)", (int)n, start, more, more > 1 ? "s" : "");
+    if (more)
+        return arena_printf(a, "TOSA %.*s (and %u more problem%s)", (int)n, start, more, more > 1 ? "s" : "");
     return arena_printf(a, "TOSA %.*s", (int)n, start);
 }
 
@@ -451,10 +496,14 @@ lower_code lw_map_validator(const ctosa_graph *g, const ctosa_spec *spec, const 
         if (!lw_spec_has_int64(spec) && graph_uses_dtype(g, CTOSA_DTYPE_INT64))
             return LOWER_INT64_NOT_ENABLED;
         return mixed_widths(d) ? LOWER_MIXED_WIDTH : LOWER_NOT_IN_SPEC;
-    case CTOSA_DIAG_STRUCTURE: case CTOSA_DIAG_NOT_IN_VERSION: case CTOSA_DIAG_OPERAND_COUNT:
-    case CTOSA_DIAG_EXTENSION: case CTOSA_DIAG_NOT_CONSTANT: case CTOSA_DIAG_RANK:
-    case CTOSA_DIAG_ERROR_IF: case CTOSA_DIAG_U55:
-        return LOWER_NOT_IN_SPEC;
+    case CTOSA_DIAG_STRUCTURE:
+    case CTOSA_DIAG_NOT_IN_VERSION:
+    case CTOSA_DIAG_OPERAND_COUNT:
+    case CTOSA_DIAG_EXTENSION:
+    case CTOSA_DIAG_NOT_CONSTANT:
+    case CTOSA_DIAG_RANK:
+    case CTOSA_DIAG_ERROR_IF:
+    case CTOSA_DIAG_U55: return LOWER_NOT_IN_SPEC;
     }
     return LOWER_NOT_IN_SPEC;
 }
@@ -514,7 +563,8 @@ static bool narrowed_int64(lower_session *s, const ctosa_onnx_node *n, uint32_t 
 static int32_t output_onnx_dtype(lower_session *s, const ctosa_onnx_node *n, uint32_t i, ctosa_dtype t) {
     const ctosa_onnx_type *ty = declared_type(s, n->outputs[i]);
     if (ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type) return ty->elem_type;
-    if (t == CTOSA_DTYPE_INT32 && !lw_spec_has_int64(&s->spec) && narrowed_int64(s, n, i)) return CTOSA_ONNX_INT64;
+    if (t == CTOSA_DTYPE_INT32 && !lw_spec_has_int64(&s->spec) && narrowed_int64(s, n, i))
+        return CTOSA_ONNX_INT64;
     return lw_onnx_of_tosa(t);
 }
 
@@ -529,7 +579,8 @@ static void record_types(lower_session *s, uint32_t ni, lower_ctx *c) {
         const ctosa_tensor *t = c->out_names[i] ? ctosa_block_find_tensor(c->g, c->b, c->out_names[i]) : NULL;
         if (!v || !t || t->rank > LOWER_MAX_RANK) continue;
         v->v.onnx_dtype = output_onnx_dtype(s, n, i, t->dtype);
-        v->v.t = v->v.onnx_dtype == CTOSA_ONNX_INT64 && !lw_spec_has_int64(&s->spec) ? CTOSA_DTYPE_INT64 : t->dtype;
+        v->v.t = v->v.onnx_dtype == CTOSA_ONNX_INT64 && !lw_spec_has_int64(&s->spec) ? CTOSA_DTYPE_INT64
+                                                                                     : t->dtype;
         v->v.rank = t->rank;
         for (uint32_t k = 0; k < t->rank; k++) v->v.shape[k] = t->shape[k];
         v->v.static_shape = true;
@@ -562,8 +613,8 @@ static void record_declared(lower_session *s, uint32_t ni) {
  * become placeholders. On success *gout holds the graph (caller frees) and
  * the context is filled; returns false when the lowering rejected (reason
  * in the context). */
-static bool lower_scratch(lower_session *s, uint32_t ni, const ctosa_spec *spec, arena *scratch,
-                          strmap *tmap, lower_ctx *c, ctosa_graph **gout, const lower_entry *ent) {
+static bool lower_scratch(lower_session *s, uint32_t ni, const ctosa_spec *spec, arena *scratch, strmap *tmap,
+                          lower_ctx *c, ctosa_graph **gout, const lower_entry *ent) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     ctosa_graph *g = NULL;
     ctosa_block *b = NULL;
@@ -690,7 +741,8 @@ static bool fold_too_big(lower_session *s, const ctosa_onnx_node *n, const lower
         if (!c->out_names[i]) continue;
         const ctosa_tensor *t = ctosa_block_find_tensor(c->g, c->b, c->out_names[i]);
         uint64_t cnt, bytes;
-        if (!t || !ctosa_tensor_elements(t, &cnt) || !ctosa_dtype_storage_size(t->dtype, cnt, &bytes)) return true;
+        if (!t || !ctosa_tensor_elements(t, &cnt) || !ctosa_dtype_storage_size(t->dtype, cnt, &bytes))
+            return true;
         if (bytes > FOLD_MAX_BYTES) return true;
         out += bytes;
     }
@@ -711,7 +763,8 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
     for (uint32_t i = 0; ok && i < n->n_outputs; i++) any_tensor |= c.out_names[i] != NULL;
     if (ok && any_tensor && fold_too_big(s, n, &c)) {
         if (getenv("CTOSA_LOWER_DEBUG"))
-            fprintf(stderr, "ctosa lower: not folding '%s': its values are weight-sized\n", s->nodes[ni].label);
+            fprintf(stderr, "ctosa lower: not folding '%s': its values are weight-sized\n",
+                    s->nodes[ni].label);
         ok = false;
     }
     if (ok && any_tensor) {
@@ -741,10 +794,15 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
             void *data = t.data;
             uint64_t nbytes = t.size;
             if (t.dtype == CTOSA_DTYPE_INT32 && narrowed_int64(s, n, i) &&
-                ((ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type == CTOSA_ONNX_INT64) || !lw_spec_has_int64(spec))) {
+                ((ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type == CTOSA_ONNX_INT64) ||
+                 !lw_spec_has_int64(spec))) {
                 uint8_t *w = arena_alloc(&scratch, (size_t)t.count * 8 + 1);
-                if (!w) { e = ctosa_error_nomem(); break; }
-                for (uint64_t k = 0; k < t.count; k++) wr_u64(w + 8 * k, (uint64_t)(int64_t)((int32_t *)t.data)[k]);
+                if (!w) {
+                    e = ctosa_error_nomem();
+                    break;
+                }
+                for (uint64_t k = 0; k < t.count; k++)
+                    wr_u64(w + 8 * k, (uint64_t)(int64_t)((int32_t *)t.data)[k]);
                 data = w;
                 nbytes = t.count * 8;
                 od = CTOSA_ONNX_INT64;
@@ -758,7 +816,8 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
         if (e) {
             ok = false;
             if (getenv("CTOSA_LOWER_DEBUG"))
-                fprintf(stderr, "ctosa lower: folding '%s' failed: %s\n", s->nodes[ni].label, ctosa_error_message(e));
+                fprintf(stderr, "ctosa lower: folding '%s' failed: %s\n", s->nodes[ni].label,
+                        ctosa_error_message(e));
             ctosa_error_free(e);
         }
     } else if (!ok && getenv("CTOSA_LOWER_DEBUG")) {
@@ -788,8 +847,8 @@ static void decide_node(lower_session *s, uint32_t ni) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     lw_nodeinfo *nd = &s->nodes[ni];
     bool default_domain = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
-    const lower_entry *ent = lower_find(n->domain, n->op_type, default_domain ? s->opset
-                                        : ctosa_onnx_opset_version(s->m, n->domain));
+    const lower_entry *ent = lower_find(
+        n->domain, n->op_type, default_domain ? s->opset : ctosa_onnx_opset_version(s->m, n->domain));
     const lower_entry *qent = qdq_entry(s, ni);
     if (qent) ent = qent;
     const lower_entry *cent = lw_custom_find(s, ni); /* registered custom ops win */
@@ -798,8 +857,8 @@ static void decide_node(lower_session *s, uint32_t ni) {
         if (!default_domain)
             node_fallback(s, ni, LOWER_UNREGISTERED_CUSTOM, NULL,
                           "%s (domain '%s') has no TOSA lowering and no plugin registers it (load one "
-                          "with --plugin LIB.so, or declare it with --custom-ops FILE.json)", n->op_type,
-                          n->domain);
+                          "with --plugin LIB.so, or declare it with --custom-ops FILE.json)",
+                          n->op_type, n->domain);
         else
             node_fallback(s, ni, LOWER_UNSUPPORTED_OP, NULL, "%s has no TOSA lowering%s", n->op_type,
                           lower_find(n->domain, n->op_type, -1) ? " for this opset" : "");
@@ -812,8 +871,10 @@ static void decide_node(lower_session *s, uint32_t ni) {
         if (!v || !v->known) {
             const char *why = "its type and shape are not known";
             if (v && v->producer >= 0 && s->nodes[v->producer].kind == LW_NODE_FALLBACK)
-                why = arena_printf(&s->a, "its producer '%s' stays on the CPU and the model declares no "
-                                   "type and shape for it", s->nodes[v->producer].label);
+                why = arena_printf(&s->a,
+                                   "its producer '%s' stays on the CPU and the model declares no "
+                                   "type and shape for it",
+                                   s->nodes[v->producer].label);
             node_fallback(s, ni, LOWER_INPUT_FALLBACK, n->inputs[i], "input '%s': %s", n->inputs[i], why);
             return;
         }
@@ -829,17 +890,19 @@ static void decide_node(lower_session *s, uint32_t ni) {
         lw_val *v = lw_lookup(s, n->inputs[i]);
         if (v->v.data) continue;
         if (!v->v.static_shape) {
-            node_fallback(s, ni, LOWER_DYNAMIC_SHAPE, n->inputs[i],
-                          "input '%s' has shape %s with dimensions that are not static (give them with --shape)",
-                          n->inputs[i], fmt_shape(&s->a, &v->v));
+            node_fallback(
+                s, ni, LOWER_DYNAMIC_SHAPE, n->inputs[i],
+                "input '%s' has shape %s with dimensions that are not static (give them with --shape)",
+                n->inputs[i], fmt_shape(&s->a, &v->v));
             return;
         }
         if (v->v.t == CTOSA_DTYPE_INT64 && !lw_spec_has_int64(&s->spec) && !int64_in)
             int64_in = n->inputs[i]; /* decided after the lowering: needs_constant says more */
         if (v->v.t == CTOSA_DTYPE_UNKNOWN) {
             const char *dn = onnx_dtype_numpy_name(v->v.onnx_dtype);
-            node_fallback(s, ni, LOWER_UNSUPPORTED_DTYPE, n->inputs[i], "input '%s' is %s, which TOSA has no type for",
-                          n->inputs[i], dn ? dn : "of an unknown type");
+            node_fallback(s, ni, LOWER_UNSUPPORTED_DTYPE, n->inputs[i],
+                          "input '%s' is %s, which TOSA has no type for", n->inputs[i],
+                          dn ? dn : "of an unknown type");
             return;
         }
     }
@@ -859,7 +922,8 @@ static void decide_node(lower_session *s, uint32_t ni) {
     } else if (int64_in) {
         node_fallback(s, ni, LOWER_INT64_NOT_ENABLED, int64_in,
                       "input '%s' is an int64 tensor computed at run time and the spec has no int64 "
-                      "(needs TOSA-1.1 with +int64)", int64_in);
+                      "(needs TOSA-1.1 with +int64)",
+                      int64_in);
         record_types(s, ni, &c);
     } else {
         ctosa_validate_options vo = {.max_problems = 8};
@@ -909,8 +973,7 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     s->fold_spec.profiles = CTOSA_PRO_INT | CTOSA_PRO_FP;
     s->fold_spec.extensions = CTOSA_EXT_BIT(INT16) | CTOSA_EXT_BIT(INT4) | CTOSA_EXT_BIT(BF16) |
                               CTOSA_EXT_BIT(FP8E4M3) | CTOSA_EXT_BIT(FP8E5M2) | CTOSA_EXT_BIT(INT64) |
-                              CTOSA_EXT_BIT(SHAPE) | CTOSA_EXT_BIT(DOUBLEROUND) |
-                              CTOSA_EXT_BIT(INEXACTROUND);
+                              CTOSA_EXT_BIT(SHAPE) | CTOSA_EXT_BIT(DOUBLEROUND) | CTOSA_EXT_BIT(INEXACTROUND);
     ctosa_error *e = ctosa_onnx_load(model_path, NULL, &s->m);
     if (e) return e;
     const ctosa_onnx_model_info *info = ctosa_onnx_info(s->m);
@@ -934,8 +997,8 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     strmap_init(&seen);
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         const ctosa_onnx_node *n = &s->g->nodes[i];
-        const char *l = n->name[0] && !strmap_has(&seen, n->name) ? n->name
-                        : arena_printf(&s->a, "%s#%u", n->op_type, i);
+        const char *l =
+            n->name[0] && !strmap_has(&seen, n->name) ? n->name : arena_printf(&s->a, "%s#%u", n->op_type, i);
         s->nodes[i].label = l;
         s->nodes[i].part = -1;
         s->nodes[i].group = (int32_t)i;
@@ -961,9 +1024,10 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
             if (!n->inputs[k][0]) continue;
             lw_val *v = lw_lookup(s, n->inputs[k]);
             if (!v)
-                return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node #%u '%s' (%s) uses '%s' before any node produces "
-                                       "it (nodes must be in topological order)", model_path, i,
-                                       s->nodes[i].label, n->op_type, n->inputs[k]);
+                return ctosa_error_new(CTOSA_ERR_FORMAT,
+                                       "%s: node #%u '%s' (%s) uses '%s' before any node produces "
+                                       "it (nodes must be in topological order)",
+                                       model_path, i, s->nodes[i].label, n->op_type, n->inputs[k]);
             if ((e = add_consumer(s, v, i))) return e;
         }
         for (uint32_t a = 0; a < n->n_attrs; a++) {
@@ -987,8 +1051,8 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     for (uint32_t i = 0; i < s->g->n_outputs; i++) {
         lw_val *v = lw_lookup(s, s->g->outputs[i].name);
         if (!v)
-            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph output '%s' is produced by no node", model_path,
-                                   s->g->outputs[i].name);
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph output '%s' is produced by no node",
+                                   model_path, s->g->outputs[i].name);
         v->graph_output = true;
     }
     return qdq_prepass(s);

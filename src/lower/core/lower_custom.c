@@ -13,9 +13,7 @@
 #include "ctosa/custom.h"
 #include "lower/lower_internal.h"
 
-static bool std_domain(const char *d) {
-    return !d[0] || strcmp(d, "ai.onnx") == 0;
-}
+static bool std_domain(const char *d) { return !d[0] || strcmp(d, "ai.onnx") == 0; }
 
 static int64_t node_opset(lower_session *s, const ctosa_onnx_node *n) {
     return std_domain(n->domain) ? s->opset : ctosa_onnx_opset_version(s->m, n->domain);
@@ -91,8 +89,14 @@ static void put_bytes_str(strbuf *b, const uint8_t *p, uint64_t n) {
 /* Shortest decimal form that reads back as the same float32, always with a
  * '.' or an exponent so that it stays distinguishable from an integer. */
 static void put_f32(strbuf *b, float f) {
-    if (isnan(f)) { sb_puts(b, "\"NaN\""); return; }
-    if (isinf(f)) { sb_puts(b, f > 0 ? "\"Infinity\"" : "\"-Infinity\""); return; }
+    if (isnan(f)) {
+        sb_puts(b, "\"NaN\"");
+        return;
+    }
+    if (isinf(f)) {
+        sb_puts(b, f > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        return;
+    }
     char tmp[48];
     for (int prec = 1; prec <= 9; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
@@ -103,8 +107,14 @@ static void put_f32(strbuf *b, float f) {
 }
 
 static void put_f64(strbuf *b, double d) {
-    if (isnan(d)) { sb_puts(b, "\"NaN\""); return; }
-    if (isinf(d)) { sb_puts(b, d > 0 ? "\"Infinity\"" : "\"-Infinity\""); return; }
+    if (isnan(d)) {
+        sb_puts(b, "\"NaN\"");
+        return;
+    }
+    if (isinf(d)) {
+        sb_puts(b, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        return;
+    }
     char tmp[48];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, d);
@@ -132,10 +142,17 @@ static bool put_tensor(lower_ctx *c, strbuf *b, const ctosa_onnx_tensor *t) {
     const uint8_t *p = data;
     uint32_t w = 0;
     switch (t->dtype) {
-    case CTOSA_ONNX_FLOAT: case CTOSA_ONNX_INT32: case CTOSA_ONNX_UINT32: w = 4; break;
-    case CTOSA_ONNX_DOUBLE: case CTOSA_ONNX_INT64: case CTOSA_ONNX_UINT64: w = 8; break;
-    case CTOSA_ONNX_INT16: case CTOSA_ONNX_UINT16: w = 2; break;
-    case CTOSA_ONNX_INT8: case CTOSA_ONNX_UINT8: case CTOSA_ONNX_BOOL: w = 1; break;
+    case CTOSA_ONNX_FLOAT:
+    case CTOSA_ONNX_INT32:
+    case CTOSA_ONNX_UINT32: w = 4; break;
+    case CTOSA_ONNX_DOUBLE:
+    case CTOSA_ONNX_INT64:
+    case CTOSA_ONNX_UINT64: w = 8; break;
+    case CTOSA_ONNX_INT16:
+    case CTOSA_ONNX_UINT16: w = 2; break;
+    case CTOSA_ONNX_INT8:
+    case CTOSA_ONNX_UINT8:
+    case CTOSA_ONNX_BOOL: w = 1; break;
     default: break;
     }
     if (!w || nbytes != t->count * w) {
@@ -149,10 +166,23 @@ static bool put_tensor(lower_ctx *c, strbuf *b, const ctosa_onnx_tensor *t) {
         const uint8_t *q = p + i * w;
         if (i) sb_putc(b, ',');
         switch (t->dtype) {
-        case CTOSA_ONNX_FLOAT: { float f; uint32_t u = rd_u32(q); memcpy(&f, &u, 4); put_f32(b, f); break; }
-        case CTOSA_ONNX_DOUBLE: { double d; uint64_t u = rd_u64(q); memcpy(&d, &u, 8); put_f64(b, d); break; }
+        case CTOSA_ONNX_FLOAT: {
+            float f;
+            uint32_t u = rd_u32(q);
+            memcpy(&f, &u, 4);
+            put_f32(b, f);
+            break;
+        }
+        case CTOSA_ONNX_DOUBLE: {
+            double d;
+            uint64_t u = rd_u64(q);
+            memcpy(&d, &u, 8);
+            put_f64(b, d);
+            break;
+        }
         case CTOSA_ONNX_INT8: sb_printf(b, "%d", (int)(int8_t)q[0]); break;
-        case CTOSA_ONNX_UINT8: case CTOSA_ONNX_BOOL: sb_printf(b, "%u", q[0]); break;
+        case CTOSA_ONNX_UINT8:
+        case CTOSA_ONNX_BOOL: sb_printf(b, "%u", q[0]); break;
         case CTOSA_ONNX_INT16: sb_printf(b, "%d", (int)(int16_t)rd_u16(q)); break;
         case CTOSA_ONNX_UINT16: sb_printf(b, "%u", rd_u16(q)); break;
         case CTOSA_ONNX_INT32: sb_printf(b, "%d", (int32_t)rd_u32(q)); break;
@@ -199,7 +229,8 @@ static bool canonical_attrs(lower_ctx *c, const ctosa_onnx_node *n, strbuf *b, c
             break;
         case CTOSA_ONNX_ATTR_INTS:
             sb_putc(b, '[');
-            for (uint32_t k = 0; k < a->count; k++) sb_printf(b, "%s%lld", k ? "," : "", (long long)a->ints[k]);
+            for (uint32_t k = 0; k < a->count; k++)
+                sb_printf(b, "%s%lld", k ? "," : "", (long long)a->ints[k]);
             sb_putc(b, ']');
             break;
         case CTOSA_ONNX_ATTR_STRINGS:
@@ -212,21 +243,25 @@ static bool canonical_attrs(lower_ctx *c, const ctosa_onnx_node *n, strbuf *b, c
             break;
         case CTOSA_ONNX_ATTR_TENSOR:
             if (!a->t || !put_tensor(c, b, a->t))
-                return *why = arena_printf(lw_arena(c), "tensor attribute '%s' cannot be read", a->name), false;
+                return *why = arena_printf(lw_arena(c), "tensor attribute '%s' cannot be read", a->name),
+                       false;
             break;
         case CTOSA_ONNX_ATTR_TENSORS:
             sb_putc(b, '[');
             for (uint32_t k = 0; k < a->count; k++) {
                 if (k) sb_putc(b, ',');
                 if (!put_tensor(c, b, &a->tensors[k]))
-                    return *why = arena_printf(lw_arena(c), "tensor attribute '%s' cannot be read", a->name), false;
+                    return *why = arena_printf(lw_arena(c), "tensor attribute '%s' cannot be read", a->name),
+                           false;
             }
             sb_putc(b, ']');
             break;
         default:
-            return *why = arena_printf(lw_arena(c), "attribute '%s' of type %s has no JSON form for "
-                                       "implementation_attrs (register an encode_attrs callback)", a->name,
-                                       ctosa_onnx_attr_type_name(a->type)), false;
+            return *why = arena_printf(lw_arena(c),
+                                       "attribute '%s' of type %s has no JSON form for "
+                                       "implementation_attrs (register an encode_attrs callback)",
+                                       a->name, ctosa_onnx_attr_type_name(a->type)),
+                   false;
         }
     }
     sb_putc(b, '}');
@@ -237,8 +272,8 @@ static bool canonical_attrs(lower_ctx *c, const ctosa_onnx_node *n, strbuf *b, c
 
 static lower_status reject_err(lower_ctx *c, lower_code code, const ctosa_custom_op *op, const char *what,
                                ctosa_error *e) {
-    lower_status st = lw_reject(c, code, NULL, "custom operator %s::%s: %s: %s", op->onnx_domain[0] ?
-                                op->onnx_domain : "ai.onnx", op->onnx_op_type, what,
+    lower_status st = lw_reject(c, code, NULL, "custom operator %s::%s: %s: %s",
+                                op->onnx_domain[0] ? op->onnx_domain : "ai.onnx", op->onnx_op_type, what,
                                 e ? ctosa_error_message(e) : "refused");
     ctosa_error_free(e);
     return st;
@@ -270,10 +305,13 @@ static lower_status lower_custom(lower_ctx *c) {
     for (uint32_t i = 0; i < ni; i++) {
         if (!lw_has_input(c, i)) continue;
         const lower_value *v = lw_in(c, i);
-        if (!v) return lw_reject(c, LOWER_INPUT_FALLBACK, n->inputs[i], "input '%s' is not known", n->inputs[i]);
+        if (!v)
+            return lw_reject(c, LOWER_INPUT_FALLBACK, n->inputs[i], "input '%s' is not known", n->inputs[i]);
         if (v->rank > CTOSA_CUSTOM_MAX_RANK)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[i], "input '%s' has rank %u (custom operators "
-                             "take at most %d)", n->inputs[i], v->rank, CTOSA_CUSTOM_MAX_RANK);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[i],
+                             "input '%s' has rank %u (custom operators "
+                             "take at most %d)",
+                             n->inputs[i], v->rank, CTOSA_CUSTOM_MAX_RANK);
         in[i].present = true;
         in[i].dtype = v->t;
         in[i].onnx_dtype = v->onnx_dtype;
@@ -287,22 +325,29 @@ static lower_status lower_custom(lower_ctx *c) {
     for (uint32_t k = 0; k < no; k++) {
         const ctosa_custom_tensor *o = &out[k];
         if (o->dtype <= CTOSA_DTYPE_UNKNOWN || o->dtype >= CTOSA_DTYPE_COUNT || !ctosa_dtype_name(o->dtype))
-            return lw_reject(c, LOWER_CUSTOM_REJECTED, NULL, "custom operator %s: shape inference gave output %u "
-                             "no valid dtype (%d)", n->op_type, k, (int)o->dtype);
+            return lw_reject(c, LOWER_CUSTOM_REJECTED, NULL,
+                             "custom operator %s: shape inference gave output %u "
+                             "no valid dtype (%d)",
+                             n->op_type, k, (int)o->dtype);
         if (o->rank > CTOSA_CUSTOM_MAX_RANK)
-            return lw_reject(c, LOWER_CUSTOM_REJECTED, NULL, "custom operator %s: shape inference gave output %u "
-                             "rank %u", n->op_type, k, o->rank);
+            return lw_reject(c, LOWER_CUSTOM_REJECTED, NULL,
+                             "custom operator %s: shape inference gave output %u "
+                             "rank %u",
+                             n->op_type, k, o->rank);
         for (uint32_t d = 0; d < o->rank; d++)
             if (o->shape[d] < 0 || o->shape[d] > INT32_MAX)
-                return lw_reject(c, LOWER_CUSTOM_REJECTED, NULL, "custom operator %s: shape inference gave output "
-                                 "%u dimension %u = %lld", n->op_type, k, d, (long long)o->shape[d]);
+                return lw_reject(c, LOWER_CUSTOM_REJECTED, NULL,
+                                 "custom operator %s: shape inference gave output "
+                                 "%u dimension %u = %lld",
+                                 n->op_type, k, d, (long long)o->shape[d]);
     }
     for (uint32_t i = 0; i < ni + no; i++) {
         const ctosa_custom_tensor *t = i < ni ? &in[i] : &out[i - ni];
         if ((i < ni && !t->present) || dtype_allowed(op, t->dtype)) continue;
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, i < ni ? n->inputs[i] : NULL,
-                         "custom operator %s: %s %u is %s, which its registration does not support", n->op_type,
-                         i < ni ? "input" : "output", i < ni ? i : i - ni, ctosa_dtype_short(t->dtype));
+                         "custom operator %s: %s %u is %s, which its registration does not support",
+                         n->op_type, i < ni ? "input" : "output", i < ni ? i : i - ni,
+                         ctosa_dtype_short(t->dtype));
     }
     /* implementation_attrs */
     uint8_t *attrs = NULL;
@@ -311,15 +356,17 @@ static lower_status lower_custom(lower_ctx *c) {
         size_t need = 0;
         if ((e = op->encode_attrs(op->user, &view, NULL, 0, &need)))
             return reject_err(c, LOWER_UNSUPPORTED_ATTR, op, "encode_attrs", e);
-        if (need > UINT32_MAX) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "implementation_attrs too large");
+        if (need > UINT32_MAX)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "implementation_attrs too large");
         attrs = arena_alloc(lw_arena(c), need + 1);
         if (!attrs) return lw_reject(c, LOWER_INTERNAL, NULL, "out of memory");
         size_t got = 0;
         if ((e = op->encode_attrs(op->user, &view, attrs, need, &got)))
             return reject_err(c, LOWER_UNSUPPORTED_ATTR, op, "encode_attrs", e);
         if (got != need)
-            return lw_reject(c, LOWER_INTERNAL, NULL, "custom operator %s: encode_attrs gave %zu bytes, then %zu",
-                             n->op_type, need, got);
+            return lw_reject(c, LOWER_INTERNAL, NULL,
+                             "custom operator %s: encode_attrs gave %zu bytes, then %zu", n->op_type, need,
+                             got);
         attrs_len = need;
     } else {
         strbuf b;
@@ -341,7 +388,8 @@ static lower_status lower_custom(lower_ctx *c) {
     for (uint32_t i = 0; i < ni; i++) {
         if (!in[i].present) continue;
         const char *nm = lw_input(c, i);
-        if (!nm || c->rejected) return c->rejected ? LOWER_REJECT : lw_reject(c, LOWER_INTERNAL, NULL, "input %u", i);
+        if (!nm || c->rejected)
+            return c->rejected ? LOWER_REJECT : lw_reject(c, LOWER_INTERNAL, NULL, "input %u", i);
         in_names[n_in++] = nm;
     }
     for (uint32_t k = 0; k < no; k++) {
@@ -355,7 +403,8 @@ static lower_status lower_custom(lower_ctx *c) {
     at.implementation_attrs.p = attrs;
     at.implementation_attrs.n = (uint32_t)attrs_len;
     if (!lw_op(c, CTOSA_OP_CUSTOM, n_in, in_names, no, out_names, &at))
-        return c->rejected ? LOWER_REJECT : lw_reject(c, LOWER_INTERNAL, NULL, "cannot add the CUSTOM operator");
+        return c->rejected ? LOWER_REJECT
+                           : lw_reject(c, LOWER_INTERNAL, NULL, "cannot add the CUSTOM operator");
     for (uint32_t k = 0; k < no; k++)
         if (n->outputs[k][0]) lw_set_output(c, k, out_names[k]);
     return LOWER_OK;

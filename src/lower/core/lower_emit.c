@@ -48,9 +48,7 @@ lower_status lw_reject(lower_ctx *c, lower_code code, const char *input, const c
 
 /* -------------------------------------------------------------- dtypes */
 
-bool lw_spec_has_int64(const ctosa_spec *spec) {
-    return (spec->extensions & CTOSA_EXT_BIT(INT64)) != 0;
-}
+bool lw_spec_has_int64(const ctosa_spec *spec) { return (spec->extensions & CTOSA_EXT_BIT(INT64)) != 0; }
 
 ctosa_dtype lw_dtype_for(const ctosa_spec *spec, int32_t onnx_dtype) {
     switch (onnx_dtype) {
@@ -161,8 +159,8 @@ static bool to_i32_shape(lower_ctx *c, uint32_t rank, const int64_t *shape, int3
     }
     for (uint32_t i = 0; i < rank; i++) {
         if (shape[i] < 0 || shape[i] > INT32_MAX) {
-            lw_fail(c, shape[i] < 0 ? LOWER_DYNAMIC_SHAPE : LOWER_LEVEL_LIMIT, NULL,
-                    "dimension %u is %lld", i, (long long)shape[i]);
+            lw_fail(c, shape[i] < 0 ? LOWER_DYNAMIC_SHAPE : LOWER_LEVEL_LIMIT, NULL, "dimension %u is %lld",
+                    i, (long long)shape[i]);
             return false;
         }
         out[i] = (int32_t)shape[i];
@@ -206,8 +204,8 @@ const char *lw_input(lower_ctx *c, uint32_t i) {
     uint64_t nbytes = v->v.nbytes;
     if (in->t == CTOSA_DTYPE_UNKNOWN) {
         const char *dn = ctosa_onnx_dtype_name(v->v.onnx_dtype);
-        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, onnx_name, "constant '%s' has ONNX type %s, which TOSA has no type for",
-                onnx_name, dn ? dn : "?");
+        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, onnx_name,
+                "constant '%s' has ONNX type %s, which TOSA has no type for", onnx_name, dn ? dn : "?");
         return NULL;
     }
     if (v->v.onnx_dtype == CTOSA_ONNX_INT64 && in->t == CTOSA_DTYPE_INT32) {
@@ -216,10 +214,11 @@ const char *lw_input(lower_ctx *c, uint32_t i) {
     } else if (v->v.onnx_dtype == CTOSA_ONNX_INT64 && !lw_spec_has_int64(c->spec)) {
         lw_fail(c, LOWER_INT64_NOT_ENABLED, onnx_name,
                 "int64 constant '%s' holds %lld, outside the int32 range, and the spec has no int64 "
-                "(TOSA-1.1+...+int64)", onnx_name, (long long)v->bad_value);
+                "(TOSA-1.1+...+int64)",
+                onnx_name, (long long)v->bad_value);
     }
-    const char *name = valid_name(c, onnx_name) ? arena_strdup(c->scratch, onnx_name)
-                                                 : lw_unique_name(c, onnx_name);
+    const char *name =
+        valid_name(c, onnx_name) ? arena_strdup(c->scratch, onnx_name) : lw_unique_name(c, onnx_name);
     const char *nm = add_const(c, name, in->t, in->rank, in->shape, data, nbytes, false);
     if (nm) strmap_put(c->tmap, onnx_name, (void *)nm);
     return nm;
@@ -243,10 +242,30 @@ static int64_t sat_i64(double f) {
 /* Element k of ONNX-encoded data as double / int64. */
 static bool load_elem(int32_t dt, const uint8_t *p, uint64_t k, double *d, int64_t *x) {
     switch (dt) {
-    case CTOSA_ONNX_FLOAT: { uint32_t u = rd_u32(p + 4 * k); float f; memcpy(&f, &u, 4); *d = f; *x = sat_i64(f); return true; }
-    case CTOSA_ONNX_DOUBLE: { uint64_t u = rd_u64(p + 8 * k); double f; memcpy(&f, &u, 8); *d = f; *x = sat_i64(f); return true; }
-    case CTOSA_ONNX_FLOAT16: *d = ff_fp16_to_f32(rd_u16(p + 2 * k)); *x = sat_i64(*d); return true;
-    case CTOSA_ONNX_BFLOAT16: *d = ff_bf16_to_f32(rd_u16(p + 2 * k)); *x = sat_i64(*d); return true;
+    case CTOSA_ONNX_FLOAT: {
+        uint32_t u = rd_u32(p + 4 * k);
+        float f;
+        memcpy(&f, &u, 4);
+        *d = f;
+        *x = sat_i64(f);
+        return true;
+    }
+    case CTOSA_ONNX_DOUBLE: {
+        uint64_t u = rd_u64(p + 8 * k);
+        double f;
+        memcpy(&f, &u, 8);
+        *d = f;
+        *x = sat_i64(f);
+        return true;
+    }
+    case CTOSA_ONNX_FLOAT16:
+        *d = ff_fp16_to_f32(rd_u16(p + 2 * k));
+        *x = sat_i64(*d);
+        return true;
+    case CTOSA_ONNX_BFLOAT16:
+        *d = ff_bf16_to_f32(rd_u16(p + 2 * k));
+        *x = sat_i64(*d);
+        return true;
     case CTOSA_ONNX_INT8: *x = (int8_t)p[k]; break;
     case CTOSA_ONNX_UINT8: *x = p[k]; break;
     case CTOSA_ONNX_BOOL: *x = p[k] != 0; break;
@@ -350,9 +369,7 @@ int64_t lw_attr_floats(const lower_ctx *c, const char *name, const float **v) {
     return -1;
 }
 
-bool lw_has_attr(const lower_ctx *c, const char *name) {
-    return ctosa_onnx_node_attr(c->node, name) != NULL;
-}
+bool lw_has_attr(const lower_ctx *c, const char *name) { return ctosa_onnx_node_attr(c->node, name) != NULL; }
 
 /* ------------------------------------------------------------ emitting */
 
@@ -362,8 +379,7 @@ const char *lw_tensor(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t 
     if (!to_i32_shape(c, rank, shape, s32)) return NULL;
     const char *name = lw_unique_name(c, NULL);
     ctosa_tensor *tt = NULL;
-    ctosa_error *e = name ? ctosa_block_add_tensor(c->g, c->b, name, t, rank, s32, &tt)
-                          : ctosa_error_nomem();
+    ctosa_error *e = name ? ctosa_block_add_tensor(c->g, c->b, name, t, rank, s32, &tt) : ctosa_error_nomem();
     if (e) {
         lw_fail(c, LOWER_INTERNAL, NULL, "tensor: %s", ctosa_error_message(e));
         ctosa_error_free(e);
@@ -372,8 +388,7 @@ const char *lw_tensor(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t 
     return tt->name;
 }
 
-const char *lw_const(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape,
-                     const void *data) {
+const char *lw_const(lower_ctx *c, ctosa_dtype t, uint32_t rank, const int64_t *shape, const void *data) {
     uint64_t n = 1, bytes = 0;
     for (uint32_t i = 0; i < rank; i++) n *= (uint64_t)(shape[i] < 0 ? 0 : shape[i]);
     if (!ctosa_dtype_storage_size(t, n, &bytes)) {
@@ -407,15 +422,23 @@ const char *lw_const_from_f64(lower_ctx *c, ctosa_dtype t, uint32_t rank, const 
     for (uint64_t k = 0; k < n; k++) {
         double x = v[k];
         switch (t) {
-        case CTOSA_DTYPE_FP32: { float f = (float)x; memcpy(p + 4 * k, &f, 4); break; }
+        case CTOSA_DTYPE_FP32: {
+            float f = (float)x;
+            memcpy(p + 4 * k, &f, 4);
+            break;
+        }
         case CTOSA_DTYPE_FP16: wr_u16(p + 2 * k, ff_f32_to_fp16((float)x)); break;
         case CTOSA_DTYPE_BF16: wr_u16(p + 2 * k, ff_f32_to_bf16((float)x)); break;
         case CTOSA_DTYPE_FP8E4M3: p[k] = ff_f32_to_fp8e4m3((float)x); break;
         case CTOSA_DTYPE_FP8E5M2: p[k] = ff_f32_to_fp8e5m2((float)x); break;
         case CTOSA_DTYPE_BOOL: p[k] = x != 0; break;
         case CTOSA_DTYPE_INT8: p[k] = (uint8_t)(int8_t)sat_round(x, INT8_MIN, INT8_MAX); break;
-        case CTOSA_DTYPE_INT16: wr_u16(p + 2 * k, (uint16_t)(int16_t)sat_round(x, INT16_MIN, INT16_MAX)); break;
-        case CTOSA_DTYPE_INT32: wr_u32(p + 4 * k, (uint32_t)(int32_t)sat_round(x, INT32_MIN, INT32_MAX)); break;
+        case CTOSA_DTYPE_INT16:
+            wr_u16(p + 2 * k, (uint16_t)(int16_t)sat_round(x, INT16_MIN, INT16_MAX));
+            break;
+        case CTOSA_DTYPE_INT32:
+            wr_u32(p + 4 * k, (uint32_t)(int32_t)sat_round(x, INT32_MIN, INT32_MAX));
+            break;
         case CTOSA_DTYPE_INT48: {
             uint64_t u = (uint64_t)sat_round(x, -((int64_t)1 << 47), ((int64_t)1 << 47) - 1);
             for (int b = 0; b < 6; b++) p[6 * k + (uint64_t)b] = (uint8_t)(u >> (8 * b));
@@ -464,8 +487,8 @@ const char *lw_shape(lower_ctx *c, uint32_t n, const int64_t *v) {
     return nm;
 }
 
-ctosa_op *lw_op(lower_ctx *c, ctosa_op_kind kind, uint32_t n_in, const char *const *in,
-                uint32_t n_out, const char *const *out, const ctosa_attr *attr) {
+ctosa_op *lw_op(lower_ctx *c, ctosa_op_kind kind, uint32_t n_in, const char *const *in, uint32_t n_out,
+                const char *const *out, const ctosa_attr *attr) {
     for (uint32_t i = 0; i < n_in; i++)
         if (!in[i]) {
             if (!c->rejected)
@@ -491,23 +514,23 @@ ctosa_op *lw_op(lower_ctx *c, ctosa_op_kind kind, uint32_t n_in, const char *con
     return op;
 }
 
-const char *lw_unary(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype out_t,
-                     uint32_t rank, const int64_t *shape, const ctosa_attr *attr) {
+const char *lw_unary(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype out_t, uint32_t rank,
+                     const int64_t *shape, const ctosa_attr *attr) {
     if (!x) return NULL;
     const char *o = lw_tensor(c, out_t, rank, shape);
     return lw_op(c, kind, 1, &x, 1, &o, attr) ? o : NULL;
 }
 
-const char *lw_binary(lower_ctx *c, ctosa_op_kind kind, const char *a, const char *b,
-                      ctosa_dtype out_t, uint32_t rank, const int64_t *shape) {
+const char *lw_binary(lower_ctx *c, ctosa_op_kind kind, const char *a, const char *b, ctosa_dtype out_t,
+                      uint32_t rank, const int64_t *shape) {
     if (!a || !b) return NULL;
     const char *o = lw_tensor(c, out_t, rank, shape);
     const char *in[2] = {a, b};
     return lw_op(c, kind, 2, in, 1, &o, NULL) ? o : NULL;
 }
 
-const char *lw_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                         const int64_t *in_shape, const int32_t *perm) {
+const char *lw_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *in_shape,
+                         const int32_t *perm) {
     if (!x) return NULL;
     if (rank > LOWER_MAX_RANK) {
         lw_fail(c, LOWER_LEVEL_LIMIT, NULL, "transpose of rank %u", rank);
@@ -528,8 +551,7 @@ const char *lw_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t ra
     return lw_unary(c, CTOSA_OP_TRANSPOSE, x, t, rank, out, &a);
 }
 
-const char *lw_reshape(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                       const int64_t *new_shape) {
+const char *lw_reshape(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *new_shape) {
     if (!x) return NULL;
     const char *shp = lw_shape(c, rank, new_shape);
     if (!shp) return NULL;
@@ -538,8 +560,8 @@ const char *lw_reshape(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank
     return lw_op(c, CTOSA_OP_RESHAPE, 2, in, 1, &o, NULL) ? o : NULL;
 }
 
-const char *lw_cast(lower_ctx *c, const char *x, ctosa_dtype from, ctosa_dtype to,
-                    uint32_t rank, const int64_t *shape) {
+const char *lw_cast(lower_ctx *c, const char *x, ctosa_dtype from, ctosa_dtype to, uint32_t rank,
+                    const int64_t *shape) {
     if (!x) return NULL;
     if (from == to) return x;
     return lw_unary(c, CTOSA_OP_CAST, x, to, rank, shape, NULL);
@@ -565,8 +587,8 @@ void lw_set_output(lower_ctx *c, uint32_t i, const char *name) {
     c->out_is_const[i] = false;
 }
 
-void lw_set_output_const(lower_ctx *c, uint32_t i, int32_t onnx_dtype, uint32_t rank,
-                         const int64_t *shape, const void *data, uint64_t nbytes) {
+void lw_set_output_const(lower_ctx *c, uint32_t i, int32_t onnx_dtype, uint32_t rank, const int64_t *shape,
+                         const void *data, uint64_t nbytes) {
     if (i >= c->node->n_outputs) {
         lw_fail(c, LOWER_INTERNAL, NULL, "output %u does not exist (node has %u)", i, c->node->n_outputs);
         return;

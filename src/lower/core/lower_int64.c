@@ -100,7 +100,8 @@ bool lw_int64_explain(const ctosa_graph *g, const ctosa_spec *spec, const char *
         if (op->kind == CTOSA_OP_CONST || op->kind == CTOSA_OP_CONST_SHAPE) continue;
         if (!op_types(g, b, op, in, out)) continue;
         if (!has_dtype(op->n_inputs, in, op->n_outputs, out, CTOSA_DTYPE_INT64)) continue;
-        bool allowed = spec_types_allowed(op->kind, op->n_inputs, in, op->n_outputs, out, CTOSA_DTYPE_UNKNOWN, spec);
+        bool allowed =
+            spec_types_allowed(op->kind, op->n_inputs, in, op->n_outputs, out, CTOSA_DTYPE_UNKNOWN, spec);
         const char *nm = ctosa_op_name(op->kind);
         if (allowed) {
             bool dup = false;
@@ -133,7 +134,8 @@ bool lw_int64_explain(const ctosa_graph *g, const ctosa_spec *spec, const char *
     sb_init(&types);
     sb_init(&rows);
     sb_printf(&head, "%s: ", onnx_op);
-    for (uint32_t i = 0; i < n_ok; i++) sb_printf(&head, "%s%s", i ? (i + 1 == n_ok ? " and " : ", ") : "", ok_names[i]);
+    for (uint32_t i = 0; i < n_ok; i++)
+        sb_printf(&head, "%s%s", i ? (i + 1 == n_ok ? " and " : ", ") : "", ok_names[i]);
     if (n_ok) sb_printf(&head, " %s i64, but its lowering", n_ok > 1 ? "have" : "has");
     else sb_puts(&head, "its lowering");
     spec_format_actual(&types, bad->n_inputs, bad_in, bad->n_outputs, bad_out);
@@ -147,9 +149,10 @@ bool lw_int64_explain(const ctosa_graph *g, const ctosa_spec *spec, const char *
                            types.s ? types.s : "");
     } else if (__builtin_popcount(w) > 1) {
         *code = LOWER_MIXED_WIDTH;
-        msg = arena_printf(a, "%s needs %s with types %s, operand widths the table does not pair "
-                           "(its i64 rows: %s)", head.s ? head.s : "", bn, types.s ? types.s : "",
-                           rows.s ? rows.s : "");
+        msg = arena_printf(a,
+                           "%s needs %s with types %s, operand widths the table does not pair "
+                           "(its i64 rows: %s)",
+                           head.s ? head.s : "", bn, types.s ? types.s : "", rows.s ? rows.s : "");
     } else {
         *code = LOWER_UNSUPPORTED_DTYPE;
         msg = arena_printf(a, "%s needs %s with types %s, which has no such i64 row (its i64 rows: %s)",
@@ -224,7 +227,8 @@ static int probe_once(const ctosa_spec *spec, const lower_entry *e, uint32_t n_i
     for (uint32_t i = 0; i < n_in; i++) ins[i] = in_names[i];
     outs[0] = "y";
     uint32_t n_attrs = 0;
-    if (cast_attr) at[n_attrs++] = (ctosa_onnx_attr){.name = "to", .type = CTOSA_ONNX_ATTR_INT, .i = CTOSA_ONNX_INT32};
+    if (cast_attr)
+        at[n_attrs++] = (ctosa_onnx_attr){.name = "to", .type = CTOSA_ONNX_ATTR_INT, .i = CTOSA_ONNX_INT32};
     if (axis_attr) at[n_attrs++] = (ctosa_onnx_attr){.name = "axis", .type = CTOSA_ONNX_ATTR_INT, .i = 0};
     nd->name = e->op_type;
     nd->op_type = e->op_type;
@@ -310,8 +314,8 @@ out:
 /* Tries the probe with the inputs in cval (-1 runtime), and, for every
  * input the lowering then wants constant, each candidate value (depth
  * first, a few levels). */
-static void probe_search(const ctosa_spec *spec, const lower_entry *e, uint32_t n_in, int8_t *cval, bool bool0,
-                         bool cast, bool axis, int depth, probe_result *res) {
+static void probe_search(const ctosa_spec *spec, const lower_entry *e, uint32_t n_in, int8_t *cval,
+                         bool bool0, bool cast, bool axis, int depth, probe_result *res) {
     int want = probe_once(spec, e, n_in, cval, bool0, cast, axis, res);
     if (res->done || depth >= 3) return;
     /* The lowering named an input; otherwise (needs_constant without a

@@ -62,7 +62,8 @@ static const lw_val *si_in(lower_session *s, const ctosa_onnx_node *n, uint32_t 
 }
 
 /* Integer values of constant input i (at most max); -1 when not constant. */
-static int64_t si_const_ints(lower_session *s, const ctosa_onnx_node *n, uint32_t i, int64_t *out, uint32_t max) {
+static int64_t si_const_ints(lower_session *s, const ctosa_onnx_node *n, uint32_t i, int64_t *out,
+                             uint32_t max) {
     if (!si_has_in(n, i)) return -1;
     const lw_val *v = lw_lookup(s, n->inputs[i]);
     if (!v || !v->known || !v->v.data) return -1;
@@ -76,7 +77,8 @@ static int64_t si_const_ints(lower_session *s, const ctosa_onnx_node *n, uint32_
     return (int64_t)cnt;
 }
 
-static int64_t si_const_floats(lower_session *s, const ctosa_onnx_node *n, uint32_t i, double *out, uint32_t max) {
+static int64_t si_const_floats(lower_session *s, const ctosa_onnx_node *n, uint32_t i, double *out,
+                               uint32_t max) {
     if (!si_has_in(n, i)) return -1;
     const lw_val *v = lw_lookup(s, n->inputs[i]);
     if (!v || !v->known || !v->v.data) return -1;
@@ -88,7 +90,8 @@ static int64_t si_const_floats(lower_session *s, const ctosa_onnx_node *n, uint3
 
 /* Output k of node n becomes a runtime value of ONNX type dt and shape sh
  * (only if nothing filled it before). */
-static uint32_t si_set(lower_session *s, const ctosa_onnx_node *n, uint32_t k, int32_t dt, const si_shape *sh) {
+static uint32_t si_set(lower_session *s, const ctosa_onnx_node *n, uint32_t k, int32_t dt,
+                       const si_shape *sh) {
     if (k >= n->n_outputs || !n->outputs[k][0] || dt <= 0 || sh->rank > SI_MAX) return 0;
     for (uint32_t i = 0; i < sh->rank; i++)
         if (sh->d[i] < 0) return 0;
@@ -134,24 +137,92 @@ static bool is_one_of(const char *op, const char *const *list) {
     return false;
 }
 
-static const char *const same_shape_ops[] = {
-    "Relu", "Clip", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Erf", "LeakyRelu", "HardSigmoid",
-    "HardSwish", "Softmax", "LogSoftmax", "Identity", "Dropout", "Elu", "Selu", "Gelu", "Softplus", "Softsign",
-    "Floor", "Ceil", "Round", "Reciprocal", "Not", "Sign", "BatchNormalization", "InstanceNormalization",
-    "LayerNormalization", "LRN", "Celu", "Mish", "ThresholdedRelu", "Sin", "Cos", "Tan", "Atan", "Asin", "Acos",
-    "Sinh", "Cosh", "Hardmax", "IsNaN", "IsInf", "CumSum", "Shrink", "GroupNormalization", "BitwiseNot", NULL};
-static const char *const bcast_ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
-                                        "PRelu", "And", "Or", "Xor", "Mod", "BitShift", "BitwiseAnd",
-                                        "BitwiseOr", "BitwiseXor", "Equal", "Less", "Greater", "LessOrEqual",
-                                        "GreaterOrEqual", "Where", NULL};
+static const char *const same_shape_ops[] = {"Relu",
+                                             "Clip",
+                                             "Sigmoid",
+                                             "Tanh",
+                                             "Abs",
+                                             "Neg",
+                                             "Exp",
+                                             "Log",
+                                             "Sqrt",
+                                             "Erf",
+                                             "LeakyRelu",
+                                             "HardSigmoid",
+                                             "HardSwish",
+                                             "Softmax",
+                                             "LogSoftmax",
+                                             "Identity",
+                                             "Dropout",
+                                             "Elu",
+                                             "Selu",
+                                             "Gelu",
+                                             "Softplus",
+                                             "Softsign",
+                                             "Floor",
+                                             "Ceil",
+                                             "Round",
+                                             "Reciprocal",
+                                             "Not",
+                                             "Sign",
+                                             "BatchNormalization",
+                                             "InstanceNormalization",
+                                             "LayerNormalization",
+                                             "LRN",
+                                             "Celu",
+                                             "Mish",
+                                             "ThresholdedRelu",
+                                             "Sin",
+                                             "Cos",
+                                             "Tan",
+                                             "Atan",
+                                             "Asin",
+                                             "Acos",
+                                             "Sinh",
+                                             "Cosh",
+                                             "Hardmax",
+                                             "IsNaN",
+                                             "IsInf",
+                                             "CumSum",
+                                             "Shrink",
+                                             "GroupNormalization",
+                                             "BitwiseNot",
+                                             NULL};
+static const char *const bcast_ops[] = {"Add",
+                                        "Sub",
+                                        "Mul",
+                                        "Div",
+                                        "Pow",
+                                        "Max",
+                                        "Min",
+                                        "Sum",
+                                        "Mean",
+                                        "PRelu",
+                                        "And",
+                                        "Or",
+                                        "Xor",
+                                        "Mod",
+                                        "BitShift",
+                                        "BitwiseAnd",
+                                        "BitwiseOr",
+                                        "BitwiseXor",
+                                        "Equal",
+                                        "Less",
+                                        "Greater",
+                                        "LessOrEqual",
+                                        "GreaterOrEqual",
+                                        "Where",
+                                        NULL};
 
 /* Conv / pooling spatial sizes. w: Conv weight shape or NULL (pools use
  * kernel_shape). */
-static bool si_window(const ctosa_onnx_node *n, const si_shape *x, const si_shape *w, bool pool, si_shape *o) {
+static bool si_window(const ctosa_onnx_node *n, const si_shape *x, const si_shape *w, bool pool,
+                      si_shape *o) {
     if (x->rank < 3) return false;
     uint32_t sp = x->rank - 2;
     const ctosa_onnx_attr *ks = si_attr(n, "kernel_shape"), *st = si_attr(n, "strides"),
-                          *dl = si_attr(n, "dilations"), *pd = si_attr(n, "pads"), *ap = si_attr(n, "auto_pad");
+                          *dl = si_attr(n, "dilations"), *pd = si_attr(n, "pads"),
+                          *ap = si_attr(n, "auto_pad");
     bool ceil_mode = pool && si_int(n, "ceil_mode", 0) != 0;
     char pad_mode[16] = "NOTSET";
     if (ap && ap->s.n && ap->s.n < sizeof pad_mode) {
@@ -165,7 +236,8 @@ static bool si_window(const ctosa_onnx_node *n, const si_shape *x, const si_shap
         int64_t k = ks && ks->count == sp ? ks->ints[i] : w && w->rank == x->rank ? w->d[2 + i] : -1;
         int64_t sd = st && st->count == sp ? st->ints[i] : 1;
         int64_t d = dl && dl->count == sp ? dl->ints[i] : 1;
-        int64_t pb = pd && pd->count == 2 * sp ? pd->ints[i] : 0, pe = pd && pd->count == 2 * sp ? pd->ints[sp + i] : 0;
+        int64_t pb = pd && pd->count == 2 * sp ? pd->ints[i] : 0,
+                pe = pd && pd->count == 2 * sp ? pd->ints[sp + i] : 0;
         if (k < 1 || sd < 1 || d < 1 || pb < 0 || pe < 0 || k > SI_BIG || sd > SI_BIG || d > SI_BIG ||
             pb > SI_BIG || pe > SI_BIG)
             return false;
@@ -271,8 +343,8 @@ static uint32_t infer(lower_session *s, uint32_t ni) {
             if (!v || !si_bcast(&o, &y)) return 0;
             if (i == (where ? 1u : 0u)) first = v;
         }
-        bool cmp = is_one_of(op, (const char *const[]){"Equal", "Less", "Greater", "LessOrEqual",
-                                                       "GreaterOrEqual", NULL});
+        bool cmp = is_one_of(
+            op, (const char *const[]){"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", NULL});
         return first ? si_set(s, n, 0, cmp ? CTOSA_ONNX_BOOL : first->v.onnx_dtype, &o) : 0;
     }
     if (!v0) return 0;
@@ -511,7 +583,8 @@ static uint32_t infer(lower_session *s, uint32_t ni) {
         const ctosa_onnx_attr *as = si_attr(n, "starts");
         if (as) { /* opset < 10: attributes, step 1 */
             const ctosa_onnx_attr *ae = si_attr(n, "ends"), *aa = si_attr(n, "axes");
-            if (!ae || as->count != ae->count || as->count > SI_MAX || (aa && aa->count != as->count)) return 0;
+            if (!ae || as->count != ae->count || as->count > SI_MAX || (aa && aa->count != as->count))
+                return 0;
             ns = ne = na = nst = as->count;
             for (int64_t i = 0; i < ns; i++) {
                 st[i] = as->ints[i] > SI_BIG ? SI_BIG : as->ints[i] < -SI_BIG ? -SI_BIG : as->ints[i];

@@ -19,12 +19,8 @@
 #include "lower/lower_build.h"
 
 static lw_v gt(lower_ctx *c, lw_v a, lw_v b) { return lw_v_bin(c, CTOSA_OP_GREATER, a, b); }
-static lw_v maxk(lower_ctx *c, lw_v a, double v) {
-    return lw_v_bin(c, CTOSA_OP_MAXIMUM, a, lw_v_k(c, a, v));
-}
-static lw_v mink(lower_ctx *c, lw_v a, double v) {
-    return lw_v_bin(c, CTOSA_OP_MINIMUM, a, lw_v_k(c, a, v));
-}
+static lw_v maxk(lower_ctx *c, lw_v a, double v) { return lw_v_bin(c, CTOSA_OP_MAXIMUM, a, lw_v_k(c, a, v)); }
+static lw_v mink(lower_ctx *c, lw_v a, double v) { return lw_v_bin(c, CTOSA_OP_MINIMUM, a, lw_v_k(c, a, v)); }
 static lw_v expm1_(lower_ctx *c, lw_v x) { return lw_v_addk(c, lw_v_un(c, CTOSA_OP_EXP, x), -1.0); }
 
 static lw_v softplus_(lower_ctx *c, lw_v x) {
@@ -33,11 +29,11 @@ static lw_v softplus_(lower_ctx *c, lw_v x) {
     return lw_v_add(c, maxk(c, x, 0.0), l);
 }
 
-#define ONE_INPUT(c, x)                       \
-    lw_v x;                                   \
-    do {                                      \
+#define ONE_INPUT(c, x)                         \
+    lw_v x;                                     \
+    do {                                        \
         lower_status st_ = lw_v_in((c), 0, &x); \
-        if (st_) return st_;                  \
+        if (st_) return st_;                    \
     } while (0)
 
 static lower_status lower_relu(lower_ctx *c) {
@@ -107,8 +103,8 @@ static lower_status lower_prelu(lower_ctx *c) {
     if (st) return st;
     if ((st = lw_v_in(c, 1, &s))) return st;
     if (s.t != x.t)
-        return lw_reject(c, LOWER_MIXED_WIDTH, NULL, "PRelu: slope is %s, input %s",
-                         ctosa_dtype_short(s.t), ctosa_dtype_short(x.t));
+        return lw_reject(c, LOWER_MIXED_WIDTH, NULL, "PRelu: slope is %s, input %s", ctosa_dtype_short(s.t),
+                         ctosa_dtype_short(x.t));
     lw_v v[2] = {x, s};
     if ((st = lw_v_bcast(c, 2, v))) return st;
     bool fl = ctosa_dtype_is_float(x.t);
@@ -165,8 +161,7 @@ static lower_status lower_elu(lower_ctx *c) {
 static lower_status lower_celu(lower_ctx *c) {
     ONE_INPUT(c, x);
     double alpha = lw_attr_float(c, "alpha", 1.0f);
-    if (alpha == 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Celu: alpha must not be 0");
+    if (alpha == 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Celu: alpha must not be 0");
     lw_v e = lw_v_mulk(c, expm1_(c, lw_v_mulk(c, x, 1.0 / alpha)), alpha);
     return lw_v_out(c, 0, lw_v_add(c, maxk(c, x, 0.0), mink(c, e, 0.0)));
 }
@@ -206,7 +201,7 @@ static lower_status lower_shrink(lower_ctx *c) {
     lw_v lo = gt(c, lw_v_k(c, w, -lambd), w);
     lw_v hi = gt(c, w, lw_v_k(c, w, lambd));
     lw_v r = lw_v_select(c, lo, lw_v_addk(c, w, bias),
-                       lw_v_select(c, hi, lw_v_addk(c, w, -bias), lw_v_k(c, w, 0)));
+                         lw_v_select(c, hi, lw_v_addk(c, w, -bias), lw_v_k(c, w, 0)));
     if (!ctosa_dtype_is_float(x.t)) {
         /* ONNX reference casts the float result: truncation toward zero */
         lw_v neg = gt(c, lw_v_k(c, r, 0), r);

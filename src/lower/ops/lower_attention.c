@@ -32,7 +32,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-
 static lw_v at_reshape(lower_ctx *c, lw_v a, uint32_t r, const int64_t *s) {
     if (!a.n) return a;
     if (a.r == r && !memcmp(a.s, s, r * sizeof *s)) return a;
@@ -111,8 +110,8 @@ static lower_status at_float_in(lower_ctx *c, uint32_t i, lw_v *v) {
     lower_status st = lw_v_in(c, i, v);
     if (st != LOWER_OK) return st;
     if (!ctosa_dtype_is_float(v->t))
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, lw_node(c)->inputs[i], "%s: input '%s' is not a float tensor",
-                         lw_node(c)->op_type, lw_node(c)->inputs[i]);
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, lw_node(c)->inputs[i],
+                         "%s: input '%s' is not a float tensor", lw_node(c)->op_type, lw_node(c)->inputs[i]);
     return LOWER_OK;
 }
 
@@ -140,11 +139,12 @@ static lower_status at_mask(lower_ctx *c, int64_t T, ctosa_dtype ct, lw_v *m) {
     if (st != LOWER_OK) return st;
     if (m->t != CTOSA_DTYPE_BOOL && !ctosa_dtype_is_float(m->t))
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, name,
-                         "Attention: attn_mask '%s' must be bool or float (integer masks are not supported)", name);
+                         "Attention: attn_mask '%s' must be bool or float (integer masks are not supported)",
+                         name);
     if (m->r < 1 || m->r > 4 || m->s[m->r - 1] > T)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, name,
-                         "Attention: attn_mask '%s' has rank %u / last dimension %lld for %lld keys", name, m->r,
-                         (long long)(m->r ? m->s[m->r - 1] : 0), (long long)T);
+                         "Attention: attn_mask '%s' has rank %u / last dimension %lld for %lld keys", name,
+                         m->r, (long long)(m->r ? m->s[m->r - 1] : 0), (long long)T);
     if (m->t != CTOSA_DTYPE_BOOL) *m = lw_v_cast(c, *m, ct);
     *m = lw_v_rank(c, *m, 4);
     int64_t pad = T - m->s[3];
@@ -165,23 +165,25 @@ static lower_status lower_attention(lower_ctx *c) {
         (st = at_float_in(c, 2, &v)) != LOWER_OK)
         return st;
     if (q.r != k.r || q.r != v.r || (q.r != 3 && q.r != 4))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: Q, K, V must all be 3-D or all 4-D (ranks %u, %u, %u)",
-                         q.r, k.r, v.r);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Attention: Q, K, V must all be 3-D or all 4-D (ranks %u, %u, %u)", q.r, k.r, v.r);
     int64_t Hq, Hkv;
     if (q.r == 3) {
         Hq = lw_attr_int(c, "q_num_heads", 0);
         Hkv = lw_attr_int(c, "kv_num_heads", 0);
         if (Hq < 1 || Hkv < 1 || q.s[2] % Hq || k.s[2] % Hkv || v.s[2] % Hkv)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "Attention: 3-D inputs need q_num_heads / kv_num_heads dividing the hidden sizes (%lld, %lld)",
+                             "Attention: 3-D inputs need q_num_heads / kv_num_heads dividing the hidden "
+                             "sizes (%lld, %lld)",
                              (long long)Hq, (long long)Hkv);
     } else {
         Hq = q.s[1];
         Hkv = k.s[1];
     }
     if (Hkv < 1 || Hq % Hkv)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: q_num_heads %lld is not a multiple of kv_num_heads %lld",
-                         (long long)Hq, (long long)Hkv);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Attention: q_num_heads %lld is not a multiple of kv_num_heads %lld", (long long)Hq,
+                         (long long)Hkv);
     ctosa_dtype t = q.t, ct = CTOSA_DTYPE_FP32;
     uint32_t in_rank = q.r;
     q = at_heads(c, q, Hq);
@@ -194,14 +196,16 @@ static lower_status lower_attention(lower_ctx *c) {
     /* KV cache: present = Concat(past, new) along the sequence axis. */
     bool has_pk = lw_has_input(c, 4), has_pv = lw_has_input(c, 5);
     if (has_pk != has_pv)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: past_key and past_value must be given together");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Attention: past_key and past_value must be given together");
     int64_t P = 0;
     if (has_pk) {
         lw_v pk, pv;
         if ((st = at_float_in(c, 4, &pk)) != LOWER_OK || (st = at_float_in(c, 5, &pv)) != LOWER_OK) return st;
         if (pk.r != 4 || pv.r != 4 || pk.s[0] != B || pk.s[1] != Hkv || pk.s[3] != D || pv.s[0] != B ||
             pv.s[1] != Hkv || pv.s[2] != pk.s[2] || pv.s[3] != v.s[3])
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: past_key / past_value shapes do not fit K / V");
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "Attention: past_key / past_value shapes do not fit K / V");
         P = pk.s[2];
         lw_v kk[2] = {lw_v_cast(c, pk, t), k}, vv[2] = {lw_v_cast(c, pv, t), v};
         k = at_concat(c, 2, kk, 2);
@@ -221,7 +225,8 @@ static lower_status lower_attention(lower_ctx *c) {
         int64_t nn = lw_const_i64(c, 6, &nonpad);
         if (nn < 0)
             return lw_reject(c, LOWER_NEEDS_CONSTANT, n->inputs[6],
-                             "Attention: nonpad_kv_seqlen '%s' must be a compile-time constant", n->inputs[6]);
+                             "Attention: nonpad_kv_seqlen '%s' must be a compile-time constant",
+                             n->inputs[6]);
         if (nn != B)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[6],
                              "Attention: nonpad_kv_seqlen '%s' has %lld values for batch %lld", n->inputs[6],
@@ -265,7 +270,8 @@ static lower_status lower_attention(lower_ctx *c) {
     qk_out[2] = sc;
 
     /* softmax over the keys, zero for fully masked rows */
-    lw_v mx = lw_v_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_MAX, sc), lw_v_k(c, sc, -FLT_MAX));
+    lw_v mx =
+        lw_v_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_MAX, sc), lw_v_k(c, sc, -FLT_MAX));
     lw_v e = lw_v_un(c, CTOSA_OP_EXP, lw_v_sub(c, sc, mx));
     lw_v sum = lw_v_bin(c, CTOSA_OP_MAXIMUM, at_reduce_last(c, CTOSA_OP_REDUCE_SUM, e), lw_v_k(c, sc, 1.0));
     lw_v p = lw_v_mul(c, e, lw_v_un(c, CTOSA_OP_RECIPROCAL, sum));
@@ -283,7 +289,8 @@ static lower_status lower_attention(lower_ctx *c) {
     if (at_wants_output(c, 3)) {
         int64_t mode = lw_attr_int(c, "qk_matmul_output_mode", 0);
         if (mode < 0 || mode > 3)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: qk_matmul_output_mode=%lld", (long long)mode);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Attention: qk_matmul_output_mode=%lld",
+                             (long long)mode);
         if ((st = lw_v_out(c, 3, lw_v_cast(c, qk_out[mode], t))) != LOWER_OK) return st;
     }
     return LOWER_OK;
@@ -304,8 +311,8 @@ static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, i
     if (!lw_has_input(c, 3)) {
         if (cache.r != 3 || cache.s[0] != B || cache.s[1] != S || cache.s[2] != half)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[i],
-                             "RotaryEmbedding: without position_ids '%s' must be [%lld, %lld, %lld]", n->inputs[i],
-                             (long long)B, (long long)S, (long long)half);
+                             "RotaryEmbedding: without position_ids '%s' must be [%lld, %lld, %lld]",
+                             n->inputs[i], (long long)B, (long long)S, (long long)half);
         *out = cache;
         return LOWER_OK;
     }
@@ -316,8 +323,9 @@ static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, i
     int64_t maxpos = cache.s[0];
     const lower_value *pid = lw_in(c, 3);
     if (!pid || !pid->static_shape || pid->rank != 2 || pid->shape[0] != B || pid->shape[1] != S)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[3], "RotaryEmbedding: position_ids '%s' must be [%lld, %lld]",
-                         n->inputs[3], (long long)B, (long long)S);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[3],
+                         "RotaryEmbedding: position_ids '%s' must be [%lld, %lld]", n->inputs[3],
+                         (long long)B, (long long)S);
     const int64_t *ids;
     const double *vals;
     int64_t s3[3] = {B, S, half};
@@ -327,8 +335,8 @@ static lower_status rope_cache(lower_ctx *c, uint32_t i, int64_t B, int64_t S, i
         for (int64_t r = 0; r < B * S; r++) {
             if (ids[r] < 0 || ids[r] >= maxpos)
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[3],
-                                 "RotaryEmbedding: position id %lld outside the cache of %lld rows", (long long)ids[r],
-                                 (long long)maxpos);
+                                 "RotaryEmbedding: position id %lld outside the cache of %lld rows",
+                                 (long long)ids[r], (long long)maxpos);
             memcpy(g + r * half, vals + ids[r] * half, (size_t)half * sizeof *g);
         }
         out->t = t;
@@ -380,8 +388,9 @@ static lower_status lower_rotary(lower_ctx *c) {
     int64_t rot = lw_attr_int(c, "rotary_embedding_dim", 0);
     if (rot == 0) rot = D;
     if (rot < 2 || rot > D || rot % 2)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "RotaryEmbedding: rotary_embedding_dim=%lld for head size %lld",
-                         (long long)rot, (long long)D);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "RotaryEmbedding: rotary_embedding_dim=%lld for head size %lld", (long long)rot,
+                         (long long)D);
     int64_t half = rot / 2;
     lw_v cs, sn;
     if ((st = rope_cache(c, 1, B, S, half, t, &cs)) != LOWER_OK) return st;
@@ -443,20 +452,22 @@ static lower_status lower_tensor_scatter(lower_ctx *c) {
     if (!circular && strcmp(mode, "linear"))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TensorScatter: mode '%s'", mode);
     if (axis == 0 || upd.r != past.r || upd.t != past.t)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TensorScatter: axis %d / update rank or dtype do not fit the cache",
-                         axis);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "TensorScatter: axis %d / update rank or dtype do not fit the cache", axis);
     for (uint32_t i = 0; i < past.r; i++)
         if (i == (uint32_t)axis ? upd.s[i] > past.s[i] : upd.s[i] != past.s[i])
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TensorScatter: update shape does not fit the cache on axis %u", i);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "TensorScatter: update shape does not fit the cache on axis %u", i);
     int64_t B = past.s[0], M = past.s[axis], L = upd.s[axis], pre = 1, C = 1;
     for (int32_t i = 0; i < axis; i++) pre *= past.s[i];
     for (uint32_t i = (uint32_t)axis + 1; i < past.r; i++) C *= past.s[i];
     const int64_t *wi = NULL;
     if (lw_has_input(c, 2)) {
         if (lw_const_i64(c, 2, &wi) != B)
-            return lw_reject(c, LOWER_NEEDS_CONSTANT, n->inputs[2],
-                             "TensorScatter: write_indices '%s' must be a compile-time constant of %lld values",
-                             n->inputs[2], (long long)B);
+            return lw_reject(
+                c, LOWER_NEEDS_CONSTANT, n->inputs[2],
+                "TensorScatter: write_indices '%s' must be a compile-time constant of %lld values",
+                n->inputs[2], (long long)B);
     }
     int32_t *idx = arena_alloc(lw_arena(c), (size_t)(pre * L) * sizeof *idx);
     if (!idx) return lw_failed(c);
@@ -467,8 +478,8 @@ static lower_status lower_tensor_scatter(lower_ctx *c) {
             if (circular) pos = ((pos % M) + M) % M;
             if (pos < 0 || pos >= M || (circular && L > M))
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                                 "TensorScatter: write position %lld outside the cache of %lld (mode %s)", (long long)pos,
-                                 (long long)M, mode);
+                                 "TensorScatter: write position %lld outside the cache of %lld (mode %s)",
+                                 (long long)pos, (long long)M, mode);
             idx[p * L + i] = (int32_t)pos;
         }
     int64_t v3[3] = {pre, M, C}, u3[3] = {pre, L, C}, i2[2] = {pre, L};

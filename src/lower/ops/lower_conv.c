@@ -14,8 +14,7 @@
 #include "lower/opt/opt_transpose_int.h"
 
 /* Bias of output channels [o0, o0+n): constant, sliced input, or zeros. */
-static const char *conv_bias(lower_ctx *c, uint32_t idx, ctosa_dtype t, int64_t M, int64_t o0,
-                             int64_t n) {
+static const char *conv_bias(lower_ctx *c, uint32_t idx, ctosa_dtype t, int64_t M, int64_t o0, int64_t n) {
     if (!lw_has_input(c, idx)) {
         double z = 0;
         int64_t one = 1;
@@ -31,9 +30,9 @@ static const char *conv_bias(lower_ctx *c, uint32_t idx, ctosa_dtype t, int64_t 
 }
 
 /* Emits one CONV2D / CONV3D / DEPTHWISE_CONV2D on channels-last x. */
-static const char *conv_emit(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t,
-                             const char *w, ctosa_dtype wt, const char *bias, uint32_t tsp,
-                             const lw_dim *dm, const int64_t *oshape) {
+static const char *conv_emit(lower_ctx *c, ctosa_op_kind kind, const char *x, ctosa_dtype t, const char *w,
+                             ctosa_dtype wt, const char *bias, uint32_t tsp, const lw_dim *dm,
+                             const int64_t *oshape) {
     if (!x || !w || !bias) return NULL;
     int32_t pad[6], stride[3], dil[3];
     for (uint32_t i = 0; i < tsp; i++) {
@@ -63,13 +62,12 @@ static lower_status lower_conv(lower_ctx *c) {
     if (!W) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "Conv: weight input is missing");
     lw_wsrc ws;
     if (!lw_wsrc_init(c, 1, &ws))
-        return lw_reject(c, LOWER_NEEDS_CONSTANT, W->name, "Conv: weight '%s' must be a constant",
-                         W->name);
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, W->name, "Conv: weight '%s' must be a constant", W->name);
     uint32_t r = X->rank;
     if (r < 3 || r > 5 || W->rank != r)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "Conv: input rank %u / weight rank %u: only 1-D, 2-D and 3-D convolutions",
-                         r, W->rank);
+                         "Conv: input rank %u / weight rank %u: only 1-D, 2-D and 3-D convolutions", r,
+                         W->rank);
     ctosa_dtype t = X->t, wt = W->t;
     uint32_t nsp = r - 2;
     int64_t N = X->shape[0], C = X->shape[1], M = W->shape[0], Cg = W->shape[1];
@@ -90,7 +88,10 @@ static lower_status lower_conv(lower_ctx *c) {
     if (nsp == 1) {
         td[0] = (lw_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
         td[1] = dm[0];
-        xs[0] = N; xs[1] = C; xs[2] = 1; xs[3] = X->shape[2];
+        xs[0] = N;
+        xs[1] = C;
+        xs[2] = 1;
+        xs[3] = X->shape[2];
     } else {
         memcpy(td, dm, nsp * sizeof *dm);
         memcpy(xs, X->shape, r * sizeof *xs);
@@ -135,8 +136,7 @@ static lower_status lower_conv(lower_ctx *c) {
                 for (int64_t k = 0; k < kvol; k++) lw_wcopy(&ws, buf, k * M + o, o * kvol + k);
             w = lw_wconst(c, &ws, 4, wshape, buf);
         }
-        y = conv_emit(c, CTOSA_OP_DEPTHWISE_CONV2D, x, t, w, wt, conv_bias(c, 2, t, M, 0, M), tsp,
-                      td, os);
+        y = conv_emit(c, CTOSA_OP_DEPTHWISE_CONV2D, x, t, w, wt, conv_bias(c, 2, t, M, 0, M), tsp, td, os);
     } else {
         /* OIHW -> OHWI per group; groups split into slices + CONCAT */
         int64_t Mg = M / group;
@@ -149,7 +149,8 @@ static lower_status lower_conv(lower_ctx *c) {
             wshape[tr - 1] = Cg;
             int64_t src3[3] = {Mg, Cg, kvol};
             int32_t p021[3] = {0, 2, 1};
-            const char *w = stream ? lw_wconst_stream(c, &ws, tr, wshape, g * Mg * Cg * kvol, 3, src3, p021) : NULL;
+            const char *w =
+                stream ? lw_wconst_stream(c, &ws, tr, wshape, g * Mg * Cg * kvol, 3, src3, p021) : NULL;
             if (!w && !c->rejected && !buf && !(buf = lw_wbuf(c, &ws, ws.n))) return lw_failed(c);
             if (!w && buf) {
                 for (int64_t o = 0; o < Mg; o++)
@@ -193,8 +194,8 @@ static lower_status lower_conv(lower_ctx *c) {
  * CONV3D over the input with stride-1 zeros inserted between elements,
  * padded by eff-1-pad_begin / eff-1-pad_end+output_padding (negative parts
  * crop), with the kernel flipped and its in/out channels swapped. */
-static lower_status convtr_3d(lower_ctx *c, const lower_value *X, const lower_value *W,
-                              const lw_wsrc *ws, const lw_dim *dm, const int64_t *opv) {
+static lower_status convtr_3d(lower_ctx *c, const lower_value *X, const lower_value *W, const lw_wsrc *ws,
+                              const lw_dim *dm, const int64_t *opv) {
     ctosa_dtype t = X->t;
     int64_t N = X->shape[0], C = X->shape[1], M = W->shape[1];
     int64_t ls[5];
@@ -253,21 +254,20 @@ static lower_status lower_conv_transpose(lower_ctx *c) {
     if (!W) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "ConvTranspose: weight input is missing");
     lw_wsrc ws;
     if (!lw_wsrc_init(c, 1, &ws))
-        return lw_reject(c, LOWER_NEEDS_CONSTANT, W->name,
-                         "ConvTranspose: weight '%s' must be a constant", W->name);
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, W->name, "ConvTranspose: weight '%s' must be a constant",
+                         W->name);
     uint32_t r = X->rank;
     if (r < 3 || r > 5 || W->rank != r)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "ConvTranspose: input rank %u / weight rank %u: only 1-D, 2-D and 3-D", r,
-                         W->rank);
+                         "ConvTranspose: input rank %u / weight rank %u: only 1-D, 2-D and 3-D", r, W->rank);
     ctosa_dtype t = X->t, wt = W->t;
     uint32_t nsp = r - 2;
     int64_t N = X->shape[0], C = X->shape[1];
     int64_t group = lw_attr_int(c, "group", 1);
     if (group < 1 || W->shape[0] != C || C % group)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "ConvTranspose: group %lld does not match %lld input channels",
-                         (long long)group, (long long)C);
+                         "ConvTranspose: group %lld does not match %lld input channels", (long long)group,
+                         (long long)C);
     int64_t Mg = W->shape[1], M = Mg * group, Cg = C / group;
     lw_dim dm[3];
     if ((st = lw_read_window(c, nsp, X->shape, W->shape + 2, dm)) != LOWER_OK) return st;
@@ -329,12 +329,18 @@ static lower_status lower_conv_transpose(lower_ctx *c) {
     lw_dim td[2];
     int64_t tkd[2], topb[2], tope[2], tcrop[2];
     if (nsp == 1) {
-        xs[0] = N; xs[1] = C; xs[2] = 1; xs[3] = X->shape[2];
+        xs[0] = N;
+        xs[1] = C;
+        xs[2] = 1;
+        xs[3] = X->shape[2];
         td[0] = (lw_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
         td[1] = dm[0];
-        tkd[0] = 1; tkd[1] = kd[0];
+        tkd[0] = 1;
+        tkd[1] = kd[0];
         topb[0] = tope[0] = tcrop[0] = 0;
-        topb[1] = opb[0]; tope[1] = ope[0]; tcrop[1] = crop_b[0];
+        topb[1] = opb[0];
+        tope[1] = ope[0];
+        tcrop[1] = crop_b[0];
     } else {
         memcpy(xs, X->shape, sizeof xs);
         memcpy(td, dm, sizeof td);
@@ -364,7 +370,8 @@ static lower_status lower_conv_transpose(lower_ctx *c) {
         int64_t wshape[4] = {Mg, tkd[0], tkd[1], Cg};
         int64_t src3[3] = {Cg, Mg, KH * KW};
         int32_t p120[3] = {1, 2, 0};
-        const char *w = stream ? lw_wconst_stream(c, &ws, 4, wshape, g * Cg * Mg * KH * KW, 3, src3, p120) : NULL;
+        const char *w =
+            stream ? lw_wconst_stream(c, &ws, 4, wshape, g * Cg * Mg * KH * KW, 3, src3, p120) : NULL;
         if (!w && !c->rejected && !buf && !(buf = lw_wbuf(c, &ws, Mg * kvol * Cg))) return lw_failed(c);
         if (!w && buf) {
             memset(buf, 0, (size_t)(Mg * kvol * Cg) * ws.esz);

@@ -159,7 +159,7 @@ static lw_v pow_c(lower_ctx *c, lw_v x, lw_v y, const double *ye) {
         lw_v zneg = lw_v_select(c, odd, lw_v_un(c, CTOSA_OP_RECIPROCAL, x), inf);
         /* y == 0 or NaN: POW(2, y) is already 1 or NaN */
         zv = lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, y, yk0), zpos,
-                       lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, yk0, y), zneg, p));
+                         lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, yk0, y), zneg, p));
     }
     return lw_v_select(c, neg, negv, lw_v_select(c, isz, zv, p));
 }
@@ -353,8 +353,8 @@ static lower_status lower_where(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "Where: condition is %s, not bool",
                          ctosa_dtype_short(v[0].t));
     if (v[1].t != v[2].t)
-        return lw_reject(c, LOWER_MIXED_WIDTH, NULL, "Where: values are %s and %s",
-                         ctosa_dtype_short(v[1].t), ctosa_dtype_short(v[2].t));
+        return lw_reject(c, LOWER_MIXED_WIDTH, NULL, "Where: values are %s and %s", ctosa_dtype_short(v[1].t),
+                         ctosa_dtype_short(v[2].t));
     lower_status st = lw_v_bcast(c, 3, v);
     if (st) return st;
     return lw_v_out(c, 0, lw_v_select(c, v[0], v[1], v[2]));

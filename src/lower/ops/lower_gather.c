@@ -33,14 +33,11 @@
 #include <string.h>
 
 /* Constant indices as int64 (count, or -1 when not constant). */
-static int64_t const_indices(lower_ctx *c, uint32_t i, const int64_t **v) {
-    return lw_const_i64(c, i, v);
-}
+static int64_t const_indices(lower_ctx *c, uint32_t i, const int64_t **v) { return lw_const_i64(c, i, v); }
 
 /* Runtime indices of input i as an INT32 tensor (cast from int64 when the
  * spec has int64). Rejects (returns NULL) when they cannot be carried. */
-static const char *runtime_indices(lower_ctx *c, uint32_t i, const lower_value **out_v,
-                                   lower_status *st) {
+static const char *runtime_indices(lower_ctx *c, uint32_t i, const lower_value **out_v, lower_status *st) {
     const ctosa_onnx_node *nd = lw_node(c);
     const lower_value *v = lw_has_input(c, i) ? lw_in(c, i) : NULL;
     if (!v) {
@@ -48,8 +45,8 @@ static const char *runtime_indices(lower_ctx *c, uint32_t i, const lower_value *
         return NULL;
     }
     if (!v->static_shape) {
-        *st = lw_reject(c, LOWER_DYNAMIC_SHAPE, v->name, "%s: indices '%s' are not static",
-                        nd->op_type, v->name);
+        *st = lw_reject(c, LOWER_DYNAMIC_SHAPE, v->name, "%s: indices '%s' are not static", nd->op_type,
+                        v->name);
         return NULL;
     }
     *out_v = v;
@@ -69,8 +66,8 @@ static const char *runtime_indices(lower_ctx *c, uint32_t i, const lower_value *
 
 /* Wraps negative runtime indices into [0, K): t = i + K; t - (t / K) * K.
  * k_name is a constant broadcastable to the indices (rank r). */
-static const char *wrap_runtime(lower_ctx *c, const char *idx, uint32_t rank,
-                                const int64_t *shape, const char *k_name) {
+static const char *wrap_runtime(lower_ctx *c, const char *idx, uint32_t rank, const int64_t *shape,
+                                const char *k_name) {
     const ctosa_tensor *ti = lw_tensor_info(c, idx);
     const ctosa_dtype I = ti ? ti->dtype : CTOSA_DTYPE_INT32; /* i32, or i64 (Gather under int64) */
     const char *t = lw_binary(c, CTOSA_OP_ADD, idx, k_name, I, rank, shape);
@@ -83,9 +80,8 @@ static const char *wrap_runtime(lower_ctx *c, const char *idx, uint32_t rank,
 }
 
 static lower_status index_range(lower_ctx *c, int64_t idx, int64_t k) {
-    return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                     "%s: index %lld is out of range [-%lld, %lld)", lw_node(c)->op_type,
-                     (long long)idx, (long long)k, (long long)k);
+    return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: index %lld is out of range [-%lld, %lld)",
+                     lw_node(c)->op_type, (long long)idx, (long long)k, (long long)k);
 }
 
 static bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
@@ -118,8 +114,7 @@ static lower_status lower_gather(lower_ctx *c) {
     for (uint32_t i = (uint32_t)axis + 1; i < v->rank; i++) C *= v->shape[i];
     uint32_t out_rank = v->rank - 1 + iv->rank;
     if (out_rank > LOWER_MAX_RANK)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Gather: output rank %u too large",
-                         out_rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Gather: output rank %u too large", out_rank);
     int64_t out_shape[LOWER_MAX_RANK];
     uint32_t k = 0;
     for (int32_t i = 0; i < axis; i++) out_shape[k++] = v->shape[i];
@@ -195,8 +190,8 @@ static lower_status lower_gather(lower_ctx *c) {
 /* Flat positions into data (shape dshape, rank r) for an indices tensor of
  * shape ishape along axis. Constant indices: fills *cbuf. Runtime: returns
  * the INT32 [1, W] tensor name. */
-static const char *element_positions(lower_ctx *c, const lower_value *dv, const lower_value *iv,
-                                     int32_t axis, lower_status *st, const int32_t **cpos) {
+static const char *element_positions(lower_ctx *c, const lower_value *dv, const lower_value *iv, int32_t axis,
+                                     lower_status *st, const int32_t **cpos) {
     *cpos = NULL;
     uint32_t r = dv->rank;
     int64_t stride[LOWER_MAX_RANK];
@@ -252,8 +247,7 @@ static const char *element_positions(lower_ctx *c, const lower_value *dv, const 
     }
     if (idx) idx = lw_reshape(c, idx, J, 2, one_w);
     if (idx) idx = wrap_runtime(c, idx, 2, one_w, lw_scalar(c, J, 2, (double)K));
-    if (idx && stride[axis] != 1)
-        idx = lw_mul(c, idx, lw_scalar(c, J, 2, (double)stride[axis]), J, 2, one_w);
+    if (idx && stride[axis] != 1) idx = lw_mul(c, idx, lw_scalar(c, J, 2, (double)stride[axis]), J, 2, one_w);
     const char *bn = NULL;
     if (idx && wide) {
         double *db = arena_alloc(lw_arena(c), (size_t)W * sizeof *db);
@@ -275,9 +269,8 @@ static bool check_element_shapes(lower_ctx *c, const lower_value *dv, const lowe
         return false;
     }
     if (iv->rank != dv->rank || dv->rank == 0) {
-        *st = lw_reject(c, LOWER_UNSUPPORTED_ATTR, iv->name,
-                        "%s: indices rank %u differs from data rank %u", lw_node(c)->op_type,
-                        iv->rank, dv->rank);
+        *st = lw_reject(c, LOWER_UNSUPPORTED_ATTR, iv->name, "%s: indices rank %u differs from data rank %u",
+                        lw_node(c)->op_type, iv->rank, dv->rank);
         return false;
     }
     if (!fits_i32(lw_count(dv->rank, dv->shape)) || !fits_i32(lw_count(iv->rank, iv->shape))) {
@@ -343,15 +336,15 @@ static bool reduce_preconditions(lower_ctx *c, lower_status *st) {
     const int64_t *ci;
     if (const_indices(c, 1, &ci) < 0) {
         *st = lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[1],
-                        "%s: a scatter reduction needs constant indices '%s'",
-                        lw_node(c)->op_type, lw_node(c)->inputs[1]);
+                        "%s: a scatter reduction needs constant indices '%s'", lw_node(c)->op_type,
+                        lw_node(c)->inputs[1]);
         return false;
     }
     return true;
 }
 
-static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const int32_t *pos,
-                                     int64_t K, int64_t W, int64_t C);
+static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const int32_t *pos, int64_t K,
+                                     int64_t W, int64_t C);
 
 /* Reduction with constant positions (also reduction 'none' with repeated
  * positions): the updates are split into rounds in which every position
@@ -359,8 +352,8 @@ static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const i
  * positions, combines them with its updates (ADD / MUL / MAXIMUM / MINIMUM;
  * 'none' just takes the update) and SCATTERs them back. Float 'add' is one
  * MATMUL by a one-hot matrix instead. */
-static lower_status emit_scatter_reduce(lower_ctx *c, const lower_value *v, const int32_t *pos,
-                                        int64_t K, int64_t W, int64_t C, int red) {
+static lower_status emit_scatter_reduce(lower_ctx *c, const lower_value *v, const int32_t *pos, int64_t K,
+                                        int64_t W, int64_t C, int red) {
     if (red == RD_ADD && ctosa_dtype_is_float(v->t) && K * W <= ((int64_t)1 << 22))
         return emit_scatter_add(c, v, pos, K, W, C);
     if (K > ((int64_t)1 << 26))
@@ -429,12 +422,12 @@ static lower_status emit_scatter_reduce(lower_ctx *c, const lower_value *v, cons
 }
 
 /* data + onehot(pos)[K, W] x updates[W, C]: duplicate positions add up. */
-static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const int32_t *pos,
-                                     int64_t K, int64_t W, int64_t C) {
+static lower_status emit_scatter_add(lower_ctx *c, const lower_value *v, const int32_t *pos, int64_t K,
+                                     int64_t W, int64_t C) {
     if (K * W > ((int64_t)1 << 22))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL,
-                         "%s: reduction 'add' over %lld x %lld positions is too large",
-                         lw_node(c)->op_type, (long long)K, (long long)W);
+                         "%s: reduction 'add' over %lld x %lld positions is too large", lw_node(c)->op_type,
+                         (long long)K, (long long)W);
     const lower_value *uv = lw_in(c, 2);
     ctosa_dtype t = v->t;
     ctosa_dtype acc = (t == CTOSA_DTYPE_BF16 || t == CTOSA_DTYPE_FP16) ? CTOSA_DTYPE_FP32 : t;
@@ -476,8 +469,8 @@ static bool has_duplicates(lower_ctx *c, const int32_t *pos, int64_t w, bool *oo
     return false;
 }
 
-static lower_status emit_scatter(lower_ctx *c, const lower_value *v, const char *idx, int64_t K,
-                                 int64_t W, int64_t C) {
+static lower_status emit_scatter(lower_ctx *c, const lower_value *v, const char *idx, int64_t K, int64_t W,
+                                 int64_t C) {
     const lower_value *uv = lw_in(c, 2);
     int64_t vshape[3] = {1, K, C}, ushape[3] = {1, W, C};
     const char *vals = lw_input(c, 0);
@@ -508,8 +501,8 @@ static lower_status lower_scatter_elements(lower_ctx *c) {
     const lower_value *uv = lw_data_input(c, 2, &st);
     if (!uv) return st;
     if (uv->rank != iv->rank || memcmp(uv->shape, iv->shape, iv->rank * sizeof *iv->shape))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, uv->name,
-                         "%s: updates shape differs from indices shape", lw_node(c)->op_type);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, uv->name, "%s: updates shape differs from indices shape",
+                         lw_node(c)->op_type);
     int32_t axis;
     if (!lw_axis(c, lw_attr_int(c, "axis", 0), v->rank, "axis", &axis)) return LOWER_REJECT;
     int64_t W = lw_count(iv->rank, iv->shape), T = lw_count(v->rank, v->shape);
@@ -549,8 +542,7 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
     int64_t kd = iv->shape[iv->rank - 1];
     if (kd < 1 || kd > (int64_t)v->rank)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, iv->name,
-                         "ScatterND: index tuples of %lld for data rank %u", (long long)kd,
-                         v->rank);
+                         "ScatterND: index tuples of %lld for data rank %u", (long long)kd, v->rank);
     int64_t K = 1, C = 1, W = 1;
     for (int64_t i = 0; i < kd; i++) K *= v->shape[i];
     for (uint32_t i = (uint32_t)kd; i < v->rank; i++) C *= v->shape[i];

@@ -19,7 +19,7 @@
 
 typedef struct gs_ctx {
     lower_ctx *c;
-    lw_v table;       /* [N, H * W, C] in the input dtype */
+    lw_v table;            /* [N, H * W, C] in the input dtype */
     int64_t N, H, W, C, P; /* P = Ho * Wo sample points */
     bool zeros;
 } gs_ctx;
@@ -38,10 +38,12 @@ static lw_v gs_rint(lower_ctx *c, lw_v x) {
 static lw_v gs_fetch(gs_ctx *g, lw_v ix, lw_v iy, lw_v w) {
     lower_ctx *c = g->c;
     if (g->zeros) {
-        lw_v in_x = lw_v_bin(c, CTOSA_OP_LOGICAL_AND, lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, ix, lw_v_k(c, ix, 0.0)),
-                           lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, lw_v_k(c, ix, (double)(g->W - 1)), ix));
-        lw_v in_y = lw_v_bin(c, CTOSA_OP_LOGICAL_AND, lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, iy, lw_v_k(c, iy, 0.0)),
-                           lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, lw_v_k(c, iy, (double)(g->H - 1)), iy));
+        lw_v in_x =
+            lw_v_bin(c, CTOSA_OP_LOGICAL_AND, lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, ix, lw_v_k(c, ix, 0.0)),
+                     lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, lw_v_k(c, ix, (double)(g->W - 1)), ix));
+        lw_v in_y =
+            lw_v_bin(c, CTOSA_OP_LOGICAL_AND, lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, iy, lw_v_k(c, iy, 0.0)),
+                     lw_v_bin(c, CTOSA_OP_GREATER_EQUAL, lw_v_k(c, iy, (double)(g->H - 1)), iy));
         lw_v valid = lw_v_bin(c, CTOSA_OP_LOGICAL_AND, in_x, in_y);
         lw_v one = w.n ? w : lw_v_k(c, ix, 1.0);
         w = lw_v_select(c, valid, one, lw_v_k(c, ix, 0.0));
@@ -75,14 +77,17 @@ static lower_status lower_gridsample(lower_ctx *c) {
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "GridSample: input and grid must be float");
     if (x.r != 4 || grid.r != 4 || grid.s[0] != x.s[0] || grid.s[3] != 2)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "GridSample: only 4-D inputs with a [N, H_out, W_out, 2] grid (ranks %u, %u)", x.r, grid.r);
+                         "GridSample: only 4-D inputs with a [N, H_out, W_out, 2] grid (ranks %u, %u)", x.r,
+                         grid.r);
     const char *mode = lw_attr_str(c, "mode", lw_opset(c) >= 20 ? "linear" : "bilinear");
     const char *pad = lw_attr_str(c, "padding_mode", "zeros");
     bool linear = !strcmp(mode, "linear") || !strcmp(mode, "bilinear");
     if (!linear && strcmp(mode, "nearest"))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GridSample: mode '%s' (linear and nearest only)", mode);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GridSample: mode '%s' (linear and nearest only)",
+                         mode);
     if (strcmp(pad, "zeros") && strcmp(pad, "border"))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GridSample: padding_mode '%s' (zeros and border only)", pad);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "GridSample: padding_mode '%s' (zeros and border only)", pad);
     bool align = lw_attr_int(c, "align_corners", 0) != 0;
     gs_ctx g = {c, x, x.s[0], x.s[2], x.s[3], x.s[1], grid.s[1] * grid.s[2], !strcmp(pad, "zeros")};
     static const int32_t to_last[4] = {0, 2, 3, 1};
@@ -107,7 +112,8 @@ static lower_status lower_gridsample(lower_ctx *c) {
         v.n = sl ? lw_reshape(c, sl, gf.t, 3, p3) : NULL;
         double len = (double)(k == 0 ? g.W : g.H);
         /* align: (v + 1) / 2 * (len - 1); else ((v + 1) * len - 1) / 2 */
-        v = align ? lw_v_mulk(c, lw_v_addk(c, v, 1.0), (len - 1) / 2) : lw_v_addk(c, lw_v_mulk(c, v, len / 2), (len - 1) / 2);
+        v = align ? lw_v_mulk(c, lw_v_addk(c, v, 1.0), (len - 1) / 2)
+                  : lw_v_addk(c, lw_v_mulk(c, v, len / 2), (len - 1) / 2);
         if (!g.zeros) v = lw_v_clamp(c, v, 0, len - 1);
         coord[k] = v;
     }
@@ -117,8 +123,11 @@ static lower_status lower_gridsample(lower_ctx *c) {
         lw_v fx = lw_v_sub(c, coord[0], x0), fy = lw_v_sub(c, coord[1], y0);
         lw_v gx = lw_v_sub(c, lw_v_k(c, fx, 1.0), fx), gy = lw_v_sub(c, lw_v_k(c, fy, 1.0), fy);
         lw_v x1 = lw_v_addk(c, x0, 1.0), y1 = lw_v_addk(c, y0, 1.0);
-        y = lw_v_add(c, lw_v_add(c, gs_fetch(&g, x0, y0, lw_v_mul(c, gx, gy)), gs_fetch(&g, x1, y0, lw_v_mul(c, fx, gy))),
-                   lw_v_add(c, gs_fetch(&g, x0, y1, lw_v_mul(c, gx, fy)), gs_fetch(&g, x1, y1, lw_v_mul(c, fx, fy))));
+        y = lw_v_add(
+            c,
+            lw_v_add(c, gs_fetch(&g, x0, y0, lw_v_mul(c, gx, gy)), gs_fetch(&g, x1, y0, lw_v_mul(c, fx, gy))),
+            lw_v_add(c, gs_fetch(&g, x0, y1, lw_v_mul(c, gx, fy)),
+                     gs_fetch(&g, x1, y1, lw_v_mul(c, fx, fy))));
     } else {
         lw_v none = {0};
         y = gs_fetch(&g, gs_rint(c, coord[0]), gs_rint(c, coord[1]), none);

@@ -16,14 +16,13 @@
 #include "util/floatfmt.h"
 
 /* A constant int64 list from input i (needs_constant if not constant). */
-static bool const_ints(lower_ctx *c, uint32_t i, const int64_t **v, int64_t *n,
-                       lower_status *st) {
+static bool const_ints(lower_ctx *c, uint32_t i, const int64_t **v, int64_t *n, lower_status *st) {
     *n = lw_const_i64(c, i, v);
     if (*n < 0) {
         const ctosa_onnx_node *nd = lw_node(c);
         const char *name = i < nd->n_inputs ? nd->inputs[i] : "?";
-        *st = lw_reject(c, LOWER_NEEDS_CONSTANT, name,
-                        "%s: input '%s' must be a compile-time constant", nd->op_type, name);
+        *st = lw_reject(c, LOWER_NEEDS_CONSTANT, name, "%s: input '%s' must be a compile-time constant",
+                        nd->op_type, name);
         return false;
     }
     return true;
@@ -59,8 +58,7 @@ static lower_status lower_concat(lower_ctx *c) {
         if (!v) return st;
         if (v->rank != v0->rank)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name,
-                             "Concat: input '%s' has rank %u, expected %u", v->name, v->rank,
-                             v0->rank);
+                             "Concat: input '%s' has rank %u, expected %u", v->name, v->rank, v0->rank);
         out_shape[axis] += v->shape[axis];
         if (lw_count(v->rank, v->shape) == 0) continue; /* empty inputs add nothing */
         xs[m] = lw_input(c, i);
@@ -71,9 +69,8 @@ static lower_status lower_concat(lower_ctx *c) {
         set_empty_output(c, 0, v0->onnx_dtype, v0->rank, out_shape);
         return LOWER_OK;
     }
-    const char *out = m == 1
-                          ? lw_unary(c, CTOSA_OP_IDENTITY, xs[0], v0->t, v0->rank, out_shape, NULL)
-                          : lw_concat(c, m, xs, v0->t, v0->rank, axis);
+    const char *out = m == 1 ? lw_unary(c, CTOSA_OP_IDENTITY, xs[0], v0->t, v0->rank, out_shape, NULL)
+                             : lw_concat(c, m, xs, v0->t, v0->rank, axis);
     if (!out) return lw_failed(c);
     lw_set_output(c, 0, out);
     return LOWER_OK;
@@ -101,12 +98,11 @@ static lower_status lower_split(lower_ctx *c) {
     }
     if (nsp >= 0) {
         if ((uint64_t)nsp != nout)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "Split: %lld split sizes for %u outputs", (long long)nsp, nout);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Split: %lld split sizes for %u outputs",
+                             (long long)nsp, nout);
         int64_t sum = 0;
         for (uint32_t i = 0; i < nout; i++) {
-            if (sp[i] < 0)
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Split: negative split size");
+            if (sp[i] < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Split: negative split size");
             sizes[i] = sp[i];
             sum += sp[i];
         }
@@ -115,12 +111,10 @@ static lower_status lower_split(lower_ctx *c) {
                              "Split: split sizes add up to %lld, axis has %lld", (long long)sum,
                              (long long)dim);
     } else {
-        int64_t parts = lw_has_attr(c, "num_outputs") ? lw_attr_int(c, "num_outputs", 0)
-                                                      : (int64_t)nout;
+        int64_t parts = lw_has_attr(c, "num_outputs") ? lw_attr_int(c, "num_outputs", 0) : (int64_t)nout;
         if (parts <= 0 || parts != (int64_t)nout)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "Split: num_outputs %lld does not match %u outputs",
-                             (long long)parts, nout);
+                             "Split: num_outputs %lld does not match %u outputs", (long long)parts, nout);
         if (lw_has_attr(c, "num_outputs")) {
             /* opset 18: ceil-sized chunks, the last one smaller */
             int64_t chunk = (dim + parts - 1) / parts;
@@ -132,8 +126,8 @@ static lower_status lower_split(lower_ctx *c) {
         } else {
             if (dim % parts)
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                                 "Split: axis of %lld does not split into %lld equal parts",
-                                 (long long)dim, (long long)parts);
+                                 "Split: axis of %lld does not split into %lld equal parts", (long long)dim,
+                                 (long long)parts);
             for (uint32_t i = 0; i < nout; i++) sizes[i] = dim / parts;
         }
     }
@@ -141,7 +135,10 @@ static lower_status lower_split(lower_ctx *c) {
     if (!x) return lw_failed(c);
     int64_t off = 0;
     for (uint32_t i = 0; i < nout; i++) {
-        if (!nd->outputs[i][0]) { off += sizes[i]; continue; }
+        if (!nd->outputs[i][0]) {
+            off += sizes[i];
+            continue;
+        }
         if (sizes[i] == 0) {
             int64_t shp[LOWER_MAX_RANK];
             memcpy(shp, v->shape, v->rank * sizeof *shp);
@@ -166,8 +163,8 @@ static lower_status lower_split(lower_ctx *c) {
 /* Strided selection along one axis of x (already sliced so that the
  * selection starts at 0): keeps elements 0, step, 2*step, ... (len of
  * them). Uses PAD + RESHAPE [len, step] + SLICE [len, 1] + RESHAPE. */
-static const char *stride_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank,
-                               int64_t *shape, int32_t axis, int64_t step, int64_t len) {
+static const char *stride_axis(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, int64_t *shape,
+                               int32_t axis, int64_t step, int64_t len) {
     int64_t need = len * step;
     if (shape[axis] > need) {
         x = lw_slice_axis(c, x, t, rank, shape, axis, 0, need);
@@ -216,8 +213,7 @@ static lower_status lower_slice(lower_ctx *c) {
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                              "Slice: attributes 'starts' and 'ends' are required");
     } else {
-        if (!const_ints(c, 1, &starts, &ns, &st) || !const_ints(c, 2, &ends, &ne, &st))
-            return st;
+        if (!const_ints(c, 1, &starts, &ns, &st) || !const_ints(c, 2, &ends, &ne, &st)) return st;
         if (lw_has_input(c, 3) && !const_ints(c, 3, &axes, &na, &st)) return st;
         if (lw_has_input(c, 4) && !const_ints(c, 4, &steps, &nst, &st)) return st;
     }
@@ -235,8 +231,7 @@ static lower_status lower_slice(lower_ctx *c) {
     for (int64_t k = 0; k < ns; k++) {
         int32_t ax;
         if (!lw_axis(c, axes ? axes[k] : k, r, "axis", &ax)) return LOWER_REJECT;
-        if (seen[ax])
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Slice: axis %d given twice", ax);
+        if (seen[ax]) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Slice: axis %d given twice", ax);
         seen[ax] = true;
         int64_t d = v->shape[ax], s = steps ? steps[k] : 1;
         if (s == 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Slice: step 0");
@@ -329,14 +324,13 @@ static lower_status lower_pad(lower_ctx *c) {
     if (lw_opset(c) >= 18 && lw_has_input(c, 3)) {
         const int64_t *a;
         if (!const_ints(c, 3, &a, &nax, &st)) return st;
-        if (nax > (int64_t)r)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: more axes than rank");
+        if (nax > (int64_t)r) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: more axes than rank");
         for (int64_t k = 0; k < nax; k++)
             if (!lw_axis(c, a[k], r, "axis", &ax[k])) return LOWER_REJECT;
     }
     if (np != 2 * nax)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "Pad: %lld pads for %lld axes", (long long)np, (long long)nax);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: %lld pads for %lld axes", (long long)np,
+                         (long long)nax);
     for (int64_t k = 0; k < nax; k++) {
         lo[ax[k]] = pads[k];
         hi[ax[k]] = pads[k + nax];
@@ -352,13 +346,14 @@ static lower_status lower_pad(lower_ctx *c) {
             int64_t sum; /* hostile pads: no negation of INT64_MIN, no overflowing sums */
             if (lo[i] < -shape[i] || hi[i] < -shape[i] || __builtin_add_overflow(shape[i], lo[i], &sum) ||
                 __builtin_add_overflow(sum, hi[i], &sum))
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: pads %lld/%lld for axis %u of size %lld",
-                                 (long long)lo[i], (long long)hi[i], i, (long long)shape[i]);
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "Pad: pads %lld/%lld for axis %u of size %lld", (long long)lo[i],
+                                 (long long)hi[i], i, (long long)shape[i]);
             start[i] = lo[i] < 0 ? -lo[i] : 0;
             size[i] = shape[i] - start[i] - (hi[i] < 0 ? -hi[i] : 0);
             if (size[i] <= 0)
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                                 "Pad: negative pads remove all of axis %u", i);
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Pad: negative pads remove all of axis %u",
+                                 i);
             if (lo[i] < 0) lo[i] = 0;
             if (hi[i] < 0) hi[i] = 0;
         }
@@ -439,12 +434,11 @@ static lower_status lower_tile(lower_ctx *c) {
     int64_t n;
     if (!const_ints(c, 1, &rep, &n, &st)) return st;
     if (n != (int64_t)v->rank)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "Tile: %lld repeats for rank %u", (long long)n, v->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: %lld repeats for rank %u", (long long)n,
+                         v->rank);
     int64_t out_shape[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < v->rank; i++) {
-        if (rep[i] < 0)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: negative repeat");
+        if (rep[i] < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: negative repeat");
         if (__builtin_mul_overflow(v->shape[i], rep[i], &out_shape[i]))
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Tile: the output shape overflows");
     }
@@ -479,8 +473,8 @@ static lower_status lower_expand(lower_ctx *c) {
         int64_t b = i < r - (uint32_t)n ? 1 : shp[i - (r - (uint32_t)n)];
         if (a != b && a != 1 && b != 1)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "Expand: shape %lld does not broadcast with %lld at axis %u",
-                             (long long)b, (long long)a, i);
+                             "Expand: shape %lld does not broadcast with %lld at axis %u", (long long)b,
+                             (long long)a, i);
         in_shape[i] = a;
         out_shape[i] = a == 1 ? b : a;
         mult[i] = a == 1 ? b : 1;

@@ -21,8 +21,8 @@ static const char *mm_transpose(lower_ctx *c, const char *x, ctosa_dtype t, uint
 }
 
 /* MATMUL of a [Nb,M,K] and b [Nb,K,N] in dtype t; result [Nb,M,N] in t. */
-static const char *mm_emit(lower_ctx *c, const char *a, const char *b, ctosa_dtype t, int64_t Nb,
-                           int64_t M, int64_t N) {
+static const char *mm_emit(lower_ctx *c, const char *a, const char *b, ctosa_dtype t, int64_t Nb, int64_t M,
+                           int64_t N) {
     if (!a || !b) return NULL;
     ctosa_dtype ot = t;
     if (t == CTOSA_DTYPE_BF16) ot = CTOSA_DTYPE_FP32;
@@ -39,8 +39,8 @@ static const char *mm_emit(lower_ctx *c, const char *a, const char *b, ctosa_dty
 
 /* Brings operand x (shape s of rank r = nb + 2 after padding) to batch
  * shape bs by TILE, then reshapes to [prod(bs), s[r-2], s[r-1]]. */
-static const char *mm_batch(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t r0,
-                            const int64_t *s0, uint32_t nb, const int64_t *bs, int64_t *out3) {
+static const char *mm_batch(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t r0, const int64_t *s0,
+                            uint32_t nb, const int64_t *bs, int64_t *out3) {
     int64_t s[LOWER_MAX_RANK + 2];
     uint32_t r = nb + 2;
     for (uint32_t i = 0; i < r; i++) s[i] = 1;
@@ -82,23 +82,32 @@ static lower_status lower_matmul(lower_ctx *c) {
     memcpy(as, A->shape, ra * sizeof *as);
     memcpy(bsh, B->shape, rb * sizeof *bsh);
     bool sq_a = false, sq_b = false;
-    if (ra == 1) { as[1] = as[0]; as[0] = 1; ra = 2; sq_a = true; }
-    if (rb == 1) { bsh[1] = 1; rb = 2; sq_b = true; }
+    if (ra == 1) {
+        as[1] = as[0];
+        as[0] = 1;
+        ra = 2;
+        sq_a = true;
+    }
+    if (rb == 1) {
+        bsh[1] = 1;
+        rb = 2;
+        sq_b = true;
+    }
     int64_t M = as[ra - 2], K = as[ra - 1], N = bsh[rb - 1];
     if (bsh[rb - 2] != K)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "MatMul: inner dimensions %lld and %lld differ",
                          (long long)K, (long long)bsh[rb - 2]);
     uint32_t nb = (ra > rb ? ra : rb) - 2;
-    if (nb + 2 > LOWER_MAX_RANK)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "MatMul: rank too large");
+    if (nb + 2 > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "MatMul: rank too large");
     int64_t bs[LOWER_MAX_RANK];
     bool b_has_batch = false;
     for (uint32_t i = 0; i < nb; i++) {
         int64_t da = (int32_t)i - (int32_t)(nb - (ra - 2)) >= 0 ? as[i - (nb - (ra - 2))] : 1;
         int64_t db = (int32_t)i - (int32_t)(nb - (rb - 2)) >= 0 ? bsh[i - (nb - (rb - 2))] : 1;
         if (da != db && da != 1 && db != 1)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "MatMul: batch dimensions %lld and %lld do not broadcast",
-                             (long long)da, (long long)db);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "MatMul: batch dimensions %lld and %lld do not broadcast", (long long)da,
+                             (long long)db);
         bs[i] = da > db ? da : db;
         if (db != 1) b_has_batch = true;
     }
@@ -112,13 +121,17 @@ static lower_status lower_matmul(lower_ctx *c) {
         a = lw_reshape_if(c, a, t, A->rank, A->shape, 3, a3);
         b = lw_reshape_if(c, b, t, B->rank, B->shape, 3, b3);
         y = mm_emit(c, a, b, t, 1, a3[1], N);
-        ys[0] = 1; ys[1] = a3[1]; ys[2] = N;
+        ys[0] = 1;
+        ys[1] = a3[1];
+        ys[2] = N;
     } else {
         int64_t a3[3], b3[3];
         a = mm_batch(c, a, t, ra, as, nb, bs, a3);
         b = mm_batch(c, b, t, rb, bsh, nb, bs, b3);
         y = mm_emit(c, a, b, t, a3[0], M, N);
-        ys[0] = a3[0]; ys[1] = M; ys[2] = N;
+        ys[0] = a3[0];
+        ys[1] = M;
+        ys[2] = N;
     }
     int64_t os[LOWER_MAX_RANK];
     uint32_t orank = 0;
@@ -192,8 +205,7 @@ static lower_status lower_gemm(lower_ctx *c) {
     if (lw_has_input(c, 2) && beta != 0.0) {
         const lower_value *C = lw_data_input(c, 2, &st);
         if (!C) return st;
-        if (C->rank > 2)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Gemm: C has rank %u", C->rank);
+        if (C->rank > 2) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Gemm: C has rank %u", C->rank);
         int64_t cs[2] = {1, 1};
         for (uint32_t i = 0; i < C->rank; i++) cs[2 - C->rank + i] = C->shape[i];
         if ((cs[0] != 1 && cs[0] != M) || (cs[1] != 1 && cs[1] != N))
@@ -257,7 +269,10 @@ static const char *es_sum_unique(lower_ctx *c, const char *x, ctosa_dtype t, cha
     uint32_t k = 0;
     int64_t ns[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < *n; i++)
-        if (!(mask & (1u << i))) { let[k] = let[i]; ns[k++] = shape[i]; }
+        if (!(mask & (1u << i))) {
+            let[k] = let[i];
+            ns[k++] = shape[i];
+        }
     x = lw_reshape_if(c, x, t, *n, rs, k, ns);
     memcpy(shape, ns, k * sizeof *ns);
     *n = k;
@@ -303,7 +318,11 @@ static bool es_expand(const char *eq, uint32_t nin, const uint32_t *ranks, char 
     if (E > np) return false;
     size_t k = 0;
     op = 0;
-#define ES_PUT(ch) do { if (k + 1 >= cap) return false; out[k++] = (ch); } while (0)
+#define ES_PUT(ch)                      \
+    do {                                \
+        if (k + 1 >= cap) return false; \
+        out[k++] = (ch);                \
+    } while (0)
     for (size_t i = 0; i < lhs; i++) {
         if (eq[i] == ',') op++;
         if (!strncmp(eq + i, "...", 3)) {
@@ -380,13 +399,15 @@ static lower_status lower_einsum(lower_ctx *c) {
     if (!ok)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                          "Einsum: equation '%s' is not matmul-shaped (one or two operands, no "
-                         "repeated letters)", eq0);
+                         "repeated letters)",
+                         eq0);
     lower_status st;
     const lower_value *A = lw_data_input(c, 0, &st);
     if (!A) return st;
     ctosa_dtype t = A->t;
     if (A->rank != na)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: '%s' does not match input rank %u", eq0, A->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: '%s' does not match input rank %u", eq0,
+                         A->rank);
     int64_t sa[LOWER_MAX_RANK], sb[LOWER_MAX_RANK];
     memcpy(sa, A->shape, na * sizeof *sa);
     const char *a = lw_input(c, 0);
@@ -402,7 +423,8 @@ static lower_status lower_einsum(lower_ctx *c) {
     const lower_value *B = lw_data_input(c, 1, &st);
     if (!B) return st;
     if (B->rank != nbl)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: '%s' does not match input rank %u", eq0, B->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: '%s' does not match input rank %u", eq0,
+                         B->rank);
     memcpy(sb, B->shape, nbl * sizeof *sb);
     const char *b = lw_input(c, 1);
     a = es_sum_unique(c, a, t, la, &na, sa, lb, nbl, lo, no);
@@ -415,8 +437,8 @@ static lower_status lower_einsum(lower_ctx *c) {
         bool inout = es_find(lo, no, la[i]) >= 0;
         if (jb >= 0 && sb[jb] != sa[i])
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "Einsum: '%s': dimension '%c' is %lld and %lld (broadcasting not handled)",
-                             eq0, la[i], (long long)sa[i], (long long)sb[jb]);
+                             "Einsum: '%s': dimension '%c' is %lld and %lld (broadcasting not handled)", eq0,
+                             la[i], (long long)sa[i], (long long)sb[jb]);
         if (jb >= 0 && inout) bat[nbat++] = la[i];
         else if (jb >= 0) con[ncon++] = la[i];
         else fa[nfa++] = la[i];
@@ -426,13 +448,25 @@ static lower_status lower_einsum(lower_ctx *c) {
     int64_t Nb = 1, M = 1, K = 1, N = 1;
     int32_t pa[LOWER_MAX_RANK], pb[LOWER_MAX_RANK];
     uint32_t k = 0;
-    for (uint32_t i = 0; i < nbat; i++) { pa[k++] = es_find(la, na, bat[i]); Nb *= sa[pa[k - 1]]; }
-    for (uint32_t i = 0; i < nfa; i++) { pa[k++] = es_find(la, na, fa[i]); M *= sa[pa[k - 1]]; }
-    for (uint32_t i = 0; i < ncon; i++) { pa[k++] = es_find(la, na, con[i]); K *= sa[pa[k - 1]]; }
+    for (uint32_t i = 0; i < nbat; i++) {
+        pa[k++] = es_find(la, na, bat[i]);
+        Nb *= sa[pa[k - 1]];
+    }
+    for (uint32_t i = 0; i < nfa; i++) {
+        pa[k++] = es_find(la, na, fa[i]);
+        M *= sa[pa[k - 1]];
+    }
+    for (uint32_t i = 0; i < ncon; i++) {
+        pa[k++] = es_find(la, na, con[i]);
+        K *= sa[pa[k - 1]];
+    }
     k = 0;
     for (uint32_t i = 0; i < nbat; i++) pb[k++] = es_find(lb, nbl, bat[i]);
     for (uint32_t i = 0; i < ncon; i++) pb[k++] = es_find(lb, nbl, con[i]);
-    for (uint32_t i = 0; i < nfb; i++) { pb[k++] = es_find(lb, nbl, fb[i]); N *= sb[pb[k - 1]]; }
+    for (uint32_t i = 0; i < nfb; i++) {
+        pb[k++] = es_find(lb, nbl, fb[i]);
+        N *= sb[pb[k - 1]];
+    }
     int64_t tsa[LOWER_MAX_RANK], tsb[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < na; i++) tsa[i] = sa[pa[i]];
     for (uint32_t i = 0; i < nbl; i++) tsb[i] = sb[pb[i]];
@@ -446,9 +480,18 @@ static lower_status lower_einsum(lower_ctx *c) {
     char ml[LOWER_MAX_RANK * 2];
     int64_t ms[LOWER_MAX_RANK * 2];
     uint32_t nm = 0;
-    for (uint32_t i = 0; i < nbat; i++) { ml[nm] = bat[i]; ms[nm++] = sa[es_find(la, na, bat[i])]; }
-    for (uint32_t i = 0; i < nfa; i++) { ml[nm] = fa[i]; ms[nm++] = sa[es_find(la, na, fa[i])]; }
-    for (uint32_t i = 0; i < nfb; i++) { ml[nm] = fb[i]; ms[nm++] = sb[es_find(lb, nbl, fb[i])]; }
+    for (uint32_t i = 0; i < nbat; i++) {
+        ml[nm] = bat[i];
+        ms[nm++] = sa[es_find(la, na, bat[i])];
+    }
+    for (uint32_t i = 0; i < nfa; i++) {
+        ml[nm] = fa[i];
+        ms[nm++] = sa[es_find(la, na, fa[i])];
+    }
+    for (uint32_t i = 0; i < nfb; i++) {
+        ml[nm] = fb[i];
+        ms[nm++] = sb[es_find(lb, nbl, fb[i])];
+    }
     if (nm != no || nm > LOWER_MAX_RANK)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Einsum: equation '%s' not handled", eq0);
     int64_t y3[3] = {Nb, M, N};

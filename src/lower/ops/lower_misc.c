@@ -24,8 +24,7 @@ static lower_status lower_trilu(lower_ctx *c) {
     const lower_value *v = lw_data_input(c, 0, &st);
     if (!v) return st;
     uint32_t r = v->rank;
-    if (r < 2)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "Trilu: input rank %u < 2", r);
+    if (r < 2) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "Trilu: input rank %u < 2", r);
     bool upper = lw_attr_int(c, "upper", 1) != 0;
     int64_t k = 0;
     if (lw_has_input(c, 1)) {
@@ -33,8 +32,7 @@ static lower_status lower_trilu(lower_ctx *c) {
         int64_t n = lw_const_i64(c, 1, &kv);
         if (n < 0)
             return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[1],
-                             "Trilu: k '%s' must be a compile-time constant",
-                             lw_node(c)->inputs[1]);
+                             "Trilu: k '%s' must be a compile-time constant", lw_node(c)->inputs[1]);
         if (n >= 1) k = kv[0];
     }
     int64_t N = v->shape[r - 2], M = v->shape[r - 1];
@@ -46,8 +44,7 @@ static lower_status lower_trilu(lower_ctx *c) {
     uint8_t *mask = arena_alloc(lw_arena(c), (size_t)(N * M));
     if (!mask) return lw_failed(c);
     for (int64_t i = 0; i < N; i++)
-        for (int64_t j = 0; j < M; j++)
-            mask[i * M + j] = upper ? (j - i >= k) : (j - i <= k);
+        for (int64_t j = 0; j < M; j++) mask[i * M + j] = upper ? (j - i >= k) : (j - i <= k);
     int64_t ms[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < r; i++) ms[i] = 1;
     ms[r - 2] = N;
@@ -69,13 +66,10 @@ static lower_status lower_eyelike(lower_ctx *c) {
     if (!v->static_shape)
         return lw_reject(c, LOWER_DYNAMIC_SHAPE, v->name, "EyeLike: input shape is not static");
     if (v->rank != 2)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "EyeLike: input rank %u != 2",
-                         v->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "EyeLike: input rank %u != 2", v->rank);
     int32_t dt = (int32_t)lw_attr_int(c, "dtype", v->onnx_dtype);
     size_t es = lw_onnx_elem_size(dt);
-    if (!es)
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "EyeLike: dtype %d is not supported",
-                         dt);
+    if (!es) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "EyeLike: dtype %d is not supported", dt);
     int64_t k = lw_attr_int(c, "k", 0), N = v->shape[0], M = v->shape[1];
     uint8_t *buf = arena_zalloc(lw_arena(c), (size_t)(N * M) * es + 1);
     if (!buf) return lw_failed(c);
@@ -123,8 +117,7 @@ static lower_status lower_range(lower_ctx *c) {
         double q = ceil(((double)il[0] - (double)is[0]) / (double)id[0]);
         n = q > 0 ? (q > 1e9 ? -1 : (int64_t)q) : 0;
     }
-    if (n < 0 || n > (1 << 24))
-        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Range: output is too long");
+    if (n < 0 || n > (1 << 24)) return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Range: output is too long");
     size_t es = lw_onnx_elem_size(dt);
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)n * es + 1);
     if (!buf) return lw_failed(c);
@@ -132,14 +125,12 @@ static lower_status lower_range(lower_ctx *c) {
         if (fl) {
             /* ONNX computes start + i*delta in the value's own type */
             double x = dt == CTOSA_ONNX_DOUBLE ? fs[0] + (double)i * fd[0]
-                                         : (double)((float)fs[0] + (float)i * (float)fd[0]);
+                                               : (double)((float)fs[0] + (float)i * (float)fd[0]);
             lw_onnx_encode(dt, x, buf + (size_t)i * es);
         } else {
             int64_t x = is[0] + i * id[0];
-            if (dt == CTOSA_ONNX_INT64 || dt == CTOSA_ONNX_UINT64)
-                memcpy(buf + (size_t)i * es, &x, 8);
-            else
-                lw_onnx_encode(dt, (double)x, buf + (size_t)i * es);
+            if (dt == CTOSA_ONNX_INT64 || dt == CTOSA_ONNX_UINT64) memcpy(buf + (size_t)i * es, &x, 8);
+            else lw_onnx_encode(dt, (double)x, buf + (size_t)i * es);
         }
     }
     int64_t shp[1] = {n};
@@ -150,8 +141,8 @@ static lower_status lower_range(lower_ctx *c) {
 /* --------------------------------------------------------------- CumSum */
 
 /* Shifts y by s along axis (zeros enter at the front). */
-static const char *shift_axis(lower_ctx *c, const char *y, ctosa_dtype t, uint32_t r,
-                              const int64_t *shape, int32_t axis, int64_t s) {
+static const char *shift_axis(lower_ctx *c, const char *y, ctosa_dtype t, uint32_t r, const int64_t *shape,
+                              int32_t axis, int64_t s) {
     int64_t ss[LOWER_MAX_RANK], pads[2 * LOWER_MAX_RANK] = {0};
     memcpy(ss, shape, r * sizeof *ss);
     ss[axis] = shape[axis] - s;
@@ -160,8 +151,8 @@ static const char *shift_axis(lower_ctx *c, const char *y, ctosa_dtype t, uint32
     return lw_pad(c, x, t, r, ss, pads, 0);
 }
 
-static const char *cumsum_scan(lower_ctx *c, const char *y, ctosa_dtype t, uint32_t r,
-                               const int64_t *shape, int32_t axis, bool exclusive) {
+static const char *cumsum_scan(lower_ctx *c, const char *y, ctosa_dtype t, uint32_t r, const int64_t *shape,
+                               int32_t axis, bool exclusive) {
     int64_t L = shape[axis];
     if (exclusive) {
         if (L == 1) {
@@ -177,9 +168,8 @@ static const char *cumsum_scan(lower_ctx *c, const char *y, ctosa_dtype t, uint3
     return y;
 }
 
-static const char *cumsum_matmul(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t r,
-                                 const int64_t *shape, int32_t axis, bool exclusive,
-                                 bool reverse) {
+static const char *cumsum_matmul(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t r, const int64_t *shape,
+                                 int32_t axis, bool exclusive, bool reverse) {
     int64_t L = shape[axis], M = lw_count(r, shape) / L;
     int32_t perm[LOWER_MAX_RANK], inv[LOWER_MAX_RANK];
     int64_t tshape[LOWER_MAX_RANK];
@@ -243,8 +233,7 @@ static lower_status lower_cumsum(lower_ctx *c) {
         if (reverse) x = lw_reverse(c, x, v->t, r, v->shape, axis);
         if (x) x = cumsum_scan(c, x, v->t, r, v->shape, axis, exclusive);
         if (x && reverse) x = lw_reverse(c, x, v->t, r, v->shape, axis);
-        if (x && x == lw_input(c, 0))
-            x = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, r, v->shape, NULL);
+        if (x && x == lw_input(c, 0)) x = lw_unary(c, CTOSA_OP_IDENTITY, x, v->t, r, v->shape, NULL);
     }
     if (!x) return lw_failed(c);
     lw_set_output(c, 0, x);

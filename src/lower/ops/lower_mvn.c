@@ -15,8 +15,8 @@ static lower_status lower_mvn(lower_ctx *c) {
     if (!X) return st;
     uint32_t r = X->rank;
     if (!ctosa_dtype_is_float(X->t))
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, X->name, "MeanVarianceNormalization: input '%s' is not float",
-                         X->name);
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, X->name,
+                         "MeanVarianceNormalization: input '%s' is not float", X->name);
     static const int64_t dflt[3] = {0, 2, 3};
     const int64_t *axes = dflt;
     int64_t na = lw_attr_ints(c, "axes", &axes);
@@ -35,8 +35,8 @@ static lower_status lower_mvn(lower_ctx *c) {
     const char *x = lw_input(c, 0);
     const char *mean = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, t, r, X->shape, mask, true, rs);
     const char *d = lw_sub(c, x, mean, t, r, X->shape);
-    const char *var = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, d, d, t, r, X->shape), t, r, X->shape, mask,
-                                     true, rs);
+    const char *var = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, d, d, t, r, X->shape), t, r, X->shape,
+                                     mask, true, rs);
     /* sqrt(v) = 1 / rsqrt(v), exact at 0 (1 / inf) */
     const char *rv = var ? lw_unary(c, CTOSA_OP_RSQRT, var, t, r, rs, NULL) : NULL;
     const char *sd = rv ? lw_unary(c, CTOSA_OP_RECIPROCAL, rv, t, r, rs, NULL) : NULL;

@@ -13,8 +13,7 @@
 
 /* Input i reshaped (numpy broadcasting: leading 1s) to rank r, in dtype t.
  * Absent optional input: NULL with *st = LOWER_OK. */
-static const char *norm_operand(lower_ctx *c, uint32_t i, ctosa_dtype t, uint32_t r,
-                                lower_status *st) {
+static const char *norm_operand(lower_ctx *c, uint32_t i, ctosa_dtype t, uint32_t r, lower_status *st) {
     *st = LOWER_OK;
     if (!lw_has_input(c, i)) return NULL;
     const lower_value *v = lw_data_input(c, i, st);
@@ -44,8 +43,9 @@ static lower_status norm_outputs_unused(lower_ctx *c, uint32_t from) {
     const ctosa_onnx_node *n = lw_node(c);
     for (uint32_t i = from; i < n->n_outputs; i++)
         if (n->outputs[i][0])
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: output %u '%s' (training statistics) is used",
-                             n->op_type, i, n->outputs[i]);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "%s: output %u '%s' (training statistics) is used", n->op_type, i,
+                             n->outputs[i]);
     return LOWER_OK;
 }
 
@@ -113,8 +113,7 @@ static lower_status lower_instancenorm(lower_ctx *c) {
     const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     uint32_t r = X->rank;
-    if (r < 3)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "InstanceNormalization: input rank %u", r);
+    if (r < 3) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "InstanceNormalization: input rank %u", r);
     ctosa_dtype t = X->t;
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     uint32_t mask = 0;
@@ -216,8 +215,8 @@ static lower_status lower_rmsnorm(lower_ctx *c) {
     const char *x = lw_input(c, 0);
     if (ct != t) x = lw_cast(c, x, t, ct, r, X->shape);
     int64_t rs[LOWER_MAX_RANK];
-    const char *ms = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, ct, r, X->shape), ct, r,
-                                    X->shape, mask, true, rs);
+    const char *ms = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, ct, r, X->shape), ct, r, X->shape,
+                                    mask, true, rs);
     ms = lw_add_scalar(c, ms, ct, r, rs, eps);
     const char *inv = ms ? lw_unary(c, CTOSA_OP_RSQRT, ms, ct, r, rs, NULL) : NULL;
     const char *y = lw_mul(c, x, inv, ct, r, X->shape);
@@ -255,14 +254,15 @@ static lower_status lower_lpnorm(lower_ctx *c) {
     if (!lw_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
     int64_t p = lw_attr_int(c, "p", 2);
     if (p != 1 && p != 2)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "LpNormalization: p=%lld (only 1 and 2)", (long long)p);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "LpNormalization: p=%lld (only 1 and 2)",
+                         (long long)p);
     ctosa_dtype t = X->t;
     const char *x = lw_input(c, 0);
     int64_t rs[LOWER_MAX_RANK];
     const char *y;
     if (p == 2) {
-        const char *s = lw_reduce(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, t, r, X->shape), t, r,
-                                  X->shape, axis, rs);
+        const char *s =
+            lw_reduce(c, CTOSA_OP_REDUCE_SUM, lw_mul(c, x, x, t, r, X->shape), t, r, X->shape, axis, rs);
         const char *inv = s ? inv_norm(c, CTOSA_OP_RSQRT, s, t, r, rs) : NULL;
         y = lw_mul(c, x, inv, t, r, X->shape);
     } else {

@@ -13,8 +13,8 @@
 #include "lower/lower_build.h"
 
 /* Emits a 2-D pool on channels-last x of shape ls (rank 4). */
-static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dtype t,
-                             const lw_dim *td, const int64_t *os) {
+static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dtype t, const lw_dim *td,
+                             const int64_t *os) {
     if (!x) return NULL;
     int32_t kernel[2] = {(int32_t)td[0].k, (int32_t)td[1].k};
     int32_t stride[2] = {(int32_t)td[0].s, (int32_t)td[1].s};
@@ -49,8 +49,8 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
                          n->outputs[1]);
     uint32_t r = X->rank;
     if (r < 3 || r > 5)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "%s: input rank %u: only 1-D, 2-D and 3-D pooling", op, r);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: input rank %u: only 1-D, 2-D and 3-D pooling",
+                         op, r);
     if (!lw_has_attr(c, "kernel_shape"))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: kernel_shape is missing", op);
     ctosa_dtype t = X->t;
@@ -76,7 +76,10 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     if (nsp == 1) {
         td[0] = (lw_dim){1, 1, 1, 1, 0, 0, 1, 0, 0};
         td[1] = dm[0];
-        xs[0] = N; xs[1] = C; xs[2] = 1; xs[3] = X->shape[2];
+        xs[0] = N;
+        xs[1] = C;
+        xs[2] = 1;
+        xs[3] = X->shape[2];
     } else {
         memcpy(td, dm, nsp * sizeof *dm);
         memcpy(xs, X->shape, r * sizeof *xs);
@@ -116,8 +119,8 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
         d->pb -= eb;
         d->pe -= ee;
         if (d->pb >= d->k || d->pe >= d->k)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "%s: padding not smaller than the kernel %lld", op, (long long)d->k);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: padding not smaller than the kernel %lld",
+                             op, (long long)d->k);
     }
     if (explicit_pad) {
         x = lw_pad(c, x, t, tr, ls, pads, is_max ? -INFINITY : 0.0);
@@ -182,8 +185,8 @@ static lower_status lower_global_pool(lower_ctx *c, bool is_max) {
     } else {
         uint32_t mask = 0;
         for (uint32_t i = 2; i < r; i++) mask |= 1u << i;
-        y = lw_reduce_axes(c, is_max ? CTOSA_OP_REDUCE_MAX : CTOSA_OP_REDUCE_SUM, x, t, r, X->shape,
-                           mask, !is_max, NULL);
+        y = lw_reduce_axes(c, is_max ? CTOSA_OP_REDUCE_MAX : CTOSA_OP_REDUCE_SUM, x, t, r, X->shape, mask,
+                           !is_max, NULL);
     }
     LW_TRY(y);
     lw_set_output(c, 0, y);

@@ -24,27 +24,34 @@
 #include <string.h>
 
 typedef enum red_kind {
-    RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L1, RED_L2, RED_LOGSUM, RED_LOGSUMEXP,
+    RED_SUM,
+    RED_MEAN,
+    RED_MAX,
+    RED_MIN,
+    RED_PROD,
+    RED_L1,
+    RED_L2,
+    RED_LOGSUM,
+    RED_LOGSUMEXP,
     RED_SUMSQUARE
 } red_kind;
 
 /* Chains REDUCE_<op> over the marked axes (keepdims form). */
-static const char *reduce_chain(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dtype t,
-                                uint32_t rank, int64_t *shape, const bool *mark) {
+static const char *reduce_chain(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dtype t, uint32_t rank,
+                                int64_t *shape, const bool *mark) {
     for (uint32_t i = 0; i < rank && x; i++) {
         if (!mark[i] || shape[i] == 1) continue;
         ctosa_attr a = {0};
         a.axis = (int32_t)i;
-        if (op == CTOSA_OP_REDUCE_MAX || op == CTOSA_OP_REDUCE_MIN)
-            a.nan_mode = CTOSA_NAN_PROPAGATE;
+        if (op == CTOSA_OP_REDUCE_MAX || op == CTOSA_OP_REDUCE_MIN) a.nan_mode = CTOSA_NAN_PROPAGATE;
         shape[i] = 1;
         x = lw_unary(c, op, x, t, rank, shape, &a);
     }
     return x;
 }
 
-static const char *unary(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dtype t,
-                         uint32_t rank, const int64_t *shape) {
+static const char *unary(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dtype t, uint32_t rank,
+                         const int64_t *shape) {
     return x ? lw_unary(c, op, x, t, rank, shape, NULL) : NULL;
 }
 
@@ -52,8 +59,8 @@ static const char *unary(lower_ctx *c, ctosa_op_kind op, const char *x, ctosa_dt
  * ReduceProd of a Shape slice): computed here, because TOSA has no integer
  * REDUCE_PRODUCT and folding on the interpreter cannot run it. Wraps like
  * two's complement arithmetic. */
-static lower_status const_reduce(lower_ctx *c, const lower_value *v, red_kind kind,
-                                 const bool *mark, bool keep) {
+static lower_status const_reduce(lower_ctx *c, const lower_value *v, red_kind kind, const bool *mark,
+                                 bool keep) {
     const int64_t *in;
     int64_t n = lw_const_i64(c, 0, &in);
     uint32_t r = v->rank;
@@ -131,8 +138,7 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
             na = lw_const_i64(c, 1, &axes);
             if (na < 0)
                 return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->inputs[1],
-                                 "%s: axes '%s' must be a compile-time constant", nd->op_type,
-                                 nd->inputs[1]);
+                                 "%s: axes '%s' must be a compile-time constant", nd->op_type, nd->inputs[1]);
         }
     } else {
         na = lw_attr_ints(c, "axes", &axes);
@@ -165,8 +171,8 @@ static lower_status lower_reduce(lower_ctx *c, red_kind kind) {
     if (lw_count(r, shape) == 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: empty input", nd->op_type);
     if (v->data && !lw_onnx_is_float(v->onnx_dtype) && lw_onnx_elem_size(v->onnx_dtype) &&
-        (kind == RED_SUM || kind == RED_PROD || kind == RED_MAX || kind == RED_MIN ||
-         kind == RED_L1 || kind == RED_SUMSQUARE))
+        (kind == RED_SUM || kind == RED_PROD || kind == RED_MAX || kind == RED_MIN || kind == RED_L1 ||
+         kind == RED_SUMSQUARE))
         return const_reduce(c, v, kind, mark, keep);
     /* fp16 sums accumulate in fp16 in TOSA; compute in fp32 and cast back
      * so long reductions keep their precision. */
@@ -250,8 +256,7 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
     if (!v) return st;
     uint32_t r = v->rank;
     ctosa_dtype t = v->t;
-    if (r == 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: scalar input", nd->op_type);
+    if (r == 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "%s: scalar input", nd->op_type);
     if (t == CTOSA_DTYPE_BOOL)
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "%s: bool input", nd->op_type);
     int32_t axis;
@@ -267,8 +272,7 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
         if (ctosa_dtype_is_float(t)) {
             const char *in[3] = {x, lw_zero_point(c, t, 0), lw_zero_point(c, t, 0)};
             const char *o = lw_tensor(c, t, r, v->shape);
-            if (!in[1] || !in[2] || !o || !lw_op(c, CTOSA_OP_NEGATE, 3, in, 1, &o, NULL))
-                return lw_failed(c);
+            if (!in[1] || !in[2] || !o || !lw_op(c, CTOSA_OP_NEGATE, 3, in, 1, &o, NULL)) return lw_failed(c);
             x = o;
         } else {
             x = lw_unary(c, CTOSA_OP_BITWISE_NOT, x, t, r, v->shape, NULL);
@@ -284,7 +288,8 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
     }
     /* TOSA 1.1 with int64 has ARGMAX rows with an i64 output (for every
      * input type) and none for i32 inputs with an i32 output. */
-    const ctosa_dtype I = lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64 ? CTOSA_DTYPE_INT64 : CTOSA_DTYPE_INT32;
+    const ctosa_dtype I =
+        lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64 ? CTOSA_DTYPE_INT64 : CTOSA_DTYPE_INT32;
     ctosa_attr a = {0};
     a.axis = axis;
     a.nan_mode = CTOSA_NAN_PROPAGATE;
@@ -307,8 +312,7 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
         if (x && keep) x = lw_reshape(c, x, I, r, ks);
     }
     if (x && last && K > 1)
-        x = lw_binary(c, CTOSA_OP_SUB, lw_scalar(c, I, orank, (double)(K - 1)), x, I, orank,
-                      oshape);
+        x = lw_binary(c, CTOSA_OP_SUB, lw_scalar(c, I, orank, (double)(K - 1)), x, I, orank, oshape);
     if (x && lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64)
         x = lw_cast(c, x, I, CTOSA_DTYPE_INT64, orank, oshape);
     if (!x) return lw_failed(c);

@@ -51,7 +51,7 @@ static bool rs_rational(double s, int64_t *n, int64_t *d) {
 typedef struct rs_axis {
     int64_t in, out;
     bool from_scales; /* align_corners then uses in*scale as the resized length */
-    int64_t sn, sd; /* scale as used by the coordinate formula (out/in) */
+    int64_t sn, sd;   /* scale as used by the coordinate formula (out/in) */
     int64_t n, d, off, border;
     double roi0, roi1; /* tf_crop_and_resize: normalised crop start / end */
 } rs_axis;
@@ -100,8 +100,8 @@ static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
     /* TOSA needs dimensions < 16384 and scale_n <= 2048: bounding the
      * operands well above that keeps the int64 products below exact. */
     const int64_t lim = INT64_C(1) << 24;
-    if (a->in < 0 || a->in > lim || a->out < 0 || a->out > lim || a->sn < 0 || a->sn > lim ||
-        a->sd < 0 || a->sd > lim)
+    if (a->in < 0 || a->in > lim || a->out < 0 || a->out > lim || a->sn < 0 || a->sn > lim || a->sd < 0 ||
+        a->sd > lim)
         return false;
     int64_t n = a->sn, d = a->sd, off = 0;
     if (a->in == 1) {
@@ -113,19 +113,41 @@ static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
     }
     switch (coord) {
     case 0: break;
-    case 1: off = d - n; n *= 2; d *= 2; break;
+    case 1:
+        off = d - n;
+        n *= 2;
+        d *= 2;
+        break;
     case 2:
-        if (a->out > 1) { off = d - n; n *= 2; d *= 2; }
-        else { n = 1; d = 1; off = 0; }
+        if (a->out > 1) {
+            off = d - n;
+            n *= 2;
+            d *= 2;
+        } else {
+            n = 1;
+            d = 1;
+            off = 0;
+        }
         break;
     case 3:
         /* x * (in - 1) / (len - 1); len = out, or in*scale when scales were given */
-        if (a->from_scales && a->in * a->sn > a->sd) { n = a->in * a->sn - a->sd; d = (a->in - 1) * a->sd; }
-        else if (!a->from_scales && a->out > 1) { n = a->out - 1; d = a->in - 1; }
-        else { n = 1; d = 1; }
+        if (a->from_scales && a->in * a->sn > a->sd) {
+            n = a->in * a->sn - a->sd;
+            d = (a->in - 1) * a->sd;
+        } else if (!a->from_scales && a->out > 1) {
+            n = a->out - 1;
+            d = a->in - 1;
+        } else {
+            n = 1;
+            d = 1;
+        }
         off = 0;
         break;
-    case 4: off = d; n *= 2; d *= 2; break;
+    case 4:
+        off = d;
+        n *= 2;
+        d *= 2;
+        break;
     case 6:
         if (!rs_crop_params(a, &n, &d, &off)) return false;
         break;
@@ -145,20 +167,25 @@ static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
     }
     int64_t border = (a->out - 1) * d + off - (a->in - 1) * n;
     int64_t g = rs_gcd(rs_gcd(n, d), rs_gcd(off, border));
-    if (g > 1) { n /= g; d /= g; off /= g; border /= g; }
+    if (g > 1) {
+        n /= g;
+        d /= g;
+        off /= g;
+        border /= g;
+    }
     a->n = n;
     a->d = d;
     a->off = off;
     a->border = border;
-    return n >= 1 && d >= 1 && n <= 2048 && d < 16 * n && off >= -n && off < 16 * n &&
-           border >= -16 * n && border < n;
+    return n >= 1 && d >= 1 && n <= 2048 && d < 16 * n && off >= -n && off < 16 * n && border >= -16 * n &&
+           border < n;
 }
 
 /* Shared by Resize and Upsample: X is 4-D; out[] the wanted output shape,
  * sc_n/sc_d the per-axis rational scales. */
-static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *out,
-                            const int64_t *sc_n, const int64_t *sc_d, bool from_scales, bool linear,
-                            int coord, int nearest, const double *roi) {
+static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *out, const int64_t *sc_n,
+                            const int64_t *sc_d, bool from_scales, bool linear, int coord, int nearest,
+                            const double *roi) {
     const char *op = lw_node(c)->op_type;
     ctosa_dtype t = X->t;
     if (out[0] != X->shape[0] || out[1] != X->shape[1])
@@ -166,8 +193,9 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
                          "%s: only the spatial axes (2, 3) may be resized (TOSA RESIZE is 2-D)", op);
     rs_axis ax[2];
     for (int i = 0; i < 2; i++) {
-        ax[i] = (rs_axis){X->shape[2 + i], out[2 + i], from_scales, sc_n[2 + i], sc_d[2 + i],
-                          0, 0, 0, 0, roi ? roi[2 + i] : 0, roi ? roi[6 + i] : 1};
+        ax[i] = (rs_axis){
+            X->shape[2 + i],      out[2 + i],          from_scales, sc_n[2 + i], sc_d[2 + i], 0, 0, 0, 0,
+            roi ? roi[2 + i] : 0, roi ? roi[6 + i] : 1};
         if (ax[i].out < 1)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: output size %lld", op,
                              (long long)ax[i].out);
@@ -208,7 +236,8 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
     const char *in[4] = {x, s, o, b};
     LW_TRY(lw_op(c, CTOSA_OP_RESIZE, 4, in, 1, &y, &a));
     if (ilin) {
-        y = qdq_rescale_n(c, y, rt, t, 4, os, 1, &(double){1.0 / ((double)ax[0].n * (double)ax[1].n)}, 0, 0, false, false);
+        y = qdq_rescale_n(c, y, rt, t, 4, os, 1, &(double){1.0 / ((double)ax[0].n * (double)ax[1].n)}, 0, 0,
+                          false, false);
         if (!y) return c->rejected ? LOWER_REJECT : lw_failed(c);
     }
     y = lw_to_first(c, y, t, 4, os);
@@ -232,13 +261,15 @@ static lower_status lower_resize(lower_ctx *c) {
     const char *mode = lw_attr_str(c, "mode", "nearest");
     bool linear;
     if (!rs_mode(mode, &linear))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: mode '%s' (TOSA RESIZE has nearest and bilinear)", mode);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Resize: mode '%s' (TOSA RESIZE has nearest and bilinear)", mode);
     if (X->rank != 4)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: input rank %u (only 4-D NCHW)", X->rank);
-    const char *ctm = lw_attr_str(c, "coordinate_transformation_mode", opset < 11 ? "asymmetric" : "half_pixel");
-    static const char *const coords[] = {"asymmetric", "half_pixel", "pytorch_half_pixel",
-                                         "align_corners", "tf_half_pixel_for_nn",
-                                         "half_pixel_symmetric", "tf_crop_and_resize"};
+    const char *ctm =
+        lw_attr_str(c, "coordinate_transformation_mode", opset < 11 ? "asymmetric" : "half_pixel");
+    static const char *const coords[] = {"asymmetric",        "half_pixel",           "pytorch_half_pixel",
+                                         "align_corners",     "tf_half_pixel_for_nn", "half_pixel_symmetric",
+                                         "tf_crop_and_resize"};
     int coord = -1;
     for (int i = 0; i < 7; i++)
         if (!strcmp(ctm, coords[i])) coord = i;
@@ -258,13 +289,17 @@ static lower_status lower_resize(lower_ctx *c) {
     int32_t axes[4] = {0, 1, 2, 3};
     uint32_t nax = 4;
     if (naxes >= 0) {
-        if (naxes > 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld axes", (long long)naxes);
+        if (naxes > 4)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld axes", (long long)naxes);
         nax = (uint32_t)naxes;
         for (uint32_t i = 0; i < nax; i++)
             if (!lw_axis(c, axes_v[i], 4, "axes", &axes[i])) return LOWER_REJECT;
     }
     int64_t out[4], sn[4], sd[4];
-    for (int i = 0; i < 4; i++) { out[i] = X->shape[i]; sn[i] = sd[i] = 1; }
+    for (int i = 0; i < 4; i++) {
+        out[i] = X->shape[i];
+        sn[i] = sd[i] = 1;
+    }
     uint32_t si = opset < 11 ? 1 : 2, zi = 3;
     bool have_sizes = opset >= 11 && lw_has_input(c, zi) && lw_in(c, zi)->static_shape &&
                       lw_count(lw_in(c, zi)->rank, lw_in(c, zi)->shape) > 0;
@@ -272,12 +307,15 @@ static lower_status lower_resize(lower_ctx *c) {
         const int64_t *sz = NULL;
         int64_t k = lw_const_i64(c, zi, &sz);
         if (k < 0)
-            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_in(c, zi)->name, "Resize: sizes '%s' must be a constant",
-                             lw_in(c, zi)->name);
-        if (k != nax) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld sizes for %u axes", (long long)k, nax);
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_in(c, zi)->name,
+                             "Resize: sizes '%s' must be a constant", lw_in(c, zi)->name);
+        if (k != nax)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld sizes for %u axes", (long long)k,
+                             nax);
         bool stretch = !strcmp(policy, "stretch");
         if (!stretch && strcmp(policy, "not_larger") && strcmp(policy, "not_smaller"))
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: keep_aspect_ratio_policy '%s'", policy);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: keep_aspect_ratio_policy '%s'",
+                             policy);
         double keep = 0;
         if (!stretch) {
             bool larger = !strcmp(policy, "not_larger");
@@ -307,16 +345,19 @@ static lower_status lower_resize(lower_ctx *c) {
         const double *sv = NULL;
         int64_t k = lw_const_f64(c, si, &sv);
         if (k < 0)
-            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_in(c, si)->name, "Resize: scales '%s' must be a constant",
-                             lw_in(c, si)->name);
-        if (k != nax) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld scales for %u axes", (long long)k, nax);
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_in(c, si)->name,
+                             "Resize: scales '%s' must be a constant", lw_in(c, si)->name);
+        if (k != nax)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld scales for %u axes", (long long)k,
+                             nax);
         for (uint32_t i = 0; i < nax; i++) {
             int32_t a = axes[i];
             out[a] = rs_floor_dim((double)X->shape[a] * sv[i] + 1e-9);
             if (out[a] < 0)
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g out of range", sv[i]);
             if (!rs_rational(sv[i], &sn[a], &sd[a]))
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g is not a small rational", sv[i]);
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g is not a small rational",
+                                 sv[i]);
         }
     }
     if (lw_attr_int(c, "antialias", 0) && linear && (out[2] < X->shape[2] || out[3] < X->shape[3]))
@@ -368,7 +409,8 @@ static lower_status lower_upsample(lower_ctx *c) {
     int64_t out[4], sn[4], sd[4];
     for (int i = 0; i < 4; i++) {
         out[i] = rs_floor_dim((double)X->shape[i] * sv[i] + 1e-9);
-        if (out[i] < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Upsample: scale %g out of range", sv[i]);
+        if (out[i] < 0)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Upsample: scale %g out of range", sv[i]);
         if (!rs_rational(sv[i], &sn[i], &sd[i]))
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Upsample: scale %g", sv[i]);
     }
@@ -377,8 +419,7 @@ static lower_status lower_upsample(lower_ctx *c) {
 
 /* --------------------------------------------------- DepthToSpace etc. */
 
-static lower_status rs_shuffle(lower_ctx *c, const int64_t *s6, const int32_t *perm,
-                               const int64_t *out4) {
+static lower_status rs_shuffle(lower_ctx *c, const int64_t *s6, const int32_t *perm, const int64_t *out4) {
     lower_status st;
     const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
@@ -397,7 +438,8 @@ static lower_status lower_depth_to_space(lower_ctx *c) {
     if (!X) return st;
     int64_t b = lw_attr_int(c, "blocksize", 0);
     if (X->rank != 4 || b < 1 || X->shape[1] % (b * b))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "DepthToSpace: blocksize %lld, rank %u", (long long)b, X->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "DepthToSpace: blocksize %lld, rank %u",
+                         (long long)b, X->rank);
     const char *mode = lw_attr_str(c, "mode", "DCR");
     int64_t N = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3], Co = C / (b * b);
     int64_t out[4] = {N, Co, H * b, W * b};
@@ -420,7 +462,8 @@ static lower_status lower_space_to_depth(lower_ctx *c) {
     if (!X) return st;
     int64_t b = lw_attr_int(c, "blocksize", 0);
     if (X->rank != 4 || b < 1 || X->shape[2] % b || X->shape[3] % b)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "SpaceToDepth: blocksize %lld, rank %u", (long long)b, X->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "SpaceToDepth: blocksize %lld, rank %u",
+                         (long long)b, X->rank);
     int64_t N = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
     int64_t s6[6] = {N, C, H / b, b, W / b, b};
     int32_t p[6] = {0, 3, 5, 1, 2, 4};

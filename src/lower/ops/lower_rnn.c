@@ -45,8 +45,17 @@
 typedef enum { RNN_PLAIN, RNN_GRU, RNN_LSTM } rnn_kind;
 
 typedef enum {
-    RA_RELU, RA_TANH, RA_SIGMOID, RA_AFFINE, RA_LEAKY, RA_THRESH, RA_SCALED_TANH,
-    RA_HARD_SIGMOID, RA_ELU, RA_SOFTSIGN, RA_SOFTPLUS
+    RA_RELU,
+    RA_TANH,
+    RA_SIGMOID,
+    RA_AFFINE,
+    RA_LEAKY,
+    RA_THRESH,
+    RA_SCALED_TANH,
+    RA_HARD_SIGMOID,
+    RA_ELU,
+    RA_SOFTSIGN,
+    RA_SOFTPLUS
 } rnn_act_fn;
 
 typedef struct rnn_act {
@@ -91,14 +100,14 @@ typedef struct rnn_shapes {
 typedef struct rnn_cfg {
     rnn_kind kind;
     const char *op;
-    uint32_t G;          /* gates: 1, 3, 4 */
-    uint32_t n_act;      /* activations per direction: 1, 2, 3 */
-    int64_t S, B, I, H;  /* steps, batch, input size, hidden size */
-    uint32_t nd;         /* directions */
+    uint32_t G;         /* gates: 1, 3, 4 */
+    uint32_t n_act;     /* activations per direction: 1, 2, 3 */
+    int64_t S, B, I, H; /* steps, batch, input size, hidden size */
+    uint32_t nd;        /* directions */
     bool reverse_only;
     int64_t layout;
     ctosa_dtype t;
-    double clip;         /* <= 0: none */
+    double clip; /* <= 0: none */
     bool input_forget, lbr;
     rnn_act act[RNN_MAX_ACT];
     const int64_t *lens; /* per batch row; NULL when every row has S steps */
@@ -146,8 +155,8 @@ static const char *rnn_shape(lower_ctx *c, rnn_shapes *sc, const int64_t *v) {
 }
 
 /* SLICE of a rank-3 tensor with shared start / size operands. */
-static const char *rnn_slice(lower_ctx *c, const rnn_cfg *k, const char *x, const int64_t *in, const int64_t *st,
-                             const int64_t *sz) {
+static const char *rnn_slice(lower_ctx *c, const rnn_cfg *k, const char *x, const int64_t *in,
+                             const int64_t *st, const int64_t *sz) {
     if (!x) return NULL;
     if (!memcmp(in, sz, 3 * sizeof *sz) && !st[0] && !st[1] && !st[2]) return x;
     const char *a = rnn_shape(c, k->shapes, st), *b = rnn_shape(c, k->shapes, sz);
@@ -165,8 +174,8 @@ static lw_v rnn_cols(lower_ctx *c, const rnn_cfg *k, lw_v x, int64_t off, int64_
 
 /* CONCAT of n values along axis, in groups no longer than the TOSA list
  * limit. Every value has shape `each` except along axis. */
-static const char *rnn_concat(lower_ctx *c, uint32_t n, const char **xs, int64_t *lens_axis,
-                              ctosa_dtype t, uint32_t rank, const int64_t *each, int32_t axis) {
+static const char *rnn_concat(lower_ctx *c, uint32_t n, const char **xs, int64_t *lens_axis, ctosa_dtype t,
+                              uint32_t rank, const int64_t *each, int32_t axis) {
     if (n == 0) return NULL;
     while (n > 1) {
         uint32_t m = 0;
@@ -270,9 +279,9 @@ static lw_v rnn_gate(lower_ctx *c, const rnn_cfg *k, const rnn_act *a, lw_v x) {
 
 static lower_status rnn_read_acts(lower_ctx *c, rnn_cfg *k) {
     static const rnn_act_fn dflt[3][3] = {
-        {RA_TANH, RA_TANH, RA_TANH},          /* RNN: f */
-        {RA_SIGMOID, RA_TANH, RA_TANH},       /* GRU: f g */
-        {RA_SIGMOID, RA_TANH, RA_TANH},       /* LSTM: f g h */
+        {RA_TANH, RA_TANH, RA_TANH},    /* RNN: f */
+        {RA_SIGMOID, RA_TANH, RA_TANH}, /* GRU: f g */
+        {RA_SIGMOID, RA_TANH, RA_TANH}, /* LSTM: f g h */
     };
     uint32_t want = k->n_act * k->nd;
     const ctosa_onnx_attr *acts = ctosa_onnx_node_attr(lw_node(c), "activations");
@@ -327,7 +336,8 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
                          "%s: input is %s; recurrent layers are lowered in float only (fp32, fp16, bf16)",
                          k->op, ctosa_dtype_short(X->t));
     k->t = X->t;
-    if (X->rank != 3) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: X has rank %u, not 3", k->op, X->rank);
+    if (X->rank != 3)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: X has rank %u, not 3", k->op, X->rank);
     k->layout = lw_opset(c) >= 14 ? lw_attr_int(c, "layout", 0) : 0;
     if (k->layout != 0 && k->layout != 1)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: layout %lld", k->op, (long long)k->layout);
@@ -372,8 +382,9 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
         const int64_t *want = i == 3 ? bshape : i == 7 ? pshape : hshape;
         uint32_t wr = i == 3 || i == 7 ? 2 : 3;
         if (v->t != k->t || v->rank != wr || memcmp(v->shape, want, wr * sizeof *want) != 0)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: input %u ('%s') has the wrong shape or dtype",
-                             k->op, i, lw_node(c)->inputs[i]);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "%s: input %u ('%s') has the wrong shape or dtype", k->op, i,
+                             lw_node(c)->inputs[i]);
     }
     if (lw_has_input(c, 4)) {
         const int64_t *L;
@@ -382,13 +393,15 @@ static lower_status rnn_config(lower_ctx *c, rnn_kind kind, rnn_cfg *k, const lo
             return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[4],
                              "%s: sequence_lens must be a constant (it decides the unrolled steps)", k->op);
         if (n != k->B)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: sequence_lens has %lld entries, batch is %lld",
-                             k->op, (long long)n, (long long)k->B);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "%s: sequence_lens has %lld entries, batch is %lld", k->op, (long long)n,
+                             (long long)k->B);
         bool all = true;
         for (int64_t b = 0; b < n; b++) {
             if (L[b] < 0 || L[b] > k->S)
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: sequence_lens[%lld] = %lld outside [0, %lld]",
-                                 k->op, (long long)b, (long long)L[b], (long long)k->S);
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "%s: sequence_lens[%lld] = %lld outside [0, %lld]", k->op, (long long)b,
+                                 (long long)L[b], (long long)k->S);
             if (L[b] != k->S) all = false;
         }
         k->lens = all ? NULL : L;
@@ -437,10 +450,12 @@ static lw_v rnn_vec(lower_ctx *c, const rnn_cfg *k, uint32_t i, uint32_t d, int6
     }
     const char *x = lw_input(c, i);
     int64_t sz[2] = {1, len}, s1[2] = {d, off};
-    lw_v a = rv(lw_reshape_if(c, lw_slice(c, x, k->t, 2, V->shape, s1, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
+    lw_v a =
+        rv(lw_reshape_if(c, lw_slice(c, x, k->t, 2, V->shape, s1, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
     if (off2 < 0) return a;
     int64_t s2[2] = {d, off2};
-    lw_v b = rv(lw_reshape_if(c, lw_slice(c, x, k->t, 2, V->shape, s2, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
+    lw_v b =
+        rv(lw_reshape_if(c, lw_slice(c, x, k->t, 2, V->shape, s2, sz), k->t, 2, sz, 3, os), k->t, 1, 1, len);
     return lw_v_add(c, a, b);
 }
 

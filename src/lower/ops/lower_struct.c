@@ -24,8 +24,9 @@ static lower_status reshaped(lower_ctx *c, const lower_value *x, uint32_t rank, 
     for (uint32_t i = 0; i < x->rank; i++) n_in *= x->shape[i];
     for (uint32_t i = 0; i < rank; i++) n_out *= shape[i];
     if (n_in != n_out)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: %lld elements cannot take a shape of %lld elements",
-                         lw_node(c)->op_type, (long long)n_in, (long long)n_out);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "%s: %lld elements cannot take a shape of %lld elements", lw_node(c)->op_type,
+                         (long long)n_in, (long long)n_out);
     if (x->data) {
         lw_set_output_const(c, 0, x->onnx_dtype, rank, shape, x->data, x->nbytes);
         return c->rejected ? LOWER_REJECT : LOWER_OK;
@@ -53,26 +54,33 @@ static lower_status lower_dropout(lower_ctx *c) {
     if (lw_opset(c) >= 12 && lw_has_input(c, 2)) {
         const int64_t *tm = NULL;
         int64_t n = lw_const_i64(c, 2, &tm);
-        if (n < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[2], "Dropout: training_mode must be a constant");
+        if (n < 0)
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[2],
+                             "Dropout: training_mode must be a constant");
         if (n > 0 && tm[0]) {
             const double *r = NULL;
             double ratio = 0.5;
             if (lw_has_input(c, 1)) {
-                if (lw_const_f64(c, 1, &r) < 1) return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[1], "Dropout: ratio must be a constant");
+                if (lw_const_f64(c, 1, &r) < 1)
+                    return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[1],
+                                     "Dropout: ratio must be a constant");
                 ratio = r[0];
             }
             if (ratio != 0)
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Dropout in training mode (random) is not supported");
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "Dropout in training mode (random) is not supported");
         }
     } else if (lw_opset(c) < 7 && lw_attr_int(c, "is_test", 0) == 0) {
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Dropout with is_test=0 (training) is not supported");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Dropout with is_test=0 (training) is not supported");
     }
     lower_status st = lower_identity(c);
     if (st != LOWER_OK) return st;
     if (lw_node(c)->n_outputs > 1 && lw_node(c)->outputs[1][0]) {
         uint64_t n = 1;
         for (uint32_t i = 0; i < x->rank; i++) n *= (uint64_t)x->shape[i];
-        if (n > FOLD_LIMIT) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Dropout: mask output too large");
+        if (n > FOLD_LIMIT)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Dropout: mask output too large");
         uint8_t *m = arena_alloc(lw_arena(c), (size_t)n + 1);
         if (!m) return lw_reject(c, LOWER_INTERNAL, NULL, "out of memory");
         memset(m, 1, (size_t)n);
@@ -92,7 +100,8 @@ static lower_status lower_constant(lower_ctx *c) {
         const ctosa_onnx_tensor *t = a->t;
         if (t->rank > LOWER_MAX_RANK || t->dtype == CTOSA_ONNX_STRING)
             return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "Constant of type %s, rank %u",
-                             ctosa_onnx_dtype_name(t->dtype) ? ctosa_onnx_dtype_name(t->dtype) : "?", t->rank);
+                             ctosa_onnx_dtype_name(t->dtype) ? ctosa_onnx_dtype_name(t->dtype) : "?",
+                             t->rank);
         const void *d = NULL;
         uint64_t nb = 0;
         ctosa_error *e = ctosa_onnx_tensor_data(c->s->m, t, &d, &nb);
@@ -114,7 +123,8 @@ static lower_status lower_constant(lower_ctx *c) {
         lw_set_output_const(c, 0, CTOSA_ONNX_INT64, 1, &cnt, a->ints, (uint64_t)cnt * 8);
     } else {
         (void)one;
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Constant with attribute '%s' is not supported", a->name);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Constant with attribute '%s' is not supported",
+                         a->name);
     }
     return c->rejected ? LOWER_REJECT : LOWER_OK;
 }
@@ -134,7 +144,8 @@ static lower_status lower_reshape(lower_ctx *c) {
             return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[1],
                              "Reshape: shape input '%s' is not a constant", lw_node(c)->inputs[1]);
     }
-    if (n > LOWER_MAX_RANK) return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Reshape to rank %lld", (long long)n);
+    if (n > LOWER_MAX_RANK)
+        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Reshape to rank %lld", (long long)n);
     bool allowzero = lw_attr_int(c, "allowzero", 0) != 0;
     int64_t out[LOWER_MAX_RANK], known = 1, total = 1;
     int infer = -1;
@@ -145,7 +156,9 @@ static lower_status lower_reshape(lower_ctx *c) {
         int64_t d = sh[i];
         if (d == 0 && !allowzero) {
             if ((uint64_t)i >= x->rank)
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: 0 at position %lld copies a dimension the input does not have", (long long)i);
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "Reshape: 0 at position %lld copies a dimension the input does not have",
+                                 (long long)i);
             d = x->shape[i];
         }
         if (d == -1) {
@@ -157,11 +170,13 @@ static lower_status lower_reshape(lower_ctx *c) {
         if (d < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: dimension %lld", (long long)d);
         out[i] = d;
         if (__builtin_mul_overflow(known, d, &known)) /* hostile shape constants */
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: the target shape's element count overflows");
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "Reshape: the target shape's element count overflows");
     }
     if (infer >= 0) {
         if (known == 0 || total % known)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: cannot infer -1 for %lld elements", (long long)total);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: cannot infer -1 for %lld elements",
+                             (long long)total);
         out[infer] = total / known;
     }
     return reshaped(c, x, (uint32_t)n, out);
@@ -173,7 +188,8 @@ static lower_status lower_flatten(lower_ctx *c) {
     int64_t axis = lw_attr_int(c, "axis", 1);
     if (axis < 0) axis += x->rank;
     if (axis < 0 || axis > (int64_t)x->rank)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Flatten: axis %lld for rank %u", (long long)lw_attr_int(c, "axis", 1), x->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Flatten: axis %lld for rank %u",
+                         (long long)lw_attr_int(c, "axis", 1), x->rank);
     int64_t out[2] = {1, 1};
     for (uint32_t i = 0; i < x->rank; i++) out[(int64_t)i < axis ? 0 : 1] *= x->shape[i];
     return reshaped(c, x, 2, out);
@@ -209,8 +225,8 @@ static lower_status lower_squeeze(lower_ctx *c) {
         for (int64_t k = 0; k < na; k++) {
             int64_t a = axes[k] < 0 ? axes[k] + x->rank : axes[k];
             if (a < 0 || a >= (int64_t)x->rank || x->shape[a] != 1)
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Squeeze: axis %lld is not a dimension of size 1",
-                                 (long long)axes[k]);
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "Squeeze: axis %lld is not a dimension of size 1", (long long)axes[k]);
             drop[a] = true;
         }
     }
@@ -229,7 +245,8 @@ static lower_status lower_unsqueeze(lower_ctx *c) {
     if (na == -2) return LOWER_REJECT;
     if (na < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Unsqueeze: no axes");
     int64_t r = (int64_t)x->rank + na;
-    if (r > LOWER_MAX_RANK) return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Unsqueeze to rank %lld", (long long)r);
+    if (r > LOWER_MAX_RANK)
+        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Unsqueeze to rank %lld", (long long)r);
     bool ins[LOWER_MAX_RANK] = {0};
     for (int64_t k = 0; k < na; k++) {
         int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
@@ -251,7 +268,8 @@ static lower_status lower_transpose(lower_ctx *c) {
     int32_t perm[LOWER_MAX_RANK];
     bool seen[LOWER_MAX_RANK] = {0};
     if (n >= 0 && n != (int64_t)x->rank)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm has %lld entries for rank %u", (long long)n, x->rank);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Transpose: perm has %lld entries for rank %u",
+                         (long long)n, x->rank);
     for (uint32_t i = 0; i < x->rank; i++) {
         int64_t v = n >= 0 ? p[i] : (int64_t)x->rank - 1 - i;
         if (v < 0) v += x->rank;
@@ -294,9 +312,10 @@ static lower_status lower_constant_of_shape(lower_ctx *c) {
     const int64_t *sh = NULL;
     int64_t n = lw_const_i64(c, 0, &sh);
     if (n < 0)
-        return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[0], "ConstantOfShape: shape input '%s' is not a constant",
-                         lw_node(c)->inputs[0]);
-    if (n > LOWER_MAX_RANK) return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "ConstantOfShape of rank %lld", (long long)n);
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[0],
+                         "ConstantOfShape: shape input '%s' is not a constant", lw_node(c)->inputs[0]);
+    if (n > LOWER_MAX_RANK)
+        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "ConstantOfShape of rank %lld", (long long)n);
     int32_t dt = CTOSA_ONNX_FLOAT;
     uint8_t val[16] = {0};
     uint64_t esz = 4;
@@ -318,9 +337,11 @@ static lower_status lower_constant_of_shape(lower_ctx *c) {
     }
     uint64_t count = 1;
     for (int64_t i = 0; i < n; i++) {
-        if (sh[i] < 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "ConstantOfShape: negative dimension");
+        if (sh[i] < 0)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "ConstantOfShape: negative dimension");
         count *= (uint64_t)sh[i];
-        if (count > FOLD_LIMIT) return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "ConstantOfShape: output too large to fold");
+        if (count > FOLD_LIMIT)
+            return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "ConstantOfShape: output too large to fold");
     }
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(count * esz) + 1);
     if (!buf) return lw_reject(c, LOWER_INTERNAL, NULL, "out of memory");
@@ -329,16 +350,15 @@ static lower_status lower_constant_of_shape(lower_ctx *c) {
     return c->rejected ? LOWER_REJECT : LOWER_OK;
 }
 
-const lower_entry lower_table_struct[] = {
-    {"Identity", 1, 0, lower_identity},
-    {"Dropout", 1, 0, lower_dropout},
-    {"Constant", 1, 0, lower_constant},
-    {"Reshape", 1, 0, lower_reshape},
-    {"Flatten", 1, 0, lower_flatten},
-    {"Squeeze", 1, 0, lower_squeeze},
-    {"Unsqueeze", 1, 0, lower_unsqueeze},
-    {"Transpose", 1, 0, lower_transpose},
-    {"Shape", 1, 0, lower_shape},
-    {"Size", 1, 0, lower_size},
-    {"ConstantOfShape", 9, 0, lower_constant_of_shape},
-    {0}};
+const lower_entry lower_table_struct[] = {{"Identity", 1, 0, lower_identity},
+                                          {"Dropout", 1, 0, lower_dropout},
+                                          {"Constant", 1, 0, lower_constant},
+                                          {"Reshape", 1, 0, lower_reshape},
+                                          {"Flatten", 1, 0, lower_flatten},
+                                          {"Squeeze", 1, 0, lower_squeeze},
+                                          {"Unsqueeze", 1, 0, lower_unsqueeze},
+                                          {"Transpose", 1, 0, lower_transpose},
+                                          {"Shape", 1, 0, lower_shape},
+                                          {"Size", 1, 0, lower_size},
+                                          {"ConstantOfShape", 9, 0, lower_constant_of_shape},
+                                          {0}};

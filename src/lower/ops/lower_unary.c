@@ -78,7 +78,8 @@ static lower_status lower_round(lower_ctx *c) {
     lw_v above = gt(c, d, half);
     lw_v tie = lw_v_bin(c, CTOSA_OP_EQUAL, d, half);
     lw_v h = lw_v_mulk(c, f, 0.5);
-    lw_v odd = lw_v_un(c, CTOSA_OP_LOGICAL_NOT, lw_v_bin(c, CTOSA_OP_EQUAL, lw_v_un(c, CTOSA_OP_FLOOR, h), h));
+    lw_v odd =
+        lw_v_un(c, CTOSA_OP_LOGICAL_NOT, lw_v_bin(c, CTOSA_OP_EQUAL, lw_v_un(c, CTOSA_OP_FLOOR, h), h));
     lw_v up = lw_v_bin(c, CTOSA_OP_LOGICAL_OR, above, lw_v_bin(c, CTOSA_OP_LOGICAL_AND, tie, odd));
     return lw_v_out(c, 0, lw_v_select(c, up, lw_v_addk(c, f, 1.0), f));
 }
@@ -89,8 +90,8 @@ static lower_status lower_sign(lower_ctx *c) {
     if (st) return st;
     lw_v w = ctosa_dtype_is_float(x.t) ? x : lw_v_widen(c, x);
     lw_v zero = lw_v_k(c, w, 0);
-    lw_v r = lw_v_select(c, gt(c, w, zero), lw_v_k(c, w, 1),
-                       lw_v_select(c, gt(c, zero, w), lw_v_k(c, w, -1), w));
+    lw_v r =
+        lw_v_select(c, gt(c, w, zero), lw_v_k(c, w, 1), lw_v_select(c, gt(c, zero, w), lw_v_k(c, w, -1), w));
     return lw_v_out(c, 0, lw_v_narrow(c, r, x.t));
 }
 

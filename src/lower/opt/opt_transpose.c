@@ -98,7 +98,8 @@ static uint32_t local_rules(ot *s, bool fold_consts, strmap *cse) {
                 continue;
             }
             int32_t pi = live_producer(s, x, CTOSA_OP_TRANSPOSE);
-            if (pi >= 0 && s->o[pi].n_in == 1 && valid_perm(&s->o[pi].attr.perms, s->t[s->o[pi].in[0]].rank) &&
+            if (pi >= 0 && s->o[pi].n_in == 1 &&
+                valid_perm(&s->o[pi].attr.perms, s->t[s->o[pi].in[0]].rank) &&
                 s->t[s->o[pi].in[0]].rank == r) {
                 int32_t *q = arena_alloc(&s->a, r * sizeof *q);
                 if (!q) {
@@ -120,7 +121,8 @@ static uint32_t local_rules(ot *s, bool fold_consts, strmap *cse) {
             if (fold_consts) {
                 /* Two transposes of one tensor with one perm: keep the first. */
                 char *key = arena_printf(&s->a, "%u", x);
-                for (uint32_t d = 0; key && d < r; d++) key = arena_printf(&s->a, "%s,%d", key, o->attr.perms.v[d]);
+                for (uint32_t d = 0; key && d < r; d++)
+                    key = arena_printf(&s->a, "%s,%d", key, o->attr.perms.v[d]);
                 if (!key) {
                     s->oom = true;
                     break;
@@ -170,7 +172,8 @@ static uint32_t local_rules(ot *s, bool fold_consts, strmap *cse) {
                 n++;
                 continue;
             }
-            if (ot_is_const(s, x) && !y->is_shape && y->dtype == s->t[x].dtype && y->data.kind == CTOSA_DATA_NONE) {
+            if (ot_is_const(s, x) && !y->is_shape && y->dtype == s->t[x].dtype &&
+                y->data.kind == CTOSA_DATA_NONE) {
                 /* Same bytes, new shape: the RESHAPE becomes a CONST. */
                 y->data = s->t[x].data;
                 y->data_copy = s->t[x].data_copy;
@@ -249,7 +252,8 @@ static ctosa_error *add_final_tensor(ctosa_graph *g, ctosa_block *b, const ot_te
         uint32_t cnt = src && src->shape && src->rank ? (uint32_t)src->shape[0] : 0;
         bool have = src && src->data.kind == CTOSA_DATA_MEMORY && src->data.ptr && cnt <= 64 &&
                     src->data.size >= cnt * 8u;
-        for (uint32_t q = 0; have && q < cnt; q++) vals[q] = (int64_t)rd_u64((const uint8_t *)src->data.ptr + 8 * q);
+        for (uint32_t q = 0; have && q < cnt; q++)
+            vals[q] = (int64_t)rd_u64((const uint8_t *)src->data.ptr + 8 * q);
         return ctosa_block_add_shape(g, b, name, cnt, have ? vals : NULL, &nt);
     }
     if ((e = ctosa_block_add_tensor(g, b, name, t->dtype, t->rank, t->shape, &nt))) return e;
@@ -262,9 +266,8 @@ static ctosa_error *add_final_tensor(ctosa_graph *g, ctosa_block *b, const ot_te
 }
 
 ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src, uint32_t n_in,
-                               const char *const *in, uint32_t n_out,
-                               const char *const *out_src, const char *const *out_name,
-                               ctosa_graph **out) {
+                               const char *const *in, uint32_t n_out, const char *const *out_src,
+                               const char *const *out_name, ctosa_graph **out) {
     ot s;
     memset(&s, 0, sizeof s);
     arena_init(&s.a, 0);
@@ -292,7 +295,8 @@ ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src,
     }
     /* Output names are reserved: new tensors must not take them. */
     for (uint32_t k = 0; k < n_out; k++)
-        if (!strmap_has(&s.names, out_name[k]) && !strmap_put(&s.names, out_name[k], (void *)(uintptr_t)UINT32_MAX)) {
+        if (!strmap_has(&s.names, out_name[k]) &&
+            !strmap_put(&s.names, out_name[k], (void *)(uintptr_t)UINT32_MAX)) {
             e = ctosa_error_nomem();
             goto done;
         }
@@ -314,8 +318,8 @@ ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src,
         if (!changed && !sw) break;
     }
     if (getenv("CTOSA_LOWER_DEBUG"))
-        fprintf(stderr, "transpose pass: %u operators, %u rounds, %u rewrites, %u layout switches\n", src->n_ops,
-                rounds, rewrites, switches);
+        fprintf(stderr, "transpose pass: %u operators, %u rounds, %u rewrites, %u layout switches\n",
+                src->n_ops, rounds, rewrites, switches);
     resolve_all(&s, n_out, out_ids);
     if (s.oom || !liveness(&s)) {
         e = ctosa_error_nomem();
@@ -366,7 +370,8 @@ ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src,
             if ((e = add_final_tensor(g, b, &s.t[op->out[k]], outs[k]))) goto done;
         }
         ctosa_op *nop = NULL;
-        if ((e = ctosa_block_add_op(g, b, op->kind, op->n_in, ins, op->n_out, outs, &op->attr, &nop))) goto done;
+        if ((e = ctosa_block_add_op(g, b, op->kind, op->n_in, ins, op->n_out, outs, &op->attr, &nop)))
+            goto done;
         if (op->location && (e = ctosa_op_set_location(g, nop, op->location))) goto done;
     }
     for (uint32_t k = 0; k < n_out; k++) {

@@ -13,34 +13,34 @@ typedef struct ot_tensor {
     ctosa_dtype dtype;
     uint32_t rank;
     int32_t shape[LOWER_MAX_RANK];
-    bool is_shape;          /* a TosaShape entry (copied as is) */
+    bool is_shape;           /* a TosaShape entry (copied as is) */
     const ctosa_tensor *src; /* tensor of the lowered block; NULL if new */
-    ctosa_data data;        /* constant data (kind NONE: none) */
-    bool data_copy;         /* data lives in the pass's arena: copy it out */
-    bool is_in, is_out;     /* partition input / output (after aliasing) */
-    int32_t producer;       /* operator index, -1 none */
-    int32_t alias;          /* tensor this one equals, -1 none */
+    ctosa_data data;         /* constant data (kind NONE: none) */
+    bool data_copy;          /* data lives in the pass's arena: copy it out */
+    bool is_in, is_out;      /* partition input / output (after aliasing) */
+    int32_t producer;        /* operator index, -1 none */
+    int32_t alias;           /* tensor this one equals, -1 none */
 } ot_tensor;
 
 typedef struct ot_op {
     ctosa_op_kind kind;
     uint32_t n_in, n_out;
-    uint32_t *in, *out;     /* tensor indices */
+    uint32_t *in, *out; /* tensor indices */
     ctosa_attr attr;
     const char *location;
     bool dead;
-    int32_t prev, next;     /* execution order */
+    int32_t prev, next; /* execution order */
 } ot_op;
 
 typedef struct ot {
     arena a;
-    strmap names;           /* every tensor name (and reserved output names) -> index + 1 */
+    strmap names; /* every tensor name (and reserved output names) -> index + 1 */
     ot_tensor *t;
     uint32_t nt, capt;
     ot_op *o;
     uint32_t no, capo;
     int32_t head, tail;
-    uint32_t counter;       /* suffix for new tensor names */
+    uint32_t counter; /* suffix for new tensor names */
     bool oom;
 } ot;
 

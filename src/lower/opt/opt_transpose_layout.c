@@ -182,8 +182,8 @@ uint32_t ot_resolve(ot *s, uint32_t id) {
 /* A constant: produced by a live CONST operator and carrying data. */
 bool ot_is_const(const ot *s, uint32_t t) {
     int32_t p = s->t[t].producer;
-    return p >= 0 && !s->o[p].dead && s->o[p].kind == CTOSA_OP_CONST && s->t[t].data.kind != CTOSA_DATA_NONE &&
-           !s->t[t].is_shape;
+    return p >= 0 && !s->o[p].dead && s->o[p].kind == CTOSA_OP_CONST &&
+           s->t[t].data.kind != CTOSA_DATA_NONE && !s->t[t].is_shape;
 }
 
 /* Can constant c become T_perm(c) at compile time? */
@@ -338,7 +338,8 @@ static bool agnostic(const ot *s, const ot_op *o) {
     const ot_tensor *y = &s->t[o->out[0]];
     if (y->is_shape || y->rank < 2 || y->rank > LOWER_MAX_RANK) return false;
     if (ctosa_op_props_of(o->kind)->layout == CTOSA_OP_LAYOUT_AXIS &&
-        (o->attr.axis < 0 || (uint32_t)o->attr.axis >= y->rank)) return false;
+        (o->attr.axis < 0 || (uint32_t)o->attr.axis >= y->rank))
+        return false;
     for (uint32_t k = 0; k < o->n_in; k++) {
         if (!ctosa_op_is_data_slot(o->kind, k)) continue;
         const ot_tensor *x = &s->t[o->in[k]];
@@ -350,16 +351,16 @@ static bool agnostic(const ot *s, const ot_op *o) {
 /* ------------------------------------------------------- one round */
 
 typedef struct round {
-    uint32_t nt, no;        /* sizes at the start of the round */
-    uint32_t *use_start;    /* CSR of uses: tensor -> (op, slot) */
+    uint32_t nt, no;     /* sizes at the start of the round */
+    uint32_t *use_start; /* CSR of uses: tensor -> (op, slot) */
     uint32_t *use_op, *use_slot;
-    bool *agn;              /* op is layout-agnostic this round */
-    bool *touched;          /* transpose used by a component switched this round */
-    int32_t *uf;            /* union-find over tensors */
+    bool *agn;     /* op is layout-agnostic this round */
+    bool *touched; /* transpose used by a component switched this round */
+    int32_t *uf;   /* union-find over tensors */
     bool *member;
     uint32_t *mem_start, *mem_list; /* members grouped by root */
     uint32_t *op_start, *op_list;   /* agnostic ops grouped by root of output */
-    int32_t *map;           /* member -> its tensor in the new layout */
+    int32_t *map;                   /* member -> its tensor in the new layout */
 } round;
 
 static int32_t uf_find(int32_t *uf, int32_t x) {
@@ -456,7 +457,9 @@ static int64_t switch_cost(const ot *s, const round *rd, const uint32_t *m, uint
     for (uint32_t i = 0; i < nops; i++) {
         const ot_op *o = &s->o[ops[i]];
         for (uint32_t k = 0; k < o->n_in; k++)
-            if (ctosa_op_is_data_slot(o->kind, k) && ot_is_const(s, o->in[k]) && !ot_const_permutable(s, o->in[k], Pinv)) d++;
+            if (ctosa_op_is_data_slot(o->kind, k) && ot_is_const(s, o->in[k]) &&
+                !ot_const_permutable(s, o->in[k], Pinv))
+                d++;
     }
     return d;
 }
@@ -885,9 +888,10 @@ ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n) {
                 w = C;
                 uint64_t at = d->src.offset + b0 * slab * U, len = nb * slab * U;
                 uint64_t pg = 4096, a0 = at / pg * pg;
-                void *mp = !d->src.path && d->src.fd >= 0 && b0 * slab * U + len <= d->src.size
-                               ? mmap(NULL, (size_t)(len + at - a0), PROT_READ, MAP_PRIVATE, d->src.fd, (off_t)a0)
-                               : MAP_FAILED;
+                void *mp =
+                    !d->src.path && d->src.fd >= 0 && b0 * slab * U + len <= d->src.size
+                        ? mmap(NULL, (size_t)(len + at - a0), PROT_READ, MAP_PRIVATE, d->src.fd, (off_t)a0)
+                        : MAP_FAILED;
                 if (mp != MAP_FAILED) {
                     map = mp;
                     map_len = (size_t)(len + at - a0);
@@ -989,7 +993,8 @@ ctosa_error *ot_copy_data(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *d) 
     ot_gen *nd = ctosa_graph_alloc(g, sizeof *nd);
     if (!nd) return ctosa_error_nomem();
     *nd = *src;
-    if (src->src.kind == CTOSA_DATA_FILE && src->src.path && !(nd->src.path = ctosa_graph_strdup(g, src->src.path)))
+    if (src->src.kind == CTOSA_DATA_FILE && src->src.path &&
+        !(nd->src.path = ctosa_graph_strdup(g, src->src.path)))
         return ctosa_error_nomem();
     return ctosa_tensor_set_data_generated(g, t, src->src.size, ot_gen_fill, nd);
 }

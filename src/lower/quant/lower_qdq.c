@@ -27,11 +27,11 @@ const qdq_node *qdq_info(const lower_ctx *c) {
 /* -------------------------------------------------------- quant params */
 
 typedef struct qparam {
-    int64_t n;      /* 1 = per tensor */
+    int64_t n; /* 1 = per tensor */
     double *scale;
     int64_t *zp;
-    int32_t dtype;  /* ONNX integer type of the quantized side */
-    int32_t axis;   /* normalised, for n > 1 */
+    int32_t dtype; /* ONNX integer type of the quantized side */
+    int32_t axis;  /* normalised, for n > 1 */
 } qparam;
 
 /* Scale / zero point of Q/DQ node `ni` (inputs 1, 2), x of rank `rank`. */
@@ -43,8 +43,8 @@ static bool qp_of(lower_ctx *c, uint32_t ni, uint32_t rank, qparam *p) {
     bool has_zp = n->n_inputs > 2 && n->inputs[2][0];
     const lw_val *zv = has_zp ? qdq_const(s, lw_arena(c), n->inputs[2]) : NULL;
     if (!sv) {
-        lw_fail(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL, "%s: the scale must be a constant",
-                n->op_type);
+        lw_fail(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL,
+                "%s: the scale must be a constant", n->op_type);
         return false;
     }
     if (has_zp && !zv) {
@@ -60,7 +60,8 @@ static bool qp_of(lower_ctx *c, uint32_t ni, uint32_t rank, qparam *p) {
     p->zp = arena_zalloc(lw_arena(c), (size_t)p->n * sizeof(int64_t) + 8);
     if (!p->scale || !p->zp) return false;
     if (sv->v.onnx_dtype != CTOSA_ONNX_FLOAT && sv->v.onnx_dtype != CTOSA_ONNX_DOUBLE) {
-        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, sv->v.name, "%s: %s scales are not handled (float32 only)", n->op_type,
+        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, sv->v.name, "%s: %s scales are not handled (float32 only)",
+                n->op_type,
                 onnx_dtype_numpy_name(sv->v.onnx_dtype) ? onnx_dtype_numpy_name(sv->v.onnx_dtype) : "?");
         return false;
     }
@@ -71,14 +72,15 @@ static bool qp_of(lower_ctx *c, uint32_t ni, uint32_t rank, qparam *p) {
              * or int64 tensor with a wild value) must not reach a cast */
             double z = qdq_val_f64(zv, (uint64_t)k);
             if (!(z >= -2147483648.0 && z <= 4294967295.0)) {
-                lw_fail(c, LOWER_UNSUPPORTED_ATTR, zv->v.name, "%s: zero point %g is out of range", n->op_type, z);
+                lw_fail(c, LOWER_UNSUPPORTED_ATTR, zv->v.name, "%s: zero point %g is out of range",
+                        n->op_type, z);
                 return false;
             }
             p->zp[k] = (int64_t)z;
         }
         if (!(p->scale[k] > 0) || isinf(p->scale[k])) {
-            lw_fail(c, LOWER_UNSUPPORTED_ATTR, sv->v.name, "%s: scale %g is not a positive finite number", n->op_type,
-                    p->scale[k]);
+            lw_fail(c, LOWER_UNSUPPORTED_ATTR, sv->v.name, "%s: scale %g is not a positive finite number",
+                    n->op_type, p->scale[k]);
             return false;
         }
     }
@@ -97,7 +99,8 @@ static bool qp_of(lower_ctx *c, uint32_t ni, uint32_t rank, qparam *p) {
     bool scalar_shape = sv->v.rank == 0 || (sv->v.rank == 1 && p->n == 1);
     if (p->n > 1 || !scalar_shape) {
         if (axis < 0 || axis >= (int64_t)rank) {
-            lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: axis %lld is out of range", n->op_type, (long long)axis);
+            lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: axis %lld is out of range", n->op_type,
+                    (long long)axis);
             return false;
         }
         if (sv->v.rank > 1) {
@@ -110,8 +113,8 @@ static bool qp_of(lower_ctx *c, uint32_t ni, uint32_t rank, qparam *p) {
 
 static ctosa_dtype carrier_of(int32_t od) {
     return od == CTOSA_ONNX_INT16 || od == CTOSA_ONNX_UINT16 ? CTOSA_DTYPE_INT16
-           : od == CTOSA_ONNX_INT32                    ? CTOSA_DTYPE_INT32
-                                                 : CTOSA_DTYPE_INT8;
+           : od == CTOSA_ONNX_INT32                          ? CTOSA_DTYPE_INT32
+                                                             : CTOSA_DTYPE_INT8;
 }
 
 /* Shape with every dimension 1 except `axis` (n). */
@@ -186,14 +189,16 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     if (n->n_inputs < 2 || !n->inputs[0][0])
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "DequantizeLinear: needs an input and a scale");
     lw_val *xv = lw_lookup(s, n->inputs[0]);
-    if (!xv || !xv->known) return lw_reject(c, LOWER_INPUT_FALLBACK, n->inputs[0], "DequantizeLinear: input unknown");
+    if (!xv || !xv->known)
+        return lw_reject(c, LOWER_INPUT_FALLBACK, n->inputs[0], "DequantizeLinear: input unknown");
     if (qdq_info(c)->role == QR_DQ && !xv->v.data) return qdq_lower_alias(c);
     qparam p;
     uint32_t r = xv->v.rank;
     if (!qp_of(c, c->node_index, r, &p)) return LOWER_REJECT;
     int32_t od = xv->v.onnx_dtype;
     if (od != CTOSA_ONNX_UINT8 && od != CTOSA_ONNX_INT8 && od != CTOSA_ONNX_INT16 && od != CTOSA_ONNX_INT32)
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, n->inputs[0], "DequantizeLinear: input type %s is not handled",
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, n->inputs[0],
+                         "DequantizeLinear: input type %s is not handled",
                          onnx_dtype_numpy_name(od) ? onnx_dtype_numpy_name(od) : "?");
     int64_t cs[LOWER_MAX_RANK];
     axis_shape(r, p.axis, p.n, cs);
@@ -229,7 +234,8 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     if (od == CTOSA_ONNX_UINT8) {
         /* bits -> 0..255 (or x - zp when per tensor) in int16 */
         int64_t izp = p.n == 1 ? p.zp[0] : 0;
-        const char *w = qdq_rescale(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, r, shape, 1.0, izp, 0, true, false);
+        const char *w =
+            qdq_rescale(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, r, shape, 1.0, izp, 0, true, false);
         f = lw_cast(c, w, CTOSA_DTYPE_INT16, CTOSA_DTYPE_FP32, r, shape);
         if (p.n == 1) allzero = true;
     } else {
@@ -241,7 +247,8 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
         for (int64_t k = 0; k < p.n; k++) z[k] = (double)p.zp[k];
         f = lw_sub(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, z), CTOSA_DTYPE_FP32, r, shape);
     }
-    const char *y = lw_mul(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, p.scale), CTOSA_DTYPE_FP32, r, shape);
+    const char *y =
+        lw_mul(c, f, lw_const_from_f64(c, CTOSA_DTYPE_FP32, r, cs, p.scale), CTOSA_DTYPE_FP32, r, shape);
     LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
@@ -251,7 +258,8 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
 
 lower_status qdq_lower_alias(lower_ctx *c) {
     const lower_value *X = lw_in(c, 0);
-    if (!X) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: input is not available", lw_node(c)->op_type);
+    if (!X)
+        return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: input is not available", lw_node(c)->op_type);
     if (X->data) {
         /* constant carrier (folding): re-emit it under the input's TOSA dtype */
         const char *x = lw_input(c, 0);
@@ -277,7 +285,8 @@ lower_status qdq_lower_island_member(lower_ctx *c) {
         lw_set_output(c, 0, x);
         return LOWER_OK;
     }
-    return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: no runtime input in its quantized island", n->op_type);
+    return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: no runtime input in its quantized island",
+                     n->op_type);
 }
 
 lower_status qdq_lower_cast(lower_ctx *c) {
@@ -293,9 +302,11 @@ lower_status qdq_lower_cast(lower_ctx *c) {
 
 lower_status qdq_lower_u8_reject(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
-    return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
-                     "%s on a uint8 tensor: TOSA has uint8 only at RESCALE boundaries and %s is not part of a "
-                     "DequantizeLinear -> op -> QuantizeLinear group", n->op_type, n->op_type);
+    return lw_reject(
+        c, LOWER_UNSUPPORTED_DTYPE, NULL,
+        "%s on a uint8 tensor: TOSA has uint8 only at RESCALE boundaries and %s is not part of a "
+        "DequantizeLinear -> op -> QuantizeLinear group",
+        n->op_type, n->op_type);
 }
 
 /* --------------------------------------------------------------- heads */
@@ -304,15 +315,16 @@ lower_status qdq_lower_u8_reject(lower_ctx *c) {
  * int8/int16 tensor with its scale and zero point. */
 /* Operand behind DequantizeLinear node dq (its runtime integer input is
  * the TOSA tensor x, or NULL to read input i of the head). */
-static bool dq_operand(lower_ctx *c, uint32_t dq, const char *x, int32_t i, uint32_t rank, const int64_t *shape,
-                       const char *name, qx_in *o) {
+static bool dq_operand(lower_ctx *c, uint32_t dq, const char *x, int32_t i, uint32_t rank,
+                       const int64_t *shape, const char *name, qx_in *o) {
     lower_session *s = c->s;
     const ctosa_onnx_node *d = &s->g->nodes[dq];
     lw_val *xv = lw_lookup(s, d->inputs[0]);
     qparam p;
     if (!xv || !qp_of(c, dq, rank, &p)) return false;
     if (p.n != 1) {
-        lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-axis quantized activation '%s'", lw_node(c)->op_type, name);
+        lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-axis quantized activation '%s'",
+                lw_node(c)->op_type, name);
         return false;
     }
     int32_t od = xv->v.onnx_dtype;
@@ -335,8 +347,9 @@ static bool dq_operand(lower_ctx *c, uint32_t dq, const char *x, int32_t i, uint
         o->x = lw_const_from_f64(c, o->t, rank, shape, v);
     } else {
         o->x = x ? x : lw_input(c, (uint32_t)i);
-        if (u8) o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, p.zp[0],
-                                 o->zp, true, false);
+        if (u8)
+            o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, p.zp[0], o->zp,
+                               true, false);
     }
     if (o->t == CTOSA_DTYPE_INT16 && o->zp != 0) {
         lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: int16 input '%s' with zero point %lld (TOSA needs 0)",
@@ -379,7 +392,8 @@ bool qdq_out(lower_ctx *c, uint32_t rank, qx_out *o) {
     o->hi = o->t == CTOSA_DTYPE_INT8 ? 127 : 32767;
     const ctosa_onnx_node *self = lw_node(c);
     const ctosa_onnx_node *act = qn->act >= 0 ? &s->g->nodes[qn->act] : NULL;
-    if (!act && qn->role == QR_HEAD && (strcmp(self->op_type, "Relu") == 0 || strcmp(self->op_type, "Clip") == 0))
+    if (!act && qn->role == QR_HEAD &&
+        (strcmp(self->op_type, "Relu") == 0 || strcmp(self->op_type, "Clip") == 0))
         act = self;
     if (act) {
         double mn = -INFINITY, mx = INFINITY;
@@ -418,7 +432,8 @@ bool qdq_out(lower_ctx *c, uint32_t rank, qx_out *o) {
 lower_status qdq_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t rank, const int64_t *shape) {
     int64_t tlo = o->t == CTOSA_DTYPE_INT8 ? -128 : -32768, thi = o->t == CTOSA_DTYPE_INT8 ? 127 : 32767;
     if (o->lo > tlo || o->hi < thi) y = qdq_clamp(c, y, o->t, rank, shape, o->lo, o->hi);
-    if (o->u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, 128, false, true);
+    if (o->u8)
+        y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, 128, false, true);
     LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
@@ -437,11 +452,13 @@ bool qdq_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
     const ctosa_onnx_node *d = &s->g->nodes[hv->producer];
     lw_val *xv = lw_lookup(s, d->inputs[0]);
     if (!xv || !xv->v.data) {
-        lw_fail(c, LOWER_NEEDS_CONSTANT, d->inputs[0], "%s: quantized weight must be a constant", lw_node(c)->op_type);
+        lw_fail(c, LOWER_NEEDS_CONSTANT, d->inputs[0], "%s: quantized weight must be a constant",
+                lw_node(c)->op_type);
         return false;
     }
     if (xv->v.onnx_dtype != CTOSA_ONNX_INT8) {
-        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, d->inputs[0], "%s: weights of type %s (int8 only)", lw_node(c)->op_type,
+        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, d->inputs[0], "%s: weights of type %s (int8 only)",
+                lw_node(c)->op_type,
                 onnx_dtype_numpy_name(xv->v.onnx_dtype) ? onnx_dtype_numpy_name(xv->v.onnx_dtype) : "?");
         return false;
     }
@@ -456,7 +473,8 @@ bool qdq_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
     w->zp = p.zp[0];
     for (int64_t k = 1; k < p.n; k++)
         if (p.zp[k] != w->zp) {
-            lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-channel weight zero points differ", lw_node(c)->op_type);
+            lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: per-channel weight zero points differ",
+                    lw_node(c)->op_type);
             return false;
         }
     return true;
@@ -489,8 +507,8 @@ const double *qdq_bias(lower_ctx *c, uint32_t i, int64_t n, bool *bad) {
         for (int64_t k = 0; k < n; k++) b[k] = qdq_val_f64(hv, (uint64_t)k);
         return b;
     }
-    lw_fail(c, LOWER_NEEDS_CONSTANT, hv->v.name, "%s: bias must be a constant of %lld values", lw_node(c)->op_type,
-            (long long)n);
+    lw_fail(c, LOWER_NEEDS_CONSTANT, hv->v.name, "%s: bias must be a constant of %lld values",
+            lw_node(c)->op_type, (long long)n);
     *bad = true;
     return NULL;
 }
@@ -515,25 +533,30 @@ typedef struct qwt {
  * has no grouped convolution). Bias either real values (bias_q false) or
  * already in accumulator units; with o, requantised to o, otherwise the
  * int32 accumulator is the output. */
-static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, const qwt *w, const double *bias,
-                              bool bias_q, const qx_out *o) {
+static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, const qwt *w,
+                              const double *bias, bool bias_q, const qx_out *o) {
     uint32_t rank = a->rank, nsp = rank >= 3 ? rank - 2 : 0;
     if (nsp < 1 || nsp > 3)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: 1-D, 2-D or 3-D convolutions only");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: 1-D, 2-D or 3-D convolutions only");
     /* int8 activations accumulate in int32; int16 (a16w8, EXT-INT16) in
      * int48 with an int48 bias */
     bool a16 = a->t == CTOSA_DTYPE_INT16;
     ctosa_dtype acc_t = a16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
     if ((a->t != CTOSA_DTYPE_INT8 && !a16) || (o && o->t != a->t))
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized Conv: int8/uint8 or int16 activations with "
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                         "quantized Conv: int8/uint8 or int16 activations with "
                          "the same output type");
     int64_t N = a->shape[0], C = a->shape[1], M = wsh[0], Cg = wsh[1];
     int64_t group = lw_attr_int(c, "group", 1);
     if (w->n > 1 && w->n != M)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: weight scales must be per output channel");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: weight scales must be per output channel");
     if (group < 1 || Cg * group != C || M % group)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: group %lld does not match %lld input / "
-                         "%lld weight channels", (long long)group, (long long)C, (long long)Cg);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: group %lld does not match %lld input / "
+                         "%lld weight channels",
+                         (long long)group, (long long)C, (long long)Cg);
     bool dw = nsp != 3 && group > 1 && group == C && Cg == 1;
     lw_dim dm3[3];
     lower_status st;
@@ -670,9 +693,10 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const char *y = qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
-                        ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
-                        : qdq_rescale_n(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
+    const char *y =
+        qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
+            ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
+            : qdq_rescale_n(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
     y = lw_to_first(c, y, o->t, tr, os);
     if (nsp == 1) y = lw_reshape(c, y, o->t, 3, ofs);
     LW_TRY(y);
@@ -685,10 +709,12 @@ static lower_status head_conv(lower_ctx *c) {
     qx_w w;
     qx_out o;
     if (!W || W->rank < 3 || W->rank > 5)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: 1-D, 2-D or 3-D convolutions only");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: 1-D, 2-D or 3-D convolutions only");
     if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, W->rank, &w) || !qdq_out(c, W->rank, &o)) return LOWER_REJECT;
     if (w.n > 1 && w.axis != 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Conv: weight scales must be per output channel");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: weight scales must be per output channel");
     bool bbad;
     const double *bias = qdq_bias(c, 2, W->shape[0], &bbad);
     if (bbad) return LOWER_REJECT;
@@ -701,9 +727,9 @@ static lower_status head_conv(lower_ctx *c) {
  * per-column scales (wn = 1 or Nn; NULL: integer output) and optional real
  * bias; requantised to o, or the int32 accumulator when o is NULL. */
 static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_t rows, int64_t K, int64_t Nn,
-                                const uint8_t *wkn, uint8_t off, int64_t wzp, int64_t wn, const double *wscale,
-                                const double *bias, double alpha, const qx_out *o, uint32_t out_rank,
-                                const int64_t *out_shape) {
+                                const uint8_t *wkn, uint8_t off, int64_t wzp, int64_t wn,
+                                const double *wscale, const double *bias, double alpha, const qx_out *o,
+                                uint32_t out_rank, const int64_t *out_shape) {
     if (a->t == CTOSA_DTYPE_INT16 && o && o->t == CTOSA_DTYPE_INT16 && bb == 1) {
         /* a16w8: as a 1x1 CONV2D, whose int48 accumulator takes the int48
          * bias (TOSA has no int48 ADD) - one rounding, like the int8 path */
@@ -714,7 +740,10 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
             for (int64_t n = 0; n < Nn; n++) wt[n * K + k] = wkn[k * Nn + n];
         qx_in a4 = *a;
         a4.rank = 4;
-        a4.shape[0] = 1; a4.shape[1] = K; a4.shape[2] = rows; a4.shape[3] = 1;
+        a4.shape[0] = 1;
+        a4.shape[1] = K;
+        a4.shape[2] = rows;
+        a4.shape[3] = 1;
         int64_t s2[2] = {rows, K}, s4[4] = {1, rows, K, 1};
         int32_t perm[4] = {0, 2, 1, 3};
         a4.x = lw_reshape(c, a->x, a->t, 2, s2);
@@ -740,15 +769,18 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
         return LOWER_OK;
     }
     if (a->t != CTOSA_DTYPE_INT8 || (o && o->t != CTOSA_DTYPE_INT8))
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int8/uint8 activations (int16 with a "
-                         "2-D weight)", lw_node(c)->op_type);
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                         "quantized %s: int8/uint8 activations (int16 with a "
+                         "2-D weight)",
+                         lw_node(c)->op_type);
     int64_t s3[3] = {bb, rows, K}, w3[3] = {bb, K, Nn}, o3[3] = {bb, rows, Nn};
     uint8_t *wb = arena_alloc(lw_arena(c), (size_t)(bb * K * Nn) + 8);
     if (!wb) return lw_failed(c);
     for (int64_t i = 0; i < bb * K * Nn; i++) wb[i] = (uint8_t)(wkn[i] - off);
     const char *x = lw_reshape(c, a->x, CTOSA_DTYPE_INT8, 3, s3);
     const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 3, w3, wb);
-    const char *az = lw_zero_point(c, CTOSA_DTYPE_INT8, a->zp), *bz = lw_zero_point(c, CTOSA_DTYPE_INT8, wzp - off);
+    const char *az = lw_zero_point(c, CTOSA_DTYPE_INT8, a->zp),
+               *bz = lw_zero_point(c, CTOSA_DTYPE_INT8, wzp - off);
     const char *acc = lw_tensor(c, CTOSA_DTYPE_INT32, 3, o3);
     LW_TRY(x && wc && az && bz && acc);
     const char *in[4] = {x, wc, az, bz};
@@ -771,8 +803,8 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
         int64_t b3[3] = {1, 1, Nn};
         acc = lw_add(c, acc, int32_const(c, 3, b3, bq), CTOSA_DTYPE_INT32, 3, o3);
     }
-    const char *y = qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio, 0,
-                                o->zp, false, false);
+    const char *y = qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio,
+                                  0, o->zp, false, false);
     y = lw_reshape(c, y, CTOSA_DTYPE_INT8, out_rank, out_shape);
     LW_TRY(y);
     return qdq_finish(c, y, o, out_rank, out_shape);
@@ -791,7 +823,8 @@ static lower_status head_gemm(lower_ctx *c) {
     if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, 2, &w)) return LOWER_REJECT;
     int64_t M = A->shape[0], K = A->shape[1], Nn = tb ? B->shape[0] : B->shape[1];
     if (w.n > 1 && (w.n != Nn || w.axis != (tb ? 0 : 1)))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Gemm: weight scales must be per output column");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Gemm: weight scales must be per output column");
     uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(K * Nn) + 8);
     if (!buf) return lw_failed(c);
     const uint8_t *src = (const uint8_t *)w.data;
@@ -823,20 +856,23 @@ static lower_status head_matmul(lower_ctx *c) {
     if (lw_node(c)->n_inputs == 2 && qdq_in_dtype(c, 1, &bconst) && !bconst) return qdq_matmul_rt(c);
     const lower_value *A = lw_in(c, 0), *B = lw_in(c, 1);
     if (!A || !B || A->rank < 2 || B->rank != 2)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: needs a 2-D constant right operand");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized MatMul: needs a 2-D constant right operand");
     qx_in a;
     qx_w w;
     if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, 2, &w)) return LOWER_REJECT;
     int64_t K = B->shape[0], Nn = B->shape[1], rows = 1;
     for (uint32_t i = 0; i + 1 < A->rank; i++) rows *= A->shape[i];
     if (w.n > 1 && (w.n != Nn || w.axis != 1))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: weight scales must be per column");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized MatMul: weight scales must be per column");
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, A->shape, sizeof os);
     os[A->rank - 1] = Nn;
     qx_out o;
     if (!qdq_out(c, A->rank, &o)) return LOWER_REJECT;
-    return matmul_core(c, &a, 1, rows, K, Nn, (const uint8_t *)w.data, 0, w.zp, w.n, w.scale, NULL, 1.0, &o, A->rank, os);
+    return matmul_core(c, &a, 1, rows, K, Nn, (const uint8_t *)w.data, 0, w.zp, w.n, w.scale, NULL, 1.0, &o,
+                       A->rank, os);
 }
 
 /* Broadcast shape of two operands (numpy rules, leading ones). */
@@ -860,10 +896,12 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
     if (!qdq_in(c, 0, &a) || !qdq_in(c, 1, &b)) return LOWER_REJECT;
     uint32_t r;
     int64_t os[LOWER_MAX_RANK], as[LOWER_MAX_RANK], bs[LOWER_MAX_RANK];
-    if (!qdq_bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "shapes do not broadcast");
+    if (!qdq_bcast(&a, &b, &r, os, as, bs))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "shapes do not broadcast");
     if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8 || b.t != CTOSA_DTYPE_INT8)
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int8/uint8 only", lw_node(c)->op_type);
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int8/uint8 only",
+                         lw_node(c)->op_type);
     const char *x, *y, *z;
     if (is_mul) {
         x = qdq_rescale(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1.0, a.zp, 0, false, false);
@@ -883,8 +921,7 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         double rz = sm / o.s;
         if (qdq_match_ort(c) && o.t == CTOSA_DTYPE_INT8)
             z = qdq_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
-        else
-            z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
+        else z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
     }
     LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
@@ -910,7 +947,8 @@ static lower_status head_gap(lower_ctx *c) {
     int64_t smax = cnt * (a.t == CTOSA_DTYPE_INT16 ? 65535 : 255);
     const char *y = qdq_mean_exact(c, x, a.rank, sh, cnt, smax, a.s / o.s, o.t, o.zp);
     if (!y && !c->rejected)
-        y = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false, false);
+        y = qdq_rescale(c, x, CTOSA_DTYPE_INT32, o.t, a.rank, sh, a.s / ((double)cnt * o.s), 0, o.zp, false,
+                        false);
     LW_TRY(y);
     return qdq_finish(c, y, &o, a.rank, sh);
 }
@@ -926,21 +964,25 @@ static lower_status head_maxpool(lower_ctx *c) {
     qx_out o;
     if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     if (a.rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: 2-D only", n->op_type);
-    if (avg && a.t != CTOSA_DTYPE_INT8 && a.t != CTOSA_DTYPE_INT16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized AveragePool: int8 / int16 only");
+    if (avg && a.t != CTOSA_DTYPE_INT8 && a.t != CTOSA_DTYPE_INT16)
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized AveragePool: int8 / int16 only");
     if (!qdq_out(c, 4, &o)) return LOWER_REJECT;
     lw_dim dm[2];
     lower_status st;
     if ((st = lw_read_window(c, 2, a.shape, NULL, dm)) != LOWER_OK) return st;
     if ((st = lw_window(c, 2, dm, lw_attr_int(c, "ceil_mode", 0) != 0)) != LOWER_OK) return st;
-    if (dm[0].d != 1 || dm[1].d != 1) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: dilations", n->op_type);
+    if (dm[0].d != 1 || dm[1].d != 1)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: dilations", n->op_type);
     if (avg && (lw_attr_int(c, "ceil_mode", 0) || dm[0].pe != dm[0].pe0 || dm[1].pe != dm[1].pe0))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized AveragePool: ceil_mode / uneven windows");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized AveragePool: ceil_mode / uneven windows");
     int64_t ls[4];
     lw_shape_last(4, a.shape, ls);
     const char *x = lw_to_last(c, a.x, a.t, 4, a.shape);
     int64_t start[4] = {0}, size[4] = {ls[0], ls[1] - dm[0].crop, ls[2] - dm[1].crop, ls[3]};
     x = lw_slice(c, x, a.t, 4, ls, start, size);
-    int32_t kernel[2] = {(int32_t)dm[0].k, (int32_t)dm[1].k}, stride[2] = {(int32_t)dm[0].s, (int32_t)dm[1].s};
+    int32_t kernel[2] = {(int32_t)dm[0].k, (int32_t)dm[1].k},
+            stride[2] = {(int32_t)dm[0].s, (int32_t)dm[1].s};
     int32_t pad[4] = {(int32_t)dm[0].pb, (int32_t)dm[0].pe, (int32_t)dm[1].pb, (int32_t)dm[1].pe};
     ctosa_attr at;
     memset(&at, 0, sizeof at);
@@ -1016,7 +1058,9 @@ static lower_status head_reshape(lower_ctx *c) {
     memcpy(os, a.shape, sizeof os);
     const int64_t *sv = NULL;
     int64_t k = lw_const_i64(c, 1, &sv);
-    if (k < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL, "Reshape: shape must be a constant");
+    if (k < 0)
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, n->n_inputs > 1 ? n->inputs[1] : NULL,
+                         "Reshape: shape must be a constant");
     if (k > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Reshape: rank too large");
     int64_t total = lw_count(a.rank, a.shape), known = 1;
     int neg = -1;
@@ -1117,7 +1161,8 @@ static double act_elu(lower_ctx *c, double x) {
 
 static double act_gelu(lower_ctx *c, double x) {
     const char *ap = lw_attr_str(c, "approximate", "none");
-    if (ap && !strcmp(ap, "tanh")) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    if (ap && !strcmp(ap, "tanh"))
+        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x / 1.4142135623730951));
 }
 
@@ -1129,12 +1174,15 @@ static lower_status head_table(lower_ctx *c) {
     qx_out o;
     if (!qdq_in(c, 0, &a) || !qdq_out(c, a.rank, &o)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8 || o.t != CTOSA_DTYPE_INT8)
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized %s: int16 tables (513 entries) are not "
-                         "built yet", op);
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                         "quantized %s: int16 tables (513 entries) are not "
+                         "built yet",
+                         op);
     int8_t tab[256];
     for (int i = 0; i < 256; i++) {
         double x = (double)((i - 128) - a.zp) * a.s, y = 0;
-        if (!qdq_act_fn(c, op, x, &y)) return lw_reject(c, LOWER_UNSUPPORTED_OP, NULL, "%s has no table form", op);
+        if (!qdq_act_fn(c, op, x, &y))
+            return lw_reject(c, LOWER_UNSUPPORTED_OP, NULL, "%s has no table form", op);
         double qv = isnan(y) ? (double)o.lo : nearbyint(y / o.s) + (double)o.zp;
         if (!(qv >= (double)o.lo)) qv = (double)o.lo;
         if (qv > (double)o.hi) qv = (double)o.hi;
@@ -1177,12 +1225,15 @@ static lower_status head_generic_move(lower_ctx *c) {
         o.lo == (o.t == CTOSA_DTYPE_INT8 ? -128 : -32768) && o.hi == (o.t == CTOSA_DTYPE_INT8 ? 127 : 32767))
         return LOWER_OK; /* same parameters: the moved bits are the output */
     if (pi.n != 1 || (yt->dtype != CTOSA_DTYPE_INT8 && yt->dtype != CTOSA_DTYPE_INT16))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s with per-axis or int16 input", n->op_type);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s with per-axis or int16 input",
+                         n->op_type);
     int64_t sh[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < yt->rank; i++) sh[i] = yt->shape[i];
     qx_in a = {y, yt->dtype, pi.scale[0], izp, yt->rank, {0}};
     memcpy(a.shape, sh, sizeof sh);
-    if (in_u8) a.x = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true, false);
+    if (in_u8)
+        a.x = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, yt->rank, sh, 1.0, pi.zp[0], izp, true,
+                          false);
     LW_TRY(a.x);
     const char *z = qdq_requant(c, &a, &o, yt->rank, sh);
     LW_TRY(z);
@@ -1194,9 +1245,10 @@ static lower_status head_mul(lower_ctx *c) { return head_addmul(c, true); }
 
 /* ------------------------------------------------------ the head table */
 
-#define ACT(op, f)                                                                                  \
-    {op, QDQ_W8, 1, false, NULL, head_table, f}, {op, QDQ_W16, 1, false, NULL, qdq_table16, f}
-#define MOVE(op) {op, QDQ_WANY, 1, false, NULL, head_generic_move, NULL}
+#define ACT(op, f) \
+    {op, QDQ_W8, 1, false, NULL, head_table, f}, { op, QDQ_W16, 1, false, NULL, qdq_table16, f }
+#define MOVE(op) \
+    { op, QDQ_WANY, 1, false, NULL, head_generic_move, NULL }
 
 static const qdq_head heads[] = {
     /* integer accumulation, one RESCALE to the output */
@@ -1225,12 +1277,26 @@ static const qdq_head heads[] = {
     {"Transpose", QDQ_WANY, 1, false, NULL, head_transpose, NULL},
     {"Relu", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
     {"Clip", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
-    MOVE("Squeeze"), MOVE("Unsqueeze"), MOVE("Slice"), MOVE("Gather"), MOVE("Tile"), MOVE("Expand"),
-    MOVE("DepthToSpace"), MOVE("SpaceToDepth"),
+    MOVE("Squeeze"),
+    MOVE("Unsqueeze"),
+    MOVE("Slice"),
+    MOVE("Gather"),
+    MOVE("Tile"),
+    MOVE("Expand"),
+    MOVE("DepthToSpace"),
+    MOVE("SpaceToDepth"),
     /* TABLE activations: 256 entries for int8, 513 for int16 */
-    ACT("Sigmoid", act_sigmoid), ACT("Tanh", act_tanh), ACT("Exp", act_exp), ACT("Log", act_log),
-    ACT("Erf", act_erf), ACT("Softplus", act_softplus), ACT("HardSigmoid", act_hardsigmoid),
-    ACT("HardSwish", act_hardswish), ACT("LeakyRelu", act_leakyrelu), ACT("Elu", act_elu), ACT("Gelu", act_gelu),
+    ACT("Sigmoid", act_sigmoid),
+    ACT("Tanh", act_tanh),
+    ACT("Exp", act_exp),
+    ACT("Log", act_log),
+    ACT("Erf", act_erf),
+    ACT("Softplus", act_softplus),
+    ACT("HardSigmoid", act_hardsigmoid),
+    ACT("HardSwish", act_hardswish),
+    ACT("LeakyRelu", act_leakyrelu),
+    ACT("Elu", act_elu),
+    ACT("Gelu", act_gelu),
 };
 #undef ACT
 #undef MOVE
@@ -1347,8 +1413,9 @@ static bool qa_explicit(lower_ctx *c, uint32_t ix, uint32_t is, uint32_t iz, qx_
         o->x = lw_const(c, CTOSA_DTYPE_INT8, X->rank, X->shape, b);
     } else {
         o->x = lw_input(c, ix);
-        if (u8) o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, X->rank, X->shape, 1.0, zp, o->zp,
-                                 true, false);
+        if (u8)
+            o->x = qdq_rescale(c, o->x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, X->rank, X->shape, 1.0, zp, o->zp,
+                               true, false);
     }
     return o->x != NULL;
 }
@@ -1365,8 +1432,8 @@ static bool qo_explicit(lower_ctx *c, uint32_t is, uint32_t iz, qx_out *o) {
     int32_t od = CTOSA_ONNX_UINT8;
     if (lw_has_input(c, iz)) {
         if (lw_const_i64(c, iz, &zv) != 1) {
-            lw_fail(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[iz], "%s: the output zero point must be a constant",
-                    lw_node(c)->op_type);
+            lw_fail(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[iz],
+                    "%s: the output zero point must be a constant", lw_node(c)->op_type);
             return false;
         }
         zp = zv[0];
@@ -1398,7 +1465,8 @@ static bool qwt_explicit(lower_ctx *c, uint32_t iw, uint32_t is, uint32_t iz, qw
     w->data = (*W)->data;
     w->u8 = (*W)->onnx_dtype == CTOSA_ONNX_UINT8;
     if (!w->u8 && (*W)->onnx_dtype != CTOSA_ONNX_INT8) {
-        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, (*W)->name, "%s: weight type is not int8/uint8", lw_node(c)->op_type);
+        lw_fail(c, LOWER_UNSUPPORTED_DTYPE, (*W)->name, "%s: weight type is not int8/uint8",
+                lw_node(c)->op_type);
         return false;
     }
     w->n = 1;
@@ -1406,8 +1474,8 @@ static bool qwt_explicit(lower_ctx *c, uint32_t iw, uint32_t is, uint32_t iz, qw
         const double *sv = NULL;
         w->n = lw_const_f64(c, is, &sv);
         if (w->n < 1) {
-            lw_fail(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[is], "%s: the weight scale must be a constant",
-                    lw_node(c)->op_type);
+            lw_fail(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[is],
+                    "%s: the weight scale must be a constant", lw_node(c)->op_type);
             return false;
         }
         w->scale = sv;
@@ -1416,8 +1484,8 @@ static bool qwt_explicit(lower_ctx *c, uint32_t iw, uint32_t is, uint32_t iz, qw
         const int64_t *zv = NULL;
         int64_t n = lw_const_i64(c, iz, &zv);
         if (n < 1) {
-            lw_fail(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[iz], "%s: the weight zero point must be a constant",
-                    lw_node(c)->op_type);
+            lw_fail(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[iz],
+                    "%s: the weight zero point must be a constant", lw_node(c)->op_type);
             return false;
         }
         for (int64_t k = 1; k < n; k++)
@@ -1442,10 +1510,12 @@ static lower_status explicit_conv(lower_ctx *c, bool qlinear) {
     } else if (!qa_explicit(c, 0, UINT32_MAX, 2, &a) || !qwt_explicit(c, 1, UINT32_MAX, 3, &w, &W)) {
         return LOWER_REJECT;
     }
-    if (W->rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: only 2-D convolutions", lw_node(c)->op_type);
+    if (W->rank != 4)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: only 2-D convolutions", lw_node(c)->op_type);
     const double *bias = NULL;
     if (qlinear && lw_has_input(c, 8) && lw_const_f64(c, 8, &bias) != W->shape[0])
-        return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[8], "QLinearConv: B must be a constant of M values");
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[8],
+                         "QLinearConv: B must be a constant of M values");
     return conv_core(c, &a, W->shape, &w, bias, true, qlinear ? &o : NULL);
 }
 
@@ -1460,13 +1530,16 @@ static lower_status explicit_matmul(lower_ctx *c, bool qlinear) {
     } else if (!qa_explicit(c, 0, UINT32_MAX, 2, &a) || !qwt_explicit(c, 1, UINT32_MAX, 3, &w, &B)) {
         return LOWER_REJECT;
     }
-    if (a.rank < 2 || B->rank < 2 || B->rank > 3 || (B->rank == 3 && (a.rank != 3 || a.shape[0] != B->shape[0])))
+    if (a.rank < 2 || B->rank < 2 || B->rank > 3 ||
+        (B->rank == 3 && (a.rank != 3 || a.shape[0] != B->shape[0])))
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: operand ranks %u and %u are not handled",
                          lw_node(c)->op_type, a.rank, B->rank);
     int64_t K = B->shape[B->rank - 2], Nn = B->shape[B->rank - 1], bb = B->rank == 3 ? B->shape[0] : 1;
-    if (a.shape[a.rank - 1] != K) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: inner sizes differ", lw_node(c)->op_type);
+    if (a.shape[a.rank - 1] != K)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: inner sizes differ", lw_node(c)->op_type);
     if (w.n > 1 && w.n != Nn)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: weight scales must be per column", lw_node(c)->op_type);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: weight scales must be per column",
+                         lw_node(c)->op_type);
     int64_t rows = 1;
     for (uint32_t i = bb > 1 ? 1 : 0; i + 1 < a.rank; i++) rows *= a.shape[i];
     int64_t os[LOWER_MAX_RANK];

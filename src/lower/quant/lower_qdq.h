@@ -17,19 +17,19 @@
 
 enum qdq_role {
     QR_NONE = 0,
-    QR_DQ,   /* DequantizeLinear whose runtime output only feeds group heads: alias */
-    QR_HEAD, /* the op of a group: computes in integers, writes the Q's output */
-    QR_ACT,  /* Relu / Clip between head and Q: fused into the head (alias) */
-    QR_Q,    /* QuantizeLinear ending a group: alias */
+    QR_DQ,    /* DequantizeLinear whose runtime output only feeds group heads: alias */
+    QR_HEAD,  /* the op of a group: computes in integers, writes the Q's output */
+    QR_ACT,   /* Relu / Clip between head and Q: fused into the head (alias) */
+    QR_Q,     /* QuantizeLinear ending a group: alias */
     QR_ISLAND /* float operator inside a one-input island (qdq_island.h) before the head: alias */
 };
 
 typedef struct qdq_node {
     uint8_t role;
-    bool cand;    /* head candidate during the pre-pass */
-    int32_t head; /* QR_ACT / QR_Q: the group's head */
-    int32_t act;  /* QR_HEAD: the fused activation node, -1 none */
-    int32_t q;    /* QR_HEAD: the QuantizeLinear */
+    bool cand;              /* head candidate during the pre-pass */
+    int32_t head;           /* QR_ACT / QR_Q: the group's head */
+    int32_t act;            /* QR_HEAD: the fused activation node, -1 none */
+    int32_t q;              /* QR_HEAD: the QuantizeLinear */
     struct qdq_island *isl; /* QR_HEAD of a float island: its operators and DequantizeLinears */
 } qdq_node;
 
@@ -151,9 +151,9 @@ enum {
 };
 typedef struct qdq_head {
     const char *op;
-    uint8_t widths;   /* QDQ_W8 | QDQ_W16 */
-    uint8_t n_data;   /* leading inputs that must come from DequantizeLinear; 0: all */
-    bool fuse_act;    /* a following Relu / Clip folds into the head */
+    uint8_t widths; /* QDQ_W8 | QDQ_W16 */
+    uint8_t n_data; /* leading inputs that must come from DequantizeLinear; 0: all */
+    bool fuse_act;  /* a following Relu / Clip folds into the head */
     /* attributes the head rejects by themselves (NULL: none): such a node
      * is better left as DequantizeLinear -> float op -> QuantizeLinear (a
      * spec with FP can still delegate it) than a group that must go to the
@@ -169,20 +169,21 @@ typedef struct qdq_head {
 const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w);
 
 /* Heads outside lower_qdq.c (rows of its table). */
-lower_status qdq_table16(lower_ctx *c);       /* qdq_table.c: int16 TABLE activations */
+lower_status qdq_table16(lower_ctx *c); /* qdq_table.c: int16 TABLE activations */
 /* The int16 TABLE path for operand a, output o and float function fn. */
-lower_status qdq_table16_of(lower_ctx *c, const qx_in *a, const qx_out *o, double (*fn)(void *, double), void *arg);
-lower_status qdq_add16(lower_ctx *c);         /* qdq_ops16.c: Add with an int16 side */
-lower_status qdq_sub(lower_ctx *c);           /* qdq_ops16.c: Sub, any width */
-lower_status qdq_mul16(lower_ctx *c);         /* qdq_ops16.c: Mul with an int16 side */
-lower_status qdq_matmul_rt(lower_ctx *c);     /* qdq_ops16.c: two runtime operands */
-lower_status qdq_pad(lower_ctx *c);           /* qdq_ops8.c */
+lower_status qdq_table16_of(lower_ctx *c, const qx_in *a, const qx_out *o, double (*fn)(void *, double),
+                            void *arg);
+lower_status qdq_add16(lower_ctx *c);     /* qdq_ops16.c: Add with an int16 side */
+lower_status qdq_sub(lower_ctx *c);       /* qdq_ops16.c: Sub, any width */
+lower_status qdq_mul16(lower_ctx *c);     /* qdq_ops16.c: Mul with an int16 side */
+lower_status qdq_matmul_rt(lower_ctx *c); /* qdq_ops16.c: two runtime operands */
+lower_status qdq_pad(lower_ctx *c);       /* qdq_ops8.c */
 bool qdq_pad_groupable(const ctosa_onnx_node *n);
 lower_status qdq_resize(lower_ctx *c);        /* qdq_ops8.c */
 lower_status qdq_convtranspose(lower_ctx *c); /* qdq_ops8.c */
 bool qdq_convtranspose_groupable(const ctosa_onnx_node *n);
-lower_status qdq_softmax(lower_ctx *c);       /* qdq_softmax.c */
-lower_status qdq_layernorm(lower_ctx *c);     /* qdq_softmax.c */
+lower_status qdq_softmax(lower_ctx *c);   /* qdq_softmax.c */
+lower_status qdq_layernorm(lower_ctx *c); /* qdq_softmax.c */
 
 /* The 513-entry int16 table of f for input scale sx (zero point 0):
  * entries for the knots -32768 + 128 j, j = 0..512, in units of *ts,

@@ -132,14 +132,17 @@ static void resolve(lower_session *s) {
     q->resolved = true;
     for (uint32_t i = 0; i < nn; i++) {
         if (!q->n[i].cand) continue;
-        bool custom = lw_custom_find(s, i) || (q->n[i].act >= 0 && lw_custom_find(s, (uint32_t)q->n[i].act)) ||
+        bool custom = lw_custom_find(s, i) ||
+                      (q->n[i].act >= 0 && lw_custom_find(s, (uint32_t)q->n[i].act)) ||
                       lw_custom_find(s, (uint32_t)q->n[i].q);
         const ctosa_onnx_node *n = &s->g->nodes[i];
         uint32_t count = 0;
         if (q->n[i].isl) {
             const qdq_island *isl = q->n[i].isl;
-            for (uint32_t k = 0; !custom && k < isl->n; k++) custom = lw_custom_find(s, isl->nodes[k].node) != NULL;
-            for (uint32_t k = 0; !custom && k < isl->n_dq; k++) custom = lw_custom_find(s, isl->dq[k]) != NULL;
+            for (uint32_t k = 0; !custom && k < isl->n; k++)
+                custom = lw_custom_find(s, isl->nodes[k].node) != NULL;
+            for (uint32_t k = 0; !custom && k < isl->n_dq; k++)
+                custom = lw_custom_find(s, isl->dq[k]) != NULL;
         } else {
             head_inputs(n, &count);
             for (uint32_t k = 0; !custom && k < count; k++)
@@ -214,9 +217,9 @@ static const lower_entry e_head = {"(qdq head)", 1, 0, qdq_lower_head};
 static const lower_entry e_u8 = {"(uint8)", 1, 0, qdq_lower_u8_reject};
 /* Operators whose lowering is quantization-aware wherever they stand. */
 static const lower_entry quant_ops[] = {
-    {"QuantizeLinear", 1, 0, qdq_lower_quantize},   {"DequantizeLinear", 1, 0, qdq_lower_dequantize},
-    {"QLinearConv", 10, 0, qdq_lower_qlinearconv},  {"QLinearMatMul", 10, 0, qdq_lower_qlinearmatmul},
-    {"ConvInteger", 10, 0, qdq_lower_convinteger},  {"MatMulInteger", 10, 0, qdq_lower_matmulinteger},
+    {"QuantizeLinear", 1, 0, qdq_lower_quantize},  {"DequantizeLinear", 1, 0, qdq_lower_dequantize},
+    {"QLinearConv", 10, 0, qdq_lower_qlinearconv}, {"QLinearMatMul", 10, 0, qdq_lower_qlinearmatmul},
+    {"ConvInteger", 10, 0, qdq_lower_convinteger}, {"MatMulInteger", 10, 0, qdq_lower_matmulinteger},
 };
 
 const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
@@ -234,7 +237,8 @@ const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
     bool u8 = false;
     for (uint32_t i = 0; i < n->n_inputs; i++) {
         lw_val *v = lw_lookup(s, n->inputs[i]);
-        if (v && v->known && !v->v.data && v->v.onnx_dtype == CTOSA_ONNX_UINT8 && v->v.t == CTOSA_DTYPE_INT8) u8 = true;
+        if (v && v->known && !v->v.data && v->v.onnx_dtype == CTOSA_ONNX_UINT8 && v->v.t == CTOSA_DTYPE_INT8)
+            u8 = true;
     }
     if (is_op(n, "Cast") && n->n_inputs >= 1) {
         lw_val *v = lw_lookup(s, n->inputs[0]);
@@ -306,9 +310,10 @@ static void to_cpu(lower_session *s, uint32_t ni, uint32_t bad) {
     nd->kind = LW_NODE_FALLBACK;
     nd->code = b->code;
     nd->input = NULL;
-    nd->reason = arena_printf(&s->a, "quantized group: '%s' stays on the CPU (%s), so the whole "
-                              "DequantizeLinear -> op -> QuantizeLinear group does", b->label,
-                              b->reason ? b->reason : "no reason given");
+    nd->reason = arena_printf(&s->a,
+                              "quantized group: '%s' stays on the CPU (%s), so the whole "
+                              "DequantizeLinear -> op -> QuantizeLinear group does",
+                              b->label, b->reason ? b->reason : "no reason given");
 }
 
 void qdq_post_decide(lower_session *s) {
@@ -425,8 +430,16 @@ double qdq_val_f64(const lw_val *v, uint64_t k) {
     const uint8_t *p = v->v.data;
     if (!p) return 0;
     switch (v->v.onnx_dtype) {
-    case CTOSA_ONNX_FLOAT: { float f; memcpy(&f, p + 4 * k, 4); return f; }
-    case CTOSA_ONNX_DOUBLE: { double d; memcpy(&d, p + 8 * k, 8); return d; }
+    case CTOSA_ONNX_FLOAT: {
+        float f;
+        memcpy(&f, p + 4 * k, 4);
+        return f;
+    }
+    case CTOSA_ONNX_DOUBLE: {
+        double d;
+        memcpy(&d, p + 8 * k, 8);
+        return d;
+    }
     case CTOSA_ONNX_INT8: return (int8_t)p[k];
     case CTOSA_ONNX_UINT8: return p[k];
     case CTOSA_ONNX_INT16: return (int16_t)rd_u16(p + 2 * k);

@@ -31,11 +31,11 @@ typedef struct island_op {
 } island_op;
 
 static const island_op k_ops[] = {
-    {"Sigmoid", 1}, {"Tanh", 1},  {"HardSigmoid", 1}, {"HardSwish", 1}, {"Relu", 1},     {"Clip", 1},
-    {"Erf", 1},     {"Exp", 1},   {"Log", 1},         {"Softplus", 1},  {"Elu", 1},      {"LeakyRelu", 1},
-    {"Gelu", 1},    {"Neg", 1},   {"Abs", 1},         {"Sqrt", 1},      {"Reciprocal", 1}, {"Identity", 1},
-    {"Add", 2},     {"Sub", 2},   {"Mul", 2},         {"Div", 2},       {"Pow", 2},      {"Min", 2},
-    {"Max", 2},
+    {"Sigmoid", 1}, {"Tanh", 1},       {"HardSigmoid", 1}, {"HardSwish", 1}, {"Relu", 1},
+    {"Clip", 1},    {"Erf", 1},        {"Exp", 1},         {"Log", 1},       {"Softplus", 1},
+    {"Elu", 1},     {"LeakyRelu", 1},  {"Gelu", 1},        {"Neg", 1},       {"Abs", 1},
+    {"Sqrt", 1},    {"Reciprocal", 1}, {"Identity", 1},    {"Add", 2},       {"Sub", 2},
+    {"Mul", 2},     {"Div", 2},        {"Pow", 2},         {"Min", 2},       {"Max", 2},
 };
 
 static const island_op *find_op(const ctosa_onnx_node *n) {
@@ -61,7 +61,7 @@ static float op_eval(const ctosa_onnx_node *n, float a, float b, float c, uint32
     case 'A':
         if (!strcmp(op, "Add")) return a + b;
         return fabsf(a); /* Abs */
-    case 'C': { /* Clip: min / max inputs (opset 11+) or attributes */
+    case 'C': {          /* Clip: min / max inputs (opset 11+) or attributes */
         float lo = n_in > 1 ? b : attr_f(n, "min", -INFINITY), hi = n_in > 2 ? c : attr_f(n, "max", INFINITY);
         return isnan(a) ? a : clampf(a, lo, hi);
     }
@@ -146,8 +146,9 @@ static bool operand(walk *w, const char *name, qdq_src *src, int depth) {
         const ctosa_onnx_node *pn = &s->g->nodes[p];
         if (is_def(pn) && strcmp(pn->op_type, "DequantizeLinear") == 0) {
             lw_val *xv = lw_lookup(s, pn->inputs[0]);
-            bool runtime = xv && !xv->v.data && !(xv->producer >= 0 && w->structural &&
-                                                  strcmp(s->g->nodes[xv->producer].op_type, "Constant") == 0);
+            bool runtime = xv && !xv->v.data &&
+                           !(xv->producer >= 0 && w->structural &&
+                             strcmp(s->g->nodes[xv->producer].op_type, "Constant") == 0);
             if (runtime) {
                 if (isl->n_dq == 0) {
                     isl->x = pn->inputs[0];
@@ -304,13 +305,15 @@ lower_status qdq_island_head(lower_ctx *c) {
                          n->op_type, why);
     double s0, z0;
     if (!dq_params(c, isl.dq[0], &s0, &z0))
-        return lw_reject(c, LOWER_NEEDS_CONSTANT, NULL, "quantized %s: per-tensor constant input scale needed",
-                         n->op_type);
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, NULL,
+                         "quantized %s: per-tensor constant input scale needed", n->op_type);
     for (uint32_t k = 1; k < isl.n_dq; k++) {
         double sk, zk;
         if (!dq_params(c, isl.dq[k], &sk, &zk) || sk != s0 || zk != z0)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: the input is dequantized with two "
-                             "different scales / zero points", n->op_type);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "quantized %s: the input is dequantized with two "
+                             "different scales / zero points",
+                             n->op_type);
     }
     /* the integer input: a runtime input of the head stands for it (the
      * island operators before the head alias it) */
@@ -325,8 +328,10 @@ lower_status qdq_island_head(lower_ctx *c) {
                          xt ? "shape" : "tensor");
     if (yv && yv->known &&
         (yv->v.rank != xv->v.rank || memcmp(yv->v.shape, xv->v.shape, xv->v.rank * sizeof *xv->v.shape) != 0))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: a constant operand broadcasts the "
-                         "shape", n->op_type);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized %s: a constant operand broadcasts the "
+                         "shape",
+                         n->op_type);
     qx_in a;
     qx_out o;
     if (!qdq_dq_operand(c, isl.dq[0], xt, xv->v.rank, xv->v.shape, &a) || !qdq_out(c, a.rank, &o))

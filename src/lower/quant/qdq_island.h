@@ -25,11 +25,11 @@ typedef struct qdq_inode {
 } qdq_inode;
 
 typedef struct qdq_island {
-    uint32_t n;                        /* operators, in evaluation order; the last is the head */
+    uint32_t n; /* operators, in evaluation order; the last is the head */
     qdq_inode nodes[QDQ_ISLAND_MAX];
-    const char *x;                     /* the integer tensor */
+    const char *x; /* the integer tensor */
     uint32_t n_dq;
-    uint32_t dq[QDQ_ISLAND_MAX];       /* its DequantizeLinear nodes */
+    uint32_t dq[QDQ_ISLAND_MAX]; /* its DequantizeLinear nodes */
 } qdq_island;
 
 /* Whether node n is an operator an island may contain. */

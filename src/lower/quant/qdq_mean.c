@@ -34,7 +34,9 @@ static bool small_dyadic(double ratio, int64_t *P, int *j) {
     return false;
 }
 
-static const char *i32c(lower_ctx *c, uint32_t rank, double v) { return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v); }
+static const char *i32c(lower_ctx *c, uint32_t rank, double v) {
+    return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v);
+}
 
 const char *qdq_mean_exact(lower_ctx *c, const char *S, uint32_t rank, const int64_t *shape, int64_t n,
                            int64_t smax, double ratio, ctosa_dtype to, int64_t ozp) {
@@ -88,7 +90,8 @@ lower_status qdq_reducemean(lower_ctx *c) {
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ReduceMean: noop_with_empty_axes");
         na = lw_has_input(c, 1) ? lw_const_i64(c, 1, &axes) : 0;
         if (lw_has_input(c, 1) && na < 0)
-            return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->inputs[1], "quantized ReduceMean: axes must be constant");
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->inputs[1],
+                             "quantized ReduceMean: axes must be constant");
     } else {
         na = lw_attr_ints(c, "axes", &axes);
     }
@@ -97,7 +100,8 @@ lower_status qdq_reducemean(lower_ctx *c) {
     for (int64_t k = 0; k < na; k++) {
         int64_t ax = axes[k] < 0 ? axes[k] + a.rank : axes[k];
         if (ax < 0 || ax >= (int64_t)a.rank)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ReduceMean: axis %lld", (long long)axes[k]);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ReduceMean: axis %lld",
+                             (long long)axes[k]);
         mask |= 1u << ax;
     }
     bool keep = lw_attr_int(c, "keepdims", 1) != 0;
@@ -111,7 +115,8 @@ lower_status qdq_reducemean(lower_ctx *c) {
     qx_out o;
     if (!qdq_out(c, orank, &o)) return LOWER_REJECT;
     double one = 1.0;
-    const char *x = qdq_rescale_n(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1, &one, a.zp, 0, false, false);
+    const char *x =
+        qdq_rescale_n(c, a.x, a.t, CTOSA_DTYPE_INT32, a.rank, a.shape, 1, &one, a.zp, 0, false, false);
     int64_t sh[LOWER_MAX_RANK];
     x = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, x, CTOSA_DTYPE_INT32, a.rank, a.shape, mask, false, sh);
     int64_t smax = n * (a.t == CTOSA_DTYPE_INT16 ? 65535 : 255);

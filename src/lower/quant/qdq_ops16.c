@@ -24,11 +24,12 @@ static lower_status addsubmul(lower_ctx *c, int kind) {
     if (!qdq_in(c, 0, &a) || !qdq_in(c, 1, &b)) return LOWER_REJECT;
     uint32_t r;
     int64_t os[LOWER_MAX_RANK], as[LOWER_MAX_RANK], bs[LOWER_MAX_RANK];
-    if (!qdq_bcast(&a, &b, &r, os, as, bs)) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: shapes do not broadcast", op);
+    if (!qdq_bcast(&a, &b, &r, os, as, bs))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: shapes do not broadcast", op);
     if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: int16 output zero point %lld (TOSA needs 0)",
-                         op, (long long)o.zp);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized %s: int16 output zero point %lld (TOSA needs 0)", op, (long long)o.zp);
     const ctosa_dtype I32 = CTOSA_DTYPE_INT32;
     const char *x, *y, *z;
     double ra, rb, ro;
@@ -47,7 +48,9 @@ static lower_status addsubmul(lower_ctx *c, int kind) {
     x = lw_reshape_if(c, x, I32, a.rank, a.shape, r, as);
     y = lw_reshape_if(c, y, I32, b.rank, b.shape, r, bs);
     LW_TRY(x && y);
-    z = kind == 0 ? lw_add(c, x, y, I32, r, os) : kind == 1 ? lw_sub(c, x, y, I32, r, os) : lw_mul(c, x, y, I32, r, os);
+    z = kind == 0   ? lw_add(c, x, y, I32, r, os)
+        : kind == 1 ? lw_sub(c, x, y, I32, r, os)
+                    : lw_mul(c, x, y, I32, r, os);
     z = qdq_rescale_n(c, z, I32, o.t, r, os, 1, &ro, 0, o.zp, false, false);
     LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
@@ -66,9 +69,11 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
     if (a.t != b.t)
         return lw_reject(c, LOWER_MIXED_WIDTH, NULL, "quantized MatMul of a %s and a %s activation",
                          ctosa_dtype_short(a.t), ctosa_dtype_short(b.t));
-    int64_t M = a.shape[a.rank - 2], K = a.shape[a.rank - 1], K2 = b.shape[b.rank - 2], N = b.shape[b.rank - 1];
-    if (K != K2) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: inner sizes %lld and %lld differ",
-                                  (long long)K, (long long)K2);
+    int64_t M = a.shape[a.rank - 2], K = a.shape[a.rank - 1], K2 = b.shape[b.rank - 2],
+            N = b.shape[b.rank - 1];
+    if (K != K2)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized MatMul: inner sizes %lld and %lld differ", (long long)K, (long long)K2);
     /* batch dimensions must be equal (after leading ones): MATMUL has one batch axis */
     uint32_t r = a.rank > b.rank ? a.rank : b.rank;
     int64_t bb = 1, os[LOWER_MAX_RANK];
@@ -76,8 +81,9 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
         int64_t da = i + a.rank >= r ? a.shape[i + a.rank - r] : 1;
         int64_t db = i + b.rank >= r ? b.shape[i + b.rank - r] : 1;
         if (da != db)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: broadcast batch dimensions (%lld vs %lld)",
-                             (long long)da, (long long)db);
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "quantized MatMul: broadcast batch dimensions (%lld vs %lld)", (long long)da,
+                             (long long)db);
         os[i] = da;
         bb *= da;
     }
@@ -85,8 +91,8 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
     os[r - 1] = N;
     if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized MatMul: int16 output zero point %lld (TOSA needs 0)",
-                         (long long)o.zp);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized MatMul: int16 output zero point %lld (TOSA needs 0)", (long long)o.zp);
     ctosa_dtype acc = a.t == CTOSA_DTYPE_INT16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
     int64_t s3a[3] = {bb, M, K}, s3b[3] = {bb, K, N}, s3o[3] = {bb, M, N};
     const char *x = lw_reshape_if(c, a.x, a.t, a.rank, a.shape, 3, s3a);

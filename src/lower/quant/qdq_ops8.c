@@ -31,7 +31,8 @@ bool qdq_pad_groupable(const ctosa_onnx_node *n) {
 lower_status qdq_pad(lower_ctx *c) {
     const char *mode = lw_attr_str(c, "mode", "constant");
     if (!mode || strcmp(mode, "constant") != 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: mode '%s' (constant only)", mode ? mode : "?");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: mode '%s' (constant only)",
+                         mode ? mode : "?");
     qx_in a;
     qx_out o;
     if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
@@ -44,8 +45,9 @@ lower_status qdq_pad(lower_ctx *c) {
         np = lw_attr_ints(c, "pads", &pv);
     } else {
         np = lw_has_input(c, 1) ? lw_const_i64(c, 1, &pv) : -1;
-        if (np < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_has_input(c, 1) ? lw_node(c)->inputs[1] : NULL,
-                                     "quantized Pad: pads must be a constant");
+        if (np < 0)
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_has_input(c, 1) ? lw_node(c)->inputs[1] : NULL,
+                             "quantized Pad: pads must be a constant");
     }
     int32_t axes[LOWER_MAX_RANK];
     int64_t na = r;
@@ -53,13 +55,15 @@ lower_status qdq_pad(lower_ctx *c) {
     if (lw_opset(c) >= 18 && lw_has_input(c, 3)) {
         const int64_t *av = NULL;
         na = lw_const_i64(c, 3, &av);
-        if (na < 0) return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[3], "quantized Pad: axes must be a constant");
+        if (na < 0)
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_node(c)->inputs[3],
+                             "quantized Pad: axes must be a constant");
         for (int64_t i = 0; i < na && i < LOWER_MAX_RANK; i++)
             if (!lw_axis(c, av[i], r, "axes", &axes[i])) return LOWER_REJECT;
     }
     if (np != 2 * na || na > LOWER_MAX_RANK)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: %lld pads for %lld axes", (long long)np,
-                         (long long)na);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Pad: %lld pads for %lld axes",
+                         (long long)np, (long long)na);
     int64_t os[LOWER_MAX_RANK];
     memcpy(os, a.shape, sizeof os);
     for (int64_t i = 0; i < na; i++) {
@@ -120,8 +124,9 @@ lower_status qdq_resize(lower_ctx *c) {
     if (fst != LOWER_OK || c->rejected) return LOWER_REJECT;
     const char *y = c->out_names[0];
     const ctosa_tensor *yt = y ? lw_tensor_info(c, y) : NULL;
-    if (!yt || yt->dtype != a.t) return lw_reject(c, LOWER_INTERNAL, NULL, "quantized Resize produced no %s output",
-                                                  ctosa_dtype_short(a.t));
+    if (!yt || yt->dtype != a.t)
+        return lw_reject(c, LOWER_INTERNAL, NULL, "quantized Resize produced no %s output",
+                         ctosa_dtype_short(a.t));
     qx_out o;
     if (!qdq_out(c, yt->rank, &o)) return LOWER_REJECT;
     int64_t sh[LOWER_MAX_RANK];
@@ -148,19 +153,26 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     qx_w w;
     qx_out o;
     const lower_value *W = lw_in(c, 1);
-    if (!W || W->rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: 2-D only");
+    if (!W || W->rank != 4)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: 2-D only");
     if (!qdq_in(c, 0, &a) || !qdq_weight(c, 1, 4, &w) || !qdq_out(c, 4, &o)) return LOWER_REJECT;
     if (a.rank != 4) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: 2-D only");
     int64_t group = lw_attr_int(c, "group", 1);
-    if (group != 1) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: group %lld", (long long)group);
+    if (group != 1)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: group %lld",
+                         (long long)group);
     bool a16 = a.t == CTOSA_DTYPE_INT16;
-    if (o.t != a.t) return lw_reject(c, LOWER_MIXED_WIDTH, NULL, "quantized ConvTranspose: input and output widths differ");
+    if (o.t != a.t)
+        return lw_reject(c, LOWER_MIXED_WIDTH, NULL,
+                         "quantized ConvTranspose: input and output widths differ");
     int64_t N = a.shape[0], C = a.shape[1], M = W->shape[1], KH = W->shape[2], KW = W->shape[3];
-    if (W->shape[0] != C) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: weight channels");
+    if (W->shape[0] != C)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: weight channels");
     /* ONNX ConvTranspose weights are [C, M, kH, kW]: per-output-channel
      * scales are along axis 1 */
     if (w.n > 1 && (w.n != M || w.axis != 1))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: weight scales must be per output channel (axis 1)");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized ConvTranspose: weight scales must be per output channel (axis 1)");
     lw_dim dm[2];
     lower_status st;
     if ((st = lw_read_window(c, 2, a.shape, W->shape + 2, dm)) != LOWER_OK) return st;
@@ -168,7 +180,8 @@ lower_status qdq_convtranspose(lower_ctx *c) {
     int64_t nop = lw_attr_ints(c, "output_padding", &opad), nos = lw_attr_ints(c, "output_shape", &oshape);
     const char *ap = lw_attr_str(c, "auto_pad", "NOTSET");
     if ((nop >= 0 && nop != 2) || nos >= 0 || !ap || (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: output_shape / auto_pad SAME");
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized ConvTranspose: output_shape / auto_pad SAME");
     int64_t opb[2], ope[2], crop[2], kd[2], full[4] = {N, 0, 0, M}, os[4] = {N, 0, 0, M};
     for (int i = 0; i < 2; i++) {
         lw_dim *d = &dm[i];
@@ -176,7 +189,8 @@ lower_status qdq_convtranspose(lower_ctx *c) {
         int64_t op = nop >= 0 ? opad[i] : 0;
         kd[i] = (d->k - 1) * d->d + 1;
         d->out = d->s * (d->in - 1) + op + kd[i] - d->pb - d->pe;
-        if (d->out < 1) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: output size");
+        if (d->out < 1)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized ConvTranspose: output size");
         opb[i] = -d->pb;
         ope[i] = op - d->pe;
         crop[i] = 0;

@@ -48,8 +48,8 @@ static int64_t zp_bits(ctosa_dtype t, int64_t zp) {
 
 /* RESCALE with per-channel (nc > 1, over the last axis) or single ratios. */
 const char *qdq_rescale_n(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                          const int64_t *shape, int64_t nc, const double *ratio, int64_t izp,
-                          int64_t ozp, bool iu, bool ou) {
+                          const int64_t *shape, int64_t nc, const double *ratio, int64_t izp, int64_t ozp,
+                          bool iu, bool ou) {
     if (!x) return NULL;
     int32_t *m = arena_alloc(lw_arena(c), (size_t)nc * 4 + 4);
     int8_t *sh = arena_alloc(lw_arena(c), (size_t)nc + 1);
@@ -90,19 +90,24 @@ const char *qdq_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype
 }
 
 /* int32 elementwise emitters of qdq_rescale_ort (NULL operands propagate) */
-static const char *qe_s(lower_ctx *c, uint32_t rank, double v) { return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v); }
+static const char *qe_s(lower_ctx *c, uint32_t rank, double v) {
+    return lw_scalar(c, CTOSA_DTYPE_INT32, rank, v);
+}
 
-static const char *qe_b(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
+static const char *qe_b(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank,
+                        const int64_t *sh) {
     if (!a || !b) return NULL;
     return lw_binary(c, k, a, b, CTOSA_DTYPE_INT32, rank, sh);
 }
 
-static const char *qe_cmp(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
+static const char *qe_cmp(lower_ctx *c, ctosa_op_kind k, const char *a, const char *b, uint32_t rank,
+                          const int64_t *sh) {
     if (!a || !b) return NULL;
     return lw_binary(c, k, a, b, CTOSA_DTYPE_BOOL, rank, sh);
 }
 
-static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char *b, uint32_t rank, const int64_t *sh) {
+static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char *b, uint32_t rank,
+                          const int64_t *sh) {
     if (!p || !a || !b) return NULL;
     const char *out = lw_tensor(c, CTOSA_DTYPE_INT32, rank, sh);
     const char *in[3] = {p, a, b};
@@ -157,8 +162,10 @@ const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint3
     bs[rank - 1] = nc;
     acc = qe_b(c, CTOSA_OP_MAXIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, lo), rank, sh);
     acc = qe_b(c, CTOSA_OP_MINIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, hi), rank, sh);
-    const char *w = qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, rank, sh, nc, r2, 0, 0, false, false);
-    const char *t = qe_b(c, CTOSA_OP_ADD, w, qe_s(c, rank, ldexp((double)pre, QE_F) + (double)(1 << (QE_F - 1))), rank, sh);
+    const char *w =
+        qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, rank, sh, nc, r2, 0, 0, false, false);
+    const char *t = qe_b(c, CTOSA_OP_ADD, w,
+                         qe_s(c, rank, ldexp((double)pre, QE_F) + (double)(1 << (QE_F - 1))), rank, sh);
     const char *y0 = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, t, qe_s(c, rank, QE_F), rank, sh);
     const char *fr = qe_b(c, CTOSA_OP_BITWISE_AND, t, qe_s(c, rank, (double)((1 << QE_F) - 1)), rank, sh);
     const char *y2 = qe_b(c, CTOSA_OP_ADD, y0, y0, rank, sh);

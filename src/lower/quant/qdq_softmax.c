@@ -24,7 +24,8 @@
 #include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
 
-static const char *table8(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape, const int8_t *tab) {
+static const char *table8(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape,
+                          const int8_t *tab) {
     int64_t n = 256;
     const char *tc = lw_const(c, CTOSA_DTYPE_INT8, 1, &n, tab);
     const char *y = lw_tensor(c, CTOSA_DTYPE_INT8, rank, shape);
@@ -45,10 +46,13 @@ lower_status qdq_softmax(lower_ctx *c) {
     if (!lw_axis(c, axis_attr, r, "axis", &axis)) return LOWER_REJECT;
     if (lw_opset(c) < 13 && axis != (int32_t)r - 1)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "quantized Softmax (opset < 13): axis %d is not the last (the coerced 2-D form)", axis);
+                         "quantized Softmax (opset < 13): axis %d is not the last (the coerced 2-D form)",
+                         axis);
     if (a.shape[axis] > 65535)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized Softmax: axis of %lld elements (at most 65535 "
-                         "keep the int32 sum exact)", (long long)a.shape[axis]);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Softmax: axis of %lld elements (at most 65535 "
+                         "keep the int32 sum exact)",
+                         (long long)a.shape[axis]);
     if (!qdq_out(c, r, &o)) return LOWER_REJECT;
     const ctosa_dtype I8 = CTOSA_DTYPE_INT8, I32 = CTOSA_DTYPE_INT32;
     const int64_t *sh = a.shape;
@@ -133,7 +137,8 @@ static const char *shift_op(lower_ctx *c, ctosa_op_kind k, const char *a, const 
 }
 
 /* a * b >> shift (rounded), int32 (TOSA MUL's shift input). */
-static const char *mul_shift(lower_ctx *c, const char *a, const char *b, uint32_t r, const int64_t *sh, int shift) {
+static const char *mul_shift(lower_ctx *c, const char *a, const char *b, uint32_t r, const int64_t *sh,
+                             int shift) {
     const char *y = lw_tensor(c, CTOSA_DTYPE_INT32, r, sh);
     int64_t one = 1;
     int8_t sv = (int8_t)shift;
@@ -147,12 +152,14 @@ lower_status qdq_layernorm(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
     for (uint32_t k = 1; k < n->n_outputs; k++)
         if (n->outputs[k][0])
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized LayerNormalization: Mean / InvStdDev outputs");
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                             "quantized LayerNormalization: Mean / InvStdDev outputs");
     qx_in a;
     qx_out o;
     if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
     if (a.t != CTOSA_DTYPE_INT8)
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized LayerNormalization: int8 / uint8 input only");
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                         "quantized LayerNormalization: int8 / uint8 input only");
     uint32_t rank = a.rank;
     int32_t axis;
     if (!lw_axis(c, lw_attr_int(c, "axis", -1), rank, "axis", &axis)) return LOWER_REJECT;
@@ -162,19 +169,23 @@ lower_status qdq_layernorm(lower_ctx *c) {
         else N *= a.shape[i];
     }
     if (N < 2 || N > 8192)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized LayerNormalization over %lld elements (2 to 8192 "
-                         "keep the integer variance inside int32)", (long long)N);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized LayerNormalization over %lld elements (2 to 8192 "
+                         "keep the integer variance inside int32)",
+                         (long long)N);
     const double *gam = NULL, *bet = NULL;
     int64_t ng = lw_const_f64(c, 1, &gam);
     if (ng != N && ng != 1)
         return lw_reject(c, LOWER_NEEDS_CONSTANT, lw_has_input(c, 1) ? n->inputs[1] : NULL,
-                         "quantized LayerNormalization: Scale must be a constant of %lld values", (long long)N);
+                         "quantized LayerNormalization: Scale must be a constant of %lld values",
+                         (long long)N);
     int64_t nb = 0;
     if (lw_has_input(c, 2)) {
         nb = lw_const_f64(c, 2, &bet);
         if (nb != N && nb != 1)
             return lw_reject(c, LOWER_NEEDS_CONSTANT, n->inputs[2],
-                             "quantized LayerNormalization: B must be a constant of %lld values", (long long)N);
+                             "quantized LayerNormalization: B must be a constant of %lld values",
+                             (long long)N);
     }
     if (!qdq_out(c, rank, &o)) return LOWER_REJECT;
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
@@ -213,8 +224,8 @@ lower_status qdq_layernorm(lower_ctx *c) {
     LW_TRY(lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &Wp, &mx));
     /* even normalising shift k = (clz - 1) & ~1 */
     const char *z = lw_unary(c, CTOSA_OP_CLZ, Wp, I32, 2, s1, NULL);
-    const char *k = shift_op(c, CTOSA_OP_BITWISE_AND, lw_sub(c, z, onec, I32, 2, s1), lw_scalar(c, I32, 2, -2.0), 2,
-                             s1, false);
+    const char *k = shift_op(c, CTOSA_OP_BITWISE_AND, lw_sub(c, z, onec, I32, 2, s1),
+                             lw_scalar(c, I32, 2, -2.0), 2, s1, false);
     const char *Wn = shift_op(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, Wp, k, 2, s1, false);
     /* seed: index Wn >> 23 in [64, 255] as int8 (- 128) */
     double r23 = 1.0 / 8388608.0;
@@ -231,10 +242,10 @@ lower_status qdq_layernorm(lower_ctx *c) {
     r = shift_op(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, r, lw_scalar(c, I32, 2, 23.0), 2, s1, false);
     const char *three = lw_scalar(c, I32, 2, 3.0 * 536870912.0);
     for (int it = 0; it < 2; it++) {
-        const char *t = mul_shift(c, r, r, 2, s1, 29);        /* r^2, Q29 */
-        const char *ar2 = mul_shift(c, Wn, t, 2, s1, 30);     /* a r^2, Q29 (a = Wn / 2^30) */
-        const char *v = lw_sub(c, three, ar2, I32, 2, s1);    /* 3 - a r^2 */
-        r = mul_shift(c, r, v, 2, s1, 30);                    /* r (3 - a r^2) / 2 */
+        const char *t = mul_shift(c, r, r, 2, s1, 29);     /* r^2, Q29 */
+        const char *ar2 = mul_shift(c, Wn, t, 2, s1, 30);  /* a r^2, Q29 (a = Wn / 2^30) */
+        const char *v = lw_sub(c, three, ar2, I32, 2, s1); /* 3 - a r^2 */
+        r = mul_shift(c, r, v, 2, s1, 30);                 /* r (3 - a r^2) / 2 */
     }
     /* r' = r >> (15 - k/2), rounded */
     const char *kh = shift_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, k, onec, 2, s1, false);

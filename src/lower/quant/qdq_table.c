@@ -95,8 +95,8 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
     qx_in a = *ap;
     qx_out o = *op_;
     if (o.t == CTOSA_DTYPE_INT16 && o.zp != 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: int16 output zero point %lld (TOSA needs 0)",
-                         op, (long long)o.zp);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized %s: int16 output zero point %lld (TOSA needs 0)", op, (long long)o.zp);
     const char *x = a.x;
     double sx = a.s;
     if (a.t == CTOSA_DTYPE_INT8) {
@@ -106,7 +106,8 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
         int k = 8;
         while (k > 0 && (span << k) > 32767) k--;
         double r = ldexp(1.0, k);
-        x = qdq_rescale_n(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, a.rank, a.shape, 1, &r, a.zp, 0, false, false);
+        x = qdq_rescale_n(c, x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, a.rank, a.shape, 1, &r, a.zp, 0, false,
+                          false);
         sx = a.s / r;
         if (!x) return c->rejected ? LOWER_REJECT : lw_failed(c);
     }
@@ -115,8 +116,8 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
     int16_t tab[513];
     double ts;
     if (!qdq_table16_build(fn, fn_arg, sx, lo, hi, tab, &ts))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized %s: the function is not finite on the input range",
-                         op);
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized %s: the function is not finite on the input range", op);
     int64_t n = 513;
     uint8_t tb[513 * 2];
     for (int j = 0; j < 513; j++) wr_u16(tb + 2 * j, (uint16_t)tab[j]);
@@ -126,7 +127,8 @@ lower_status qdq_table16_of(lower_ctx *c, const qx_in *ap, const qx_out *op_, do
     const char *in[2] = {x, tc};
     if (!lw_op(c, CTOSA_OP_TABLE, 2, in, 1, &y, NULL)) return lw_failed(c);
     double r = ts / (128.0 * o.s);
-    const char *z = qdq_rescale_n(c, y, CTOSA_DTYPE_INT32, o.t, a.rank, a.shape, 1, &r, 0, o.zp, false, false);
+    const char *z =
+        qdq_rescale_n(c, y, CTOSA_DTYPE_INT32, o.t, a.rank, a.shape, 1, &r, 0, o.zp, false, false);
     if (!z) return c->rejected ? LOWER_REJECT : lw_failed(c);
     return qdq_finish(c, z, &o, a.rank, a.shape);
 }

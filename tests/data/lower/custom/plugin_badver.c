@@ -6,9 +6,8 @@
 
 #define BUILT_AGAINST (CTOSA_PLUGIN_API_VERSION + 41u)
 
-__attribute__((visibility("default"))) uint32_t ctosa_plugin_init(ctosa_custom_registry *reg,
-                                                                   const ctosa_plugin_host *host,
-                                                                   uint32_t host_api_version) {
+__attribute__((visibility("default"))) uint32_t
+ctosa_plugin_init(ctosa_custom_registry *reg, const ctosa_plugin_host *host, uint32_t host_api_version) {
     if (host_api_version != BUILT_AGAINST) return BUILT_AGAINST;
     (void)reg, (void)host;
     return BUILT_AGAINST;

@@ -11,9 +11,8 @@ static ctosa_error *infer(void *user, const ctosa_custom_node *node, const ctosa
     return NULL;
 }
 
-__attribute__((visibility("default"))) uint32_t ctosa_plugin_init(ctosa_custom_registry *reg,
-                                                                   const ctosa_plugin_host *host,
-                                                                   uint32_t host_api_version) {
+__attribute__((visibility("default"))) uint32_t
+ctosa_plugin_init(ctosa_custom_registry *reg, const ctosa_plugin_host *host, uint32_t host_api_version) {
     if (host_api_version != CTOSA_PLUGIN_API_VERSION) return CTOSA_PLUGIN_API_VERSION;
     ctosa_custom_op good = {.onnx_domain = "com.fail", .onnx_op_type = "Good", .infer = infer};
     ctosa_custom_op bad = {.onnx_domain = "com.fail", .onnx_op_type = "Bad", .infer = NULL};

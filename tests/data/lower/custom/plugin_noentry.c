@@ -2,6 +2,4 @@
  * not export ctosa_plugin_init. ctosa must refuse it with a clear error. */
 #include <stdint.h>
 
-__attribute__((visibility("default"))) uint32_t ctosa_plugin_start(void) {
-    return 1;
-}
+__attribute__((visibility("default"))) uint32_t ctosa_plugin_start(void) { return 1; }
