@@ -106,6 +106,9 @@ static const char *gclamp(gb *q, const char *x, const int32_t *shape, float *loh
 
 /* x -> CONV2D 3x3 (20->24) -> CLAMP -> DEPTHWISE 3x3 -> CLAMP(nm2) -> out.
  * expose: the two convolution outputs are graph outputs too (no fusion). */
+/* ctosa_interp_options.reference for run_fp32 and run_int. */
+static bool use_reference;
+
 static ctosa_error *run_fp32(bool expose, int threads, ctosa_nan_mode nm2, float *lohi1, float *out,
                              int runs) {
     gb q;
@@ -137,6 +140,7 @@ static ctosa_error *run_fp32(bool expose, int threads, ctosa_nan_mode nm2, float
     ctosa_interp_options opt;
     ctosa_interp_options_init(&opt);
     opt.threads = threads;
+    opt.reference = use_reference;
     ctosa_error *e = q.e;
     if (!e) e = ctosa_interp_create(q.g, &opt, &it);
     int64_t xs64[4] = {1, 9, 9, 20};
@@ -207,6 +211,7 @@ static ctosa_error *run_int(bool i16, bool weights_input, int threads, int runs,
     ctosa_interp_options opt;
     ctosa_interp_options_init(&opt);
     opt.threads = threads;
+    opt.reference = use_reference;
     ctosa_error *e = q.e;
     if (!e) e = ctosa_interp_create(q.g, &opt, &it);
     int64_t xs64[4] = {1, 9, 9, 20}, ws64[4] = {24, 3, 3, 20};
@@ -341,6 +346,28 @@ static void test_cached_matmul_int8(void) {
     }
 }
 
+/* The public reference option (plain loops): integer convolutions give the
+ * same bits as the fast paths, float ones agree to rounding. */
+static void test_reference_option(void) {
+    enum { N = 9 * 9 * 24 };
+    static int32_t f32[N], r32[N];
+    static int64_t f64[N], r64[N];
+    static float ff[N], rf[N];
+    float lohi[2] = {0.0f, 6.0f};
+    for (int ref = 0; ref < 2; ref++) {
+        use_reference = ref;
+        CHECK_OK(run_int(false, false, 2, 1, ref ? r32 : f32, sizeof r32));
+        CHECK_OK(run_int(true, false, 2, 1, ref ? r64 : f64, sizeof r64));
+        CHECK_OK(run_fp32(false, 2, CTOSA_NAN_IGNORE, lohi, ref ? rf : ff, 1));
+    }
+    use_reference = false;
+    CHECK(memcmp(f32, r32, sizeof r32) == 0);
+    CHECK(memcmp(f64, r64, sizeof r64) == 0);
+    int far = 0;
+    for (int i = 0; i < N; i++) far += fabsf(ff[i] - rf[i]) > 1e-4f * (1.0f + fabsf(rf[i]));
+    CHECK_MSG(far == 0, "%d fp32 outputs differ beyond rounding", far);
+}
+
 int main(void) {
     fill();
     RUN(test_clamp_fusion_bits);
@@ -348,5 +375,6 @@ int main(void) {
     RUN(test_cached_weights_int);
     RUN(test_cached_matmul);
     RUN(test_cached_matmul_int8);
+    RUN(test_reference_option);
     return th_finish();
 }

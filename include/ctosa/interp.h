@@ -78,6 +78,15 @@ typedef struct ctosa_interp_options {
      * per operator); read the figures with ctosa_interp_profile_get. Time
      * spent in a COND_IF / WHILE_LOOP body counts for that operator. */
     bool profile;
+    /* Run the plain loops that follow the specification's pseudocode
+     * instead of the fast paths (blocked, packed, vectorised, threaded),
+     * for the kernels that have both (CONV2D, CONV3D, DEPTHWISE_CONV2D,
+     * TRANSPOSE_CONV2D, MATMUL, fp32 SIGMOID, the tabulated int8
+     * RESCALE). Integer results are identical either way;
+     * float results may differ in the last bits (the plain loops sum in a
+     * different order and round every step to the accumulator type). Much
+     * slower: for checking the fast paths, not for production. */
+    bool reference;
 } ctosa_interp_options;
 
 void ctosa_interp_options_init(ctosa_interp_options *opt);

@@ -813,7 +813,8 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                        .out = po->out,
                        .n_out = po->n_out,
                        .cache = &po->cache.p,
-                       .post = po->has_post ? &po->post : NULL};
+                       .post = po->has_post ? &po->post : NULL,
+                       .reference = it->opt.reference};
         if ((e = interp_check_arity(&o))) break;
         /* Fresh outputs of kernels that may leave positions unwritten are
          * zeroed so the result is deterministic (CTOSA_OPF_WRITES_ALL). */
