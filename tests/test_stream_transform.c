@@ -5,7 +5,8 @@
  * IOHW -> OHWI, Gemm transB)
  * are generated data produced in bounded chunks (ot_set_permuted), never a
  * relaid copy in memory. Checked here:
- *  - ot_gen_fill gives exactly a naive permute for the supported forms,
+ *  - ot_gen_fill (ctosa_transpose_view_read) gives exactly a naive permute
+ *    for the supported forms,
  *    from memory and from a file (slab tiles, column tiles, units larger
  *    than one element, unaligned reads);
  *  - a model (built here as protobuf, half of its weights in external data)

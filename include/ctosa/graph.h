@@ -271,12 +271,26 @@ ctosa_error *ctosa_tensor_set_data_generated(ctosa_graph *g, ctosa_tensor *t, ui
  * [batch, rows, cols] elements of elem_bytes each, with the last two axes
  * swapped: t receives [batch, cols, rows]. This is OIHW -> OHWI (batch O,
  * rows I, cols H*W) and the [N,K] -> [K,N] transpose of Gemm transB.
- * Computed in tiles of at most CTOSA_DATA_CHUNK source bytes (plus one
- * output chunk) when written; needs rows x elem_bytes <= CTOSA_DATA_CHUNK
- * (one output row fits a tile). State lives in the graph's arena. */
+ * Computed by ctosa_transpose_view_read when written or read. State lives
+ * in the graph's arena. */
 ctosa_error *ctosa_tensor_set_data_transposed(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src,
                                               uint64_t batch, uint64_t rows, uint64_t cols,
                                               uint32_t elem_bytes);
+/* The streamed transposer itself, for a fill callback that keeps its own
+ * descriptor: src (MEMORY or FILE data of exactly batch x rows x cols x
+ * unit_bytes bytes, borrowed) viewed as [batch, rows, cols] units of
+ * unit_bytes bytes each (any size: merged trailing axes make one unit),
+ * with the last two axes swapped. ctosa_transpose_view_read writes bytes
+ * [offset, offset + n) of the result into buf (any offset and length, as
+ * a ctosa_data_fill_fn may be asked). A memory source is read in place; a
+ * file source in tiles of at most 4 MiB (mapped for the time of a tile when
+ * it is a borrowed descriptor), so memory stays bounded whatever the size. */
+typedef struct ctosa_transpose_view {
+    ctosa_data src;
+    uint64_t batch, rows, cols;
+    uint64_t unit_bytes;
+} ctosa_transpose_view;
+ctosa_error *ctosa_transpose_view_read(const ctosa_transpose_view *v, uint64_t offset, void *buf, size_t n);
 /* Reads bytes [offset, offset + n) of a constant's data, whatever its
  * kind (memory, file range or generated) into buf. */
 ctosa_error *ctosa_tensor_read_data(const ctosa_tensor *t, uint64_t offset, void *buf, size_t n);

@@ -323,49 +323,10 @@ ctosa_error *ctosa_tensor_read_data(const ctosa_tensor *t, uint64_t offset, void
     return e ? ctosa_error_prefix(e, "tensor '%s'", t->name) : NULL;
 }
 
-/* ctosa_tensor_set_data_transposed: [batch, rows, cols] -> [batch, cols, rows]. */
-typedef struct transposed_src {
-    ctosa_data src;
-    const char *name;
-    uint64_t batch, rows, cols;
-    uint32_t es;
-} transposed_src;
-
+/* ctosa_tensor_set_data_transposed: user is the view (in the graph's
+ * arena). */
 static ctosa_error *fill_transposed(void *user, uint64_t offset, void *buf, size_t n) {
-    const transposed_src *ts = user;
-    const uint64_t es = ts->es, R = ts->rows, C = ts->cols;
-    uint8_t *out = buf;
-    /* A tile = source rows [0, R) x columns [c0, c0 + cw) of one batch: it
-     * gives cw complete output rows. cw keeps the tile within one chunk. */
-    uint64_t row_bytes = R * es;
-    uint64_t cw = row_bytes ? CTOSA_DATA_CHUNK / row_bytes : C;
-    if (cw < 1) cw = 1;
-    if (cw > C) cw = C;
-    uint8_t *tile = NULL;
-    ctosa_error *e = NULL;
-    uint64_t first = offset / es,
-             last = (offset + n) / es; /* elements [first, last) (offsets are element-aligned) */
-    if (offset % es || n % es)
-        return ctosa_error_new(CTOSA_ERR_USAGE, "%s: read not aligned to its %u-byte elements", ts->name,
-                               ts->es);
-    if (!(tile = malloc((size_t)(cw * row_bytes) + 1))) return ctosa_error_nomem();
-    uint64_t k = first;
-    while (!e && k < last) {
-        uint64_t b = k / (C * R), c = (k / R) % C;
-        uint64_t c0 = c / cw * cw, c1 = c0 + cw < C ? c0 + cw : C, w = c1 - c0;
-        /* load the tile: w contiguous source elements from each row */
-        for (uint64_t r = 0; !e && r < R; r++)
-            e = read_plain(&ts->src, ts->name, ((b * R + r) * C + c0) * es, tile + r * w * es,
-                           (size_t)(w * es));
-        /* emit output elements of this tile that fall in [k, last) */
-        uint64_t tile_end = (b * C + c1) * R; /* first output element after the tile */
-        for (; !e && k < last && k < tile_end; k++) {
-            uint64_t cc = (k / R) % C - c0, r = k % R;
-            memcpy(out + (k - first) * es, tile + (r * w + cc) * es, es);
-        }
-    }
-    free(tile);
-    return e;
+    return ctosa_transpose_view_read(user, offset, buf, n);
 }
 
 ctosa_error *ctosa_tensor_set_data_transposed(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src,
@@ -373,25 +334,23 @@ ctosa_error *ctosa_tensor_set_data_transposed(ctosa_graph *g, ctosa_tensor *t, c
                                               uint32_t elem_bytes) {
     uint64_t n = 0;
     bool ok = src && (src->kind == CTOSA_DATA_MEMORY || src->kind == CTOSA_DATA_FILE) && elem_bytes > 0 &&
-              elem_bytes <= 16 && !__builtin_mul_overflow(batch, rows, &n) &&
-              !__builtin_mul_overflow(n, cols, &n) && !__builtin_mul_overflow(n, (uint64_t)elem_bytes, &n) &&
-              n == src->size && rows * elem_bytes <= CTOSA_DATA_CHUNK;
+              !__builtin_mul_overflow(batch, rows, &n) && !__builtin_mul_overflow(n, cols, &n) &&
+              !__builtin_mul_overflow(n, (uint64_t)elem_bytes, &n) && n == src->size;
     if (!ok)
         return ctosa_error_new(CTOSA_ERR_USAGE,
                                "tensor '%s': transposed source must be memory or file data of exactly "
-                               "batch x rows x cols x elem_bytes bytes (one row at most %zu bytes)",
-                               t->name, CTOSA_DATA_CHUNK);
-    transposed_src *ts = arena_zalloc(&g->arena, sizeof *ts);
-    if (!ts) return ctosa_error_nomem();
-    ts->src = *src;
-    if (src->kind == CTOSA_DATA_FILE && src->path && !(ts->src.path = arena_strdup(&g->arena, src->path)))
+                               "batch x rows x cols x elem_bytes bytes",
+                               t->name);
+    ctosa_transpose_view *v = arena_zalloc(&g->arena, sizeof *v);
+    if (!v) return ctosa_error_nomem();
+    v->src = *src;
+    if (src->kind == CTOSA_DATA_FILE && src->path && !(v->src.path = arena_strdup(&g->arena, src->path)))
         return ctosa_error_nomem();
-    ts->name = t->name;
-    ts->batch = batch;
-    ts->rows = rows;
-    ts->cols = cols;
-    ts->es = elem_bytes;
-    return ctosa_tensor_set_data_generated(g, t, n, fill_transposed, ts);
+    v->batch = batch;
+    v->rows = rows;
+    v->cols = cols;
+    v->unit_bytes = elem_bytes;
+    return ctosa_tensor_set_data_generated(g, t, n, fill_transposed, v);
 }
 
 static const char **dup_names(ctosa_graph *g, uint32_t n, const char *const *names, bool *ok) {
