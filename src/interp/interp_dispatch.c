@@ -234,9 +234,7 @@ interp_kernel_fn interp_kernel_for(ctosa_op_kind k) {
     switch (k) {
 #define CASE(n) \
     case CTOSA_OP_##n: return interp_k_##n;
-        INTERP_KERNELS_A(CASE)
-        INTERP_KERNELS_B(CASE)
-        INTERP_KERNELS_SHAPE(CASE)
+        INTERP_KERNELS(CASE)
 #undef CASE
     case CTOSA_OP_COND_IF: return interp_k_COND_IF;
     case CTOSA_OP_WHILE_LOOP: return interp_k_WHILE_LOOP;

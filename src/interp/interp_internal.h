@@ -114,21 +114,22 @@ void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t
                          void *arg);
 
 /* ------------------------------------------------------------ kernels */
-/* Group A (tensor, activation, image, type conversion): kernels_tensor.c,
- * kernels_conv.c, kernels_pool.c, kernels_fft.c, kernels_convert.c,
- * kernels_activation.c */
+/* Every kernel is ctosa_error *interp_k_<OP>(const interp_op *o), with the
+ * same contract (top of this file) and the same helpers (below and
+ * int_math.h), whatever file it lives in. INTERP_KERNELS lists the
+ * operators that have one (interp_kernel_for dispatches on it); the
+ * control-flow, variable and custom operators, which call back into the
+ * runtime, are declared in interp_runtime.h. */
 /* clang-format off */
-#define INTERP_KERNELS_A(X) \
+#define INTERP_KERNELS(X) \
+    /* computation and conversion: kernels_conv.c, kernels_matmul.c,          \
+     * kernels_pool.c, kernels_fft.c, kernels_activation.c, kernels_image.c,  \
+     * kernels_convert.c */                                                    \
     X(ARGMAX) X(AVG_POOL2D) X(CONV2D) X(CONV3D) X(DEPTHWISE_CONV2D) X(FFT2D) X(MATMUL) \
     X(MAX_POOL2D) X(RFFT2D) X(TRANSPOSE_CONV2D) X(CLAMP) X(ERF) X(SIGMOID) X(TANH)       \
-    X(TABLE) X(RESIZE) X(CAST) X(RESCALE)
-/* clang-format on */
-/* Group B (element-wise, comparison, reduction, data layout, gather/scatter,
- * data nodes, control flow, variables, custom, 1.1 shape ops):
- * kernels_ewise.c, kernels_reduce.c, kernels_layout.c, kernels_gather.c,
- * interp_control.c, kernels_shape.c */
-/* clang-format off */
-#define INTERP_KERNELS_B(X) \
+    X(TABLE) X(RESIZE) X(CAST) X(RESCALE)                                                \
+    /* element-wise, comparison, reduction, data layout, gather/scatter:      \
+     * kernels_ewise.c, kernels_reduce.c, kernels_layout.c, kernels_gather.c */ \
     X(ADD) X(ARITHMETIC_RIGHT_SHIFT) X(BITWISE_AND) X(BITWISE_OR) X(BITWISE_XOR) X(INTDIV) \
     X(LOGICAL_AND) X(LOGICAL_LEFT_SHIFT) X(LOGICAL_RIGHT_SHIFT) X(LOGICAL_OR)              \
     X(LOGICAL_XOR) X(MAXIMUM) X(MINIMUM) X(MUL) X(POW) X(SUB) X(ABS) X(BITWISE_NOT)        \
@@ -136,12 +137,35 @@ void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t
     X(RSQRT) X(SIN) X(SELECT) X(EQUAL) X(GREATER) X(GREATER_EQUAL) X(REDUCE_ALL)          \
     X(REDUCE_ANY) X(REDUCE_MAX) X(REDUCE_MIN) X(REDUCE_PRODUCT) X(REDUCE_SUM) X(CONCAT)   \
     X(PAD) X(RESHAPE) X(REVERSE) X(SLICE) X(TILE) X(TRANSPOSE) X(GATHER) X(SCATTER)       \
-    X(IDENTITY)
+    X(IDENTITY)                                                                            \
+    /* 1.1 shape operators: kernels_shape.c */                                 \
+    X(DIM) X(CONCAT_SHAPE) X(ADD_SHAPE) X(SUB_SHAPE) X(MUL_SHAPE) X(SLICE_SHAPE)          \
+    X(EXP2_SHAPE) X(LOG2_CEIL_SHAPE) X(LOG2_FLOOR_SHAPE) X(MAX_SHAPE) X(MIN_SHAPE)        \
+    X(MOD_SHAPE) X(DIV_CEIL_SHAPE) X(DIV_FLOOR_SHAPE) X(ASSERT_EQUAL_SHAPE)
 /* clang-format on */
 
 #define INTERP_DECLARE(n) ctosa_error *interp_k_##n(const interp_op *o);
-INTERP_KERNELS_A(INTERP_DECLARE)
-INTERP_KERNELS_B(INTERP_DECLARE)
+INTERP_KERNELS(INTERP_DECLARE)
 #undef INTERP_DECLARE
+
+/* ------------------------------------------------------ kernel helpers
+ * (with the element and fixed-point helpers of int_math.h: the one set
+ * every kernel uses) */
+/* CTOSA_ERR_UNSUPPORTED "<where>: <text>". */
+ctosa_error *interp_unsupported(const interp_op *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "dims" of a tensor for messages: "[1,4,4]" in a static rotating buffer. */
+const char *interp_shape_str(const itensor *t);
+/* Whether a and b have the same rank and dims. */
+bool interp_same_shape(const itensor *a, const itensor *b);
+/* Element i of a canonical integer tensor widened to int64 (BOOL, INT*,
+ * SHAPE). */
+int64_t interp_get_int(const itensor *t, uint64_t i);
+/* A 1-element (or rank-0) compile-time argument such as a zero point or the
+ * MUL shift, as int64 or float. Fails when the tensor is empty. */
+ctosa_error *interp_scalar_int(const interp_op *o, uint32_t input, int64_t *v);
+ctosa_error *interp_scalar_float(const interp_op *o, uint32_t input, float *v);
+/* The int64 values of a shape input (SHAPE, or an integer tensor). */
+ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v, uint64_t *n);
 
 #endif

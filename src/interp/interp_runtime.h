@@ -1,7 +1,7 @@
 /* interp_runtime.h - private structures of the interpreter runtime
- * (interp_core.c, interp_dispatch.c, interp_control.c, threadpool.c) and
- * small helpers shared by the group-B kernel files. Kernels of group A only
- * need interp_internal.h. */
+ * (interp_core.c, interp_dispatch.c, interp_control.c, threadpool.c).
+ * Kernel files never include it: their whole contract with the runtime is
+ * interp_internal.h (with int_math.h). */
 #ifndef CTOSA_INTERP_RUNTIME_H
 #define CTOSA_INTERP_RUNTIME_H
 
@@ -148,33 +148,4 @@ ctosa_error *interp_k_WHILE_LOOP(const interp_op *o);
 ctosa_error *interp_k_VARIABLE_READ(const interp_op *o);
 ctosa_error *interp_k_VARIABLE_WRITE(const interp_op *o);
 ctosa_error *interp_k_CUSTOM(const interp_op *o);
-/* 1.1 shape operators (kernels_shape.c). */
-/* clang-format off */
-#define INTERP_KERNELS_SHAPE(X)                                                          \
-    X(DIM) X(CONCAT_SHAPE) X(ADD_SHAPE) X(SUB_SHAPE) X(MUL_SHAPE) X(SLICE_SHAPE)          \
-    X(EXP2_SHAPE) X(LOG2_CEIL_SHAPE) X(LOG2_FLOOR_SHAPE) X(MAX_SHAPE) X(MIN_SHAPE)        \
-    X(MOD_SHAPE) X(DIV_CEIL_SHAPE) X(DIV_FLOOR_SHAPE) X(ASSERT_EQUAL_SHAPE)
-/* clang-format on */
-#define INTERP_DECLARE_S(n) ctosa_error *interp_k_##n(const interp_op *o);
-INTERP_KERNELS_SHAPE(INTERP_DECLARE_S)
-#undef INTERP_DECLARE_S
-
-/* ---------------------------------------------------- kernel helpers */
-/* CTOSA_ERR_UNSUPPORTED "<where>: <text>". */
-ctosa_error *interp_unsupported(const interp_op *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* "dims" of a tensor for messages: "[1,4,4]" in a static rotating buffer. */
-const char *interp_shape_str(const itensor *t);
-/* Whether a and b have the same rank and dims. */
-bool interp_same_shape(const itensor *a, const itensor *b);
-/* Element i of a canonical integer tensor widened to int64 (BOOL, INT*,
- * SHAPE). */
-int64_t interp_get_int(const itensor *t, uint64_t i);
-/* A 1-element (or rank-0) compile-time argument such as a zero point or the
- * MUL shift, as int64 or float. Fails when the tensor is empty. */
-ctosa_error *interp_scalar_int(const interp_op *o, uint32_t input, int64_t *v);
-ctosa_error *interp_scalar_float(const interp_op *o, uint32_t input, float *v);
-/* The int64 values of a shape input (SHAPE, or an integer tensor). */
-ctosa_error *interp_shape_values(const interp_op *o, uint32_t input, const int64_t **v, uint64_t *n);
-
 #endif

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "interp_runtime.h"
+#include "interp/int_math.h"
 #include "util/floatfmt.h"
 
 enum { E_NONE, E_OVERFLOW, E_DIV0, E_SHIFT, E_SHIFT_ARG };

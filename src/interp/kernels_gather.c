@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_runtime.h"
+#include "interp/int_math.h"
 
 static ctosa_error *check_rank3(const interp_op *o, const itensor *t, const char *what) {
     if (t->rank != 3)

@@ -9,7 +9,7 @@
  * the output as [m0, s0, m1, s1, ...] with stride 0 on the repeat axes. */
 #include <string.h>
 
-#include "interp_runtime.h"
+#include "interp/int_math.h"
 
 #define VMAX (2 * INTERP_MAX_RANK)
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "interp_runtime.h"
+#include "interp/int_math.h"
 #include "util/floatfmt.h"
 
 typedef enum { R_ALL, R_ANY, R_MAX, R_MIN, R_PROD, R_SUM } rkind;

@@ -3,7 +3,7 @@
  * overflow. */
 #include <string.h>
 
-#include "interp_runtime.h"
+#include "interp/int_math.h"
 
 static ctosa_error *shape_out(const interp_op *o, uint64_t n, int64_t **out) {
     const itensor *t = o->out[0];
