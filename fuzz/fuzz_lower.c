@@ -41,6 +41,10 @@ FUZZ_ENTRY(lower) {
     opt.output_dir = write ? fuzz_scratch_dir() : NULL;
     opt.stem = "m";
     opt.max_problems = 16;
+    /* The harness (not the library) reads the streaming threshold from the
+     * environment, as the CLI does: =1 streams every weight transform. */
+    const char *min = getenv("CTOSA_STREAM_TRANSFORM_MIN");
+    if (min && *min) opt.stream_transform_min = strtoull(min, NULL, 10);
     ctosa_lower_result *r = NULL;
     e = ctosa_lower_file(path, &spec, &opt, &r);
     if (!e) {

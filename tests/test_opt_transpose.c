@@ -285,7 +285,7 @@ static uint32_t run_pass(gb *s, uint32_t *before, bool quiet) {
     *before = count_op(s->g, CTOSA_OP_TRANSPOSE);
     ctosa_spec sp = fp_spec();
     CHECK_OK(ctosa_validate(s->g, &sp, NULL));
-    CHECK_OK(lw_finalize_graph(s->g, s->b, s->n_in, s->in, s->n_out, s->out, s->out, &fg));
+    CHECK_OK(lw_finalize_graph(NULL, s->g, s->b, s->n_in, s->in, s->n_out, s->out, s->out, &fg));
     if (!fg) return UINT32_MAX;
     ctosa_error *e = ctosa_validate(fg, &sp, NULL);
     if (e) fprintf(stderr, "invalid after the pass: %s\n", ctosa_error_message(e));
@@ -558,7 +558,7 @@ static void test_large_graph(void) {
     uint32_t n_ops = b->n_ops;
     ctosa_graph *fg = NULL;
     clock_t c0 = clock();
-    CHECK_OK(lw_finalize_graph(s.g, s.b, s.n_in, s.in, s.n_out, s.out, s.out, &fg));
+    CHECK_OK(lw_finalize_graph(NULL, s.g, s.b, s.n_in, s.in, s.n_out, s.out, s.out, &fg));
     double dt = (double)(clock() - c0) / CLOCKS_PER_SEC;
     if (fg) {
         printf("  %u operators, TRANSPOSE %u -> %u in %.2f s CPU\n", n_ops, count_op(s.g, CTOSA_OP_TRANSPOSE),
@@ -574,11 +574,13 @@ static void test_large_graph(void) {
 
 /* ------------------------------------------------ real models, end to end */
 
-static uint32_t lower_count(const char *model, const char *spec_text, const char *input_npy, npy_array *out) {
+static uint32_t lower_count(const char *model, const char *spec_text, const char *input_npy, bool no_layout,
+                            npy_array *out) {
     ctosa_spec sp;
     CHECK_OK(ctosa_spec_parse(spec_text, &sp));
     ctosa_lower_options opt;
     ctosa_lower_options_init(&opt);
+    opt.no_layout = no_layout;
     ctosa_lower_result *r = NULL;
     ctosa_error *e = ctosa_lower_file(model, &sp, &opt, &r);
     CHECK_OK(e);
@@ -624,10 +626,8 @@ static void model_case(const char *dir, const char *spec, bool expect_one) {
     snprintf(model, sizeof model, "%s/tests/models/%s/model.onnx", CTOSA_SOURCE_DIR, dir);
     snprintf(input, sizeof input, "%s/tests/models/%s/input_0.npy", CTOSA_SOURCE_DIR, dir);
     npy_array off, on;
-    setenv("CTOSA_LOWER_NO_LAYOUT", "1", 1);
-    uint32_t before = lower_count(model, spec, input, &off);
-    unsetenv("CTOSA_LOWER_NO_LAYOUT");
-    uint32_t after = lower_count(model, spec, input, &on);
+    uint32_t before = lower_count(model, spec, input, true, &off);
+    uint32_t after = lower_count(model, spec, input, false, &on);
     printf("  %s: TRANSPOSE %u (adjacent pairs only) -> %u\n", dir, before, after);
     CHECK(after <= before);
     if (!off.data || !on.data) {

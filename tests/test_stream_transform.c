@@ -10,7 +10,7 @@
  *    from memory and from a file (slab tiles, column tiles, units larger
  *    than one element, unaligned reads);
  *  - a model (built here as protobuf, half of its weights in external data)
- *    lowered with streaming off (CTOSA_STREAM_TRANSFORM_MIN huge), at the
+ *    lowered with streaming off (ctosa_lower_options.stream_transform_min huge), at the
  *    default threshold and with everything streamed gives byte-identical
  *    TOSA files and bit-identical interpreter outputs, and the default run
  *    really holds generated constants.
@@ -29,6 +29,9 @@
 #include "lower/opt/opt_transpose_int.h"
 
 /* ------------------------------------------------------ ot_gen_fill units */
+
+/* Streaming threshold handed to ot_set_permuted by check_form. */
+static uint64_t form_min = 1;
 
 static void naive_permute(const uint8_t *src, uint32_t rank, const int64_t *shape, const int32_t *perm,
                           uint32_t es, uint8_t *dst) {
@@ -80,7 +83,7 @@ static void check_form(const char *dir, uint32_t rank, const int64_t *shape, con
         memset(&t, 0, sizeof t);
         t.name = "w";
         bool done = false;
-        CHECK_OK(ot_set_permuted(g, &t, &d, rank, shape, perm, es, &done));
+        CHECK_OK(ot_set_permuted(g, &t, &d, rank, shape, perm, es, form_min, &done));
         CHECK_MSG(done == expect_stream, "rank %u perm %d,%d,...: streamed %d", rank, perm[0], perm[1], done);
         if (!done) continue;
         memset(got, 0xAA, n);
@@ -109,7 +112,7 @@ static void check_form(const char *dir, uint32_t rank, const int64_t *shape, con
 
 static void test_fill_forms(void) {
     const char *dir = th_tmpdir();
-    setenv("CTOSA_STREAM_TRANSFORM_MIN", "1", 1);
+    form_min = 1;
     /* OIHW -> O,HW,I: whole slabs per tile */
     int64_t s1[4] = {37, 19, 3, 3};
     int32_t p1[4] = {0, 2, 3, 1};
@@ -133,9 +136,8 @@ static void test_fill_forms(void) {
     int32_t p6[3] = {0, 1, 2};
     check_form(dir, 3, s5, p6, 4, false);
     /* below the threshold nothing streams */
-    setenv("CTOSA_STREAM_TRANSFORM_MIN", "100000000", 1);
+    form_min = 100000000;
     check_form(dir, 4, s1, p1, 4, false);
-    unsetenv("CTOSA_STREAM_TRANSFORM_MIN");
 }
 
 /* ------------------------------------------------- a protobuf model here */
@@ -370,10 +372,8 @@ static uint8_t *slurp(const char *path, size_t *n) {
 /* Lowers the model with threshold `min` (NULL: default) into out/<tag>;
  * returns the TOSA file bytes and the interpreter's y; counts generated
  * constants of the in-memory result. */
-static uint8_t *lower_run(const char *dir, const char *min, const char *tag, const float *x, float *y,
+static uint8_t *lower_run(const char *dir, uint64_t min, const char *tag, const float *x, float *y,
                           size_t *tosa_n, uint32_t *n_generated) {
-    if (min) setenv("CTOSA_STREAM_TRANSFORM_MIN", min, 1);
-    else unsetenv("CTOSA_STREAM_TRANSFORM_MIN");
     char model[1024], out[1024], file[1200];
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     snprintf(out, sizeof out, "%s/out_%s", dir, tag);
@@ -387,6 +387,7 @@ static uint8_t *lower_run(const char *dir, const char *min, const char *tag, con
         opt.output_dir = written ? out : NULL;
         opt.no_report = true;
         opt.no_partitioned_onnx = true;
+        opt.stream_transform_min = min;
         ctosa_lower_result *r = NULL;
         CHECK_OK(ctosa_lower_file(model, &spec, &opt, &r));
         if (!r) break;
@@ -427,7 +428,6 @@ static uint8_t *lower_run(const char *dir, const char *min, const char *tag, con
         }
         ctosa_lower_result_free(r);
     }
-    unsetenv("CTOSA_STREAM_TRANSFORM_MIN");
     return bytes;
 }
 
@@ -438,9 +438,9 @@ static void test_model(void) {
     float y_off[128], y_def[128], y_all[128];
     size_t n_off = 0, n_def = 0, n_all = 0;
     uint32_t g_off, g_def, g_all;
-    uint8_t *off = lower_run(dir, "1000000000000", "off", x, y_off, &n_off, &g_off);
-    uint8_t *def = lower_run(dir, NULL, "def", x, y_def, &n_def, &g_def);
-    uint8_t *all = lower_run(dir, "1", "all", x, y_all, &n_all, &g_all);
+    uint8_t *off = lower_run(dir, UINT64_MAX, "off", x, y_off, &n_off, &g_off);
+    uint8_t *def = lower_run(dir, 0, "def", x, y_def, &n_def, &g_def);
+    uint8_t *all = lower_run(dir, 1, "all", x, y_all, &n_all, &g_all);
     printf("  generated constants: off %u, default %u, all %u; TOSA %zu bytes\n", g_off, g_def, g_all, n_off);
     CHECK(g_off == 0);
     /* conv1, depthwise, 4 group slices (144 KiB each), ConvTranspose, Gemm transB */

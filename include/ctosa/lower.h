@@ -25,6 +25,8 @@
 #ifndef CTOSA_LOWER_API_H
 #define CTOSA_LOWER_API_H
 
+#include <stdio.h>
+
 #include "ctosa/graph.h"
 #include "ctosa/spec.h"
 
@@ -73,6 +75,22 @@ typedef struct ctosa_lower_options {
      * by default they stay on the CPU (no_compute). The runtime's host
      * executor sets it to run such a node alone. */
     bool keep_data_movement;
+    /* Aids for debugging and comparing the lowering; leave them zero in
+     * normal use. `ctosa lower` sets them from environment variables
+     * (docs/cli.md); the library itself reads no environment.
+     *
+     * stream_transform_min: constants of at least this many bytes whose
+     * layout the lowering permutes (OIHW -> OHWI weights, Gemm transB) are
+     * written as streamed transposes instead of being copied; 0 = 64 KiB;
+     * UINT64_MAX = never stream. Output files are byte-identical either
+     * way. */
+    uint64_t stream_transform_min;
+    /* Skip the transpose pass's layout propagation and constant folds:
+     * only adjacent TRANSPOSE pairs cancel (to measure what they remove). */
+    bool no_layout;
+    /* Where the lowering explains why it did not fold a node and what the
+     * transpose pass did per partition; NULL = nowhere. */
+    FILE *debug_log;
 } ctosa_lower_options;
 
 #define CTOSA_REQUANT_RESCALE 0

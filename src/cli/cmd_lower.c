@@ -165,6 +165,21 @@ static ctosa_error *write_html(const ctosa_lower_summary *s, const char *file, c
     return e;
 }
 
+/* The lowering's debugging aids come from the environment here, in the CLI
+ * only (the library reads no environment; docs/cli.md lists them):
+ * CTOSA_LOWER_DEBUG=1 (explanations on stderr), CTOSA_LOWER_NO_LAYOUT=1,
+ * CTOSA_STREAM_TRANSFORM_MIN=<bytes>. */
+static void env_debug_options(ctosa_lower_options *opt) {
+    const char *v = getenv("CTOSA_LOWER_DEBUG");
+    if (v && *v && strcmp(v, "0") != 0) opt->debug_log = stderr;
+    v = getenv("CTOSA_LOWER_NO_LAYOUT");
+    opt->no_layout = v && *v && strcmp(v, "0") != 0;
+    v = getenv("CTOSA_STREAM_TRANSFORM_MIN");
+    char *end = NULL;
+    unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
+    if (end && !*end) opt->stream_transform_min = x;
+}
+
 int cmd_lower(int argc, char **argv) {
     const char *model = NULL, *spec_s = NULL, *target = NULL, *dir = "output", *report = NULL, *stem = NULL;
     bool strict = false, quiet = false, want_html = false, emit_mlir = false;
@@ -337,6 +352,7 @@ int cmd_lower(int argc, char **argv) {
     opt.custom_ops = reg;
     opt.max_memory = max_memory;
     opt.requant = requant;
+    env_debug_options(&opt);
     for (int k = 0; k < 2; k++) {
         const char *o = k ? html : report;
         char a_real[PATH_MAX], b_real[PATH_MAX];

@@ -94,6 +94,10 @@ struct lower_session {
     uint64_t max_memory;
     bool requant_ort; /* ctosa_lower_options.requant == CTOSA_REQUANT_MATCH_ORT */
     bool keep_moves;  /* ctosa_lower_options.keep_data_movement */
+    /* ctosa_lower_options debugging aids, resolved (stream_min never 0). */
+    uint64_t stream_min;
+    bool no_layout;
+    FILE *debug;
     const arena *extra;
     ctosa_error *limit_err;
     /* Model-local functions (onnx_inline.h): g is the main graph with
@@ -197,9 +201,10 @@ void qdq_post_decide(lower_session *s);
  * inputs are `in` (names kept) and whose outputs are the tensors `out_src[i]`
  * renamed to `out_name[i]` (an IDENTITY is added where renaming is not
  * possible). Constant data is borrowed from src's graph, which must outlive
- * the result. */
-ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src, uint32_t n_in,
-                               const char *const *in, uint32_t n_out, const char *const *out_src,
-                               const char *const *out_name, ctosa_graph **out);
+ * the result. ls gives the debugging options (stream_min, no_layout,
+ * debug); NULL = defaults. */
+ctosa_error *lw_finalize_graph(const lower_session *ls, const ctosa_graph *src_g, const ctosa_block *src,
+                               uint32_t n_in, const char *const *in, uint32_t n_out,
+                               const char *const *out_src, const char *const *out_name, ctosa_graph **out);
 
 #endif

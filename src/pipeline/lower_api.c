@@ -261,7 +261,8 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
             goto out;
         }
     }
-    if ((e = lw_finalize_graph(lp->work, b, lp->n_in, in_names, lp->n_out, out_src, out_names, &lp->final)))
+    if ((e = lw_finalize_graph(s, lp->work, b, lp->n_in, in_names, lp->n_out, out_src, out_names,
+                               &lp->final)))
         goto out;
     ctosa_validate_options vo = {.max_problems = 4};
     if ((e = ctosa_validate(lp->final, &s->spec, &vo))) {

@@ -246,7 +246,7 @@ const char *lw_wconst_stream(lower_ctx *c, const lw_wsrc *w, uint32_t rank, cons
     if (!w->raw || rank > LOWER_MAX_RANK || c->rejected) return NULL;
     uint64_t n = 1;
     for (uint32_t i = 0; i < src_rank; i++) n *= (uint64_t)(src_shape[i] > 0 ? src_shape[i] : 0);
-    if (n * w->esz < ot_stream_min()) return NULL;
+    if (n * w->esz < c->s->stream_min) return NULL;
     int32_t s32[LOWER_MAX_RANK];
     uint64_t on = 1;
     for (uint32_t i = 0; i < rank; i++) {
@@ -272,7 +272,9 @@ const char *lw_wconst_stream(lower_ctx *c, const lw_wsrc *w, uint32_t rank, cons
     ctosa_error *e = NULL;
     if (ident) /* same bytes: borrow them (written as a file range) */
         done = !(e = ctosa_tensor_set_data(c->g, &probe, src.ptr, src.size, false));
-    else e = ot_set_permuted(c->g, &probe, &src, src_rank, src_shape, perm, (uint32_t)w->esz, &done);
+    else
+        e = ot_set_permuted(c->g, &probe, &src, src_rank, src_shape, perm, (uint32_t)w->esz, c->s->stream_min,
+                            &done);
     if (!e && !done) return NULL;
     const char *name = e ? NULL : lw_unique_name(c, NULL);
     ctosa_tensor *tt = NULL;

@@ -762,8 +762,8 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
     bool any_tensor = false;
     for (uint32_t i = 0; ok && i < n->n_outputs; i++) any_tensor |= c.out_names[i] != NULL;
     if (ok && any_tensor && fold_too_big(s, n, &c)) {
-        if (getenv("CTOSA_LOWER_DEBUG"))
-            fprintf(stderr, "ctosa lower: not folding '%s': its values are weight-sized\n",
+        if (s->debug)
+            fprintf(s->debug, "ctosa lower: not folding '%s': its values are weight-sized\n",
                     s->nodes[ni].label);
         ok = false;
     }
@@ -815,13 +815,14 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
         }
         if (e) {
             ok = false;
-            if (getenv("CTOSA_LOWER_DEBUG"))
-                fprintf(stderr, "ctosa lower: folding '%s' failed: %s\n", s->nodes[ni].label,
+            if (s->debug)
+                fprintf(s->debug, "ctosa lower: folding '%s' failed: %s\n", s->nodes[ni].label,
                         ctosa_error_message(e));
             ctosa_error_free(e);
         }
-    } else if (!ok && getenv("CTOSA_LOWER_DEBUG")) {
-        fprintf(stderr, "ctosa lower: folding '%s' rejected: %s\n", s->nodes[ni].label, c.msg ? c.msg : "?");
+    } else if (!ok && s->debug) {
+        fprintf(s->debug, "ctosa lower: folding '%s' rejected: %s\n", s->nodes[ni].label,
+                c.msg ? c.msg : "?");
     }
     if (ok && !c.rejected) {
         for (uint32_t i = 0; i < n->n_outputs; i++)
@@ -1010,6 +1011,9 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     strmap_free(&seen);
     s->max_memory = opt->max_memory ? opt->max_memory : CTOSA_LOWER_DEFAULT_MAX_MEMORY;
     s->requant_ort = opt->requant == CTOSA_REQUANT_MATCH_ORT;
+    s->stream_min = opt->stream_transform_min ? opt->stream_transform_min : LW_LARGE_CONST_BYTES;
+    s->no_layout = opt->no_layout;
+    s->debug = opt->debug_log;
     s->keep_moves = opt->keep_data_movement;
     if ((e = setup_values(s, opt))) return e;
     if (!lw_budget_ok(s, 0, "decoding constants and bound inputs")) {

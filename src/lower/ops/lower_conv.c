@@ -119,7 +119,7 @@ static lower_status lower_conv(lower_ctx *c) {
     for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
     /* Large raw weights are streamed (lw_wconst_stream: a permuted view of
      * the model's bytes written in bounded chunks), others relaid here. */
-    bool stream = ws.raw && (uint64_t)ws.n * ws.esz >= ot_stream_min();
+    bool stream = ws.raw && (uint64_t)ws.n * ws.esz >= c->s->stream_min;
     void *buf = stream ? NULL : lw_wbuf(c, &ws, ws.n);
     if (!stream && !buf) return lw_failed(c);
     const char *y;
@@ -362,7 +362,7 @@ static lower_status lower_conv_transpose(lower_ctx *c) {
     int64_t KH = nsp == 1 ? 1 : W->shape[2], KW = W->shape[r - 1];
     int64_t dy = td[0].d, dx = td[1].d;
     /* undilated large raw weights: streamed ([Cg, Mg, KH*KW] -> [Mg, KH*KW, Cg] per group) */
-    bool stream = ws.raw && dy == 1 && dx == 1 && (uint64_t)Mg * kvol * Cg * ws.esz >= ot_stream_min();
+    bool stream = ws.raw && dy == 1 && dx == 1 && (uint64_t)Mg * kvol * Cg * ws.esz >= c->s->stream_min;
     void *buf = stream ? NULL : lw_wbuf(c, &ws, Mg * kvol * Cg);
     const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts);
     if ((!stream && !buf) || !parts) return lw_failed(c);

@@ -15,7 +15,7 @@
  *   - drops operators whose results nobody uses,
  * and writes the result into a new graph whose outputs carry the ONNX
  * names. Constant data is borrowed, not copied (except constants the pass
- * permuted). Setting CTOSA_LOWER_NO_LAYOUT=1 in the environment turns the
+ * permuted). ctosa_lower_options.no_layout turns the
  * layout propagation and the constant folds off (to measure what they
  * gain). */
 #include <stdio.h>
@@ -265,9 +265,9 @@ static ctosa_error *add_final_tensor(ctosa_graph *g, ctosa_block *b, const ot_te
     return NULL;
 }
 
-ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src, uint32_t n_in,
-                               const char *const *in, uint32_t n_out, const char *const *out_src,
-                               const char *const *out_name, ctosa_graph **out) {
+ctosa_error *lw_finalize_graph(const lower_session *ls, const ctosa_graph *src_g, const ctosa_block *src,
+                               uint32_t n_in, const char *const *in, uint32_t n_out,
+                               const char *const *out_src, const char *const *out_name, ctosa_graph **out) {
     ot s;
     memset(&s, 0, sizeof s);
     arena_init(&s.a, 0);
@@ -277,8 +277,9 @@ ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src,
     const char **final = NULL;
     bool *via_identity = NULL;
     uint32_t *out_ids = NULL;
-    const char *no_layout = getenv("CTOSA_LOWER_NO_LAYOUT");
-    bool layout = !(no_layout && *no_layout && strcmp(no_layout, "0") != 0);
+    bool layout = !ls || !ls->no_layout;
+    s.stream_min = ls ? ls->stream_min : LW_LARGE_CONST_BYTES;
+    FILE *debug = ls ? ls->debug : NULL;
     if ((e = load(&s, src))) goto done;
     out_ids = calloc(n_out + 1, sizeof *out_ids);
     via_identity = calloc(n_out + 1, sizeof *via_identity);
@@ -317,8 +318,8 @@ ctosa_error *lw_finalize_graph(const ctosa_graph *src_g, const ctosa_block *src,
         switches += sw;
         if (!changed && !sw) break;
     }
-    if (getenv("CTOSA_LOWER_DEBUG"))
-        fprintf(stderr, "transpose pass: %u operators, %u rounds, %u rewrites, %u layout switches\n",
+    if (debug)
+        fprintf(debug, "transpose pass: %u operators, %u rounds, %u rewrites, %u layout switches\n",
                 src->n_ops, rounds, rewrites, switches);
     resolve_all(&s, n_out, out_ids);
     if (s.oom || !liveness(&s)) {

@@ -42,6 +42,7 @@ typedef struct ot {
     int32_t head, tail;
     uint32_t counter; /* suffix for new tensor names */
     bool oom;
+    uint64_t stream_min; /* lower_session.stream_min */
 } ot;
 
 uint32_t ot_new_tensor(ot *s, const char *base, ctosa_dtype dt, uint32_t rank, const int32_t *shape);
@@ -67,13 +68,12 @@ typedef struct ot_gen {
     int32_t perm[LOWER_MAX_RANK];
     uint64_t B, R, C, U; /* reduced form: [B, R, C] units of U bytes -> [B, C, R] */
 } ot_gen;
-/* Smallest source (bytes) streamed: 64 KiB, or CTOSA_STREAM_TRANSFORM_MIN. */
-uint64_t ot_stream_min(void);
-/* Sets t's data to src permuted when src is at least ot_stream_min() bytes
+/* Sets t's data to src permuted when src is at least min bytes
  * and the permutation has the supported form; *done tells whether it did
  * (else t is unchanged and the caller materialises the permute). */
 ctosa_error *ot_set_permuted(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src, uint32_t rank,
-                             const int64_t *src_shape, const int32_t *perm, uint32_t es, bool *done);
+                             const int64_t *src_shape, const int32_t *perm, uint32_t es, uint64_t min,
+                             bool *done);
 ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n);
 /* The descriptor of data made by ot_set_permuted, else NULL. */
 ot_gen *ot_gen_of(const ctosa_data *d);

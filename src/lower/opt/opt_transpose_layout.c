@@ -203,7 +203,7 @@ static bool gen_reduce(ot_gen *d);
  * compose). False: materialise it. */
 static bool const_permute_streamed(ot *s, const ot_tensor *src, const int32_t *perm, ctosa_data *d) {
     const ot_gen *g0 = ot_gen_of(&src->data);
-    if (src->data_copy || src->data.size < ot_stream_min() || (!g0 && src->data.kind != CTOSA_DATA_MEMORY))
+    if (src->data_copy || src->data.size < s->stream_min || (!g0 && src->data.kind != CTOSA_DATA_MEMORY))
         return false;
     ot_gen tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -740,16 +740,6 @@ done:
  * source [B, R, C] units of U bytes -> output [B, C, R]. That covers the
  * usual weight transforms; others stay in memory. */
 
-uint64_t ot_stream_min(void) {
-    /* CTOSA_STREAM_TRANSFORM_MIN (bytes) moves the threshold; a huge value
-     * turns streaming off (tests compare both paths byte for byte). Read
-     * on every call (a few per weight) so a test can switch it. */
-    const char *v = getenv("CTOSA_STREAM_TRANSFORM_MIN");
-    char *end = NULL;
-    unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
-    return end && !*end && x ? (uint64_t)x : LW_LARGE_CONST_BYTES;
-}
-
 /* Reduces (shape, perm) to [B, R, C] units of U bytes; false when the
  * permutation is not one swap of neighbouring groups (or is trivial). */
 static bool gen_reduce(ot_gen *d) {
@@ -803,10 +793,11 @@ ctosa_error *ot_gen_fill(void *user, uint64_t offset, void *buf, size_t n) {
 }
 
 ctosa_error *ot_set_permuted(ctosa_graph *g, ctosa_tensor *t, const ctosa_data *src, uint32_t rank,
-                             const int64_t *src_shape, const int32_t *perm, uint32_t es, bool *done) {
+                             const int64_t *src_shape, const int32_t *perm, uint32_t es, uint64_t min,
+                             bool *done) {
     *done = false;
     if (!src || (src->kind != CTOSA_DATA_MEMORY && src->kind != CTOSA_DATA_FILE) || rank > LOWER_MAX_RANK ||
-        !es || src->size < ot_stream_min())
+        !es || src->size < min)
         return NULL;
     ot_gen tmp;
     memset(&tmp, 0, sizeof tmp);
