@@ -37,6 +37,29 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * present without a value. */
 const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, const char *alt, int *missing);
 
+/* NAME=FILE of --input, --output, --expect: split at the first '=' (paths
+ * with '=' are more common than tensor names with one). name is a copy
+ * (free it), file points into arg. False when a side is empty or memory is
+ * short. */
+typedef struct cli_binding {
+    char *name;
+    const char *file;
+} cli_binding;
+bool cli_split_binding(const char *arg, cli_binding *b);
+
+/* The end of a command's option loop: arg is no option the command knows.
+ * Takes it as the model (*model) when it is the first non-option argument
+ * and returns 0; otherwise prints the usage error (a flag left without its
+ * value - `missing` from cli_flag_value -, an unknown option, a second
+ * model; `what` names the model, e.g. "MODEL.onnx") and returns 2. */
+int cli_model_arg(const char *cmd, const char *what, const char *arg, int missing, const char **model);
+
+/* --spec SPEC / --target NAME: at most one of them (both NULL is a usage
+ * error when required). With out, the one given is parsed into *out
+ * (ctosa_spec_parse / ctosa_spec_from_target). 0 when fine, else the exit
+ * code with the message printed. */
+int cli_spec_arg(const char *cmd, const char *spec, const char *target, bool required, ctosa_spec *out);
+
 /* Parses a byte count for --max-memory: digits with an optional K, M or G
  * suffix (powers of 1024). False on anything else or on overflow. */
 bool cli_parse_size(const char *s, uint64_t *out);

@@ -312,35 +312,17 @@ int cmd_lower(int argc, char **argv) {
             n_shapes++;
             continue;
         }
-        if (missing) {
-            rc = cli_usage(CMD, "%s needs a value", a);
-            goto out;
-        }
-        if (a[0] == '-' && a[1]) {
-            rc = cli_usage(CMD, "unknown option '%s'", a);
-            goto out;
-        }
-        if (model) {
-            rc = cli_usage(CMD, "more than one model given ('%s' and '%s')", model, a);
-            goto out;
-        }
-        model = a;
+        if ((rc = cli_model_arg(CMD, "model", a, missing, &model))) goto out;
+        rc = 2;
     }
     if (!model) {
         rc = cli_usage(CMD, "no model given");
         goto out;
     }
-    if (!spec_s == !target) {
-        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both"
-                                   : "--spec SPEC (or --target NAME) is required");
-        goto out;
-    }
     ctosa_spec spec;
-    ctosa_error *e = spec_s ? ctosa_spec_parse(spec_s, &spec) : ctosa_spec_from_target(target, &spec);
-    if (e) {
-        rc = cli_fail(CMD, e);
-        goto out;
-    }
+    if ((rc = cli_spec_arg(CMD, spec_s, target, true, &spec))) goto out;
+    rc = 2;
+    ctosa_error *e = NULL;
     ctosa_lower_options opt;
     ctosa_lower_options_init(&opt);
     opt.output_dir = dir;

@@ -67,10 +67,6 @@ static void help(void) {
            "fp8 as |u1 bits, int4 as |i1, int48 as <i8).\n");
 }
 
-typedef struct binding {
-    const char *name, *file;
-} binding;
-
 /* --runs: one warm-up, then runs timed calls of run(arg); the first call's
  * time is the warm-up's. t gets the timed runs' seconds, sorted. */
 typedef struct run_timing {
@@ -211,21 +207,9 @@ static ctosa_error *print_profile(const ctosa_interp *it) {
     return NULL;
 }
 
-static bool split_binding(const char *arg, binding *b) {
-    /* Split at the first '=': paths with '=' are more common than tensor
-     * names with one. */
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg || !eq[1]) return false;
-    char *name = strndup(arg, (size_t)(eq - arg));
-    if (!name) return false;
-    b->name = name;
-    b->file = eq + 1;
-    return true;
-}
-
 /* True when path exists and is the same file as one of the command's
  * inputs (the model or an --input file): outputs never overwrite inputs. */
-static bool is_an_input(const char *path, const char *model, const binding *ins, int n_ins) {
+static bool is_an_input(const char *path, const char *model, const cli_binding *ins, int n_ins) {
     struct stat o, st;
     if (stat(path, &o) != 0) return false;
     if (stat(model, &st) == 0 && st.st_dev == o.st_dev && st.st_ino == o.st_ino) return true;
@@ -375,8 +359,9 @@ static bool add_names(char ***list, uint32_t *n, uint32_t *cap, const char *v) {
 /* The tensors to compute: the --outputs list (sliced already true) or the
  * main block's outputs, plus every --output NAME. *sliced becomes true when
  * that is not exactly the block's outputs. */
-static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, const binding *outs, int n_outs,
-                                   char ***sel, uint32_t *n_sel, uint32_t *cap_sel, bool *sliced) {
+static ctosa_error *choose_outputs(const ctosa_graph *g, const char *model, const cli_binding *outs,
+                                   int n_outs, char ***sel, uint32_t *n_sel, uint32_t *cap_sel,
+                                   bool *sliced) {
     const ctosa_region *r = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
     const ctosa_block *b = r && r->n_blocks ? r->blocks[0] : NULL;
     if (!b) return NULL; /* the interpreter reports it */
@@ -425,8 +410,8 @@ static ctosa_error *runtime_run_cb(void *rt) { return ctosa_runtime_run(rt); }
 
 /* The partitioned-model mode: load (every CPU node checked now), feed,
  * run, write every model output. */
-static int run_partitioned(const char *model, const binding *ins, int n_ins, const binding *outs, int n_outs,
-                           const char *dir, bool quiet, const ctosa_interp_options *iopt,
+static int run_partitioned(const char *model, const cli_binding *ins, int n_ins, const cli_binding *outs,
+                           int n_outs, const char *dir, bool quiet, const ctosa_interp_options *iopt,
                            const ctosa_custom_registry *reg, run_timing *timing) {
     ctosa_runtime_options ro;
     ctosa_runtime_options_init(&ro);
@@ -571,8 +556,8 @@ out:
 
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *dir = ".";
-    binding *ins = calloc((size_t)argc + 1, sizeof *ins);
-    binding *outs = calloc((size_t)argc + 1, sizeof *outs);
+    cli_binding *ins = calloc((size_t)argc + 1, sizeof *ins);
+    cli_binding *outs = calloc((size_t)argc + 1, sizeof *outs);
     int n_ins = 0, n_outs = 0, rc = 0;
     bool quiet = false, profile = false;
     run_timing timing = {0};
@@ -608,13 +593,13 @@ int cmd_run(int argc, char **argv) {
             help();
             goto done;
         } else if ((v = flag(argc, argv, &i, "--input", NULL, &missing))) {
-            if (!split_binding(v, &ins[n_ins])) {
+            if (!cli_split_binding(v, &ins[n_ins])) {
                 rc = cli_usage(CMD, "--input expects NAME=FILE, got '%s'", v);
                 goto done;
             }
             n_ins++;
         } else if ((v = flag(argc, argv, &i, "--output", NULL, &missing))) {
-            if (!split_binding(v, &outs[n_outs])) {
+            if (!cli_split_binding(v, &outs[n_outs])) {
                 rc = cli_usage(CMD, "--output expects NAME=FILE, got '%s'", v);
                 goto done;
             }
@@ -664,20 +649,11 @@ int cmd_run(int argc, char **argv) {
                 goto done;
             }
             timing.runs = (int)n;
-        } else if (missing) {
-            rc = cli_usage(CMD, "%s needs a value", argv[i]);
-            goto done;
-        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+        } else if (!missing && (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)) {
             quiet = true;
-        } else if (strcmp(argv[i], "--profile") == 0) {
+        } else if (!missing && strcmp(argv[i], "--profile") == 0) {
             profile = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = cli_usage(CMD, "unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!model) {
-            model = argv[i];
-        } else {
-            rc = cli_usage(CMD, "unexpected argument '%s' (one MODEL.tosa is expected)", argv[i]);
+        } else if ((rc = cli_model_arg(CMD, "MODEL.tosa", argv[i], missing, &model))) {
             goto done;
         }
     }
@@ -892,8 +868,8 @@ done:
     if (written)
         for (uint32_t i = 0; i < nout; i++) free(written[i]);
     free(written);
-    for (int k = 0; k < n_ins; k++) free((char *)ins[k].name);
-    for (int k = 0; k < n_outs; k++) free((char *)outs[k].name);
+    for (int k = 0; k < n_ins; k++) free(ins[k].name);
+    for (int k = 0; k < n_outs; k++) free(outs[k].name);
     for (uint32_t k = 0; k < n_sel; k++) free(sel[k]);
     free(sel);
     free(ins);

@@ -43,19 +43,6 @@ static void help(void) {
            "  -q, --quiet           print only failures\n");
 }
 
-typedef struct pair {
-    char *name;
-    const char *file;
-} pair;
-
-static bool split_pair(const char *arg, pair *p) {
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg || !eq[1]) return false;
-    p->name = strndup(arg, (size_t)(eq - arg));
-    p->file = eq + 1;
-    return p->name != NULL;
-}
-
 static bool parse_num(const char *s, double lo, double hi, double *out) {
     char *end;
     errno = 0;
@@ -144,7 +131,7 @@ static ctosa_error *write_json(const char *path, const char *model, const char *
 
 int cmd_verify(int argc, char **argv) {
     const char *model = NULL, *spec_s = NULL, *target = NULL, *dir = "output", *json = NULL;
-    pair *ins = calloc((size_t)argc + 1, sizeof *ins), *exps = calloc((size_t)argc + 1, sizeof *exps);
+    cli_binding *ins = calloc((size_t)argc + 1, sizeof *ins), *exps = calloc((size_t)argc + 1, sizeof *exps);
     int n_ins = 0, n_exps = 0, rc = 0, threads = 0;
     bool quiet = false;
     ctosa_verify_options vo;
@@ -173,13 +160,13 @@ int cmd_verify(int argc, char **argv) {
         } else if (FLAG("--target", NULL)) {
             target = v;
         } else if (FLAG("--input", NULL)) {
-            if (!split_pair(v, &ins[n_ins])) {
+            if (!cli_split_binding(v, &ins[n_ins])) {
                 rc = cli_usage(CMD, "--input expects NAME=FILE, got '%s'", v);
                 goto done;
             }
             n_ins++;
         } else if (FLAG("--expect", NULL)) {
-            if (!split_pair(v, &exps[n_exps])) {
+            if (!cli_split_binding(v, &exps[n_exps])) {
                 rc = cli_usage(CMD, "--expect expects NAME=FILE, got '%s'", v);
                 goto done;
             }
@@ -227,18 +214,9 @@ int cmd_verify(int argc, char **argv) {
                 rc = cli_fail(CMD, ctosa_error_prefix(e, "--plugin"));
                 goto done;
             }
-        } else if (missing) {
-            rc = cli_usage(CMD, "%s needs a value", argv[i]);
-            goto done;
-        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+        } else if (!missing && (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)) {
             quiet = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = cli_usage(CMD, "unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!model) {
-            model = argv[i];
-        } else {
-            rc = cli_usage(CMD, "unexpected argument '%s' (one MODEL.onnx is expected)", argv[i]);
+        } else if ((rc = cli_model_arg(CMD, "MODEL.onnx", argv[i], missing, &model))) {
             goto done;
         }
 #undef FLAG
@@ -247,18 +225,10 @@ int cmd_verify(int argc, char **argv) {
         rc = cli_usage(CMD, "no MODEL.onnx given");
         goto done;
     }
-    if (!spec_s == !target) {
-        rc = cli_usage(CMD, spec_s ? "give --spec or --target, not both"
-                                   : "--spec SPEC (or --target NAME) is required");
-        goto done;
-    }
+    ctosa_spec spec;
+    if ((rc = cli_spec_arg(CMD, spec_s, target, true, &spec))) goto done;
     if (!n_exps) {
         rc = cli_usage(CMD, "nothing to compare: give --expect NAME=FILE for at least one output");
-        goto done;
-    }
-    ctosa_spec spec;
-    if ((e = spec_s ? ctosa_spec_parse(spec_s, &spec) : ctosa_spec_from_target(target, &spec))) {
-        rc = cli_fail(CMD, e);
         goto done;
     }
     char spec_text[256];

@@ -66,6 +66,29 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, cons
     return NULL;
 }
 
+bool cli_split_binding(const char *arg, cli_binding *b) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return false;
+    b->name = strndup(arg, (size_t)(eq - arg));
+    b->file = eq + 1;
+    return b->name != NULL;
+}
+
+int cli_model_arg(const char *cmd, const char *what, const char *arg, int missing, const char **model) {
+    if (missing) return cli_usage(cmd, "%s needs a value", arg);
+    if (arg[0] == '-' && arg[1]) return cli_usage(cmd, "unknown option '%s'", arg);
+    if (*model) return cli_usage(cmd, "more than one %s given ('%s' and '%s')", what, *model, arg);
+    *model = arg;
+    return 0;
+}
+
+int cli_spec_arg(const char *cmd, const char *spec, const char *target, bool required, ctosa_spec *out) {
+    if (spec && target) return cli_usage(cmd, "give --spec or --target, not both");
+    if (!spec && !target) return required ? cli_usage(cmd, "--spec SPEC (or --target NAME) is required") : 0;
+    ctosa_error *e = !out ? NULL : spec ? ctosa_spec_parse(spec, out) : ctosa_spec_from_target(target, out);
+    return e ? cli_fail(cmd, e) : 0;
+}
+
 bool cli_parse_size(const char *s, uint64_t *out) {
     if (!s || s[0] < '0' || s[0] > '9') return false; /* no sign, no space */
     char *end;
