@@ -151,19 +151,8 @@ int cmd_quantize(int argc, char **argv) {
             opt.max_samples = (uint32_t)n;
             continue;
         }
-        if (missing) {
-            rc = cli_usage(CMD, "%s needs a value", a);
-            goto out;
-        }
-        if (a[0] == '-' && a[1]) {
-            rc = cli_usage(CMD, "unknown option '%s'", a);
-            goto out;
-        }
-        if (model) {
-            rc = cli_usage(CMD, "more than one model given ('%s' and '%s')", model, a);
-            goto out;
-        }
-        model = a;
+        if ((rc = cli_model_arg(CMD, "model", a, missing, &model))) goto out;
+        rc = 2;
     }
     if (!model) {
         rc = cli_usage(CMD, "no model given");
@@ -173,10 +162,8 @@ int cmd_quantize(int argc, char **argv) {
         rc = cli_usage(CMD, "--calibration NAME=FILE.npy is required");
         goto out;
     }
-    if (opt.spec && opt.target) {
-        rc = cli_usage(CMD, "give --spec or --target, not both");
-        goto out;
-    }
+    if ((rc = cli_spec_arg(CMD, opt.spec, opt.target, false, NULL))) goto out;
+    rc = 2;
     /* NAME= left out: the model's only input */
     for (uint32_t k = 0; k < n_cal; k++) {
         if (cal[k].name) continue;
