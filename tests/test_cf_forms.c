@@ -34,19 +34,41 @@ static cfb cfb_new(form f) {
     return c;
 }
 
-/* A sub-graph called `name`: a region of its own holding one block of that
- * name, or a block of the main region. */
-static ctosa_block *cfb_sub(cfb *c, const char *name) {
+static const int32_t S23[2] = {2, 3}, S1[1] = {1};
+
+enum { PLAIN, INPUTS, OUTPUTS };
+
+/* Tensors of block b from a list such as "b:c f:x i:n" (bool[1], fp32[2,3],
+ * int32[1]), made the block's inputs or outputs in that order when role
+ * says so. */
+static void tensors(cfb *c, ctosa_block *b, const char *list, int role) {
+    for (const char *p = list; *p;) {
+        char kind = p[0], name[32];
+        size_t n = strcspn(p + 2, " ");
+        snprintf(name, sizeof name, "%.*s", (int)n, p + 2);
+        ctosa_dtype dt = kind == 'f' ? CTOSA_DTYPE_FP32 : kind == 'i' ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_BOOL;
+        CHECK_OK(
+            ctosa_block_add_tensor(c->g, b, name, dt, kind == 'f' ? 2 : 1, kind == 'f' ? S23 : S1, NULL));
+        if (role == INPUTS) CHECK_OK(ctosa_block_add_input(c->g, b, name));
+        if (role == OUTPUTS) CHECK_OK(ctosa_block_add_output(c->g, b, name));
+        p += 2 + n;
+        p += *p == ' ';
+    }
+}
+
+/* A sub-graph called `name` with the given inputs and outputs (lists as
+ * for tensors()): a region of its own holding one block of that name, or
+ * a block of the main region. */
+static ctosa_block *cfb_sub(cfb *c, const char *name, const char *ins, const char *outs) {
     ctosa_region *r = c->main_r;
     if (c->f == FORM_REGIONS) CHECK_OK(ctosa_graph_add_region(c->g, name, &r));
     ctosa_block *b = NULL;
     CHECK_OK(ctosa_region_add_block(c->g, r, name, &b));
+    if (b) {
+        tensors(c, b, ins, INPUTS);
+        tensors(c, b, outs, OUTPUTS);
+    }
     return b;
-}
-
-static void ten(cfb *c, ctosa_block *b, const char *name, ctosa_dtype dt, uint32_t rank,
-                const int32_t *shape) {
-    CHECK_OK(ctosa_block_add_tensor(c->g, b, name, dt, rank, shape, NULL));
 }
 
 static void const_i32(cfb *c, ctosa_block *b, const char *name, int32_t v) {
@@ -63,44 +85,23 @@ static void op(cfb *c, ctosa_block *b, ctosa_op_kind k, const char *a, const cha
     CHECK_OK(ctosa_block_add_op(c->g, b, k, bb ? 2 : 1, in, 1, o, NULL, NULL));
 }
 
-static const int32_t S23[2] = {2, 3}, S1[1] = {1};
-
 /* z = COND_IF(c, x, y): THEN_BLOCK a + b; ELSE_BLOCK a - k, where k =
  * ABS(x) is a tensor of the main block the else graph reads. */
 static ctosa_graph *build_cond(form f, const char *else_name) {
     cfb c = cfb_new(f);
     ctosa_block *m = c.main_b;
-    ten(&c, m, "c", CTOSA_DTYPE_BOOL, 1, S1);
-    ten(&c, m, "x", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, m, "y", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, m, "k", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, m, "z", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, m, "c"));
-    CHECK_OK(ctosa_block_add_input(c.g, m, "x"));
-    CHECK_OK(ctosa_block_add_input(c.g, m, "y"));
+    tensors(&c, m, "b:c f:x f:y", INPUTS);
+    tensors(&c, m, "f:k", PLAIN);
+    tensors(&c, m, "f:z", OUTPUTS);
     op(&c, m, CTOSA_OP_ABS, "x", NULL, "k");
     ctosa_attr a = {.then_graph = "THEN_BLOCK", .else_graph = else_name};
     const char *in[3] = {"c", "x", "y"}, *out[1] = {"z"};
     CHECK_OK(ctosa_block_add_op(c.g, m, CTOSA_OP_COND_IF, 3, in, 1, out, &a, NULL));
-    CHECK_OK(ctosa_block_add_output(c.g, m, "z"));
 
-    ctosa_block *t = cfb_sub(&c, "THEN_BLOCK");
-    ten(&c, t, "ta", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, t, "tb", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, t, "tr", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, t, "ta"));
-    CHECK_OK(ctosa_block_add_input(c.g, t, "tb"));
+    ctosa_block *t = cfb_sub(&c, "THEN_BLOCK", "f:ta f:tb", "f:tr");
     op(&c, t, CTOSA_OP_ADD, "ta", "tb", "tr");
-    CHECK_OK(ctosa_block_add_output(c.g, t, "tr"));
-
-    ctosa_block *e = cfb_sub(&c, "ELSE_BLOCK");
-    ten(&c, e, "ea", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, e, "eb", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, e, "er", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, e, "ea"));
-    CHECK_OK(ctosa_block_add_input(c.g, e, "eb"));
+    ctosa_block *e = cfb_sub(&c, "ELSE_BLOCK", "f:ea f:eb", "f:er");
     op(&c, e, CTOSA_OP_SUB, "ea", "k", "er");
-    CHECK_OK(ctosa_block_add_output(c.g, e, "er"));
     return c.g;
 }
 
@@ -112,36 +113,18 @@ static ctosa_graph *build_cond(form f, const char *else_name) {
 static ctosa_graph *build_while(form f) {
     cfb c = cfb_new(f);
     ctosa_block *m = c.main_b;
-    ten(&c, m, "i0", CTOSA_DTYPE_INT32, 1, S1);
-    ten(&c, m, "acc0", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, m, "i", CTOSA_DTYPE_INT32, 1, S1);
-    ten(&c, m, "acc", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, m, "i0"));
-    CHECK_OK(ctosa_block_add_input(c.g, m, "acc0"));
+    tensors(&c, m, "i:i0 f:acc0", INPUTS);
+    tensors(&c, m, "i:i f:acc", OUTPUTS);
     const_i32(&c, m, "lim", 5);
     ctosa_attr a = {.cond_graph = "COND_BLOCK", .body_graph = "BODY_BLOCK"};
     const char *in[2] = {"i0", "acc0"}, *out[2] = {"i", "acc"};
     CHECK_OK(ctosa_block_add_op(c.g, m, CTOSA_OP_WHILE_LOOP, 2, in, 2, out, &a, NULL));
-    CHECK_OK(ctosa_block_add_output(c.g, m, "i"));
-    CHECK_OK(ctosa_block_add_output(c.g, m, "acc"));
 
-    ctosa_block *cb = cfb_sub(&c, "COND_BLOCK");
-    ten(&c, cb, "ci", CTOSA_DTYPE_INT32, 1, S1);
-    ten(&c, cb, "cacc", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, cb, "go", CTOSA_DTYPE_BOOL, 1, S1);
-    CHECK_OK(ctosa_block_add_input(c.g, cb, "ci"));
-    CHECK_OK(ctosa_block_add_input(c.g, cb, "cacc"));
+    ctosa_block *cb = cfb_sub(&c, "COND_BLOCK", "i:ci f:cacc", "b:go");
     op(&c, cb, CTOSA_OP_GREATER, "lim", "ci", "go");
-    CHECK_OK(ctosa_block_add_output(c.g, cb, "go"));
 
-    ctosa_block *b = cfb_sub(&c, "BODY_BLOCK");
-    ten(&c, b, "bi", CTOSA_DTYPE_INT32, 1, S1);
-    ten(&c, b, "bacc", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, b, "ni", CTOSA_DTYPE_INT32, 1, S1);
-    ten(&c, b, "big", CTOSA_DTYPE_BOOL, 1, S1);
-    ten(&c, b, "nacc", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, b, "bi"));
-    CHECK_OK(ctosa_block_add_input(c.g, b, "bacc"));
+    ctosa_block *b = cfb_sub(&c, "BODY_BLOCK", "i:bi f:bacc", "i:ni f:nacc");
+    tensors(&c, b, "b:big", PLAIN);
     const_i32(&c, b, "one", 1);
     const_i32(&c, b, "two", 2);
     op(&c, b, CTOSA_OP_ADD, "bi", "one", "ni");
@@ -149,22 +132,11 @@ static ctosa_graph *build_while(form f) {
     ctosa_attr ai = {.then_graph = "BIG_BLOCK", .else_graph = "SMALL_BLOCK"};
     const char *iin[2] = {"big", "bacc"}, *iout[1] = {"nacc"};
     CHECK_OK(ctosa_block_add_op(c.g, b, CTOSA_OP_COND_IF, 2, iin, 1, iout, &ai, NULL));
-    CHECK_OK(ctosa_block_add_output(c.g, b, "ni"));
-    CHECK_OK(ctosa_block_add_output(c.g, b, "nacc"));
 
-    ctosa_block *big = cfb_sub(&c, "BIG_BLOCK");
-    ten(&c, big, "ga", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, big, "gr", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, big, "ga"));
+    ctosa_block *big = cfb_sub(&c, "BIG_BLOCK", "f:ga", "f:gr");
     op(&c, big, CTOSA_OP_ADD, "ga", "ga", "gr");
-    CHECK_OK(ctosa_block_add_output(c.g, big, "gr"));
-
-    ctosa_block *sm = cfb_sub(&c, "SMALL_BLOCK");
-    ten(&c, sm, "sa", CTOSA_DTYPE_FP32, 2, S23);
-    ten(&c, sm, "sr", CTOSA_DTYPE_FP32, 2, S23);
-    CHECK_OK(ctosa_block_add_input(c.g, sm, "sa"));
+    ctosa_block *sm = cfb_sub(&c, "SMALL_BLOCK", "f:sa", "f:sr");
     op(&c, sm, CTOSA_OP_ABS, "sa", NULL, "sr");
-    CHECK_OK(ctosa_block_add_output(c.g, sm, "sr"));
     return c.g;
 }
 
