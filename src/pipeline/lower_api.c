@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lower/opt/opt_transpose_int.h"
 #include "onnx/onnx_writer.h"
@@ -216,7 +217,7 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
         if (cent) ent = cent;
         lower_ctx c;
         lw_ctx_init(&c, s, &s->spec, i, lp->work, b, &scratch, &tmap, &reserved, &counter);
-        lower_status st = ent ? ent->fn(&c) : LOWER_REJECT;
+        lower_status st = ent && !c.rejected ? ent->fn(&c) : LOWER_REJECT; /* rejected: init out of memory */
         if (st != LOWER_OK || c.rejected) {
             *why = arena_printf(ra, "partition %d: node '%s' failed to lower a second time: %s", p,
                                 s->nodes[i].label, c.msg ? c.msg : "rejected");
@@ -337,6 +338,7 @@ static ctosa_error *publish_part(ctosa_lower_result *r, uint32_t id, lw_part *lp
 }
 
 static char *path_join(arena *a, const char *dir, const char *file) {
+    if (!file) return NULL; /* a name that could not be allocated */
     size_t n = strlen(dir);
     return arena_printf(a, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", file);
 }
@@ -413,24 +415,36 @@ static ctosa_error *write_outputs(ctosa_lower_result *r, const ctosa_lower_optio
     if (e) return e;
     char model_real[PATH_MAX];
     const char *mr = realpath(s->model_path, model_real);
-    for (uint32_t i = 0; i < r->sum.n_partitions; i++) {
+    /* Files written so far: removed again when a later one fails, so a
+     * failed lowering leaves no partial output (each file itself is
+     * written under a temporary name and renamed). */
+    const char **written = arena_alloc(&r->a, (r->sum.n_partitions + 3) * sizeof *written);
+    uint32_t n_written = 0;
+    if (!written) return ctosa_error_nomem();
+    for (uint32_t i = 0; i < r->sum.n_partitions && !e; i++) {
         const char *path = path_join(&r->a, opt->output_dir, r->pub_parts[i].file);
-        if ((e = not_the_model(mr, path))) return e;
-        if ((e = file_backed_weights(s, (ctosa_graph *)r->pub_parts[i].graph))) return e;
-        if ((e = ctosa_write_file(r->pub_parts[i].graph, path, NULL))) return e;
+        if (!path) e = ctosa_error_nomem();
+        if (!e) e = not_the_model(mr, path);
+        if (!e) e = file_backed_weights(s, (ctosa_graph *)r->pub_parts[i].graph);
+        if (!e) e = ctosa_write_file(r->pub_parts[i].graph, path, NULL);
+        if (!e) written[n_written++] = path;
     }
-    if (!opt->no_partitioned_onnx) {
+    if (!e && !opt->no_partitioned_onnx) {
         const char *path =
             path_join(&r->a, opt->output_dir, arena_printf(&r->a, "%s.partitioned.onnx", r->stem));
-        if ((e = not_the_model(mr, path))) return e;
-        if ((e = lw_write_partitioned(r, path))) return e;
+        if (!path) e = ctosa_error_nomem();
+        if (!e) e = not_the_model(mr, path);
+        if (!e) e = lw_write_partitioned(r, path);
+        if (!e) written[n_written++] = path;
     }
-    if (!opt->no_report) {
+    if (!e && !opt->no_report) {
         const char *path = path_join(&r->a, opt->output_dir, arena_printf(&r->a, "%s.report.json", r->stem));
-        if ((e = not_the_model(mr, path))) return e;
-        if ((e = write_whole_file(path, r->report, strlen(r->report)))) return e;
+        if (!path) e = ctosa_error_nomem();
+        if (!e) e = not_the_model(mr, path);
+        if (!e) e = write_whole_file(path, r->report, strlen(r->report));
     }
-    return NULL;
+    for (uint32_t i = 0; e && i < n_written; i++) unlink(written[i]);
+    return e;
 }
 
 static const char *default_stem(arena *a, const char *path) {

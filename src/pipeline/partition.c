@@ -462,7 +462,7 @@ int64_t part_order(lower_session *s, uint32_t n_parts, int64_t *order) {
     uint32_t *indeg = calloc(n_items + 1, sizeof *indeg);
     int64_t *first = malloc((n_items + 1) * sizeof *first);
     heap h = {malloc((n_items + 1) * sizeof(int64_t)), malloc((n_items + 1) * sizeof(int64_t)), 0};
-    int64_t count = -1;
+    int64_t count = -2; /* out of memory until the order is built */
     /* Edges: consumer items per producer item, built as a flat list. */
     uint32_t *estart = calloc(n_items + 2, sizeof *estart);
     uint32_t *edges = NULL;

@@ -20,8 +20,8 @@ int32_t part_assign(lower_session *s);
 
 /* Contracted-graph topological order for the partitioned ONNX model:
  * fills order[] with entries >= 0 (CPU node index) or -(p+1) (partition p),
- * ties broken by the smallest original node index. Returns the count, or
- * -1 when out of memory / a cycle (a bug). */
+ * ties broken by the smallest original node index. Returns the count, -1
+ * for a cycle (a bug) or -2 when out of memory. */
 int64_t part_order(lower_session *s, uint32_t n_parts, int64_t *order);
 
 #endif

@@ -559,6 +559,7 @@ ctosa_error *lw_write_partitioned(ctosa_lower_result *r, const char *path) {
     onnx_ep_node *ep = arena_zalloc(a, (r->n_parts + 1) * sizeof *ep);
     if (!order || !ep) return ctosa_error_nomem();
     int64_t n = part_order(s, r->n_parts, order);
+    if (n == -2) return ctosa_error_nomem();
     if (n < 0) return ctosa_error_new(CTOSA_ERR_INTERNAL, "partitions form a cycle (a ctosa bug)");
     /* Names of EPContext nodes must not clash with node names. */
     strmap names;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_fault.h"
 #include "util.h"
 
 struct arena_chunk {
@@ -17,7 +18,11 @@ void arena_init(arena *a, size_t chunk_size) {
     a->total = 0;
 }
 
+bool (*util_alloc_fault)(const void *site);
+
 void *arena_alloc(arena *a, size_t size) {
+    if (__builtin_expect(util_alloc_fault != NULL, 0) && util_alloc_fault(__builtin_return_address(0)))
+        return NULL;
     size_t need = (size + 15u) & ~(size_t)15u;
     if (need < size) return NULL;
     arena_chunk *c = a->head;
