@@ -136,6 +136,20 @@ static lower_status lower_gather(lower_ctx *c) {
     int64_t nw[2] = {N, W};
     const char *idx;
     const int64_t *ci;
+    if (const_indices(c, 1, &ci) >= 0 && W == 1) {
+        /* one constant index (torch's x[:, -1]): a SLICE, which every
+         * target has (Ethos-U55 has no GATHER) */
+        int64_t x = ci[0] < 0 ? ci[0] + K : ci[0];
+        if (x < 0 || x >= K) return index_range(c, ci[0], K);
+        int64_t vs[3] = {N, K, C}, st3[3] = {0, x, 0}, sz3[3] = {N, 1, C};
+        const char *vals = lw_input(c, 0);
+        if (vals) vals = lw_reshape(c, vals, v->t, 3, vs);
+        if (vals) vals = lw_slice(c, vals, v->t, 3, vs, st3, sz3);
+        if (vals) vals = lw_reshape(c, vals, v->t, out_rank, out_shape);
+        if (!vals) return lw_failed(c);
+        lw_set_output(c, 0, vals);
+        return LOWER_OK;
+    }
     if (const_indices(c, 1, &ci) >= 0) {
         int32_t *buf = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *buf);
         double *dbuf = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *dbuf);
