@@ -26,7 +26,10 @@ Writes OUT/transformer_a16w8/ like make_quantized.py: model.onnx,
 input_0.npy, inputs_20.npy, float_output_0.npy, ort_output_0.npy,
 ort_outputs_20.npy, ort_noopt_outputs_20.npy, meta.json.
 
-Usage: /usr/bin/python3 tools/models/make_qtransformer.py [--out DIR] [--no-ort]
+--small makes transformer_small (sequence 8, width 32, 2 heads, feed-forward
+64, two layers; about 40 KB, committed in tests/data/lower/quant16/).
+
+Usage: /usr/bin/python3 tools/models/make_qtransformer.py [--out DIR] [--small] [--no-ort]
 """
 import argparse
 import os
@@ -193,7 +196,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=common.DEFAULT_OUT)
     ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--small", action="store_true", help="the small encoder committed for the tests")
     a = ap.parse_args()
+    global T, D, H, FF
+    name = "transformer_a16w8"
+    if a.small:
+        T, D, H, FF = 8, 32, 2, 64
+        name = "transformer_small"
     import warnings
     warnings.filterwarnings("ignore")
     import torch
@@ -202,7 +211,7 @@ def main():
     if not common.ort_available():
         raise SystemExit("make_qtransformer: needs tools/ort (calibration runs ONNX Runtime)")
     t = common.Timer()
-    d = os.path.join(a.out, "transformer_a16w8")
+    d = os.path.join(a.out, name)
     os.makedirs(d, exist_ok=True)
     work = os.path.join(d, ".work")
     model = build(torch)
@@ -243,7 +252,7 @@ def main():
     common.save_npy(os.path.join(d, "input_0.npy"), x)
     common.save_npy(os.path.join(d, "inputs_20.npy"), xs)
     common.save_npy(os.path.join(d, "float_output_0.npy"), yf)
-    meta = {"name": "transformer_a16w8", "opset": 21, "seed": SEED, "torch": torch.__version__,
+    meta = {"name": name, "opset": 21, "seed": SEED, "torch": torch.__version__,
             "layers": LAYERS, "d_model": D, "heads": H, "ff": FF, "seq": T, "classes": CLASSES,
             "calibration": f"{CALIB} standard-normal inputs", "nodes": len(qm.graph.node),
             "ops": common.op_histogram(qm), "model_bytes": os.path.getsize(path)}
@@ -264,7 +273,7 @@ def main():
         meta["ort_vs_float_max_abs"] = float(np.abs(o1 - yf).max())
     common.remove_tree(work)
     common.write_json(os.path.join(d, "meta.json"), meta)
-    common.log(f"transformer_a16w8: {meta['nodes']} nodes, out scale {s_out:.4g}, "
+    common.log(f"{name}: {meta['nodes']} nodes, out scale {s_out:.4g}, "
                f"{meta.get('ort_vs_float_max_abs', float('nan')):.3g} max |ORT - float|, "
                f"{t.lap():.1f}s -> {d}")
 

@@ -10,7 +10,8 @@
  * Mul: (a - zp_a)(b - zp_b) in int32 (at most 2^30 for int16), one RESCALE
  * by s_a s_b / s_y.
  * MatMul of two activations: MATMUL with both zero points (int8 -> int32;
- * int16 -> int48, EXT-INT16), one RESCALE by s_a s_b / s_y. */
+ * int16 -> int48, EXT-INT16), one RESCALE by s_a s_b / s_y (int48: an exact
+ * shift into int32 first, so the ratio keeps its 32-bit multiplier). */
 #include <math.h>
 #include <string.h>
 
@@ -103,6 +104,18 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
     const char *in[4] = {x, y, az, bz};
     LW_TRY(lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &z, NULL));
     double ro = a.s * b.s / o.s;
+    if (acc == CTOSA_DTYPE_INT48) {
+        /* RESCALE from int48 has only 16-bit multipliers (about 2^-15
+         * relative: a step on large outputs); an exact shift by 2^-t into
+         * int32 first (|acc| <= K 2^32, the dropped bits are far below an
+         * output step), then the 32-bit multiplier */
+        int t = 0;
+        while (t < 40 && (double)K * 4294967296.0 / ldexp(1.0, t) >= 1073741824.0) t++;
+        double rt = ldexp(1.0, -t);
+        z = qdq_rescale_n(c, z, acc, CTOSA_DTYPE_INT32, 3, s3o, 1, &rt, 0, 0, false, false);
+        acc = CTOSA_DTYPE_INT32;
+        ro = ldexp(ro, t);
+    }
     z = qdq_rescale_n(c, z, acc, o.t, 3, s3o, 1, &ro, 0, o.zp, false, false);
     z = lw_reshape_if(c, z, o.t, 3, s3o, r, os);
     LW_TRY(z);
