@@ -19,7 +19,10 @@
  * under TOSA-1.0+INT+int16+FP; dequantized outputs within 3 output steps
  * of ONNX Runtime on at least 99% of the elements of 20 random inputs,
  * and the same top-1.
- */
+ *
+ * Recurrent networks (tests/data/lower/qrnn/): the same checks under
+ * TOSA-1.0+INT, ethos-u55-128 and ethos-u85-256, every node under
+ * TOSA-1.0+INT+FP. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +349,23 @@ static void test_transformer_generated(void) {
     qnetwork_fp(dir, "transformer_a16w8", "TOSA-1.0+INT+int16+FP");
 }
 
+/* Integer LSTM / GRU / RNN (int8 activations, int8 W / R per output
+ * row, int32 B): kws_gru_q (conv front end + GRU), seq_lstm_q (two LSTM
+ * layers, the first bidirectional), rnn_mix_q (reverse GRU without
+ * linear_before_reset, bidirectional RNN). One partition of every node
+ * but the boundary Q / DQ under TOSA-1.0+INT and the Ethos-U targets,
+ * every node under TOSA-1.0+INT+FP. */
+static void test_qrnn(void) {
+    static const char *const nets[] = {"kws_gru_q", "seq_lstm_q", "rnn_mix_q"};
+    static const char *const targets[] = {"TOSA-1.0+INT", "ethos-u55-128", "ethos-u85-256"};
+    for (size_t i = 0; i < sizeof nets / sizeof *nets; i++) {
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/tests/data/lower/qrnn/%s", CTOSA_SOURCE_DIR, nets[i]);
+        for (size_t t = 0; t < sizeof targets / sizeof *targets; t++) qnetwork(dir, nets[i], targets[t]);
+        qnetwork_fp(dir, nets[i], "TOSA-1.0+INT+FP");
+    }
+}
+
 int main(void) {
     RUN(test_softmax16);
     RUN(test_layernorm16);
@@ -353,5 +373,6 @@ int main(void) {
     RUN(test_no_int16);
     RUN(test_transformer_small);
     RUN(test_transformer_generated);
+    RUN(test_qrnn);
     return th_finish();
 }

@@ -33,9 +33,18 @@ quantized), each with ONNX Runtime's outputs as the reference.
    quantized ones output_scale.npy (the output DequantizeLinear's scale),
    meta.json.
 
-Usage: /usr/bin/python3 tools/models/make_rnn.py [--cases] [--nets]
-         [--out-cases DIR] [--out-nets DIR]
-(with neither flag both parts are made). Needs tools/ort installed.
+3. Quantized recurrent layers (--qnets; default out tests/data/lower/qrnn/):
+   QDQ models as ONNX Runtime's static quantizer writes them, with the
+   recurrent layer quantized too: int8 activations (symmetric, calibrated
+   with ORT on 16 inputs), Conv / Gemm weights int8 per channel with int32
+   biases, LSTM / GRU / RNN W and R int8 per output row and B int32
+   (qnet_float names the networks: kws_gru_q, seq_lstm_q, rnn_mix_q).
+   Files: model.onnx, inputs_20.npy, ort_outputs_20.npy (ORT runs the
+   layer in float with the dequantized weights), meta.json.
+
+Usage: /usr/bin/python3 tools/models/make_rnn.py [--cases] [--nets] [--qnets]
+         [--out-cases DIR] [--out-nets DIR] [--out-qnets DIR]
+(with no flag all parts are made). Needs tools/ort installed.
 """
 import argparse
 import os
@@ -321,18 +330,229 @@ def make_net(name, variant, out_root, torch, onnx):
                f"torch vs ORT max |diff| {meta['torch_vs_ort_max_abs']:.3g}")
 
 
+# ------------------------------------------------- quantized recurrent layers
+
+QNETS = ("kws_gru_q", "seq_lstm_q", "rnn_mix_q")
+
+
+def qnet_float(name, rng):
+    """The float graph (onnx.helper, fixed shapes, no shape arithmetic):
+    kws_gru_q: [1, 1, 49, 10] -> Conv 3x3 (8) -> Relu -> Conv 3x3 stride
+      (1, 2) (8) -> Relu -> frames [49, 1, 40] -> GRU(64,
+      linear_before_reset 1, as torch exports nn.GRU) -> last step -> Gemm(12);
+    seq_lstm_q: [1, 24, 16] -> bidirectional LSTM(32) -> [24, 1, 64] ->
+      LSTM(32) -> last step -> Gemm(6);
+    rnn_mix_q: [1, 12, 8] -> reverse GRU(16, linear_before_reset 0) ->
+      bidirectional RNN(16) -> last step -> Gemm(4)."""
+    from onnx import helper, TensorProto, numpy_helper
+    nodes, inits = [], []
+    u = lambda *sh, a=1.0: rng.uniform(-a, a, size=sh).astype(np.float32)
+
+    def const(nm, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), nm))
+        return nm
+
+    def node(op, ins, out, **kw):
+        nodes.append(helper.make_node(op, ins, [out] if isinstance(out, str) else out, name=op + "_" + str(len(nodes)),
+                                      **kw))
+        return out if isinstance(out, str) else out[0]
+
+    def rnn(op, x, I, H, nd, tag, **kw):
+        G = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+        a = 1.0 / np.sqrt(H)
+        W = const(tag + "_W", u(nd, G * H, I, a=a))
+        R = const(tag + "_R", u(nd, G * H, H, a=a))
+        B = const(tag + "_B", u(nd, 2 * G * H, a=a))
+        return node(op, [x, W, R, B], [tag + "_Y", "", ""][:3 if op == "LSTM" else 2], hidden_size=H, **kw)
+
+    if name == "kws_gru_q":
+        shape = (1, 1, 49, 10)
+        x = node("Conv", ["input", const("c1_w", u(8, 1, 3, 3, a=0.5)), const("c1_b", u(8, a=0.1))], "c1",
+                 pads=[1, 1, 1, 1])
+        x = node("Relu", [x], "r1")
+        x = node("Conv", [x, const("c2_w", u(8, 8, 3, 3, a=0.25)), const("c2_b", u(8, a=0.1))], "c2",
+                 pads=[1, 1, 1, 1], strides=[1, 2])
+        x = node("Relu", [x], "r2")
+        x = node("Transpose", [x], "t1", perm=[2, 0, 1, 3])                  # [49, 1, 8, 5]
+        x = node("Reshape", [x, const("s1", np.array([49, 1, 40], np.int64))], "frames")
+        y = rnn("GRU", x, 40, 64, 1, "gru", linear_before_reset=1)            # [49, 1, 1, 64]
+        y = node("Squeeze", [y, const("ax1", np.array([1], np.int64))], "sq")
+        y = node("Gather", [y, const("last", np.array(48, np.int64))], "lastf", axis=0)
+        node("Gemm", [y, const("fc_w", u(12, 64, a=0.3)), const("fc_b", u(12, a=0.1))], "output", transB=1)
+        outs = (12,)
+    elif name == "seq_lstm_q":
+        shape = (1, 24, 16)
+        x = node("Transpose", ["input"], "t0", perm=[1, 0, 2])               # [24, 1, 16]
+        y = rnn("LSTM", x, 16, 32, 2, "l1", direction="bidirectional")     # [24, 2, 1, 32]
+        y = node("Transpose", [y], "t1", perm=[0, 2, 1, 3])
+        y = node("Reshape", [y, const("s1", np.array([24, 1, 64], np.int64))], "l1f")
+        y = rnn("LSTM", y, 64, 32, 1, "l2")
+        y = node("Squeeze", [y, const("ax1", np.array([1], np.int64))], "sq")
+        y = node("Gather", [y, const("last", np.array(23, np.int64))], "lastf", axis=0)
+        node("Gemm", [y, const("fc_w", u(6, 32, a=0.3)), const("fc_b", u(6, a=0.1))], "output", transB=1)
+        outs = (6,)
+    else:
+        shape = (1, 12, 8)
+        x = node("Transpose", ["input"], "t0", perm=[1, 0, 2])
+        y = rnn("GRU", x, 8, 16, 1, "g1", direction="reverse")
+        y = node("Squeeze", [y, const("ax1", np.array([1], np.int64))], "sq1")
+        y = rnn("RNN", y, 16, 16, 2, "r1", direction="bidirectional")
+        y = node("Transpose", [y], "t1", perm=[0, 2, 1, 3])
+        y = node("Reshape", [y, const("s1", np.array([12, 1, 32], np.int64))], "r1f")
+        y = node("Gather", [y, const("last", np.array(11, np.int64))], "lastf", axis=0)
+        node("Gemm", [y, const("fc_w", u(4, 32, a=0.3)), const("fc_b", u(4, a=0.1))], "output", transB=1)
+        outs = (4,)
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, outs[0]])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], producer_name="ctosa-qrnn")
+    m.ir_version = 8
+    return m, shape
+
+
+def qdq_wrap(m, ranges):
+    """ONNX Runtime's QDQ pattern, int8: every float activation through
+    QuantizeLinear -> DequantizeLinear (symmetric, zero point 0, scale
+    absmax / 127); Conv / Gemm weights int8 per output channel with int32
+    biases (scale s_x s_w); LSTM / GRU / RNN W and R int8 per output row
+    (axis 1) and B int32 per tensor."""
+    from onnx import helper, numpy_helper
+    g = m.graph
+    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    new_inits, new_nodes = [], []
+    scale = {}
+
+    def const(nm, arr):
+        new_inits.append(numpy_helper.from_array(np.asarray(arr), nm))
+        return nm
+
+    def act_scale(t):
+        lo, hi = ranges[t]
+        return np.float32(max(abs(lo), abs(hi), 1e-6) / 127.0)
+
+    def qdq(t):
+        s = scale[t] = act_scale(t)
+        const(t + "_s", s)
+        const(t + "_z", np.int8(0))
+        new_nodes.append(helper.make_node("QuantizeLinear", [t, t + "_s", t + "_z"], [t + "_q"], name=t + "_Q"))
+        new_nodes.append(helper.make_node("DequantizeLinear", [t + "_q", t + "_s", t + "_z"], [t + "_dq"],
+                                          name=t + "_DQ"))
+        return t + "_dq"
+
+    def wdq(nm, w, axis):
+        red = tuple(i for i in range(w.ndim) if i != axis)
+        s = (np.maximum(np.abs(w).max(axis=red), 1e-8) / 127.0).astype(np.float32)
+        shp = [1] * w.ndim
+        shp[axis] = -1
+        qv = np.clip(np.rint(w / s.reshape(shp)), -127, 127).astype(np.int8)
+        const(nm + "_q", qv)
+        const(nm + "_s", s)
+        const(nm + "_z", np.zeros(s.shape, np.int8))
+        new_nodes.append(helper.make_node("DequantizeLinear", [nm + "_q", nm + "_s", nm + "_z"], [nm + "_dq"],
+                                          name=nm + "_DQ", axis=axis))
+        return nm + "_dq", s
+
+    def bdq(nm, b, s):
+        s = np.asarray(s, np.float32)
+        qv = np.clip(np.rint(b / s), -2 ** 31 + 1, 2 ** 31 - 1).astype(np.int32)
+        const(nm + "_q", qv)
+        const(nm + "_s", s)
+        const(nm + "_z", np.zeros(s.shape, np.int32))
+        kw = {"axis": 0} if s.ndim else {}
+        new_nodes.append(helper.make_node("DequantizeLinear", [nm + "_q", nm + "_s", nm + "_z"], [nm + "_dq"],
+                                          name=nm + "_DQ", **kw))
+        return nm + "_dq"
+
+    rename = {"input": qdq("input")}
+    for n in g.node:
+        ins = list(n.input)
+        ins[0] = rename[ins[0]]
+        if n.op_type in ("Conv", "Gemm"):
+            ins[1], sw = wdq(n.input[1], inits[n.input[1]], 0)
+            ins[2] = bdq(n.input[2], inits[n.input[2]], scale[n.input[0]] * sw)
+        elif n.op_type in ("LSTM", "GRU", "RNN"):
+            ins[1], _ = wdq(n.input[1], inits[n.input[1]], 1)
+            ins[2], _ = wdq(n.input[2], inits[n.input[2]], 1)
+            b = inits[n.input[3]]
+            ins[3] = bdq(n.input[3], b, np.float32(max(np.abs(b).max(), 1e-8) / 2 ** 24))
+        for k in range(1, len(ins)):
+            if ins[k] and ins[k] in inits and ins[k] == n.input[k]:
+                const(ins[k], inits[ins[k]])
+        out = n.output[0]
+        fin = out == "output"
+        nn_ = helper.make_node(n.op_type, ins, [out + "_f" if fin else out] + list(n.output[1:]), name=n.name)
+        nn_.attribute.extend(n.attribute)
+        new_nodes.append(nn_)
+        if fin:  # the graph output: QuantizeLinear, DequantizeLinear named "output"
+            s = scale[out] = act_scale(out)
+            const("out_s", s)
+            const("out_z", np.int8(0))
+            new_nodes.append(helper.make_node("QuantizeLinear", [out + "_f", "out_s", "out_z"], ["out_q"], name="out_Q"))
+            new_nodes.append(helper.make_node("DequantizeLinear", ["out_q", "out_s", "out_z"], ["output"],
+                                              name="out_DQ"))
+        else:
+            rename[out] = qdq(out)
+    graph = helper.make_graph(new_nodes, g.name, list(g.input), list(g.output), new_inits)
+    qm = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="ctosa-qrnn")
+    qm.ir_version = 8
+    return qm, float(scale["output"])
+
+
+def make_qnet(name, out_root, onnx):
+    from onnx import helper
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    fm, shape = qnet_float(name, rng)
+    d = os.path.join(out_root, name)
+    work = os.path.join(d, ".work")
+    os.makedirs(work, exist_ok=True)
+    cal = rng.standard_normal((16,) + shape, dtype=np.float32)
+    xs = rng.standard_normal((N_SETS,) + shape, dtype=np.float32)
+    cm = onnx.load_from_string(fm.SerializeToString())
+    names = [o for n in cm.graph.node for o in n.output if o and o != "output"]
+    for nm in names:
+        cm.graph.output.append(helper.make_tensor_value_info(nm, onnx.TensorProto.FLOAT, None))
+    cpath = os.path.join(work, "calib.onnx")
+    onnx.save(cm, cpath)
+    common.save_npy(os.path.join(work, "cal.npy"), cal)
+    res = common.run_ort(cpath, [os.path.join(work, "cal.npy")], os.path.join(work, "cal"), opt="disabled",
+                         batch=True)
+    if res is None:
+        raise SystemExit("make_rnn: ONNX Runtime (tools/ort) is needed for calibration")
+    ranges = {o.name: (float(a.min()), float(a.max())) for o, a in zip(cm.graph.output, res)}
+    ranges["input"] = (float(cal.min()), float(cal.max()))
+    qm, s_out = qdq_wrap(fm, ranges)
+    onnx.checker.check_model(qm, full_check=True)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(qm, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    common.save_npy(os.path.join(d, "inputs_20.npy"), xs)
+    o20 = common.run_ort(path, [os.path.join(d, "inputs_20.npy")], work, batch=True)[0]
+    common.save_npy(os.path.join(d, "ort_outputs_20.npy"), o20)
+    common.remove_tree(work)
+    meta = {"name": name, "opset": 14, "input_shape": list(shape), "nodes": len(qm.graph.node),
+            "ops": common.op_histogram(qm), "model_bytes": os.path.getsize(path), "output_scale": s_out,
+            "output_zero_point": 0}
+    common.write_json(os.path.join(d, "meta.json"), meta)
+    common.log(f"{name}: {meta['model_bytes'] / 1e3:.0f} kB, {meta['nodes']} nodes, output scale {s_out:.4g}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", action="store_true")
     ap.add_argument("--nets", action="store_true")
+    ap.add_argument("--qnets", action="store_true", help="the QDQ models with quantized recurrent layers")
+    ap.add_argument("--out-qnets", default=os.path.join(common.REPO, "tests", "data", "lower", "qrnn"))
     ap.add_argument("--out-cases", default=os.path.join(common.REPO, "tests", "data", "lower", "rnn"))
     ap.add_argument("--out-nets", default=os.path.join(common.REPO, "tests", "models"))
     a = ap.parse_args()
-    both = not a.cases and not a.nets
+    both = not a.cases and not a.nets and not a.qnets
     import warnings
     warnings.filterwarnings("ignore")
     if a.cases or both:
         make_cases(a.out_cases)
+    if a.qnets or both:
+        import onnx
+        for name in QNETS:
+            make_qnet(name, a.out_qnets, onnx)
     if a.nets or both:
         import torch
         import onnx

@@ -1271,6 +1271,10 @@ static const qdq_head heads[] = {
     {"Pad", QDQ_WANY, 1, false, qdq_pad_groupable, qdq_pad, NULL},
     {"Softmax", QDQ_WANY, 1, false, NULL, qdq_softmax, NULL},
     {"LayerNormalization", QDQ_WANY, 1, false, NULL, qdq_layernorm, NULL},
+    /* recurrent layers unrolled in integers (int8 W / R behind DequantizeLinear) */
+    {"LSTM", QDQ_WANY, 1, false, qdq_rnn_groupable, qdq_rnn, NULL},
+    {"GRU", QDQ_WANY, 1, false, qdq_rnn_groupable, qdq_rnn, NULL},
+    {"RNN", QDQ_WANY, 1, false, qdq_rnn_groupable, qdq_rnn, NULL},
     /* data movement (or a clamp) on the integers, then a requantisation */
     {"Flatten", QDQ_WANY, 1, false, NULL, head_flatten, NULL},
     {"Reshape", QDQ_WANY, 1, false, NULL, head_reshape, NULL},

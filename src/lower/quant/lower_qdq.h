@@ -2,7 +2,7 @@
  * marks DequantizeLinear -> op -> QuantizeLinear groups, and the framework
  * hooks), lower_qdq.c (operands, outputs, the table of group heads and the
  * 8-bit heads), qdq_rescale.c (requantisation arithmetic) and the heads in
- * qdq_ops8.c, qdq_ops16.c, qdq_softmax.c and qdq_table.c.
+ * qdq_ops8.c, qdq_ops16.c, qdq_softmax.c, qdq_rnn.c and qdq_table.c.
  *
  * Carrier convention: a quantized ONNX value (the output of a
  * QuantizeLinear, and, inside a folded group, the float values standing for
@@ -184,6 +184,8 @@ lower_status qdq_convtranspose(lower_ctx *c); /* qdq_ops8.c */
 bool qdq_convtranspose_groupable(const ctosa_onnx_node *n);
 lower_status qdq_softmax(lower_ctx *c);   /* qdq_softmax.c */
 lower_status qdq_layernorm(lower_ctx *c); /* qdq_softmax.c */
+lower_status qdq_rnn(lower_ctx *c);       /* qdq_rnn.c: LSTM, GRU, RNN */
+bool qdq_rnn_groupable(const ctosa_onnx_node *n);
 
 /* The 513-entry int16 table of f for input scale sx (zero point 0):
  * entries for the knots -32768 + 128 j, j = 0..512, in units of *ts,
