@@ -621,8 +621,8 @@ static void test_cli_output(void) {
                                   "      s: shape[1]  const 8 B = [4]\n",
                                   "      #2 ADD (x, w) -> (y)  @ loc(\"add0\")\n",
                                   "      #3 CLAMP (y) -> (c) min_val=0 max_val=6 nan_mode=PROPAGATE\n",
-                                  "      #5 CUSTOM (z) -> (out) operator_name=my_op domain_name=ctosa.test "
-                                  "implementation_attrs=\"k=v\"\n"};
+                                  ("      #5 CUSTOM (z) -> (out) operator_name=my_op domain_name=ctosa.test "
+                                   "implementation_attrs=\"k=v\"\n")};
     for (size_t i = 0; out && i < CTOSA_ARRAY_LEN(lines); i++)
         CHECK_MSG(strstr(out, lines[i]) != NULL, "dump lacks: %s", lines[i]);
     free(out);

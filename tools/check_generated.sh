@@ -4,14 +4,24 @@
 # src/spec/compliance_gen.h, and tools/gen_html_assets.py (the HTML report's
 # page, styles and script) with src/cli/report_html/report_html_gen.h.
 # Skips (exit 0, with a message) when Debian's /usr/bin/python3 or, for the
-# compliance table, the shared reference directory (../shared) is missing.
+# compliance table, the shared reference directory (../shared) is missing -
+# except under CI=true (set by .ci/run), where a missing tool is a failure:
+# CI must never pass without having compared the files.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${CTOSA_SHARED_DIR:-$here/../shared}
 py=/usr/bin/python3
-if [ ! -x "$py" ]; then
-    echo "check_generated: skipped: $py not found"
+# skip WHY: exit 0 locally, 1 under CI=true.
+skip() {
+    if [ "${CI:-}" = true ]; then
+        echo "check_generated: FAILED: $1 (CI=true: the check may not skip)"
+        exit 1
+    fi
+    echo "check_generated: skipped: $1"
     exit 0
+}
+if [ ! -x "$py" ]; then
+    skip "$py not found"
 fi
 html=$(mktemp "${TMPDIR:-/tmp}/report_html_gen.XXXXXX") || exit 2
 if ! "$py" "$here/tools/gen_html_assets.py" -o "$html"; then
@@ -28,8 +38,7 @@ fi
 rm -f "$html" "$html.diff"
 echo "check_generated: src/cli/report_html/report_html_gen.h is up to date"
 if [ ! -f "$shared/reference/tosa/spec/tosa-1.0.0.xml" ]; then
-    echo "check_generated: skipped: $shared/reference/tosa not found"
-    exit 0
+    skip "$shared/reference/tosa not found"
 fi
 tmp=$(mktemp "${TMPDIR:-/tmp}/compliance_gen.XXXXXX") || exit 2
 trap 'rm -f "$tmp"' EXIT
