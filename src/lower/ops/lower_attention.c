@@ -3,7 +3,8 @@
  * Attention (scaled dot-product attention with grouped heads, masks, causal
  * masking, softcap and a concatenating KV cache), RotaryEmbedding,
  * TensorScatter (the KV-cache update that writes into a fixed-size cache)
- * and Swish.
+ * and Swish; of opsets 27 and 28 the recurrent layers' operators
+ * CausalConvWithState and LinearAttention, and SwiGLU.
  *
  * Attention is computed in FP32 whatever the input precision (FP16/BF16
  * inputs are cast up and the results cast back): the scores and the
@@ -497,12 +498,228 @@ static lower_status lower_tensor_scatter(lower_ctx *c) {
 /* ---------------------------------------------------------------- Swish */
 
 /* x * sigmoid(alpha * x) */
+static lw_v at_swish(lower_ctx *c, lw_v x, double alpha) {
+    return lw_v_mul(c, x, lw_v_un(c, CTOSA_OP_SIGMOID, lw_v_mulk(c, x, alpha)));
+}
+
 static lower_status lower_swish(lower_ctx *c) {
     lw_v x;
     lower_status st = at_float_in(c, 0, &x);
     if (st != LOWER_OK) return st;
-    double alpha = lw_attr_float(c, "alpha", 1.0f);
-    return lw_v_out(c, 0, lw_v_mul(c, x, lw_v_un(c, CTOSA_OP_SIGMOID, lw_v_mulk(c, x, alpha))));
+    return lw_v_out(c, 0, at_swish(c, x, lw_attr_float(c, "alpha", 1.0f)));
+}
+
+/* SwiGLU (opset 28): Swish(A) * B, A and B of one shape (no broadcasting). */
+static lower_status lower_swiglu(lower_ctx *c) {
+    lw_v a, b;
+    lower_status st = at_float_in(c, 0, &a);
+    if (st == LOWER_OK) st = at_float_in(c, 1, &b);
+    if (st != LOWER_OK) return st;
+    if (a.r != b.r || memcmp(a.s, b.s, a.r * sizeof *a.s) || a.t != b.t)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, lw_node(c)->inputs[1],
+                         "SwiGLU: A and B must have one shape and dtype (the operator does not broadcast)");
+    return lw_v_out(c, 0, lw_v_mul(c, at_swish(c, a, lw_attr_float(c, "alpha", 1.0f)), b));
+}
+
+/* ------------------------------------------------- CausalConvWithState */
+
+/* Depthwise causal convolution with a carried state (opset 27): the state
+ * (or k - 1 zeros) is concatenated before the input along the length, and
+ * output position l is bias + sum_j w[:, 0, j] * padded[:, :, l + j]: k
+ * slices, MUL by the per-channel tap weight [1, C, 1], ADD, in FP32 (the
+ * definition's reference and ONNX Runtime accumulate in float). The new
+ * state is the last k - 1 positions of the padded input, in the input
+ * dtype (exact). */
+static lower_status lower_causal_conv(lower_ctx *c) {
+    const char *op = "CausalConvWithState";
+    lw_v x, w, past;
+    lower_status st = at_float_in(c, 0, &x);
+    if (st == LOWER_OK) st = at_float_in(c, 1, &w);
+    if (st != LOWER_OK) return st;
+    if (x.r != 3 || w.r != 3 || w.s[0] != x.s[1] || w.s[1] != 1 || w.t != x.t)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, lw_node(c)->inputs[1],
+                         "%s: expects input [B, C, L] and weight [C, 1, k] of one dtype", op);
+    const char *act = lw_attr_str(c, "activation", "none");
+    bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+    if (!silu && strcmp(act, "none"))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: activation '%s'", op, act);
+    int64_t B = x.s[0], C = x.s[1], L = x.s[2], K = w.s[2];
+    if (K < 2)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, lw_node(c)->inputs[1],
+                         "%s: kernel size %lld leaves an empty state (TOSA has no empty tensors)", op,
+                         (long long)K);
+    ctosa_dtype ct = CTOSA_DTYPE_FP32;
+    lw_v padded;
+    if (lw_has_input(c, 3)) {
+        if ((st = at_float_in(c, 3, &past)) != LOWER_OK) return st;
+        if (past.r != 3 || past.s[0] != B || past.s[1] != C || past.s[2] != K - 1 || past.t != x.t)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, lw_node(c)->inputs[3],
+                             "%s: past_state must be [B, C, k - 1] in the input dtype", op);
+        lw_v both[2] = {past, x};
+        padded = at_concat(c, 2, both, 2);
+    } else {
+        int64_t pads[6] = {0, 0, 0, 0, K - 1, 0};
+        padded = x;
+        padded.cin = 0;
+        padded.s[2] += K - 1;
+        padded.n = lw_pad(c, x.n, x.t, 3, x.s, pads, 0.0);
+    }
+    lw_v pf = lw_v_cast(c, padded, ct), acc = lw_v_none();
+    const double *wv = NULL;
+    bool wconst = lw_const_f64(c, 1, &wv) == C * K;
+    int64_t cs[3] = {1, C, 1};
+    lw_v wf = wconst ? w : at_reshape(c, lw_v_cast(c, w, ct), 3, (int64_t[]){1, C, K});
+    double *tap = arena_alloc(lw_arena(c), (size_t)C * sizeof *tap);
+    if (!tap) return lw_failed(c);
+    for (int64_t j = 0; j < K; j++) {
+        lw_v wj;
+        if (wconst) {
+            for (int64_t i = 0; i < C; i++) tap[i] = wv[i * K + j];
+            wj = (lw_v){lw_const_from_f64(c, ct, 3, cs, tap), ct, 3, {1, C, 1}, 0};
+        } else {
+            wj = at_slice(c, wf, 2, j, 1);
+        }
+        lw_v term = lw_v_mul(c, at_slice(c, pf, 2, j, L), wj);
+        acc = j ? lw_v_add(c, acc, term) : term;
+    }
+    if (lw_has_input(c, 2)) {
+        lw_v bias;
+        if ((st = at_float_in(c, 2, &bias)) != LOWER_OK) return st;
+        if (bias.r != 1 || bias.s[0] != C)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, lw_node(c)->inputs[2], "%s: bias must be [C]", op);
+        acc = lw_v_add(c, acc, at_reshape(c, lw_v_cast(c, bias, ct), 3, cs));
+    }
+    if (silu) acc = at_swish(c, acc, 1.0);
+    if ((st = lw_v_out(c, 0, lw_v_cast(c, acc, x.t))) != LOWER_OK) return st;
+    if (at_wants_output(c, 1)) return lw_v_out(c, 1, at_slice(c, padded, 2, L, K - 1));
+    return LOWER_OK;
+}
+
+/* ------------------------------------------------------ LinearAttention */
+
+/* Input i ([B, T, H * d]) as [B * H, T, d] in FP32. */
+static lw_v at_steps(lower_ctx *c, lw_v x, int64_t heads) {
+    int64_t s4[4] = {x.s[0], x.s[1], heads, x.s[2] / heads}, s3[3] = {x.s[0] * heads, x.s[1], x.s[2] / heads};
+    static const int32_t perm[4] = {0, 2, 1, 3};
+    return at_reshape(c, at_transpose(c, at_reshape(c, lw_v_cast(c, x, CTOSA_DTYPE_FP32), 4, s4), perm), 3,
+                      s3);
+}
+
+/* Step t of a [BH, T, d] value as [BH, rows, cols] (rows * cols = d). */
+static lw_v at_step(lower_ctx *c, lw_v x, int64_t t, int64_t rows, int64_t cols) {
+    return at_reshape(c, at_slice(c, x, 1, t, 1), 3, (int64_t[]){x.s[0], rows, cols});
+}
+
+/* The recurrence of the definition, unrolled over the static sequence
+ * length T with the state S [B * Hkv, dk, dv] in FP32. Per step:
+ *   gated rules:  S *= exp(g_t)            (per key dimension or per head)
+ *   delta rules:  v_t = beta_t * (v_t - (erase_t * k_t)^T S)   (one MATMUL)
+ *   every rule:   S += k_t v_t^T           (a broadcast MUL, rank-1 update)
+ *   output:       o_t = (scale * q_t) S    (one MATMUL; the G = Hq / Hkv query
+ *                                          heads of a kv head are its rows)
+ * then the outputs are concatenated over T. */
+static lower_status lower_linear_attention(lower_ctx *c) {
+    const char *op = "LinearAttention";
+    const ctosa_onnx_node *n = lw_node(c);
+    lw_v q, k, v, g = lw_v_none(), beta = lw_v_none(), er = lw_v_none(), S = lw_v_none();
+    lower_status st = at_float_in(c, 0, &q);
+    if (st == LOWER_OK) st = at_float_in(c, 1, &k);
+    if (st == LOWER_OK) st = at_float_in(c, 2, &v);
+    if (st != LOWER_OK) return st;
+    int64_t Hq = lw_attr_int(c, "q_num_heads", 0), Hkv = lw_attr_int(c, "kv_num_heads", 0);
+    if (Hq < 1 || Hkv < 1 || Hq % Hkv)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "%s: q_num_heads %lld must be a positive multiple of kv_num_heads %lld", op,
+                         (long long)Hq, (long long)Hkv);
+    const char *rule = lw_attr_str(c, "update_rule", "gated_delta");
+    bool gated = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
+    bool delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
+    if (!gated && !delta && strcmp(rule, "linear"))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: update_rule '%s'", op, rule);
+    if (q.r != 3 || k.r != 3 || v.r != 3 || k.s[0] != q.s[0] || v.s[0] != q.s[0] || k.s[1] != q.s[1] ||
+        v.s[1] != q.s[1] || q.s[2] % Hq || v.s[2] % Hkv || k.s[2] != Hkv * (q.s[2] / Hq))
+        return lw_reject(
+            c, LOWER_UNSUPPORTED_ATTR, NULL,
+            "%s: query, key, value must be [B, T, H * d] with q_num_heads %lld, kv_num_heads %lld", op,
+            (long long)Hq, (long long)Hkv);
+    int64_t B = q.s[0], T = q.s[1], dk = q.s[2] / Hq, dv = v.s[2] / Hkv, G = Hq / Hkv, BH = B * Hkv;
+    if (gated != lw_has_input(c, 4) || delta != lw_has_input(c, 5) || (!delta && lw_has_input(c, 6)))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: update_rule '%s' takes %s decay, %s beta%s",
+                         op, rule, gated ? "a" : "no", delta ? "a" : "no", delta ? "" : " and no erase_gate");
+    double scale = lw_attr_float(c, "scale", 0.0f);
+    if (scale == 0) scale = 1 / sqrt((double)dk);
+    int64_t gd = 0;
+    if (gated) {
+        if ((st = at_float_in(c, 4, &g)) != LOWER_OK) return st;
+        gd = g.r == 3 && g.s[0] == B && g.s[1] == T ? g.s[2] / Hkv : 0;
+        if (gd * Hkv != (g.r == 3 ? g.s[2] : -1) || (gd != 1 && gd != dk))
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[4],
+                             "%s: decay must be [B, T, kv_num_heads] or [B, T, kv_num_heads * d_k]", op);
+        g = at_steps(c, lw_v_un(c, CTOSA_OP_EXP, lw_v_cast(c, g, CTOSA_DTYPE_FP32)), Hkv);
+    }
+    if (delta) {
+        if ((st = at_float_in(c, 5, &beta)) != LOWER_OK) return st;
+        if (beta.r != 3 || beta.s[0] != B || beta.s[1] != T || (beta.s[2] != Hkv && beta.s[2] != 1))
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[5],
+                             "%s: beta must be [B, T, kv_num_heads] or [B, T, 1]", op);
+        if (beta.s[2] != Hkv) {
+            beta.n = lw_tile(c, beta.n, beta.t, 3, beta.s, (int64_t[]){1, 1, Hkv});
+            beta.s[2] = Hkv;
+            beta.cin = 0;
+        }
+        beta = at_steps(c, beta, Hkv);
+        if (lw_has_input(c, 6)) {
+            if ((st = at_float_in(c, 6, &er)) != LOWER_OK) return st;
+            if (er.r != 3 || er.s[0] != B || er.s[1] != T || er.s[2] != Hkv * dk)
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[6],
+                                 "%s: erase_gate must be [B, T, kv_num_heads * d_k]", op);
+            er = at_steps(c, er, Hkv);
+        }
+    }
+    ctosa_dtype state_t = q.t;
+    if (lw_has_input(c, 3)) {
+        if ((st = at_float_in(c, 3, &S)) != LOWER_OK) return st;
+        if (S.r != 4 || S.s[0] != B || S.s[1] != Hkv || S.s[2] != dk || S.s[3] != dv)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, n->inputs[3],
+                             "%s: past_state must be [B, kv_num_heads, d_k, d_v]", op);
+        state_t = S.t;
+        S = at_reshape(c, lw_v_cast(c, S, CTOSA_DTYPE_FP32), 3, (int64_t[]){BH, dk, dv});
+    }
+    /* q as [BH, T, G * dk] (query head h = kv head h / G, row h % G), scaled once */
+    lw_v qs = lw_v_mulk(c, at_steps(c, q, Hkv), scale), ks = at_steps(c, k, Hkv), vs = at_steps(c, v, Hkv);
+    const char **outs = arena_alloc(lw_arena(c), (size_t)T * sizeof *outs);
+    if (!outs) return lw_failed(c);
+    for (int64_t t = 0; t < T; t++) {
+        lw_v kc = at_step(c, ks, t, dk, 1), vt = at_step(c, vs, t, 1, dv);
+        if (gated && S.n) S = lw_v_mul(c, S, at_step(c, g, t, gd, 1));
+        if (delta) {
+            if (S.n) {
+                lw_v kr = at_step(c, ks, t, 1, dk);
+                if (er.n) kr = lw_v_mul(c, kr, at_step(c, er, t, 1, dk));
+                vt = lw_v_sub(c, vt, at_matmul(c, kr, S));
+            }
+            vt = lw_v_mul(c, vt, at_step(c, beta, t, 1, 1));
+        }
+        lw_v kv = lw_v_mul(c, kc, vt);
+        S = S.n ? lw_v_add(c, S, kv) : kv;
+        lw_v o = at_matmul(c, at_step(c, qs, t, G, dk), S);
+        o = at_reshape(c, o, 3, (int64_t[]){BH, 1, G * dv});
+        if (!o.n) return lw_failed(c);
+        outs[t] = o.n;
+    }
+    int64_t os[3] = {BH, T, G * dv}, o4[4] = {B, Hkv, T, G * dv};
+    lw_v y = {T > 1 ? lw_concat(c, (uint32_t)T, outs, CTOSA_DTYPE_FP32, 3, 1) : outs[0],
+              CTOSA_DTYPE_FP32,
+              3,
+              {0},
+              0};
+    memcpy(y.s, os, sizeof os);
+    static const int32_t perm[4] = {0, 2, 1, 3};
+    y = at_reshape(c, at_transpose(c, at_reshape(c, y, 4, o4), perm), 3, (int64_t[]){B, T, Hq * dv});
+    if ((st = lw_v_out(c, 0, lw_v_cast(c, y, q.t))) != LOWER_OK) return st;
+    if (at_wants_output(c, 1))
+        return lw_v_out(c, 1, lw_v_cast(c, at_reshape(c, S, 4, (int64_t[]){B, Hkv, dk, dv}), state_t));
+    return LOWER_OK;
 }
 
 const lower_entry lower_table_attention[] = {
@@ -510,5 +727,8 @@ const lower_entry lower_table_attention[] = {
     {"RotaryEmbedding", 23, 0, lower_rotary},
     {"TensorScatter", 24, 0, lower_tensor_scatter},
     {"Swish", 24, 0, lower_swish},
+    {"CausalConvWithState", 27, 0, lower_causal_conv},
+    {"LinearAttention", 27, 0, lower_linear_attention},
+    {"SwiGLU", 28, 0, lower_swiglu},
     {0},
 };
