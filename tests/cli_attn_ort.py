@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""cli_attn_ort.py CTOSA SRC_DIR TMP - the transformer operators (Attention,
+"""cli_attn_ort.py CTOSA SRC_DIR TMP [NAME...] - the transformer operators (Attention,
 RotaryEmbedding, RMSNormalization and a decoder block built from them)
 under TOSA-1.0+FP against ONNX Runtime and the numpy references of
 tests/data/lower/attn (gen.py there says what cases.txt means; a case
 may name another spec), and the
 variants of older operators transformer and vision exporters emit
 (normalisations, reductions, CumSum, Trilu, Einsum, Mod, variadic ops,
-Resize, pooling, Swish, TensorScatter) against ONNX Runtime: a sample by
-default, every case with CTOSA_LONG_TESTS=1.
+Resize, pooling, Swish, TensorScatter) against ONNX Runtime, and the
+opset 27/28 operators (CausalConvWithState, LinearAttention, SwiGLU), which
+ONNX Runtime 1.30 does not load, against numpy references and, for a
+"twin" case, ONNX Runtime's com.microsoft kernel of the same operator
+(ort.onnx beside the model): a sample by default, every case with
+CTOSA_LONG_TESTS=1.
 
 For an "ok" case: `ctosa lower` must delegate every node into one
 partition; `ctosa run MODEL.partitioned.onnx` must match ONNX Runtime
@@ -26,6 +30,7 @@ import sys
 import numpy as np
 
 ctosa, src, tmp = sys.argv[1:4]
+ONLY = sys.argv[4:]  # substrings: run only the cases whose name has one
 DATA = os.path.join(src, "tests", "data", "lower", "attn")
 ORT = os.path.join(src, "tools", "ort", "run_ort.js")
 HAVE_ORT = os.path.isdir(os.path.join(src, "tools", "ort", "node_modules", "onnxruntime-node"))
@@ -66,6 +71,7 @@ def run_case(name, kind, args):
     tol = float(args[0])
     numpy_only = "numpy" in args[1:]
     ort_only = "ort" in args[1:]
+    ort_model = os.path.join(d, "ort.onnx") if "twin" in args[1:] else model
     if ort_only and not HAVE_ORT:
         return True, "skipped: ONNX Runtime is its only reference and onnxruntime-node is missing"
     if rep["fallback"] or rep["nodes_delegated"] != rep["nodes_total"] or len(rep["partitions"]) != 1:
@@ -85,7 +91,7 @@ def run_case(name, kind, args):
         return False, "run exit %d: %s" % (r.returncode, r.stderr.strip())
     use_ort = HAVE_ORT and not numpy_only
     if use_ort:
-        r = subprocess.run(["node", ORT, model, "--out", os.path.join(out, "ort"), "--quiet"] + feeds,
+        r = subprocess.run(["node", ORT, ort_model, "--out", os.path.join(out, "ort"), "--quiet"] + feeds,
                            capture_output=True, text=True)
         if r.returncode:
             return False, "ORT exit %d: %s" % (r.returncode, r.stderr.strip())
@@ -102,7 +108,8 @@ def run_case(name, kind, args):
             ok &= o2
             note += ", ORT max abs %.2g %s" % (ad2, why2)
         notes.append(note)
-    src_note = "" if use_ort else (" [numpy only: ORT cannot run it]" if numpy_only else " [numpy only: no ORT]")
+    src_note = " [ORT: its com.microsoft kernel]" if use_ort and ort_model != model else ""
+    src_note = src_note if use_ort else (" [numpy only: ORT cannot run it]" if numpy_only else " [numpy only: no ORT]")
     return ok, "1 partition%s%s; %s" % ("" if spec == "TOSA-1.0+FP" else " under " + spec, src_note, "; ".join(notes))
 
 
@@ -113,12 +120,14 @@ def main():
         parts = line.split()
         if len(parts) < 3 or (parts[-1] == "long" and not long_run):
             continue
+        if ONLY and not any(o in parts[0] for o in ONLY):
+            continue
         n += 1
         ok, why = run_case(parts[0], parts[1], parts[2:])
         print("%-4s %-34s %s" % ("ok" if ok else "FAIL", parts[0], why))
         failed += not ok
     print("%d of %d cases pass%s" % (n - failed, n, "" if HAVE_ORT else " (no onnxruntime-node: numpy references only)"))
-    return 1 if failed or n < 40 else 0
+    return 1 if failed or (n < 40 and not ONLY) else 0
 
 
 if __name__ == "__main__":

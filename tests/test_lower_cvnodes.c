@@ -51,8 +51,7 @@ static const char *const prefixes[] = {
 static const struct {
     const char *test, *code;
 } exceptions[] = {
-    {"test_maxpool_2d_dilations", "unsupported_attribute"}, /* TOSA pools have no dilation */
-    {"test_maxpool_2d_uint8", "unsupported_dtype"},         /* uint8 has no TOSA type */
+    {"test_maxpool_2d_uint8", "unsupported_dtype"},                            /* uint8 has no TOSA type */
     {"test_maxpool_with_argmax_2d_precomputed_pads", "unsupported_attribute"}, /* Indices */
     {"test_maxpool_with_argmax_2d_precomputed_strides", "unsupported_attribute"},
     {"test_batchnorm_epsilon_training_mode", "unsupported_attribute"},
@@ -63,17 +62,6 @@ static const struct {
     {"test_einsum_inner_prod", "unsupported_dtype"},
     {"test_einsum_sum", "unsupported_dtype"},
     {"test_einsum_transpose", "unsupported_dtype"},
-    {"test_resize_downsample_scales_cubic", "unsupported_attribute"},
-    {"test_resize_downsample_scales_cubic_A_n0p5_exclude_outside", "unsupported_attribute"},
-    {"test_resize_downsample_scales_cubic_align_corners", "unsupported_attribute"},
-    {"test_resize_downsample_sizes_cubic", "unsupported_attribute"},
-    {"test_resize_upsample_scales_cubic", "unsupported_attribute"},
-    {"test_resize_upsample_scales_cubic_A_n0p5_exclude_outside", "unsupported_attribute"},
-    {"test_resize_upsample_scales_cubic_align_corners", "unsupported_attribute"},
-    {"test_resize_upsample_scales_cubic_asymmetric", "unsupported_attribute"},
-    {"test_resize_upsample_sizes_cubic", "unsupported_attribute"},
-    /* its roi reaches outside the input: extrapolation_value, TOSA clamps */
-    {"test_resize_tf_crop_and_resize", "unsupported_attribute"},
     {"test_depthtospace_example", "no_compute"}, /* data movement alone */
     {"test_depthtospace_crd_mode_example", "no_compute"},
     {"test_depthtospace_dcr_mode", "no_compute"},

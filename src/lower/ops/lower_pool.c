@@ -5,7 +5,8 @@
  * channels-last around MAX_POOL2D / AVG_POOL2D. TOSA requires the output
  * size division to be exact and the padding to be smaller than the
  * kernel: lw_window() adjusts the end padding (ceil_mode adds padding the
- * pool ignores, floor mode crops the unread input tail).
+ * pool ignores, floor mode crops the unread input tail). Dilated windows
+ * are strided slices combined by MAXIMUM / ADD (pool_dilated).
  */
 #include <math.h>
 #include <string.h>
@@ -37,6 +38,97 @@ static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dty
     return lw_op(c, CTOSA_OP_AVG_POOL2D, 3, in, 1, &out, &a) ? out : NULL;
 }
 
+/* Dilated windows (TOSA pools have no dilation), in the ONNX layout and for
+ * any number of spatial axes: the input is padded (-inf for a maximum, 0
+ * for a sum) so that along each axis tap j of output o reads o*s + j*d;
+ * tap j is then a slice of out*s elements from j*d, and when s > 1 a
+ * reshape to [out, s] keeps element 0 of each stride. The taps are combined
+ * by MAXIMUM or ADD axis after axis (a box maximum or sum is separable),
+ * and an average multiplies by the reciprocal of its count, a product of
+ * per-axis counts (positions inside the input, or inside the declared
+ * padding with count_include_pad) computed at compile time. */
+static lower_status pool_dilated(lower_ctx *c, bool is_max, const lower_value *X, lw_dim *dm, uint32_t nsp,
+                                 bool include_pad) {
+    const char *op = lw_node(c)->op_type;
+    uint32_t r = X->rank;
+    ctosa_dtype t = X->t, ct = t;
+    if (!is_max) {
+        if (!ctosa_dtype_is_float(t))
+            return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "%s: dilations on a %s tensor (float only)",
+                             op, ctosa_dtype_name(t));
+        ct = CTOSA_DTYPE_FP32; /* the sum and its scaling in float, as ONNX Runtime */
+    }
+    int64_t cur[5], start[5] = {0}, size[5], pads[10] = {0};
+    memcpy(cur, X->shape, r * sizeof *cur);
+    memcpy(size, cur, sizeof size);
+    bool crop = false;
+    for (uint32_t i = 0; i < nsp; i++) {
+        size[2 + i] -= dm[i].crop;
+        crop |= dm[i].crop != 0;
+        pads[2 * (2 + i)] = dm[i].pb;
+        pads[2 * (2 + i) + 1] = dm[i].pe + dm[i].s - 1;
+    }
+    const char *x = lw_input(c, 0);
+    if (ct != t) x = lw_cast(c, x, t, ct, r, cur);
+    if (crop) x = lw_slice(c, x, ct, r, cur, start, size);
+    memcpy(cur, size, sizeof cur);
+    x = lw_pad(c, x, ct, r, cur, pads, is_max ? -INFINITY : 0.0);
+    for (uint32_t i = 0; i < r; i++) cur[i] += pads[2 * i] + pads[2 * i + 1];
+    for (uint32_t i = 0; i < nsp && x; i++) {
+        const lw_dim *d = &dm[i];
+        int32_t ax = (int32_t)(2 + i);
+        int64_t os[5], ws[6];
+        memcpy(os, cur, sizeof os);
+        os[ax] = d->out;
+        /* the axis split into [out, s] */
+        for (int32_t j = 0, k = 0; j < (int32_t)r; j++) {
+            ws[k++] = j == ax ? d->out : cur[j];
+            if (j == ax) ws[k++] = d->s;
+        }
+        lw_v acc = lw_v_none();
+        for (int64_t j = 0; j < d->k; j++) {
+            const char *tap = lw_slice_axis(c, x, ct, r, cur, ax, j * d->d, d->out * d->s);
+            if (d->s > 1 && tap) {
+                tap = lw_reshape(c, tap, ct, r + 1, ws);
+                tap = tap ? lw_slice_axis(c, tap, ct, r + 1, ws, ax + 1, 0, 1) : NULL;
+                tap = tap ? lw_reshape(c, tap, ct, r, os) : NULL;
+            }
+            lw_v tv = {tap, ct, r, {0}, 0};
+            memcpy(tv.s, os, sizeof os);
+            acc = j == 0 ? tv : lw_v_bin(c, is_max ? CTOSA_OP_MAXIMUM : CTOSA_OP_ADD, acc, tv);
+        }
+        x = acc.n;
+        memcpy(cur, os, sizeof cur);
+    }
+    if (!is_max && x) {
+        int64_t ds[5], n = 1;
+        for (uint32_t i = 0; i < r; i++) ds[i] = i < 2 ? 1 : cur[i];
+        for (uint32_t i = 2; i < r; i++) n *= ds[i];
+        double *inv = arena_alloc(lw_arena(c), (size_t)n * sizeof *inv);
+        if (!inv) return lw_failed(c);
+        for (int64_t e = 0; e < n; e++) {
+            int64_t rem = e;
+            double cnt = 1;
+            for (int32_t i = (int32_t)nsp - 1; i >= 0; i--) {
+                const lw_dim *d = &dm[i];
+                int64_t o = rem % d->out, m = 0;
+                rem /= d->out;
+                for (int64_t j = 0; j < d->k; j++) {
+                    int64_t p = o * d->s + j * d->d - d->pb;
+                    m += include_pad ? p >= -d->pb && p < d->in + d->pe0 : p >= 0 && p < d->in;
+                }
+                cnt *= (double)m;
+            }
+            inv[e] = cnt > 0 ? 1 / cnt : 0;
+        }
+        x = lw_mul(c, x, lw_const_from_f64(c, ct, r, ds, inv), ct, r, cur);
+        if (ct != t && x) x = lw_cast(c, x, ct, t, r, cur);
+    }
+    LW_TRY(x);
+    lw_set_output(c, 0, x);
+    return LOWER_OK;
+}
+
 static lower_status lower_pool(lower_ctx *c, bool is_max) {
     const ctosa_onnx_node *n = lw_node(c);
     const char *op = n->op_type;
@@ -57,14 +149,15 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     uint32_t nsp = r - 2;
     lw_dim dm[3];
     if ((st = lw_read_window(c, nsp, X->shape, NULL, dm)) != LOWER_OK) return st;
-    for (uint32_t i = 0; i < nsp; i++)
-        if (dm[i].d != 1)
-            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                             "%s: dilations %lld are not supported (TOSA pools have no dilation)", op,
-                             (long long)dm[i].d);
+    bool dilated = false;
+    for (uint32_t i = 0; i < nsp; i++) dilated |= dm[i].d != 1;
+    if (dilated && !is_max && lw_opset(c) < 19)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "AveragePool: dilations before opset 19 (not in that definition)");
     bool ceil_mode = lw_attr_int(c, "ceil_mode", 0) != 0;
     if ((st = lw_window(c, nsp, dm, ceil_mode)) != LOWER_OK) return st;
     bool include_pad = !is_max && lw_attr_int(c, "count_include_pad", 0) != 0;
+    if (dilated) return pool_dilated(c, is_max, X, dm, nsp, include_pad);
 
     /* 1-D runs as 2-D with a unit height; 3-D as two 2-D pools (H,W then
      * D): max is separable, and so is an average whose divisor (the valid

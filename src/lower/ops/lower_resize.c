@@ -94,7 +94,7 @@ static bool rs_crop_params(const rs_axis *a, int64_t *n, int64_t *d, int64_t *of
 }
 
 /* coord: 0 asymmetric, 1 half_pixel, 2 pytorch_half_pixel, 3 align_corners,
- * 4 tf_half_pixel_for_nn, 5 half_pixel_symmetric, 6 tf_crop_and_resize. nearest: -1 (linear), 0 round_prefer_floor,
+ * 4 tf_half_pixel_for_nearest, 5 half_pixel_symmetric, 6 tf_crop_and_resize. nearest: -1 (linear), 0 round_prefer_floor,
  * 1 round_prefer_ceil, 2 floor, 3 ceil. */
 static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
     /* TOSA needs dimensions < 16384 and scale_n <= 2048: bounding the
@@ -181,6 +181,228 @@ static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
            border < n;
 }
 
+/* ------------------------------------------------ interpolation matrices */
+
+/* What RESIZE cannot express (cubic, antialiasing, extrapolation, other
+ * ranks and axes, extreme scales) is separable all the same: along each
+ * resized axis the output is a fixed linear combination of input samples,
+ * a constant [in, out] matrix computed here from the definition. The data
+ * (FP32; FP16/BF16 cast up and back) moves that axis last and runs one
+ * MATMUL [1, rest, in] x [1, in, out] per axis. */
+
+enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
+
+typedef struct rs_interp {
+    int mode, coord, nearest;
+    double cubic_a, extrapolation;
+    bool exclude_outside, antialias;
+} rs_interp;
+
+/* Keys' cubic convolution kernel with coefficient a, at distance t. */
+static double rs_cubic_w(double t, double a) {
+    t = fabs(t);
+    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
+
+/* The input coordinate of output index x (coordinate_transformation_mode);
+ * len is the resized length the formulas divide by (in * scale when scales
+ * were given, else the output size). Sets *outside for tf_crop_and_resize
+ * samples outside the input. */
+static double rs_orig(const rs_interp *ip, const rs_axis *a, double x, double scale, double len,
+                      bool *outside) {
+    double in = (double)a->in, xo;
+    *outside = false;
+    switch (ip->coord) {
+    case 0: xo = x / scale; break;
+    case 2: xo = a->out > 1 ? (x + 0.5) / scale - 0.5 : 0; break;
+    case 3: xo = len > 1 ? x * (in - 1) / (len - 1) : 0; break;
+    case 4: xo = (x + 0.5) / scale; break;
+    case 5: {
+        double adj = (double)a->out / (scale * in);
+        xo = in / 2 * (1 - adj) + (x + 0.5) / scale - 0.5;
+        break;
+    }
+    case 6:
+        xo = a->out > 1 ? a->roi0 * (in - 1) + x * (a->roi1 - a->roi0) * (in - 1) / (double)(a->out - 1)
+                        : 0.5 * (a->roi0 + a->roi1) * (in - 1);
+        *outside = xo < 0 || xo > in - 1;
+        break;
+    default: xo = (x + 0.5) / scale - 0.5; break;
+    }
+    return xo;
+}
+
+/* Weight of the tap at offset i from base for a sample at base + r, and
+ * the offset of the first tap (*first) with the tap count (*n). */
+static double rs_tap(const rs_interp *ip, double r, double s, int64_t i) {
+    if (ip->mode == RS_LINEAR) return fmax(0, 1 - fabs(((double)i - r) * s));
+    return rs_cubic_w(((double)i - r) * s, ip->cubic_a);
+}
+
+/* Row o of the [out, in] interpolation matrix into w[0..in). Taps sit at
+ * base + i with base = ceil(x) - 1, so an integral x is weighed through
+ * ratio 1 as the definition's reference does; positions beyond the edge
+ * read the edge sample. Returns false for a tf_crop_and_resize sample
+ * outside the input (the row stays zero). */
+static bool rs_matrix_row(const rs_interp *ip, const rs_axis *a, int64_t o, double scale, double len,
+                          double *w) {
+    bool outside;
+    double x = rs_orig(ip, a, (double)o, scale, len, &outside);
+    if (outside) return false;
+    double base = ceil(x) - 1, r = x - base, last = (double)(a->in - 1);
+    if (ip->mode == RS_NEAREST) {
+        int nm = ip->nearest;
+        bool up = nm == 0 ? r > 0.5 : nm == 1 ? r >= 0.5 : nm == 2 ? r == 1 : true;
+        double p = fmin(fmax(base + (up ? 1 : 0), 0), last);
+        w[(int64_t)p] += 1;
+        return true;
+    }
+    /* antialiasing widens the kernel by 1/scale when downsampling */
+    double s = ip->antialias && scale < 1 ? scale : 1;
+    int64_t first = (int64_t)floor((ip->mode == RS_LINEAR ? -1 : -2) / s) + 1, end = 2 - first;
+    double sum = 0;
+    for (int64_t i = first; i < end; i++) {
+        double p = base + (double)i;
+        if (!(ip->exclude_outside && (p < 0 || p > last))) sum += rs_tap(ip, r, s, i);
+    }
+    /* antialiased taps are normalised to sum 1, and so are the taps left
+     * inside the input when exclude_outside drops the others */
+    bool norm = (s < 1 || ip->exclude_outside) && sum != 0;
+    for (int64_t i = first; i < end; i++) {
+        double p = base + (double)i;
+        if (ip->exclude_outside && (p < 0 || p > last)) continue;
+        double t = rs_tap(ip, r, s, i);
+        w[(int64_t)fmin(fmax(p, 0), last)] += norm ? t / sum : t;
+    }
+    return true;
+}
+
+/* MATMUL [1, M, K] x [1, K, N] in FP32. */
+static const char *rs_matmul(lower_ctx *c, const char *a, const char *b, int64_t m, int64_t n) {
+    int64_t os[3] = {1, m, n};
+    const char *azp = lw_zero_point(c, CTOSA_DTYPE_FP32, 0), *bzp = lw_zero_point(c, CTOSA_DTYPE_FP32, 0);
+    const char *out = lw_tensor(c, CTOSA_DTYPE_FP32, 3, os);
+    if (!a || !b || !azp || !bzp || !out) return NULL;
+    const char *in[4] = {a, b, azp, bzp};
+    return lw_op(c, CTOSA_OP_MATMUL, 4, in, 1, &out, NULL) ? out : NULL;
+}
+
+/* Resize of any rank through interpolation matrices: out[] the output
+ * shape, scale[] the scale per axis, roi[] (tf_crop_and_resize) starts
+ * then ends per axis. */
+static lower_status rs_emit_matrix(lower_ctx *c, const lower_value *X, const int64_t *out,
+                                   const double *scale, bool from_scales, const rs_interp *ip,
+                                   const double *roi) {
+    const char *op = lw_node(c)->op_type;
+    uint32_t r = X->rank;
+    ctosa_dtype t = X->t, ct = CTOSA_DTYPE_FP32;
+    if (!ctosa_dtype_is_float(t))
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                         "%s: this resize needs interpolation matrices, which are for float tensors only",
+                         op);
+    int64_t cur[LOWER_MAX_RANK];
+    memcpy(cur, X->shape, r * sizeof *cur);
+    const char *x = lw_input(c, 0);
+    if (t != ct) x = lw_cast(c, x, t, ct, r, cur);
+    arena *ar = lw_arena(c);
+    bool *outside[LOWER_MAX_RANK] = {0};
+    for (int32_t ax = (int32_t)r - 1; ax >= 0; ax--) {
+        rs_axis a = {X->shape[ax],
+                     out[ax],
+                     from_scales,
+                     0,
+                     0,
+                     0,
+                     0,
+                     0,
+                     0,
+                     roi ? roi[ax] : 0,
+                     roi ? roi[r + (uint32_t)ax] : 1};
+        int64_t in = a.in, on = a.out;
+        if (on < 1 || in < 1)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: axis %d from %lld to %lld elements", op,
+                             ax, (long long)in, (long long)on);
+        double len = from_scales ? (double)in * scale[ax] : (double)on;
+        double *mt = arena_zalloc(ar, (size_t)(in * on) * sizeof *mt);
+        double *row = arena_alloc(ar, (size_t)in * sizeof *row);
+        bool *oa = arena_zalloc(ar, (size_t)on);
+        if (!mt || !row || !oa) return lw_failed(c);
+        bool ident = in == on, any_out = false;
+        for (int64_t o = 0; o < on; o++) {
+            memset(row, 0, (size_t)in * sizeof *row);
+            if (!rs_matrix_row(ip, &a, o, scale[ax], len, row)) oa[o] = any_out = true;
+            for (int64_t p = 0; p < in; p++) {
+                mt[p * on + o] = row[p];
+                if (row[p] != (p == o ? 1.0 : 0.0)) ident = false;
+            }
+        }
+        if (any_out) outside[ax] = oa;
+        if (ident && !any_out) continue;
+        /* the axis goes last, [1, rest, in] x [1, in, out], and back */
+        int32_t perm[LOWER_MAX_RANK];
+        int64_t ts[LOWER_MAX_RANK];
+        for (uint32_t i = 0; i < r; i++) perm[i] = (int32_t)i;
+        perm[ax] = (int32_t)r - 1;
+        perm[r - 1] = ax;
+        for (uint32_t i = 0; i < r; i++) ts[i] = cur[perm[i]];
+        bool last = ax == (int32_t)r - 1;
+        const char *y = last ? x : lw_transpose(c, x, ct, r, cur, perm);
+        int64_t rest = lw_count(r, ts) / in, s3[3] = {1, rest, in}, ms[3] = {1, in, on};
+        y = y ? lw_reshape(c, y, ct, 3, s3) : NULL;
+        y = rs_matmul(c, y, lw_const_from_f64(c, ct, 3, ms, mt), rest, on);
+        ts[r - 1] = on;
+        y = y ? lw_reshape(c, y, ct, r, ts) : NULL;
+        if (!last && y) y = lw_transpose(c, y, ct, r, ts, perm);
+        LW_TRY(y);
+        cur[ax] = on;
+        x = y;
+    }
+    /* tf_crop_and_resize: samples outside the input are extrapolation_value
+     * (their matrix rows are zero, so adding it sets them) */
+    bool any = false;
+    int64_t ms[LOWER_MAX_RANK];
+    for (uint32_t i = 0; i < r; i++) {
+        ms[i] = outside[i] ? cur[i] : 1;
+        any |= outside[i] != NULL;
+    }
+    if (any && ip->extrapolation != 0) {
+        int64_t n = lw_count(r, ms);
+        double *m = arena_alloc(ar, (size_t)n * sizeof *m);
+        if (!m) return lw_failed(c);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t rem = k;
+            bool o = false;
+            for (int32_t i = (int32_t)r - 1; i >= 0; i--) {
+                int64_t idx = rem % ms[i];
+                rem /= ms[i];
+                if (outside[i] && outside[i][idx]) o = true;
+            }
+            m[k] = o ? ip->extrapolation : 0;
+        }
+        x = lw_add(c, x, lw_const_from_f64(c, ct, r, ms, m), ct, r, cur);
+    }
+    if (t != ct && x) x = lw_cast(c, x, ct, t, r, cur);
+    if (x && !strcmp(x, lw_input(c, 0))) x = lw_reshape(c, x, t, r, cur);
+    LW_TRY(x);
+    lw_set_output(c, 0, x);
+    return LOWER_OK;
+}
+
+/* Whether RESIZE expresses it (rs_emit says why not when it does not). */
+static bool rs_fits(const lower_value *X, const int64_t *out, const int64_t *sc_n, const int64_t *sc_d,
+                    bool from_scales, bool linear, int coord, int nearest, const double *roi) {
+    if (X->rank != 4 || out[0] != X->shape[0] || out[1] != X->shape[1]) return false;
+    for (int i = 0; i < 2; i++) {
+        rs_axis a = {
+            X->shape[2 + i],      out[2 + i],          from_scales, sc_n[2 + i], sc_d[2 + i], 0, 0, 0, 0,
+            roi ? roi[2 + i] : 0, roi ? roi[6 + i] : 1};
+        if (a.out < 1 || !rs_axis_params(&a, coord, linear ? -1 : nearest)) return false;
+    }
+    return true;
+}
+
 /* Shared by Resize and Upsample: X is 4-D; out[] the wanted output shape,
  * sc_n/sc_d the per-axis rational scales. */
 static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *out, const int64_t *sc_n,
@@ -188,6 +410,11 @@ static lower_status rs_emit(lower_ctx *c, const lower_value *X, const int64_t *o
                             const double *roi) {
     const char *op = lw_node(c)->op_type;
     ctosa_dtype t = X->t;
+    if (X->rank != 4)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "%s: input rank %u (RESIZE is 2-D over NCHW; other ranks take interpolation "
+                         "matrices, for float tensors only)",
+                         op, X->rank);
     if (out[0] != X->shape[0] || out[1] != X->shape[1])
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                          "%s: only the spatial axes (2, 3) may be resized (TOSA RESIZE is 2-D)", op);
@@ -258,19 +485,31 @@ static lower_status lower_resize(lower_ctx *c) {
     const lower_value *X = lw_data_input(c, 0, &st);
     if (!X) return st;
     int64_t opset = lw_opset(c);
+    uint32_t r = X->rank;
     const char *mode = lw_attr_str(c, "mode", "nearest");
-    bool linear;
-    if (!rs_mode(mode, &linear))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "Resize: mode '%s' (TOSA RESIZE has nearest and bilinear)", mode);
-    if (X->rank != 4)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: input rank %u (only 4-D NCHW)", X->rank);
+    rs_interp ip = {RS_NEAREST,
+                    -1,
+                    -1,
+                    lw_attr_float(c, "cubic_coeff_a", -0.75f),
+                    lw_attr_float(c, "extrapolation_value", 0.0f),
+                    lw_attr_int(c, "exclude_outside", 0) != 0,
+                    lw_attr_int(c, "antialias", 0) != 0};
+    if (!strcmp(mode, "linear")) ip.mode = RS_LINEAR;
+    else if (!strcmp(mode, "cubic")) ip.mode = RS_CUBIC;
+    else if (strcmp(mode, "nearest"))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: mode '%s'", mode);
+    bool linear = ip.mode == RS_LINEAR;
     const char *ctm =
         lw_attr_str(c, "coordinate_transformation_mode", opset < 11 ? "asymmetric" : "half_pixel");
-    static const char *const coords[] = {"asymmetric",        "half_pixel",           "pytorch_half_pixel",
-                                         "align_corners",     "tf_half_pixel_for_nn", "half_pixel_symmetric",
+    static const char *const coords[] = {"asymmetric",
+                                         "half_pixel",
+                                         "pytorch_half_pixel",
+                                         "align_corners",
+                                         "tf_half_pixel_for_nearest",
+                                         "half_pixel_symmetric",
                                          "tf_crop_and_resize"};
-    int coord = -1;
+    /* tf_half_pixel_for_nn: the name of older definitions (and ONNX Runtime's) */
+    int coord = !strcmp(ctm, "tf_half_pixel_for_nn") ? 4 : -1;
     for (int i = 0; i < 7; i++)
         if (!strcmp(ctm, coords[i])) coord = i;
     if (coord < 0)
@@ -280,29 +519,36 @@ static lower_status lower_resize(lower_ctx *c) {
     int nearest = -1;
     for (int i = 0; i < 4; i++)
         if (!strcmp(nm, nms[i])) nearest = i;
-    if (!linear && nearest < 0)
+    if (ip.mode == RS_NEAREST && nearest < 0)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: nearest_mode '%s'", nm);
+    ip.coord = coord;
+    ip.nearest = nearest;
     const char *policy = lw_attr_str(c, "keep_aspect_ratio_policy", "stretch");
     /* axes (opset 18): scales/sizes name a subset of the axes */
     const int64_t *axes_v = NULL;
     int64_t naxes = lw_attr_ints(c, "axes", &axes_v);
-    int32_t axes[4] = {0, 1, 2, 3};
-    uint32_t nax = 4;
+    int32_t axes[LOWER_MAX_RANK];
+    uint32_t nax = r;
+    for (uint32_t i = 0; i < r; i++) axes[i] = (int32_t)i;
     if (naxes >= 0) {
-        if (naxes > 4)
+        if (naxes > r)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: %lld axes", (long long)naxes);
         nax = (uint32_t)naxes;
         for (uint32_t i = 0; i < nax; i++)
-            if (!lw_axis(c, axes_v[i], 4, "axes", &axes[i])) return LOWER_REJECT;
+            if (!lw_axis(c, axes_v[i], r, "axes", &axes[i])) return LOWER_REJECT;
     }
-    int64_t out[4], sn[4], sd[4];
-    for (int i = 0; i < 4; i++) {
+    int64_t out[LOWER_MAX_RANK], sn[LOWER_MAX_RANK], sd[LOWER_MAX_RANK];
+    double sc[LOWER_MAX_RANK];
+    for (uint32_t i = 0; i < r; i++) {
         out[i] = X->shape[i];
         sn[i] = sd[i] = 1;
+        sc[i] = 1;
     }
     uint32_t si = opset < 11 ? 1 : 2, zi = 3;
     bool have_sizes = opset >= 11 && lw_has_input(c, zi) && lw_in(c, zi)->static_shape &&
                       lw_count(lw_in(c, zi)->rank, lw_in(c, zi)->shape) > 0;
+    /* a scale without a small rational form leaves RESIZE, not the matrices */
+    bool rational = true;
     if (have_sizes) {
         const int64_t *sz = NULL;
         int64_t k = lw_const_i64(c, zi, &sz);
@@ -328,15 +574,18 @@ static lower_status lower_resize(lower_ctx *c) {
         for (uint32_t i = 0; i < nax; i++) {
             int32_t a = axes[i];
             if (stretch) {
+                if (sz[i] < 1 || sz[i] > INT32_MAX)
+                    return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: size %lld", (long long)sz[i]);
                 out[a] = sz[i];
                 sn[a] = sz[i];
                 sd[a] = X->shape[a];
+                sc[a] = (double)sz[i] / (double)X->shape[a];
             } else {
                 out[a] = rs_floor_dim(keep * (double)X->shape[a] + 0.5);
                 if (out[a] < 0)
                     return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: output size out of range");
-                if (!rs_rational(keep, &sn[a], &sd[a]))
-                    return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g not rational", keep);
+                sc[a] = keep;
+                if (!rs_rational(keep, &sn[a], &sd[a])) rational = false;
             }
         }
     } else {
@@ -353,17 +602,18 @@ static lower_status lower_resize(lower_ctx *c) {
         for (uint32_t i = 0; i < nax; i++) {
             int32_t a = axes[i];
             out[a] = rs_floor_dim((double)X->shape[a] * sv[i] + 1e-9);
-            if (out[a] < 0)
+            if (out[a] < 1 || !(sv[i] > 0))
                 return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g out of range", sv[i]);
-            if (!rs_rational(sv[i], &sn[a], &sd[a]))
-                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: scale %g is not a small rational",
-                                 sv[i]);
+            sc[a] = sv[i];
+            if (!rs_rational(sv[i], &sn[a], &sd[a])) rational = false;
         }
     }
-    if (lw_attr_int(c, "antialias", 0) && linear && (out[2] < X->shape[2] || out[3] < X->shape[3]))
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Resize: antialias=1 when downsampling");
     /* roi (tf_crop_and_resize only): starts then ends, per rank or per axes */
-    double roi[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    double roi[2 * LOWER_MAX_RANK];
+    for (uint32_t i = 0; i < r; i++) {
+        roi[i] = 0;
+        roi[r + i] = 1;
+    }
     if (coord == 6) {
         const double *rv = NULL;
         int64_t k = lw_has_input(c, 1) ? lw_const_f64(c, 1, &rv) : -1;
@@ -375,10 +625,25 @@ static lower_status lower_resize(lower_ctx *c) {
                              (long long)k, nax);
         for (uint32_t i = 0; i < nax; i++) {
             roi[axes[i]] = rv[i];
-            roi[4 + axes[i]] = rv[nax + i];
+            roi[r + (uint32_t)axes[i]] = rv[nax + i];
         }
     }
-    return rs_emit(c, X, out, sn, sd, !have_sizes, linear, coord, nearest, coord == 6 ? roi : NULL);
+    bool down = false;
+    for (uint32_t i = 0; i < r; i++) down |= out[i] < X->shape[i];
+    ip.antialias = ip.antialias && ip.mode != RS_NEAREST && down;
+    /* RESIZE where it expresses the resize, interpolation matrices otherwise
+     * (cubic, antialias, extrapolation, other axes or ranks, extreme or
+     * irrational scales) */
+    const double *roi_p = coord == 6 ? roi : NULL;
+    bool fits = ip.mode != RS_CUBIC && !ip.antialias && rational &&
+                rs_fits(X, out, sn, sd, !have_sizes, linear, coord, nearest, roi_p);
+    if (!fits && (ctosa_dtype_is_float(X->t) || ip.mode == RS_CUBIC || ip.antialias))
+        return rs_emit_matrix(c, X, out, sc, !have_sizes, &ip, roi_p);
+    if (!rational)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "Resize: a scale is not a small rational (RESIZE; the interpolation matrices are "
+                         "for float tensors only)");
+    return rs_emit(c, X, out, sn, sd, !have_sizes, linear, coord, nearest, roi_p);
 }
 
 static lower_status lower_upsample(lower_ctx *c) {

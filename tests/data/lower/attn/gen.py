@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Generates the transformer-operator cases of tests/cli_attn_ort.sh:
 Attention, RotaryEmbedding, RMSNormalization node tests and a decoder
-block built from them with a KV cache.
+block built from them with a KV cache; the operator variants (Resize by
+interpolation matrices, dilated pooling, ...) and the opset 27/28
+operators (CausalConvWithState, LinearAttention, SwiGLU).
 
 One folder per case: model.onnx, input_<name>.npy for every runtime graph
 input, output_<i>.npy (the numpy reference below, written from the ONNX
 operator definitions, computed in float64 and rounded to the output dtype)
 and a line in cases.txt:
 
-    <case> ok <tol> [numpy|ort] [long]
+    <case> ok <tol> [numpy|ort|twin] [long]
                                       fully delegated, one partition; every
                                       output within tol (relative to the
                                       output's largest magnitude) of ONNX
@@ -16,7 +18,11 @@ and a line in cases.txt:
                                       "numpy": ORT cannot run the model
                                       (the definition allows what its kernel
                                       refuses), numpy only; "ort": ONNX
-                                      Runtime is the only reference; "long":
+                                      Runtime is the only reference; "twin":
+                                      ONNX Runtime runs ort.onnx, the same
+                                      node in its com.microsoft domain
+                                      (ONNX Runtime 1.30 loads opsets up to
+                                      26 only); "long":
                                       only with CTOSA_LONG_TESTS=1;
                                       "spec=S": lowered under spec S instead
                                       of TOSA-1.0+FP
@@ -43,6 +49,7 @@ NP2ONNX = {
     np.dtype(np.float32): TensorProto.FLOAT,
     np.dtype(np.float16): TensorProto.FLOAT16,
     np.dtype(np.int64): TensorProto.INT64,
+    np.dtype(np.int8): TensorProto.INT8,
     np.dtype(np.bool_): TensorProto.BOOL,
 }
 
@@ -409,8 +416,7 @@ def decoder_block():
 
 def ort_case(name, op, inputs, attrs=None, inits=(), n_out=1, opset=18, out_dtype=None, expect="ok 1e-4 ort",
              in_names=None):
-    if expect.startswith("ok") and name not in SAMPLE:
-        expect += " long"
+    expect = sampled(name, expect)
     attrs = attrs or {}
     names = in_names or [n for n, _ in inputs] + [n for n, _ in inits]
     outs = ["y%d" % i for i in range(n_out)]
@@ -423,7 +429,14 @@ def ort_case(name, op, inputs, attrs=None, inits=(), n_out=1, opset=18, out_dtyp
 # the variants run by the default suite (every one with CTOSA_LONG_TESTS=1)
 SAMPLE = {"ln_fp16_stash", "mvn_default", "rl2_noaxes_nokeep", "cumsum_ex1_rev1", "einsum_1", "mean_3in",
           "resize_linear_pytorch_half_pixel_x", "avgpool_ceil_incl", "swish_alpha", "tscatter_circular",
-          "gridsample_bilinear_zeros_ac0", "gridsample_nearest_zeros_ac0"}
+          "gridsample_bilinear_zeros_ac0", "gridsample_nearest_zeros_ac0", "resize_tf_half_pixel_nn", "resize_tf_half_pixel_nearest",
+          "resize_cubic_half_pixel", "resize_cubic_crop_extrap", "resize_cubic_fp16", "resize_linear_antialias_down",
+          "maxpool_dil", "avgpool_dil_incl_ceil", "ccws_basic", "linattn_gated_delta", "linattn_gqa", "swiglu_fp16"}
+
+
+def sampled(name, expect):
+    """expect, marked long unless the default suite runs the case."""
+    return expect + " long" if expect.startswith("ok") and name not in SAMPLE else expect
 
 
 def variant_cases():
@@ -480,26 +493,17 @@ def variant_cases():
             attrs["nearest_mode"] = nm
         ort_case("resize_%s_%s_%s" % (mode, ctm, nm or "x"), "Resize", [("x", xr)], attrs=attrs,
                  inits=[("roi", empty), ("scales", np.array((1, 1) + sc, np.float32))], opset=19)
-    # what TOSA RESIZE cannot express falls back naming the attribute
-    ort_case("resize_cubic", "Resize", [("x", xr)], attrs={"mode": "cubic", "cubic_coeff_a": -0.75},
-             inits=[("roi", empty), ("scales", np.array((1, 1, 2, 2), np.float32))], opset=19,
-             expect="reject unsupported_attribute cubic")
-    ort_case("resize_tf_half_pixel_nearest", "Resize", [("x", xr)],
-             attrs={"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nearest"},
-             inits=[("roi", empty), ("scales", np.array((1, 1, 0.5, 0.6), np.float32))], opset=19,
-             expect="reject unsupported_attribute tf_half_pixel_for_nearest")
+    # tf_half_pixel_for_nn, the spelling of older definitions and of ONNX
+    # Runtime (which refuses tf_half_pixel_for_nearest), is a RESIZE offset
+    ort_case("resize_tf_half_pixel_nn", "Resize", [("x", xr)],
+             attrs={"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"},
+             inits=[("roi", empty), ("scales", np.array((1, 1, 0.5, 0.6), np.float32))], opset=19)
     xp = rnd(1, 2, 7, 8)
     ort_case("maxpool_ceil", "MaxPool", [("x", xp)],
              attrs={"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}, opset=12)
-    ort_case("maxpool_dil", "MaxPool", [("x", xp)],
-             attrs={"kernel_shape": [3, 2], "strides": [2, 2], "dilations": [2, 1], "ceil_mode": 1}, opset=12,
-             expect="reject unsupported_attribute dilations")
     ort_case("avgpool_ceil_incl", "AveragePool", [("x", xp)],
              attrs={"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
                     "count_include_pad": 1}, opset=19)
-    ort_case("avgpool_dil_excl", "AveragePool", [("x", xp)],
-             attrs={"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 0, 1, 0]}, opset=19,
-             expect="reject unsupported_attribute dilations")
     # GridSample with a run-time grid, slightly beyond [-1, 1] so padding matters
     xg, grid = rnd(2, 3, 5, 6), (rng.random((2, 4, 7, 2)) * 2.4 - 1.2).astype(np.float32)
     grid[0, 0, 0] = [0.0, 0.0]  # x = 2.5 exactly without align_corners (W = 6): nearest rounds to even
@@ -525,14 +529,389 @@ def variant_cases():
              expect="reject needs_constant wi")
 
 
+# ------------------------------------------------------------ Resize by matrices
+# Cubic, antialiasing, extrapolation: the reference follows the definition's
+# own formulation (the n input samples nearest to the original coordinate,
+# edge-padded, weighted by the mode's coefficients).
+
+def cubic_w(t, a):
+    t = abs(t)
+    if t <= 1:
+        return ((a + 2) * t - (a + 3)) * t * t + 1
+    if t < 2:
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return 0.0
+
+
+def resize_coeffs(mode, ratio, scale, a, antialias, nearest):
+    s = min(scale, 1.0) if antialias else 1.0
+    if mode == "nearest":
+        if ratio == 1:
+            return [0.0, 1.0]
+        up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
+              "ceil": True}[nearest]
+        return [0.0, 1.0] if up else [1.0, 0.0]
+    if mode == "linear":
+        start = int(np.floor(-1 / s) + 1)
+        c = [max(0.0, 1 - abs((i - ratio) * s)) for i in range(start, 2 - start)]
+    else:
+        start = int(np.floor(-2 / s) + 1)
+        c = [cubic_w((i - ratio) * s, a) for i in range(start, 2 - start)]
+    c = np.array(c)
+    return c / c.sum() if s < 1 else c
+
+
+def resize_matrix(n_in, n_out, scale, length, mode, ctm, nearest="round_prefer_floor", a=-0.75, exclude=0,
+                  antialias=0, roi=(0.0, 1.0)):
+    """[n_out, n_in] weights and the rows outside the input (tf_crop_and_resize)."""
+    M = np.zeros((n_out, n_in))
+    outside = np.zeros(n_out, bool)
+    for x in range(n_out):
+        if ctm == "asymmetric":
+            xo = x / scale
+        elif ctm == "pytorch_half_pixel":
+            xo = (x + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+        elif ctm == "align_corners":
+            xo = x * (n_in - 1) / (length - 1) if length > 1 else 0.0
+        elif ctm == "tf_half_pixel_for_nearest":
+            xo = (x + 0.5) / scale
+        elif ctm == "half_pixel_symmetric":
+            adj = n_out / (scale * n_in)
+            xo = n_in / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
+        elif ctm == "tf_crop_and_resize":
+            xo = (roi[0] * (n_in - 1) + x * (roi[1] - roi[0]) * (n_in - 1) / (n_out - 1) if n_out > 1
+                  else 0.5 * (roi[0] + roi[1]) * (n_in - 1))
+            if xo < 0 or xo > n_in - 1:
+                outside[x] = True
+                continue
+        else:
+            xo = (x + 0.5) / scale - 0.5
+        ratio = xo - np.floor(xo)
+        if ratio == 0:
+            ratio = 1.0
+        c = np.array(resize_coeffs(mode, ratio, scale, a, antialias, nearest), np.float64)
+        n = len(c)
+        lo = int(np.floor(xo))
+        cand = sorted(range(lo - n - 1, lo + n + 2), key=lambda i: (abs(xo - i), i))[:n]
+        idx = np.array(sorted(cand))
+        if exclude:
+            c = np.where((idx >= 0) & (idx < n_in), c, 0.0)
+            c = c / c.sum()
+        for w, i in zip(c, idx):
+            M[x, min(max(i, 0), n_in - 1)] += w
+    return M, outside
+
+
+def resize_ref(x, out_shape, scales, from_scales, extrapolation=0.0, roi=None, **kw):
+    y = np.asarray(x, np.float64)
+    outside_any = np.zeros(out_shape, bool)
+    for ax in range(x.ndim):
+        n_in, n_out = x.shape[ax], out_shape[ax]
+        length = n_in * scales[ax] if from_scales else n_out
+        r = (roi[ax], roi[x.ndim + ax]) if roi is not None else (0.0, 1.0)
+        M, out = resize_matrix(n_in, n_out, scales[ax], length, roi=r, **kw)
+        y = np.moveaxis(np.tensordot(M, np.moveaxis(y, ax, 0), axes=1), 0, ax)
+        sh = [1] * x.ndim
+        sh[ax] = n_out
+        outside_any |= out.reshape(sh)
+    return np.where(outside_any, extrapolation, y)
+
+
+def resize_case(name, x, attrs, scales=None, sizes=None, roi=None, axes=None, opset=19, tol=None, expect=None):
+    """scales / sizes per listed axis (all axes when axes is None). ONNX
+    Runtime knows tf_half_pixel_for_nearest by its older name only: the
+    reference alone checks that spelling."""
+    names = ["x", "roi" if roi is not None else "", "scales" if scales is not None else ""]
+    inits = []
+    if roi is not None:
+        inits.append(("roi", np.array(roi, np.float32)))
+    if scales is not None:
+        inits.append(("scales", np.array(scales, np.float32)))
+    if sizes is not None:
+        names.append("sizes")
+        inits.append(("sizes", np.array(sizes, np.int64)))
+    while names and not names[-1]:
+        names.pop()
+    if axes is not None:
+        attrs = dict(attrs, axes=axes)
+    node = helper.make_node("Resize", names, ["y"], name="n0", **attrs)
+    ax = axes if axes is not None else list(range(x.ndim))
+    sc = [1.0] * x.ndim
+    out = list(x.shape)
+    for i, a in enumerate(ax):
+        if scales is not None:
+            sc[a] = float(np.float32(scales[i]))
+            out[a] = int(np.floor(x.shape[a] * sc[a] + 1e-9))
+        else:
+            out[a] = sizes[i]
+            sc[a] = sizes[i] / x.shape[a]
+    full_roi = None
+    if roi is not None:
+        full_roi = [0.0] * x.ndim + [1.0] * x.ndim
+        for i, a in enumerate(ax):
+            full_roi[a], full_roi[x.ndim + a] = roi[i], roi[len(ax) + i]
+    y = resize_ref(x, out, sc, scales is not None, extrapolation=attrs.get("extrapolation_value", 0.0),
+                   roi=full_roi, mode=attrs.get("mode", "nearest"),
+                   ctm=attrs.get("coordinate_transformation_mode", "half_pixel"),
+                   nearest=attrs.get("nearest_mode", "round_prefer_floor"), a=attrs.get("cubic_coeff_a", -0.75),
+                   exclude=attrs.get("exclude_outside", 0), antialias=attrs.get("antialias", 0))
+    tol = tol or ("1e-4" if x.dtype == np.float32 else "2e-3")
+    if attrs.get("coordinate_transformation_mode") == "tf_half_pixel_for_nearest":
+        tol += " numpy"
+    save(name, [node], [("x", x)], [("y", y.astype(x.dtype))], inits=inits, opset=opset,
+         expect=sampled(name, expect or "ok " + tol))
+
+
+def resize_matrix_cases():
+    x = rnd(1, 2, 5, 6)
+    cases = []
+    for ctm in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
+                "tf_half_pixel_for_nearest"):
+        cases.append(("cubic_" + ctm, {"mode": "cubic", "coordinate_transformation_mode": ctm},
+                      dict(scales=[1, 1, 1.6, 2.5])))
+    cases += [
+        ("cubic_a05_exclude", {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1},
+         dict(scales=[1, 1, 2.0, 1.5])),
+        ("cubic_down_exclude", {"mode": "cubic", "exclude_outside": 1}, dict(scales=[1, 1, 0.6, 0.5])),
+        ("cubic_sizes", {"mode": "cubic"}, dict(sizes=[1, 2, 9, 4])),
+        ("cubic_sizes_ac", {"mode": "cubic", "coordinate_transformation_mode": "align_corners"},
+         dict(sizes=[1, 2, 3, 11])),
+        ("cubic_1d_w", {"mode": "cubic"}, dict(scales=[3.0], axes=[3])),
+        ("cubic_1d_h_sizes", {"mode": "cubic"}, dict(sizes=[7], axes=[2])),
+        ("cubic_crop_extrap", {"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize",
+                               "extrapolation_value": 10.0},
+         dict(sizes=[6, 5], axes=[2, 3], roi=[-0.2, 0.1, 0.9, 1.3])),
+        ("cubic_antialias_down", {"mode": "cubic", "antialias": 1}, dict(scales=[1, 1, 0.6, 0.4])),
+        ("linear_antialias_down", {"mode": "linear", "antialias": 1}, dict(scales=[1, 1, 0.5, 0.35])),
+        ("linear_crop_extrap", {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                                "extrapolation_value": -3.0},
+         dict(sizes=[1, 2, 4, 7], roi=[0, 0, -0.3, 0.2, 1, 1, 0.8, 1.4])),
+        ("nearest_crop_extrap", {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"},
+         dict(sizes=[3, 8], axes=[2, 3], roi=[0.1, -0.5, 0.7, 1.5])),
+        ("linear_3d", {"mode": "linear"}, dict(scales=[1, 2.0, 0.5], x=rnd(2, 3, 8))),
+        ("linear_channels", {"mode": "linear"}, dict(scales=[1, 2.0, 1, 1])),
+        ("nearest_down20x", {"mode": "nearest"}, dict(sizes=[1, 2, 1, 1], x=rnd(1, 2, 40, 42))),
+    ]
+    for name, attrs, kw in cases:
+        xx = kw.pop("x", x)
+        resize_case("resize_" + name, xx, attrs, **kw)
+    h = np.float16
+    resize_case("resize_cubic_fp16", rnd(1, 2, 5, 6, dtype=h), {"mode": "cubic"}, scales=[1, 1, 2.0, 1.5])
+    resize_case("resize_cubic_fp16_antialias", rnd(1, 3, 8, 7, dtype=h), {"mode": "cubic", "antialias": 1},
+                sizes=[5, 3], axes=[2, 3])
+    # the coordinate mode in the definition's current spelling, on RESIZE
+    resize_case("resize_tf_half_pixel_nearest", rnd(1, 2, 4, 5), {"mode": "nearest",
+                                                "coordinate_transformation_mode": "tf_half_pixel_for_nearest"},
+                scales=[1, 1, 0.5, 0.6])
+    resize_case("resize_tf_half_pixel_nearest_up", x, {"mode": "nearest",
+                                                       "coordinate_transformation_mode": "tf_half_pixel_for_nearest"},
+                scales=[1, 1, 2.0, 1.5])
+    # an integer tensor cannot take the matrices
+    save("resize_cubic_int8", [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="n0", mode="cubic")],
+         [("x", (rnd(1, 1, 4, 4) * 20).astype(np.int8))], [("y", None)],
+         inits=[("scales", np.array([1, 1, 2, 2], np.float32))], opset=19, out_types=[np.int8],
+         expect="reject unsupported_dtype float")
+
+
+# ------------------------------------------------------------ dilated pooling
+
+def pool_dilation_cases():
+    xp = rnd(1, 2, 9, 10)
+    h = np.float16
+    for name, op, attrs, x, opset in (
+            ("maxpool_dil", "MaxPool", {"kernel_shape": [3, 2], "strides": [2, 2], "dilations": [2, 1],
+                                        "ceil_mode": 1}, xp, 12),
+            ("maxpool_dil_pads", "MaxPool", {"kernel_shape": [2, 3], "strides": [1, 3], "dilations": [3, 2],
+                                             "pads": [1, 1, 1, 2]}, xp, 12),
+            # (ONNX Runtime sizes SAME padding from the undilated kernel,
+            # against the definition's output size ceil(in / stride))
+            ("maxpool_dil_valid", "MaxPool", {"kernel_shape": [3, 3], "dilations": [2, 2], "auto_pad": "VALID"},
+             xp, 12),
+            ("maxpool_dil_1d", "MaxPool", {"kernel_shape": [3], "strides": [2], "dilations": [3], "pads": [1, 2],
+                                           "ceil_mode": 1}, rnd(2, 3, 17), 12),
+            ("maxpool_dil_3d", "MaxPool", {"kernel_shape": [2, 2, 2], "dilations": [2, 1, 2], "strides": [1, 2, 1]},
+             rnd(1, 2, 5, 6, 7), 12),
+            ("maxpool_dil_fp16", "MaxPool", {"kernel_shape": [2, 2], "dilations": [2, 3], "pads": [1, 1, 1, 1]},
+             rnd(1, 3, 8, 9, dtype=h), 12),
+            ("avgpool_dil_excl", "AveragePool", {"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 0, 1, 0]},
+             xp, 19),
+            ("avgpool_dil_incl_ceil", "AveragePool", {"kernel_shape": [3, 2], "strides": [2, 2], "dilations": [2, 3],
+                                                      "pads": [2, 1, 1, 1], "count_include_pad": 1, "ceil_mode": 1},
+             xp, 19),
+            ("avgpool_dil_excl_ceil", "AveragePool", {"kernel_shape": [3, 3], "strides": [3, 2], "dilations": [2, 2],
+                                                      "pads": [2, 1, 0, 1], "ceil_mode": 1}, xp, 19),
+            ("avgpool_dil_1d_fp16", "AveragePool", {"kernel_shape": [4], "dilations": [2], "pads": [3, 1],
+                                                    "count_include_pad": 1}, rnd(2, 3, 15, dtype=h), 19),
+            ("avgpool_dil_3d", "AveragePool", {"kernel_shape": [2, 2, 2], "dilations": [1, 2, 2], "pads": [1, 1, 0, 0, 1, 1]},
+             rnd(1, 2, 4, 6, 7), 19)):
+        tol = "2e-3 ort" if x.dtype == h else "1e-4 ort"
+        ort_case(name, op, [("x", x)], attrs=attrs, opset=opset, expect="ok " + tol)
+    # dilations on an AveragePool before opset 19 are not in the definition
+    ort_case("avgpool_dil_opset11", "AveragePool", [("x", xp)], attrs={"kernel_shape": [2, 2], "dilations": [2, 2]},
+             opset=11, expect="reject unsupported_attribute dilations")
+
+
+# ------------------------------------------------------------ opset 27 / 28 operators
+# ONNX Runtime 1.30 loads models up to opset 26, so these are checked
+# against numpy references of the definitions and, where ONNX Runtime has a
+# kernel of the same operator in its com.microsoft domain, against that
+# kernel on a twin model (ort.onnx; "twin" in cases.txt).
+
+def save_twin(name, node, inputs, outputs, inits=()):
+    """The same node in the com.microsoft domain at opset 21, as ort.onnx."""
+    d = os.path.join(HERE, name)
+    tw = helper.make_node(node.op_type, list(node.input), list(node.output), name="n0", domain="com.microsoft")
+    tw.attribute.extend(node.attribute)
+    g = helper.make_graph(
+        [tw], name, [helper.make_tensor_value_info(n, NP2ONNX[a.dtype], a.shape) for n, a in inputs],
+        [helper.make_tensor_value_info(n, NP2ONNX[a.dtype], a.shape) for n, a in outputs],
+        [numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="ctosa-gen")
+    m.ir_version = 10
+    onnx.save(m, os.path.join(d, "ort.onnx"))
+
+
+def causal_conv_ref(x, w, b=None, past=None, act="none"):
+    x64 = np.asarray(x, np.float64)
+    k = w.shape[2]
+    pad = np.zeros(x.shape[:2] + (k - 1,)) if past is None else np.asarray(past, np.float64)
+    p = np.concatenate([pad, x64], axis=2)
+    L = x.shape[2]
+    y = sum(p[:, :, j:j + L] * w[:, 0, j].astype(np.float64)[None, :, None] for j in range(k))
+    if b is not None:
+        y = y + b.astype(np.float64)[None, :, None]
+    if act in ("silu", "swish"):
+        y = y / (1 + np.exp(-y))
+    return y.astype(x.dtype), p[:, :, L:].astype(x.dtype)
+
+
+def causal_conv_case(name, B, C, L, k, bias=True, past=True, act=None, dtype=np.float32, w_runtime=False,
+                     twin=True):
+    x, w = rnd(B, C, L, dtype=dtype), rnd(C, 1, k, dtype=dtype)
+    b = rnd(C, dtype=dtype) if bias else None
+    ps = rnd(B, C, k - 1, dtype=dtype) if past else None
+    names = ["x", "w", "b" if bias else "", "past" if past else ""]
+    while not names[-1]:
+        names.pop()
+    attrs = {"activation": act} if act else {}
+    node = helper.make_node("CausalConvWithState", names, ["y", "state"], name="n0", **attrs)
+    y, s = causal_conv_ref(x, w, b, ps, act or "none")
+    ins = [("x", x)] + ([("past", ps)] if past else [])
+    inits = [("w", w)] + ([("b", b)] if bias else [])
+    if w_runtime:
+        ins, inits = ins + [("w", w)], [i for i in inits if i[0] != "w"]
+    tol = "1e-4" if dtype == np.float32 else "2e-3"
+    save(name, [node], ins, [("y", y), ("state", s)], inits=inits, opset=27,
+         expect=sampled(name, "ok %s%s" % (tol, " twin" if twin else " numpy")))
+    if twin:
+        save_twin(name, node, ins, [("y", y), ("state", s)], inits)
+
+
+def linear_attention_ref(q, k, v, past=None, decay=None, beta=None, erase=None, q_heads=1, kv_heads=1,
+                         rule="gated_delta", scale=0.0):
+    B, T, _ = q.shape
+    dk, dv, G = q.shape[2] // q_heads, v.shape[2] // kv_heads, q_heads // kv_heads
+    f = lambda a, h: np.asarray(a, np.float64).reshape(B, T, h, -1).transpose(0, 2, 1, 3)  # noqa: E731
+    q4, k4, v4 = f(q, q_heads), f(k, kv_heads), f(v, kv_heads)
+    S = np.zeros((B, kv_heads, dk, dv)) if past is None else np.asarray(past, np.float64).copy()
+    sc = scale or 1 / np.sqrt(dk)
+    out = np.zeros((B, q_heads, T, dv))
+    g4 = f(decay, kv_heads) if decay is not None else None
+    b4 = np.broadcast_to(f(beta, beta.shape[2]), (B, kv_heads, T, 1)) if beta is not None else None
+    e4 = f(erase, kv_heads) if erase is not None else None
+    for t in range(T):
+        if g4 is not None:
+            S = S * np.exp(g4[:, :, t, :])[..., None]
+        vt = v4[:, :, t, :]
+        if b4 is not None:
+            ke = k4[:, :, t, :] * (e4[:, :, t, :] if e4 is not None else 1)
+            vt = b4[:, :, t, :] * (vt - np.einsum("bhdm,bhd->bhm", S, ke))
+        S = S + k4[:, :, t, :, None] * vt[:, :, None, :]
+        out[:, :, t, :] = sc * np.einsum("bhd,bhdm->bhm", q4[:, :, t, :], np.repeat(S, G, axis=1))
+    y = out.transpose(0, 2, 1, 3).reshape(B, T, q_heads * dv)
+    return y.astype(q.dtype), S.astype(past.dtype if past is not None else q.dtype)
+
+
+def l2n(x, heads):
+    B, T, hd = x.shape
+    x4 = x.astype(np.float64).reshape(B, T, heads, -1)
+    return (x4 / np.maximum(np.linalg.norm(x4, axis=-1, keepdims=True), 1e-6)).reshape(B, T, hd).astype(x.dtype)
+
+
+def linear_attention_case(name, B, T, Hq, Hkv, dk, dv, rule="gated_delta", per_head_decay=False, beta_one=False,
+                          past=False, scale=None, erase=False, dtype=np.float32, twin=True):
+    q, v = rnd(B, T, Hq * dk, dtype=dtype), rnd(B, T, Hkv * dv, dtype=dtype)
+    k = rnd(B, T, Hkv * dk, dtype=dtype)
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if delta:
+        k = l2n(k, Hkv)
+    ins = [("query", q), ("key", k), ("value", v)]
+    slots = {"past_state": rnd(B, Hkv, dk, dv, dtype=dtype) * dtype(0.1) if past else None,
+             "decay": (-np.abs(rnd(B, T, Hkv if per_head_decay else Hkv * dk)) * 0.1).astype(dtype) if gated else None,
+             "beta": rng.random((B, T, 1 if beta_one else Hkv)).astype(dtype) if delta else None,
+             "erase_gate": rng.random((B, T, Hkv * dk)).astype(dtype) if erase else None}
+    names = ["query", "key", "value"] + [s if slots[s] is not None else "" for s in slots]
+    while not names[-1]:
+        names.pop()
+    ins += [(s, a) for s, a in slots.items() if a is not None]
+    attrs = {"q_num_heads": Hq, "kv_num_heads": Hkv, "update_rule": rule}
+    if scale is not None:
+        attrs["scale"] = scale
+    node = helper.make_node("LinearAttention", names, ["y", "present_state"], name="n0", **attrs)
+    y, s = linear_attention_ref(q, k, v, slots["past_state"], slots["decay"], slots["beta"], slots["erase_gate"],
+                                Hq, Hkv, rule, scale or 0.0)
+    tol = "1e-4" if dtype == np.float32 else "5e-3"
+    save(name, [node], ins, [("y", y), ("present_state", s)], opset=27,
+         expect=sampled(name, "ok %s%s" % (tol, " twin" if twin else " numpy")))
+    if twin:
+        save_twin(name, node, ins, [("y", y), ("present_state", s)])
+
+
+def opset27_cases():
+    causal_conv_case("ccws_basic", 2, 6, 5, 4)
+    causal_conv_case("ccws_silu_nopast", 1, 8, 7, 3, past=False, act="silu")
+    causal_conv_case("ccws_swish_nobias_decode", 2, 5, 1, 4, bias=False, act="swish")
+    causal_conv_case("ccws_runtime_w", 1, 4, 6, 2, w_runtime=True, twin=False)
+    causal_conv_case("ccws_fp16", 2, 6, 5, 4, act="silu", dtype=np.float16)
+    linear_attention_case("linattn_linear", 2, 4, 4, 4, 8, 8, rule="linear")
+    linear_attention_case("linattn_gated", 2, 4, 4, 4, 8, 8, rule="gated")
+    linear_attention_case("linattn_gated_head", 2, 4, 4, 4, 8, 8, rule="gated", per_head_decay=True)
+    linear_attention_case("linattn_delta", 2, 4, 4, 4, 8, 8, rule="delta")
+    linear_attention_case("linattn_gated_delta", 2, 4, 4, 4, 8, 8)
+    linear_attention_case("linattn_beta_one", 2, 4, 4, 4, 8, 8, beta_one=True)
+    linear_attention_case("linattn_gqa", 2, 4, 8, 4, 8, 6, past=True)
+    linear_attention_case("linattn_mqa_decode", 2, 1, 8, 1, 8, 8, past=True)
+    linear_attention_case("linattn_scale_past", 1, 6, 2, 2, 4, 5, past=True, scale=0.25)
+    linear_attention_case("linattn_erase", 1, 3, 2, 2, 4, 4, erase=True, twin=False)
+    linear_attention_case("linattn_fp16", 1, 4, 4, 2, 8, 8, past=True, dtype=np.float16)
+    for name, alpha, dtype in (("swiglu", None, np.float32), ("swiglu_alpha", 0.5, np.float32),
+                               ("swiglu_fp16", None, np.float16)):
+        a, b = rnd(2, 3, 8, dtype=dtype) * dtype(3), rnd(2, 3, 8, dtype=dtype)
+        attrs = {"alpha": alpha} if alpha else {}
+        node = helper.make_node("SwiGLU", ["a", "b"], ["y"], name="n0", **attrs)
+        a64 = a.astype(np.float64)
+        y = a64 / (1 + np.exp(-(alpha or 1.0) * a64)) * b
+        save(name, [node], [("a", a), ("b", b)], [("y", y.astype(dtype))], opset=28,
+             expect=sampled(name, "ok %s numpy" % ("1e-4" if dtype == np.float32 else "2e-3")))
+
+
 def main():
     attention_cases()
     rope_cases()
     rms_cases()
     decoder_block()
     variant_cases()
+    resize_matrix_cases()
+    pool_dilation_cases()
+    opset27_cases()
     with open(os.path.join(HERE, "cases.txt"), "w") as f:
         f.write("\n".join(CASES) + "\n")
+    # folders of cases no longer generated go
+    names = {c.split()[0] for c in CASES}
+    for e in os.listdir(HERE):
+        if os.path.isfile(os.path.join(HERE, e, "model.onnx")) and e not in names:
+            shutil.rmtree(os.path.join(HERE, e))
     print("%d cases" % len(CASES))
 
 
