@@ -498,12 +498,13 @@ static uint32_t infer(lower_session *s, uint32_t ni) {
     }
     if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0) {
         const ctosa_onnx_attr *ctm = si_attr(n, "coordinate_transformation_mode");
-        if (si_attr(n, "axes") || (ctm && ctm->s.n == 18 && !memcmp(ctm->s.p, "tf_crop_and_resize", 18)))
-            return 0; /* sizes depend on axes / the roi */
+        bool crop = ctm && ctm->s.n == 18 && !memcmp(ctm->s.p, "tf_crop_and_resize", 18);
         int64_t sizes[SI_MAX];
         double sc[SI_MAX];
         bool old = strcmp(op, "Upsample") == 0 || s->opset < 11; /* (X, scales) */
         int64_t ns = old ? -1 : si_const_ints(s, n, 3, sizes, SI_MAX);
+        /* sizes depend on axes, and scaled ones on the roi */
+        if (si_attr(n, "axes") || (crop && ns != (int64_t)x.rank)) return 0;
         const ctosa_onnx_attr *sa = si_attr(n, "scales"); /* Upsample before opset 9 */
         o.rank = x.rank;
         if (ns == (int64_t)x.rank) {

@@ -626,6 +626,13 @@ static lower_status lower_resize(lower_ctx *c) {
         for (uint32_t i = 0; i < nax; i++) {
             roi[axes[i]] = rv[i];
             roi[r + (uint32_t)axes[i]] = rv[nax + i];
+            /* with scales the definition sizes the output by the roi's span
+             * as well (floor(in * (end - start) * scale)) */
+            if (!have_sizes && rv[nax + i] - rv[i] != 1)
+                return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                                 "Resize: tf_crop_and_resize with scales and a roi span other than 1 on axis "
+                                 "%d (give sizes)",
+                                 axes[i]);
         }
     }
     bool down = false;

@@ -6,9 +6,10 @@ rules.onnx: one node per shape rule of src/lower/core/shape_infer.c, no
   (onnx.shape_inference, full static shapes) says for every node output:
   "name elem_type rank d0 d1 ...". The test runs ctosa's rules on every node
   as if it stayed on the CPU and compares.
-resize_cubic.onnx: Conv -> Resize(cubic: no TOSA lowering) -> Relu -> Conv
-  -> Add, no value_info, opset 13: the Resize stays on the CPU and the
-  nodes after it must still be delegated (second partition).
+resize_cubic.onnx: Conv -> Resize(cubic, tf_crop_and_resize to constant
+  sizes with the roi a graph input: needs_constant) -> Relu -> Conv -> Add,
+  no value_info, opset 13: the Resize stays on the CPU and the nodes after
+  it must still be delegated (second partition).
 qdq_cascade.onnx: tests/data/lower/quant/cascade_conv/model.onnx with
   its value_info removed (a torch-like undeclared export).
 Deterministic. Run with Debian's python3:
@@ -125,15 +126,16 @@ def resize_cubic():
     w1 = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     w2 = rng.standard_normal((5, 4, 1, 1)).astype(np.float32)
     inits += [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
-              numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
-              numpy_helper.from_array(np.zeros(0, np.float32), "roi"),
+              numpy_helper.from_array(np.array([1, 4, 16, 16], np.int64), "sizes"),
               numpy_helper.from_array(rng.standard_normal((5, 1, 1)).astype(np.float32), "bias")]
     nodes.append(helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]))
-    nodes.append(helper.make_node("Resize", ["c1", "roi", "scales"], ["r"], name="resize", mode="cubic"))
+    nodes.append(helper.make_node("Resize", ["c1", "roi", "", "sizes"], ["r"], name="resize", mode="cubic",
+                                  coordinate_transformation_mode="tf_crop_and_resize"))
     nodes.append(helper.make_node("Relu", ["r"], ["a"], name="relu"))
     nodes.append(helper.make_node("Conv", ["a", "w2"], ["c2"], name="conv2"))
     nodes.append(helper.make_node("Add", ["c2", "bias"], ["y"], name="add"))
-    g = helper.make_graph(nodes, "resize_cubic", [helper.make_tensor_value_info("x", F, [1, 3, 8, 8])],
+    g = helper.make_graph(nodes, "resize_cubic", [helper.make_tensor_value_info("x", F, [1, 3, 8, 8]),
+                                                  helper.make_tensor_value_info("roi", F, [8])],
                           [helper.make_tensor_value_info("y", F, [1, 5, 16, 16])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="ctosa-shape-gen")
     m.ir_version = 8
