@@ -220,6 +220,9 @@ static void test_edge_models(void) {
     /* a16w8: int16 activations, int48 accumulators (EXT-INT16); RESCALE of
      * int48 takes 16-bit multipliers only (scale32 false): one step */
     edge_model_spec("a16w8_conv_gemm", false, "TOSA-1.0+INT+int16");
+    /* a16w8 grouped convolutions (not depthwise): each group's int48
+     * accumulator requantised before the CONCAT, one partition */
+    edge_model_spec("a16w8_conv_group", false, "TOSA-1.0+INT+int16");
     /* grouped (one convolution per group), 1-D (height 1) and 3-D (CONV3D) */
     edge_model("conv_group2", true);
     edge_model("conv_group4_pc", true);

@@ -1,6 +1,7 @@
 /*
  * lower_build.h - the emission builder every lowering uses. Implemented in
- * core/lower_build.c (tensor names) and core/lower_build_value.c (values).
+ * core/lower_build.c (tensor names), core/lower_build_value.c (values) and
+ * core/lower_build_conv.c (convolution operators, grouped ones split).
  *
  * Two forms of the same builder, over the primitives of lower.h (lw_op,
  * lw_tensor, lw_const, lw_reshape, ...):
@@ -115,6 +116,43 @@ lower_status lw_read_window(lower_ctx *c, uint32_t nsp, const int64_t *in, const
  * makes the TOSA output-size division exact by adjusting the end padding
  * or cropping the input end. */
 lower_status lw_window(lower_ctx *c, uint32_t nsp, lw_dim *dm, bool ceil_mode);
+
+/* ------------------------------------------------------------ convolution */
+
+/* CONV2D / CONV3D / DEPTHWISE_CONV2D attributes of tsp spatial windows
+ * (pad, stride, dilation) with accumulator acc; the arrays live in *b,
+ * which must outlive the emission. */
+typedef struct lw_conv_attr {
+    int32_t pad[6], stride[3], dil[3];
+    ctosa_attr a;
+} lw_conv_attr;
+const ctosa_attr *lw_conv_attr_of(lw_conv_attr *b, uint32_t tsp, const lw_dim *dm, ctosa_dtype acc);
+
+/* One convolution operator on channels-last data (CONV2D, CONV3D,
+ * DEPTHWISE_CONV2D, TRANSPOSE_CONV2D), or, for group > 1, one per group on
+ * its slice of the input channels with the results concatenated along the
+ * channels (TOSA has no grouped convolution). operands() gives group g's
+ * weight and bias constants (output channels [g·M/group, (g+1)·M/group));
+ * part(), when set, maps group g's result before the CONCAT, e.g. a
+ * RESCALE of an int48 accumulator, which CONCAT does not take. Returns the
+ * channels-last result (dtype part_t with part, acc_t otherwise). */
+typedef struct lw_conv {
+    ctosa_op_kind kind;
+    const ctosa_attr *attr;
+    const char *x; /* channels-last input */
+    ctosa_dtype t;
+    uint32_t rank;            /* 4 or 5 */
+    const int64_t *in_shape;  /* channels-last */
+    const int64_t *out_shape; /* channels-last, all output channels */
+    ctosa_dtype acc_t;        /* the operator's output dtype */
+    const char *izp, *wzp;    /* zero-point operands */
+    int64_t group;
+    bool (*operands)(lower_ctx *c, void *arg, int64_t g, const char **w, const char **b);
+    const char *(*part)(lower_ctx *c, void *arg, int64_t g, const char *y, const int64_t *shape);
+    ctosa_dtype part_t;
+    void *arg;
+} lw_conv;
+const char *lw_conv_emit(lower_ctx *c, const lw_conv *cv);
 
 /* A constant weight being re-laid out at compile time. When the ONNX dtype
  * has the TOSA encoding already (float, float16, bfloat16), elements are

@@ -34,24 +34,62 @@ static const char *conv_emit(lower_ctx *c, ctosa_op_kind kind, const char *x, ct
                              ctosa_dtype wt, const char *bias, uint32_t tsp, const lw_dim *dm,
                              const int64_t *oshape) {
     if (!x || !w || !bias) return NULL;
-    int32_t pad[6], stride[3], dil[3];
-    for (uint32_t i = 0; i < tsp; i++) {
-        pad[2 * i] = (int32_t)dm[i].pb;
-        pad[2 * i + 1] = (int32_t)dm[i].pe;
-        stride[i] = (int32_t)dm[i].s;
-        dil[i] = (int32_t)dm[i].d;
-    }
-    ctosa_attr a;
-    memset(&a, 0, sizeof a);
-    a.pad = (ctosa_i32s){pad, 2 * tsp};
-    a.stride = (ctosa_i32s){stride, tsp};
-    a.dilation = (ctosa_i32s){dil, tsp};
-    a.acc_type = lw_acc_type(t);
+    lw_conv_attr ab;
+    const ctosa_attr *a = lw_conv_attr_of(&ab, tsp, dm, lw_acc_type(t));
     const char *izp = lw_zero_point(c, t, 0), *wzp = lw_zero_point(c, wt, 0);
     const char *out = lw_tensor(c, t, tsp + 2, oshape);
     if (!izp || !wzp || !out) return NULL;
     const char *in[5] = {x, w, bias, izp, wzp};
-    return lw_op(c, kind, 5, in, 1, &out, &a) ? out : NULL;
+    return lw_op(c, kind, 5, in, 1, &out, a) ? out : NULL;
+}
+
+/* Weights of one group for lw_conv_emit: relaid (or streamed) OIHW ->
+ * OHWI slices, or the whole depthwise [KH, KW, C, mult] weight. */
+typedef struct conv_wt {
+    lw_wsrc ws;
+    ctosa_dtype t; /* data (and bias) type */
+    void *buf;
+    bool stream, dw;
+    uint32_t tr, tsp;
+    int64_t M, Mg, Cg, kvol, C;
+    const int64_t *ks;
+} conv_wt;
+
+static bool conv_operands(lower_ctx *c, void *arg, int64_t g, const char **w, const char **b) {
+    conv_wt *p = arg;
+    lw_wsrc *ws = &p->ws;
+    if (p->dw) {
+        int64_t wshape[4] = {p->ks[0], p->ks[1], p->C, p->M / p->C};
+        int64_t src2[2] = {p->M, p->kvol};
+        int32_t p10[2] = {1, 0};
+        *w = p->stream ? lw_wconst_stream(c, ws, 4, wshape, 0, 2, src2, p10) : NULL;
+        if (!*w && !c->rejected && !p->buf && !(p->buf = lw_wbuf(c, ws, ws->n))) return false;
+        if (!*w && p->buf) {
+            for (int64_t o = 0; o < p->M; o++)
+                for (int64_t k = 0; k < p->kvol; k++) lw_wcopy(ws, p->buf, k * p->M + o, o * p->kvol + k);
+            *w = lw_wconst(c, ws, 4, wshape, p->buf);
+        }
+        *b = conv_bias(c, 2, p->t, p->M, 0, p->M);
+        return *w && *b;
+    }
+    int64_t Mg = p->Mg, Cg = p->Cg, kvol = p->kvol;
+    int64_t wshape[5];
+    wshape[0] = Mg;
+    for (uint32_t i = 0; i < p->tsp; i++) wshape[1 + i] = p->ks[i];
+    wshape[p->tr - 1] = Cg;
+    int64_t src3[3] = {Mg, Cg, kvol};
+    int32_t p021[3] = {0, 2, 1};
+    *w = p->stream ? lw_wconst_stream(c, ws, p->tr, wshape, g * Mg * Cg * kvol, 3, src3, p021) : NULL;
+    if (!*w && !c->rejected && !p->buf && !(p->buf = lw_wbuf(c, ws, ws->n))) return false;
+    if (!*w && p->buf) {
+        for (int64_t o = 0; o < Mg; o++)
+            for (int64_t i = 0; i < Cg; i++)
+                for (int64_t k = 0; k < kvol; k++)
+                    lw_wcopy(ws, p->buf, (o * kvol + k) * Cg + i, ((g * Mg + o) * Cg + i) * kvol + k);
+        *w = lw_wconst(c, ws, p->tr, wshape, p->buf);
+    }
+    *b = conv_bias(c, 2, p->t, p->M, g * Mg, Mg);
+    return *w && *b;
 }
 
 static lower_status lower_conv(lower_ctx *c) {
@@ -119,63 +157,37 @@ static lower_status lower_conv(lower_ctx *c) {
     for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
     /* Large raw weights are streamed (lw_wconst_stream: a permuted view of
      * the model's bytes written in bounded chunks), others relaid here. */
-    bool stream = ws.raw && (uint64_t)ws.n * ws.esz >= c->s->stream_min;
-    void *buf = stream ? NULL : lw_wbuf(c, &ws, ws.n);
-    if (!stream && !buf) return lw_failed(c);
-    const char *y;
-    if (group > 1 && group == C && tsp == 2) {
-        /* depthwise: weight [KH, KW, C, mult], output channel c*mult + m */
-        int64_t mult = M / C;
-        int64_t wshape[4] = {ks[0], ks[1], C, mult};
-        int64_t src2[2] = {M, kvol};
-        int32_t p10[2] = {1, 0};
-        const char *w = stream ? lw_wconst_stream(c, &ws, 4, wshape, 0, 2, src2, p10) : NULL;
-        if (!w && !c->rejected && !buf && !(buf = lw_wbuf(c, &ws, ws.n))) return lw_failed(c);
-        if (!w && buf) {
-            for (int64_t o = 0; o < M; o++)
-                for (int64_t k = 0; k < kvol; k++) lw_wcopy(&ws, buf, k * M + o, o * kvol + k);
-            w = lw_wconst(c, &ws, 4, wshape, buf);
-        }
-        y = conv_emit(c, CTOSA_OP_DEPTHWISE_CONV2D, x, t, w, wt, conv_bias(c, 2, t, M, 0, M), tsp, td, os);
-    } else {
-        /* OIHW -> OHWI per group; groups split into slices + CONCAT */
-        int64_t Mg = M / group;
-        const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts);
-        if (!parts) return lw_failed(c);
-        for (int64_t g = 0; g < group; g++) {
-            int64_t wshape[5];
-            wshape[0] = Mg;
-            for (uint32_t i = 0; i < tsp; i++) wshape[1 + i] = ks[i];
-            wshape[tr - 1] = Cg;
-            int64_t src3[3] = {Mg, Cg, kvol};
-            int32_t p021[3] = {0, 2, 1};
-            const char *w =
-                stream ? lw_wconst_stream(c, &ws, tr, wshape, g * Mg * Cg * kvol, 3, src3, p021) : NULL;
-            if (!w && !c->rejected && !buf && !(buf = lw_wbuf(c, &ws, ws.n))) return lw_failed(c);
-            if (!w && buf) {
-                for (int64_t o = 0; o < Mg; o++)
-                    for (int64_t i = 0; i < Cg; i++)
-                        for (int64_t k = 0; k < kvol; k++)
-                            lw_wcopy(&ws, buf, (o * kvol + k) * Cg + i, ((g * Mg + o) * Cg + i) * kvol + k);
-                w = lw_wconst(c, &ws, tr, wshape, buf);
-            }
-            const char *xg = x;
-            if (group > 1) {
-                int64_t s0[6] = {0}, sz[6];
-                memcpy(sz, ls, sizeof sz);
-                s0[tr - 1] = g * Cg;
-                sz[tr - 1] = Cg;
-                xg = lw_slice(c, x, t, tr, ls, s0, sz);
-            }
-            int64_t og[6];
-            memcpy(og, os, sizeof og);
-            og[tr - 1] = Mg;
-            parts[g] = conv_emit(c, tsp == 3 ? CTOSA_OP_CONV3D : CTOSA_OP_CONV2D, xg, t, w, wt,
-                                 conv_bias(c, 2, t, M, g * Mg, Mg), tsp, td, og);
-            LW_TRY(parts[g]);
-        }
-        y = lw_concat(c, (uint32_t)group, parts, t, tr, (int32_t)tr - 1);
-    }
+    conv_wt p = {.ws = ws,
+                 .tr = tr,
+                 .tsp = tsp,
+                 .M = M,
+                 .Mg = M / group,
+                 .Cg = Cg,
+                 .kvol = kvol,
+                 .C = C,
+                 .ks = ks,
+                 .t = t};
+    p.stream = ws.raw && (uint64_t)ws.n * ws.esz >= c->s->stream_min;
+    /* depthwise: weight [KH, KW, C, mult], output channel c*mult + m */
+    p.dw = group > 1 && group == C && tsp == 2;
+    if (!p.stream && !(p.buf = lw_wbuf(c, &ws, ws.n))) return lw_failed(c);
+    lw_conv_attr ab;
+    lw_conv cv = {.kind = p.dw       ? CTOSA_OP_DEPTHWISE_CONV2D
+                          : tsp == 3 ? CTOSA_OP_CONV3D
+                                     : CTOSA_OP_CONV2D,
+                  .attr = lw_conv_attr_of(&ab, tsp, td, lw_acc_type(t)),
+                  .x = x,
+                  .t = t,
+                  .rank = tr,
+                  .in_shape = ls,
+                  .out_shape = os,
+                  .acc_t = t,
+                  .izp = lw_zero_point(c, t, 0),
+                  .wzp = lw_zero_point(c, wt, 0),
+                  .group = p.dw ? 1 : group,
+                  .operands = conv_operands,
+                  .arg = &p};
+    const char *y = lw_conv_emit(c, &cv);
     int64_t fs[6];
     lw_shape_first(tr, os, fs);
     y = lw_to_first(c, y, t, tr, os);

@@ -526,11 +526,48 @@ typedef struct qwt {
     const double *scale; /* NULL: integer output (ConvInteger / MatMulInteger) */
 } qwt;
 
+/* Group weights, biases and requantisation of conv_core for lw_conv_emit. */
+typedef struct qconv_parts {
+    const uint8_t *buf; /* OHWI (or depthwise HWCM) int8 weights */
+    const double *bq, *ratio;
+    bool dw;
+    uint32_t tr, tsp;
+    int64_t M, Mg, Cg, kvol, C, nc;
+    const int64_t *ks;
+    ctosa_dtype acc_t;
+    const qx_out *o;
+} qconv_parts;
+
+static bool qconv_operands(lower_ctx *c, void *arg, int64_t g, const char **w, const char **b) {
+    const qconv_parts *p = arg;
+    if (p->dw) {
+        int64_t wshape[4] = {p->ks[0], p->ks[1], p->C, p->M / p->C};
+        *w = lw_const(c, CTOSA_DTYPE_INT8, 4, wshape, p->buf);
+        *b = lw_const_from_f64(c, p->acc_t, 1, &p->M, p->bq);
+        return *w && *b;
+    }
+    int64_t wshape[5] = {p->Mg};
+    for (uint32_t i = 0; i < p->tsp; i++) wshape[1 + i] = p->ks[i];
+    wshape[p->tr - 1] = p->Cg;
+    *w = lw_const(c, CTOSA_DTYPE_INT8, p->tr, wshape, p->buf + g * p->Mg * p->kvol * p->Cg);
+    *b = lw_const_from_f64(c, p->acc_t, 1, &p->Mg, p->bq + g * p->Mg);
+    return *w && *b;
+}
+
+/* An int48 accumulator cannot be concatenated (CONCAT has no int48 row):
+ * each group is requantised on its own, the same RESCALE per element. */
+static const char *qconv_part(lower_ctx *c, void *arg, int64_t g, const char *y, const int64_t *shape) {
+    const qconv_parts *p = arg;
+    bool pc = p->nc > 1;
+    return qdq_rescale_n(c, y, p->acc_t, p->o->t, p->tr, shape, pc ? p->Mg : 1,
+                         p->ratio + (pc ? g * p->Mg : 0), 0, p->o->zp, false, false);
+}
+
 /* Integer convolution of signed x with an int8 view of the weight: 2-D
  * (CONV2D, DEPTHWISE_CONV2D), 1-D (as 2-D with height 1) and 3-D (CONV3D);
  * any group count: a group that is not depthwise gets one convolution per
- * group on its channel slice, the int32 accumulators concatenated (TOSA
- * has no grouped convolution). Bias either real values (bias_q false) or
+ * group on its channel slice (lw_conv_emit), the int32 accumulators
+ * concatenated, int48 ones (a16w8) requantised per group first. Bias either real values (bias_q false) or
  * already in accumulator units; with o, requantised to o, otherwise the
  * int32 accumulator is the output. */
 static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, const qwt *w,
@@ -547,6 +584,7 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
                          "quantized Conv: int8/uint8 or int16 activations with "
                          "the same output type");
+    if (!o && a16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "ConvInteger: int16 input");
     int64_t N = a->shape[0], C = a->shape[1], M = wsh[0], Cg = wsh[1];
     int64_t group = lw_attr_int(c, "group", 1);
     if (w->n > 1 && w->n != M)
@@ -614,65 +652,41 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     int64_t os[5] = {N};
     for (uint32_t i = 0; i < tsp; i++) os[1 + i] = dm[i].out;
     os[tr - 1] = M;
-    int32_t pad[6], stride[3], dil[3];
-    for (uint32_t i = 0; i < tsp; i++) {
-        pad[2 * i] = (int32_t)dm[i].pb;
-        pad[2 * i + 1] = (int32_t)dm[i].pe;
-        stride[i] = (int32_t)dm[i].s;
-        dil[i] = (int32_t)dm[i].d;
-    }
-    ctosa_attr at;
-    memset(&at, 0, sizeof at);
-    at.pad = (ctosa_i32s){pad, 2 * tsp};
-    at.stride = (ctosa_i32s){stride, tsp};
-    at.dilation = (ctosa_i32s){dil, tsp};
-    at.acc_type = acc_t;
     LW_TRY(x && izp && wzp);
-    const char *acc;
     if (dw) {
         for (int64_t m = 0; m < M; m++)
             for (int64_t k = 0; k < kvol; k++) buf[k * M + m] = (uint8_t)(src[m * kvol + k] - off);
-        int64_t wshape[4] = {ks[0], ks[1], C, M / C};
-        const char *wc = lw_const(c, CTOSA_DTYPE_INT8, 4, wshape, buf);
-        const char *bc = lw_const_from_f64(c, acc_t, 1, &M, bq);
-        acc = lw_tensor(c, acc_t, 4, os);
-        LW_TRY(wc && bc && acc);
-        const char *in[5] = {x, wc, bc, izp, wzp};
-        LW_TRY(lw_op(c, CTOSA_OP_DEPTHWISE_CONV2D, 5, in, 1, &acc, &at));
     } else {
-        /* OIHW -> OHWI; one convolution per group on its channel slice */
+        /* OIHW -> OHWI */
         for (int64_t m = 0; m < M; m++)
             for (int64_t i = 0; i < Cg; i++)
                 for (int64_t k = 0; k < kvol; k++)
                     buf[(m * kvol + k) * Cg + i] = (uint8_t)(src[(m * Cg + i) * kvol + k] - off);
-        int64_t Mg = M / group;
-        const char **parts = arena_alloc(lw_arena(c), (size_t)group * sizeof *parts + 8);
-        if (!parts) return lw_failed(c);
-        for (int64_t g = 0; g < group; g++) {
-            int64_t wshape[5] = {Mg};
-            for (uint32_t i = 0; i < tsp; i++) wshape[1 + i] = ks[i];
-            wshape[tr - 1] = Cg;
-            const char *wc = lw_const(c, CTOSA_DTYPE_INT8, tr, wshape, buf + g * Mg * kvol * Cg);
-            const char *bc = lw_const_from_f64(c, acc_t, 1, &Mg, bq + g * Mg);
-            const char *xg = x;
-            if (group > 1) {
-                int64_t s0[5] = {0}, sz[5];
-                memcpy(sz, ls, sizeof sz);
-                s0[tr - 1] = g * Cg;
-                sz[tr - 1] = Cg;
-                xg = lw_slice(c, x, a->t, tr, ls, s0, sz);
-            }
-            int64_t og[5];
-            memcpy(og, os, sizeof og);
-            og[tr - 1] = Mg;
-            parts[g] = lw_tensor(c, acc_t, tr, og);
-            LW_TRY(wc && bc && xg && parts[g]);
-            const char *in[5] = {xg, wc, bc, izp, wzp};
-            LW_TRY(lw_op(c, tsp == 3 ? CTOSA_OP_CONV3D : CTOSA_OP_CONV2D, 5, in, 1, &parts[g], &at));
-        }
-        acc = group > 1 ? lw_concat(c, (uint32_t)group, parts, acc_t, tr, (int32_t)tr - 1) : parts[0];
-        LW_TRY(acc);
     }
+    /* an int48 accumulator (a16w8) is requantised per group before the
+     * CONCAT, which has no int48 row; int32 ones after it (one RESCALE) */
+    bool split48 = a16 && !dw && group > 1 && o;
+    qconv_parts qp = {buf, bq, ratio, dw, tr, tsp, M, M / group, Cg, kvol, C, w->n > 1 ? M : 1, ks, acc_t, o};
+    lw_conv_attr ab;
+    lw_conv cv = {.kind = dw         ? CTOSA_OP_DEPTHWISE_CONV2D
+                          : tsp == 3 ? CTOSA_OP_CONV3D
+                                     : CTOSA_OP_CONV2D,
+                  .attr = lw_conv_attr_of(&ab, tsp, dm, acc_t),
+                  .x = x,
+                  .t = a->t,
+                  .rank = tr,
+                  .in_shape = ls,
+                  .out_shape = os,
+                  .acc_t = acc_t,
+                  .izp = izp,
+                  .wzp = wzp,
+                  .group = dw ? 1 : group,
+                  .operands = qconv_operands,
+                  .part = split48 ? qconv_part : NULL,
+                  .part_t = o ? o->t : acc_t,
+                  .arg = &qp};
+    const char *acc = lw_conv_emit(c, &cv);
+    LW_TRY(acc);
     /* channels-first output shape ([N, M, L] for 1-D) */
     int64_t fs[5];
     lw_shape_first(tr, os, fs);
@@ -686,7 +700,6 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         memcpy(ofs, fs, sizeof ofs);
     }
     if (!o) {
-        if (a16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "ConvInteger: int16 input");
         const char *y = lw_to_first(c, acc, CTOSA_DTYPE_INT32, tr, os);
         if (nsp == 1) y = lw_reshape(c, y, CTOSA_DTYPE_INT32, 3, ofs);
         LW_TRY(y);
@@ -694,7 +707,8 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         return LOWER_OK;
     }
     const char *y =
-        qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
+        split48 ? acc
+        : qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
             ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
             : qdq_rescale_n(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
     y = lw_to_first(c, y, o->t, tr, os);

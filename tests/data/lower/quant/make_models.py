@@ -521,4 +521,49 @@ def mean_model():
 
 
 mean_model()
+# a16w8 grouped convolutions that are not depthwise (regnet_x's blocks),
+# side by side on one int16 input: group 4 of 8 channels with per-channel
+# weights and Relu, and group 2 with one weight scale and stride 2; int48
+# accumulators, which TOSA cannot concatenate
+def a16w8_group_model():
+    x = rng.integers(-32768, 32768, size=(1, 8, 6, 6)).astype(np.int16)
+    xs, ys, zs = 1e-4, 3e-4, 4e-4
+    g = G()
+    z16 = lambda: np.array(0, np.int16)
+    w1 = rng.integers(-127, 128, size=(8, 2, 3, 3)).astype(np.int8)
+    w1s = rng.uniform(0.005, 0.03, size=8).astype(np.float32)
+    b1s = (np.float32(xs) * w1s).astype(np.float32)
+    b1 = np.rint(rng.normal(0, 0.5, size=8) / b1s).astype(np.int32)
+    y = g.node("Conv", [g.dq("x", xs, z16()), g.dq(g.const(w1), w1s, np.zeros(8, np.int8), axis=0),
+                        g.dq(g.const(b1), b1s, np.zeros(8, np.int32), axis=0)],
+               kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=4)
+    o1 = g.q(g.node("Relu", [y]), ys, z16())
+    w2 = rng.integers(-127, 128, size=(6, 4, 3, 3)).astype(np.int8)
+    w2s = np.float32(0.02)
+    b2s = np.float32(np.float32(xs) * w2s)
+    b2 = np.rint(rng.normal(0, 0.5, size=6) / b2s).astype(np.int32)
+    y2 = g.node("Conv", [g.dq("x", xs, z16()), g.dq(g.const(w2), w2s, np.array(0, np.int8)),
+                         g.dq(g.const(b2), b2s, np.array(0, np.int32))],
+                kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2], group=2)
+    o2 = g.q(y2, zs, z16())
+    xr = dq(x, np.float64(np.float32(xs)), 0)
+    r1 = np.maximum(conv_ref(xr, dq(w1, w1s.reshape(-1, 1, 1, 1).astype(np.float64), 0),
+                             dq(b1, b1s.astype(np.float64), 0), 1, 1, 4), 0)
+    r2 = conv_ref(xr, dq(w2, np.float64(w2s), 0), dq(b2, np.float64(b2s), 0), 2, 1, 2)
+    refs = [q(r1, np.float64(np.float32(ys)), 0, np.int16), q(r2, np.float64(np.float32(zs)), 0, np.int16)]
+    graph = helper.make_graph(g.nodes, "a16w8_conv_group",
+                              [helper.make_tensor_value_info("x", TensorProto.INT16, list(x.shape))],
+                              [helper.make_tensor_value_info(o, TensorProto.INT16, list(r.shape))
+                               for o, r in zip((o1, o2), refs)], g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], producer_name="ctosa-quant-gen")
+    m.ir_version = 10
+    dd = os.path.join(OUT, "a16w8_conv_group")
+    os.makedirs(dd, exist_ok=True)
+    onnx.save(m, os.path.join(dd, "model.onnx"))
+    np.save(os.path.join(dd, "input_0.npy"), x)
+    for i, r in enumerate(refs):
+        np.save(os.path.join(dd, "ref_output_%d.npy" % i), r)
+
+
+a16w8_group_model()
 print("wrote models to", OUT)
