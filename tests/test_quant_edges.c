@@ -5,11 +5,12 @@
  *
  * Every model is DequantizeLinear -> Conv / Gemm -> QuantizeLinear with
  * integer I/O. Under TOSA-1.0+INT it must be one fully delegated partition
- * whose output equals ref_tosa.npy bit for bit: the ONNX semantics with ties
- * rounded half up (RESCALE's SINGLE_ROUND). It must also differ from the
- * ONNX reference (round half to even, ref_onnx.npy) in exactly the number of
- * elements meta.txt gives ("differ": the ties whose lower neighbour is
- * even), and nowhere when there are no ties. Covered: zero points at the
+ * whose output equals the ONNX reference (round half to even, ref_onnx.npy)
+ * bit for bit: exact ties go to the even neighbour (qdq_rescale_acc). It
+ * must differ from ref_tosa.npy (ties rounded half up, what one RESCALE's
+ * SINGLE_ROUND gives) in exactly the number of elements meta.txt gives
+ * ("differ": the ties whose lower neighbour is even), and nowhere when
+ * there are no ties. Covered: zero points at the
  * uint8 / int8 limits on input, weight and output side, saturation, ties of
  * both signs (int8 and uint8), the largest ratio RESCALE takes (just below
  * 2^29, shift 2), ratios > 1, small ratios with shift 50 and 62 (largest),
@@ -122,13 +123,13 @@ static void edge(const char *name) {
         snprintf(path, sizeof path, "%s/ref_onnx.npy", dir);
         CHECK_OK(lt_load_array(path, &want_onnx));
         const npy_array *got = lt_values_get(&vals, s->partitions[0].outputs[0].name);
-        bool exact = got && lt_compare(got, &want_tosa, 0, 0, NULL, why, sizeof why);
+        bool exact = got && lt_compare(got, &want_onnx, 0, 0, NULL, why, sizeof why);
         CHECK_MSG(exact, "%s: vs exact reference: %s", name, got ? why : "no output");
-        uint64_t d = got ? count_diff(got, &want_onnx) : UINT64_MAX;
-        CHECK_MSG(d == (uint64_t)mt.differ, "%s: %llu elements differ from ONNX's half-to-even, want %ld",
-                  name, (unsigned long long)d, mt.differ);
-        printf("  %-24s delegated, %s (%llu elements; %ld ties, %llu of them rounded up where ONNX "
-               "rounds to even)\n",
+        uint64_t d = got ? count_diff(got, &want_tosa) : UINT64_MAX;
+        CHECK_MSG(d == (uint64_t)mt.differ, "%s: %llu elements differ from RESCALE's half-up, want %ld", name,
+                  (unsigned long long)d, mt.differ);
+        printf("  %-24s delegated, %s (%llu elements; %ld ties, %llu of them sent to the even neighbour "
+               "where one RESCALE rounds up)\n",
                name, exact ? "bit-exact" : "DIFFERS", got ? (unsigned long long)got->count : 0ULL, mt.ties,
                (unsigned long long)d);
         npy_free(&want_tosa);

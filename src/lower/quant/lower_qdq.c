@@ -621,6 +621,7 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     if (!bq || !ratio) return lw_failed(c);
     int64_t kvol = 1;
     for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
+    double acc_max = 0; /* bound of |accumulator| (exact ties, qdq_rescale_acc) */
     for (int64_t m = 0; m < M; m++) {
         double sw = w->scale ? w->scale[w->n > 1 ? m : 0] : 1.0;
         double acc_s = a->s * sw;
@@ -631,6 +632,8 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
         double lim = (a16 ? 140737488355327.0 : 2147483647.0) -
                      (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)kvol;
         if (!(fabs(bq[m]) <= lim)) bq[m] = bq[m] > 0 ? lim : -lim;
+        double am = (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)kvol + fabs(bq[m]);
+        if (am > acc_max) acc_max = am;
         ratio[m] = o ? qdq_acc_ratio(a->s, sw, o->s) : 1.0;
     }
     const char *x = a->x;
@@ -709,8 +712,8 @@ static lower_status conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, 
     const char *y =
         split48 ? acc
         : qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
-            ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, 0)
-            : qdq_rescale_n(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, 0, o->zp, false, false);
+            ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, acc_max)
+            : qdq_rescale_acc(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, acc_max);
     y = lw_to_first(c, y, o->t, tr, os);
     if (nsp == 1) y = lw_reshape(c, y, o->t, 3, ofs);
     LW_TRY(y);
@@ -817,8 +820,11 @@ static lower_status matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_
         int64_t b3[3] = {1, 1, Nn};
         acc = lw_add(c, acc, int32_const(c, 3, b3, bq), CTOSA_DTYPE_INT32, 3, o3);
     }
-    const char *y = qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio,
-                                  0, o->zp, false, false);
+    double acc_max = 65025.0 * (double)K;
+    for (int64_t n = 0; n < Nn; n++)
+        if (65025.0 * (double)K + fabs(bq[n]) > acc_max) acc_max = 65025.0 * (double)K + fabs(bq[n]);
+    const char *y = qdq_rescale_acc(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1,
+                                    ratio, o->zp, acc_max);
     y = lw_reshape(c, y, CTOSA_DTYPE_INT8, out_rank, out_shape);
     LW_TRY(y);
     return qdq_finish(c, y, o, out_rank, out_shape);
@@ -933,9 +939,9 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
         z = lw_add(c, x, y, CTOSA_DTYPE_INT32, r, os);
         double rz = sm / o.s;
-        if (qdq_match_ort(c) && o.t == CTOSA_DTYPE_INT8)
-            z = qdq_rescale_ort(c, z, o.t, r, os, 1, &rz, o.zp, o.zp + (o.u8 ? 128 : 0));
-        else z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
+        /* one RESCALE also with --requant ort: ORT's QLinearAdd rounds
+         * its float32 multiply-adds on the way (qdq_rescale.c) */
+        z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
     }
     LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);

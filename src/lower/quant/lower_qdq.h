@@ -76,11 +76,15 @@ const char *qdq_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype
                         const int64_t *shape, double ratio, int64_t izp, int64_t ozp, bool iu, bool ou);
 /* Whether int8 requantisation emulates ONNX Runtime's rounding
  * (ctosa_lower_options.requant, never under U55), and that emulation: int32
- * accumulator acc to int8 with nc ratios, output zero point ozp, pre added
- * before rounding. */
+ * accumulator acc (|acc| <= acc_max) to int8 with nc ratios, output zero
+ * point ozp. */
 bool qdq_match_ort(const lower_ctx *c);
 const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
-                            int64_t nc, const double *ratio, int64_t ozp, int64_t pre);
+                            int64_t nc, const double *ratio, int64_t ozp, double acc_max);
+/* Accumulator (|acc| <= acc_max) requantised with exact ties to even
+ * where TOSA can express it (qdq_rescale.c). */
+const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                            const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp, double acc_max);
 /* s_x * s_w / s_y as ONNX Runtime's fused kernels compute it (float32). */
 double qdq_acc_ratio(double sx, double sw, double sy);
 /* CLAMP of x (int8/int16/int32) to [lo, hi]. */

@@ -114,6 +114,71 @@ static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char
     return out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
 }
 
+/* Exact ties of an integer accumulator. With the RESCALE ratio
+ * m·2^-s (m odd after removing its trailing zeros), acc·m·2^-s lies exactly
+ * half way between two integers iff acc ≡ 2^(s-1) (mod 2^s), m being
+ * invertible mod 2^s. Channel k can tie only when 2^(s-1) <= acc_max;
+ * *mask / *half get 2^s - 1 and 2^(s-1) (0 and 1: never). Returns whether
+ * any channel can tie. */
+static bool tie_masks(int64_t nc, const double *ratio, double acc_max, double *mask, double *half) {
+    bool any = false;
+    for (int64_t k = 0; k < nc; k++) {
+        int32_t m;
+        int8_t sh;
+        mask[k] = 0;
+        half[k] = 1;
+        if (!q_ratio_bits(ratio[k], 31, &m, &sh) || m == 0) continue;
+        int s = sh;
+        while (!(m & 1)) {
+            m >>= 1;
+            s--;
+        }
+        if (s < 1 || s > 31 || ldexp(1.0, s - 1) > acc_max) continue;
+        mask[k] = ldexp(1.0, s) - 1;
+        half[k] = ldexp(1.0, s - 1);
+        any = true;
+    }
+    return any;
+}
+
+/* y (int32, acc requantised with RESCALE's half-up rounding) with the
+ * exact ties of acc moved to the even neighbour: y - (y & 1) there (half
+ * up gave k + 1 for k + 1/2). Unchanged when no channel can tie. */
+static const char *tie_even(lower_ctx *c, const char *acc, const char *y, uint32_t rank, const int64_t *sh,
+                            int64_t nc, const double *ratio, double acc_max) {
+    double *mask = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    double *half = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    if (!acc || !y || !mask || !half) return NULL;
+    if (!tie_masks(nc, ratio, acc_max, mask, half)) return y;
+    int64_t bs[LOWER_MAX_RANK];
+    for (uint32_t i = 0; i < rank; i++) bs[i] = 1;
+    bs[rank - 1] = nc;
+    const char *lo =
+        qe_b(c, CTOSA_OP_BITWISE_AND, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, mask), rank, sh);
+    const char *tie =
+        qe_cmp(c, CTOSA_OP_EQUAL, lo, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, half), rank, sh);
+    const char *odd = qe_b(c, CTOSA_OP_BITWISE_AND, y, qe_s(c, rank, 1), rank, sh);
+    return qe_sel(c, tie, qe_b(c, CTOSA_OP_SUB, y, odd, rank, sh), y, rank, sh);
+}
+
+/* RESCALE of an integer accumulator (|acc| <= acc_max) by nc ratios to
+ * `to` with output zero point ozp, rounding as QuantizeLinear does: a
+ * value exactly half way between two integers goes to the even one where
+ * such a tie can occur (tie_masks) and the spec allows the int32
+ * comparison and bitwise operators (not under U55, and not for int48
+ * accumulators, which have neither); elsewhere one RESCALE, half up. */
+const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                            const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp, double acc_max) {
+    double *mask = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    double *half = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+    if (!mask || !half) return NULL;
+    if (ti != CTOSA_DTYPE_INT32 || lw_spec(c)->u55 || !tie_masks(nc, ratio, acc_max, mask, half))
+        return qdq_rescale_n(c, acc, ti, to, rank, sh, nc, ratio, 0, ozp, false, false);
+    const char *y = qdq_rescale_n(c, acc, ti, CTOSA_DTYPE_INT32, rank, sh, nc, ratio, 0, 0, false, false);
+    y = tie_even(c, acc, y, rank, sh, nc, ratio, acc_max);
+    return qdq_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp, false, false);
+}
+
 /* Requantisation of an int32 accumulator to int8 the way ONNX Runtime's
  * fused kernels round: rint_even(float32(acc * r)) (docs/quantization.md,
  * "Where ctosa sits"). A plain RESCALE rounds the exact product half up;
@@ -125,26 +190,30 @@ static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char
  * comparisons, SELECT or bitwise operators there) the snap is emulated in
  * int32:
  *   w  = RESCALE(acc, r * 2^F)           v with F fraction bits (F = 20)
- *   y0 = (w + pre * 2^F + 2^(F-1)) >> F  half up; fr = its fraction bits
+ *   y0 = (w + 2^(F-1)) >> F              half up; fr = its fraction bits
  *   H  = half a float32 ulp of the tie y0 -/+ 1/2, in units of 2^-F
  *        (2^(q - 24 + F), q from CLZ of 2|tie|)
  *   fr in (0, H): just above the tie y0 - 1/2 -> an odd y0 becomes y0 - 1;
  *   fr in (2^F - H, 2^F): just below the tie y0 + 1/2 -> odd y0 -> y0 + 1;
- *   fr = 0 (an exact tie as far as F bits see) stays half up, as RESCALE.
- * pre is added before rounding (QLinearAdd rounds the value including the
- * output zero point). Accumulators are first clamped to |v| <= 300 (the
+ *   fr = 0: half up, except an exact tie of acc (tie_even), which goes to
+ *   the even neighbour as ORT's rint sends it.
+ * Only QLinearConv / QGemm compute float32(acc * r) in one rounding;
+ * QLinearAdd's float32 multiply-adds round intermediate values, so its
+ * snaps are not those of the exact sum (an exact 122.5000017 gives 123
+ * there, which a snap of the exact value would send to 122): Add keeps the
+ * plain requantisation in both modes. Accumulators are first clamped to |v| <= 300 (the
  * int8 output saturates long before) so that acc * r * 2^F stays inside
  * RESCALE's input bound. About 35 elementwise int32 operators per output;
- * int8 outputs only. */
+ * int8 outputs only; |acc| <= acc_max. */
 #define QE_F 20
 /* Only on request (ctosa_lower_options.requant) and never for U55. */
 bool qdq_match_ort(const lower_ctx *c) { return c->s && c->s->requant_ort && !lw_spec(c)->u55; }
 
 const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
-                            int64_t nc, const double *ratio, int64_t ozp, int64_t pre) {
+                            int64_t nc, const double *ratio, int64_t ozp, double acc_max) {
     for (int64_t k = 0; k < nc; k++) /* r * 2^F must stay a RESCALE ratio (below 2^29) */
         if (!(ratio[k] < 256.0))
-            return qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, to, rank, sh, nc, ratio, 0, ozp, false, false);
+            return qdq_rescale_acc(c, acc, CTOSA_DTYPE_INT32, to, rank, sh, nc, ratio, ozp, acc_max);
     double *r2 = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     if (!r2) return NULL;
     double *lo = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
@@ -160,12 +229,12 @@ const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint3
     int64_t bs[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < rank; i++) bs[i] = 1;
     bs[rank - 1] = nc;
+    const char *acc_c = acc;
     acc = qe_b(c, CTOSA_OP_MAXIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, lo), rank, sh);
     acc = qe_b(c, CTOSA_OP_MINIMUM, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, hi), rank, sh);
     const char *w =
         qdq_rescale_n(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, rank, sh, nc, r2, 0, 0, false, false);
-    const char *t = qe_b(c, CTOSA_OP_ADD, w,
-                         qe_s(c, rank, ldexp((double)pre, QE_F) + (double)(1 << (QE_F - 1))), rank, sh);
+    const char *t = qe_b(c, CTOSA_OP_ADD, w, qe_s(c, rank, (double)(1 << (QE_F - 1))), rank, sh);
     const char *y0 = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, t, qe_s(c, rank, QE_F), rank, sh);
     const char *fr = qe_b(c, CTOSA_OP_BITWISE_AND, t, qe_s(c, rank, (double)((1 << QE_F) - 1)), rank, sh);
     const char *y2 = qe_b(c, CTOSA_OP_ADD, y0, y0, rank, sh);
@@ -191,7 +260,9 @@ const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint3
     const char *below = qe_cmp(c, CTOSA_OP_GREATER, fr, lim, rank, sh);
     const char *y = qe_sel(c, above, qe_b(c, CTOSA_OP_SUB, y0, odd, rank, sh), y0, rank, sh);
     y = qe_sel(c, below, qe_b(c, CTOSA_OP_ADD, y, odd, rank, sh), y, rank, sh);
-    return qdq_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp - pre, false, false);
+    /* exact ties (fr = 0 above) go to even, as ORT's rint does */
+    y = tie_even(c, acc_c, y, rank, sh, nc, ratio, acc_max);
+    return qdq_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp, false, false);
 }
 
 /* Requantisation ratio s_x * s_w / s_y of an integer accumulator, computed
