@@ -500,14 +500,16 @@ void *interp_cache_put(const interp_op *o, size_t bytes) {
  * `from` read (and the blocks it calls, each once) to need: a called block
  * may read tensors of the calling block without naming them as operator
  * inputs. */
-static bool add_region_reads(const ctosa_graph *g, const ctosa_region *from, const char *name, strmap *need,
-                             strmap *seen) {
+static bool add_region_reads(arena *A, const ctosa_graph *g, const ctosa_region *from, const char *name,
+                             strmap *need, strmap *seen) {
     const ctosa_region *r;
     const ctosa_block *b = name ? ctosa_graph_find_called(g, from, name, &r) : NULL;
     char key[2 * sizeof(void *) + 8];
     snprintf(key, sizeof key, "%p", (const void *)b);
     if (!b || strmap_has(seen, key)) return true;
-    if (!strmap_put(seen, key, (void *)b)) return false;
+    /* strmap keeps the key pointer: the key must outlive this call */
+    const char *kept = arena_printf(A, "%s", key);
+    if (!kept || !strmap_put(seen, kept, (void *)b)) return false;
     for (uint32_t i = 0; i < b->n_outputs; i++)
         if (b->outputs[i] && !strmap_put(need, b->outputs[i], (void *)1)) return false;
     for (uint32_t i = 0; i < b->n_ops; i++) {
@@ -515,11 +517,11 @@ static bool add_region_reads(const ctosa_graph *g, const ctosa_region *from, con
         for (uint32_t k = 0; k < op->n_inputs; k++)
             if (op->inputs[k] && !strmap_put(need, op->inputs[k], (void *)1)) return false;
         const ctosa_attr *a = &op->attr;
-        if (op->kind == CTOSA_OP_COND_IF && (!add_region_reads(g, r, a->then_graph, need, seen) ||
-                                             !add_region_reads(g, r, a->else_graph, need, seen)))
+        if (op->kind == CTOSA_OP_COND_IF && (!add_region_reads(A, g, r, a->then_graph, need, seen) ||
+                                             !add_region_reads(A, g, r, a->else_graph, need, seen)))
             return false;
-        if (op->kind == CTOSA_OP_WHILE_LOOP && (!add_region_reads(g, r, a->cond_graph, need, seen) ||
-                                                !add_region_reads(g, r, a->body_graph, need, seen)))
+        if (op->kind == CTOSA_OP_WHILE_LOOP && (!add_region_reads(A, g, r, a->cond_graph, need, seen) ||
+                                                !add_region_reads(A, g, r, a->body_graph, need, seen)))
             return false;
     }
     return true;
@@ -573,11 +575,11 @@ static ctosa_error *select_ops(ctosa_interp *it, rplan *p, strmap *need, bool **
             }
             const ctosa_attr *a = &op->attr;
             if (ok && op->kind == CTOSA_OP_COND_IF)
-                ok = add_region_reads(it->g, p->region, a->then_graph, need, &seen) &&
-                     add_region_reads(it->g, p->region, a->else_graph, need, &seen);
+                ok = add_region_reads(&it->arena, it->g, p->region, a->then_graph, need, &seen) &&
+                     add_region_reads(&it->arena, it->g, p->region, a->else_graph, need, &seen);
             if (ok && op->kind == CTOSA_OP_WHILE_LOOP)
-                ok = add_region_reads(it->g, p->region, a->cond_graph, need, &seen) &&
-                     add_region_reads(it->g, p->region, a->body_graph, need, &seen);
+                ok = add_region_reads(&it->arena, it->g, p->region, a->cond_graph, need, &seen) &&
+                     add_region_reads(&it->arena, it->g, p->region, a->body_graph, need, &seen);
             if (ok && (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP)) {
                 /* names the regions read may be variables of this block */
                 for (uint32_t j = 0; j < p->n_slots && !vars; j++)
