@@ -12,6 +12,7 @@
  *     that only moves size-1 dimensions into a RESHAPE of its input,
  *   - moves transposes through layout-agnostic operators so that inverse
  *     pairs meet (opt_transpose_layout.c),
+ *   - merges chains of RESCALEs where that is exact (opt_rescale.c),
  *   - drops operators whose results nobody uses,
  * and writes the result into a new graph whose outputs carry the ONNX
  * names. Constant data is borrowed, not copied (except constants the pass
@@ -311,6 +312,7 @@ ctosa_error *lw_finalize_graph(const lower_session *ls, const ctosa_graph *src_g
         strmap_init(&cse);
         uint32_t changed = local_rules(&s, layout, &cse);
         strmap_free(&cse);
+        if (!s.oom) changed += ot_rescale_round(&s);
         resolve_all(&s, n_out, out_ids);
         if (!liveness(&s)) s.oom = true;
         rewrites += changed;

@@ -56,6 +56,9 @@ bool ot_const_permutable(const ot *s, uint32_t c, const int32_t *perm);
 uint32_t ot_const_permute(ot *s, uint32_t c, const int32_t *perm);
 /* One round of layout propagation; returns how many components switched. */
 uint32_t ot_layout_round(ot *s);
+/* One round of RESCALE chain merging (opt_rescale.c); returns how many
+ * operators it merged or removed. */
+uint32_t ot_rescale_round(ot *s);
 
 /* Streamed permuted constants (opt_transpose_layout.c): generated data
  * (graph.h) = the source bytes (memory or a file range; borrowed, must
