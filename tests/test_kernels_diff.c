@@ -425,23 +425,25 @@ static void pool_case(bool avg, uint64_t seed) {
 
 /* ------------------------------------------------------------ RESCALE */
 
-/* 8-bit inputs with one scale (the table path) and, for contrast, other
- * shapes of the operator; multipliers and shifts over their whole valid
+/* 8-bit inputs with one scale (the table path), rows of 16-channel
+ * multiples (the 16-lane scale32 path) and other shapes of the operator;
+ * unsigned 16-bit inputs; multipliers and shifts over their whole valid
  * range, so some cases break the apply_scale REQUIRE (both paths must
  * refuse them alike). */
 static void rescale_case(uint64_t seed) {
     kt_rng = seed;
     static const ctosa_dtype tos[] = {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT32};
-    ctosa_dtype ti = coin(80) ? CTOSA_DTYPE_INT8 : coin(50) ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT32;
+    ctosa_dtype ti = coin(60) ? CTOSA_DTYPE_INT8 : coin(50) ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT32;
     ctosa_dtype to = tos[ri(0, 2)];
     ctosa_attr a = {0};
     a.scale32 = coin(70);
     a.rounding_mode = a.scale32 && coin(30) ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE;
     a.per_channel = coin(15);
-    a.input_unsigned = ti == CTOSA_DTYPE_INT8 && to != CTOSA_DTYPE_INT32 && coin(40);
+    a.input_unsigned = ti != CTOSA_DTYPE_INT32 && to != CTOSA_DTYPE_INT32 && coin(40);
     a.output_unsigned = !a.input_unsigned && to == CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT32 && coin(40);
     int64_t C = a.per_channel ? ri(1, 20) : ri(1, 40), R = ri(1, 200);
-    if (coin(50)) R = ri(40, 300); /* >= 1024 elements: the table path */
+    if (coin(40)) C = 16 * ri(1, 3); /* the 16-lane path */
+    if (coin(50)) R = ri(40, 300);   /* >= 1024 elements: the table path */
     itensor *in = kt_new(ti, 2, KT_DIMS(R, C)), *out = kt_new(to, 2, KT_DIMS(R, C));
     fill(in, false);
     int64_t nc = a.per_channel ? C : 1;
@@ -453,6 +455,7 @@ static void rescale_case(uint64_t seed) {
         ((int8_t *)sh->data)[c] = (int8_t)sft;
     }
     int64_t izp = ti == CTOSA_DTYPE_INT8 && coin(60) ? ri(-128, 127) : 0;
+    if (ti == CTOSA_DTYPE_INT16 && a.input_unsigned && coin(50)) izp = -32768; /* 32768 unsigned */
     int64_t ozp = to == CTOSA_DTYPE_INT8 && coin(60) ? ri(-128, 127) : 0;
     itensor *ins[5] = {in, mul, sh, kt_scalar_i(ti, izp), kt_scalar_i(to, ozp)};
     char what[200];

@@ -1356,6 +1356,156 @@ static inline IM_INLINE void dw_int_rows_impl(void *arg, size_t begin, size_t en
 }
 IM_MULTIVERSION(dw_int_rows, dw_int_rows_impl)
 
+/* int8 depthwise, multiplier 1, straight from the int8 tensor: sixteen
+ * channels per vector, bytes widened to fp32 as they are loaded, products
+ * with the weights minus their zero point summed in fp32 registers and the
+ * bias added to the int32 result. Every partial sum is an integer below
+ * 2^24 (taps * 128 * 255 for sum(x * w), taps * 255 * 255 for sum((x -
+ * izp) * w), taps <= 258), so fp32 adds them exactly in any order: interior
+ * pixels sum x * w and subtract izp * sum(w) once, border pixels (some taps
+ * in the padding, which contributes zero) subtract izp per tap. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* GCC scalarises the int8 -> fp32 vector conversion, so this path is
+ * written for AVX-512 (VPMOVSXBD + VCVTDQ2PS) and taken only there. */
+#define dw_ldb(p) ((dw_vf)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p)))))
+
+typedef struct dw8_ctx {
+    const cgeom *g;
+    const int8_t *in;
+    const float *w;      /* (w - wzp), [KH * KW][C] */
+    const float *zsw;    /* izp * sum over taps of (w - wzp), [C] */
+    const int32_t *bias; /* [C] */
+    int32_t *out;
+    float izp;
+} dw8_ctx;
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_rows(void *arg, size_t begin,
+                                                                                   size_t end) {
+    const dw8_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int8_t *in = d->in;
+    const float *w = d->w;
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW, sx = g->sx, dxc = g->dx * C;
+    /* interior columns: every kx tap inside the row */
+    int64_t lo = g->pl > 0 ? (g->pl + sx - 1) / sx : 0;
+    int64_t lim = g->IW - (KW - 1) * g->dx + g->pl; /* ox * sx < lim */
+    int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;
+    if (hi > g->OW) hi = g->OW;
+    if (lo > hi) lo = hi;
+    const dw_vf zv = (dw_vf){0} + d->izp;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        int32_t *orow = d->out + ((n * g->OH) + oy) * g->OW * C;
+        const int8_t *rp[DW_MAX_TAPS];
+        bool all_rows = true;
+        for (int64_t ky = 0; ky < KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C : NULL;
+            all_rows &= rp[ky] != NULL;
+        }
+        int64_t cb = 0;
+        for (; cb + 16 <= C; cb += 16) {
+            dw_vf wv[DW_MAX_TAPS], zsw;
+            dw_vi bv;
+            for (int64_t t = 0; t < KH * KW; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
+            memcpy(&zsw, d->zsw + cb, sizeof zsw);
+            memcpy(&bv, d->bias + cb, sizeof bv);
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                dw_vf acc = {0};
+                int64_t x0 = ox * sx - g->pl;
+                if (all_rows && ox >= lo && ox < hi) {
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        const int8_t *p = rp[ky] + x0 * C + cb;
+                        for (int64_t kx = 0; kx < KW; kx++) acc += dw_ldb(p + kx * dxc) * wv[ky * KW + kx];
+                    }
+                    acc -= zsw;
+                } else {
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        if (!rp[ky]) continue;
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t x = x0 + kx * g->dx;
+                            if (x < 0 || x >= g->IW) continue;
+                            acc += (dw_ldb(rp[ky] + x * C + cb) - zv) * wv[ky * KW + kx];
+                        }
+                    }
+                }
+                dw_vi r = __builtin_convertvector(acc, dw_vi) + bv;
+                memcpy(orow + ox * C + cb, &r, sizeof r);
+            }
+        }
+        for (; cb < C; cb++) /* channel tail */
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                float acc = 0;
+                int64_t x0 = ox * sx - g->pl;
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    if (!rp[ky]) continue;
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        int64_t x = x0 + kx * g->dx;
+                        if (x < 0 || x >= g->IW) continue;
+                        acc += ((float)rp[ky][x * C + cb] - d->izp) * w[(ky * KW + kx) * C + cb];
+                    }
+                }
+                orow[ox * C + cb] = (int32_t)acc + d->bias[cb];
+            }
+    }
+}
+#endif
+
+/* Runs the int8 path above when it applies (int8 in, int32 out, multiplier
+ * 1, at most DW_MAX_TAPS taps, and a bias that cannot overflow int32 with a
+ * sum below 2^24, so neither REQUIRE of the epilogue can fail); *done false
+ * otherwise. */
+static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs *c, bool par, bool *done) {
+    *done = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (o->reference || im_isa() != 2 || c->in->dtype != CTOSA_DTYPE_INT8 ||
+        c->out->dtype != CTOSA_DTYPE_INT32 || g->M != 1 || g->KH * g->KW > DW_MAX_TAPS ||
+        c->acc != CTOSA_DTYPE_INT32)
+        return NULL;
+    const int64_t C = g->IC, T = g->KH * g->KW;
+    const int32_t *b = c->bias->data;
+    bool b1 = c->bias->count == 1;
+    for (int64_t j = 0; j < (b1 ? 1 : C); j++)
+        if (llabs((long long)b[j]) > INT32_MAX - (INT64_C(1) << 24)) return NULL;
+    float *wf = malloc((size_t)(T * C + C) * sizeof(float));
+    int32_t *bias = malloc((size_t)C * sizeof(int32_t));
+    if (!wf || !bias) {
+        free(wf);
+        free(bias);
+        return c_nomem(o);
+    }
+    float *zsw = wf + T * C;
+    const int8_t *w8 = c->w->data;
+    for (int64_t ch = 0; ch < C; ch++) {
+        int64_t sw = 0;
+        for (int64_t t = 0; t < T; t++) {
+            int64_t v = (int64_t)w8[t * C + ch] - c->wzp;
+            wf[t * C + ch] = (float)v;
+            sw += v;
+        }
+        zsw[ch] = (float)(c->izp * sw);
+        bias[ch] = b[b1 ? 0 : ch];
+    }
+    dw8_ctx d = {.g = g,
+                 .in = c->in->data,
+                 .w = wf,
+                 .zsw = zsw,
+                 .bias = bias,
+                 .out = c->out->data,
+                 .izp = (float)c->izp};
+    size_t nrows = (size_t)(g->N * g->OH);
+    if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
+    else dw8_rows(&d, 0, nrows);
+    free(wf);
+    free(bias);
+    *done = true;
+#else
+    (void)o, (void)g, (void)c, (void)par;
+#endif
+    return NULL;
+}
+
 /* A fused CLAMP (interp_op.post) on fp32 output rows, applied by the same
  * worker right after it computed them (the rows are still in cache). */
 typedef struct dw_post_job {
@@ -1471,6 +1621,10 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
             interp_post_apply(o->post, c.out->data, c.out->count);
         }
         return NULL;
+    }
+    if (c.in->dtype == CTOSA_DTYPE_INT8 && (double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
+        bool done;
+        if ((e = dw_run_int8(o, &g, &c, par, &done)) || done) return e;
     }
     if (c.in->dtype == CTOSA_DTYPE_INT8) {
         /* int8: every partial sum of KH*KW products stays below 2^24 when

@@ -266,6 +266,106 @@ static bool rs_has_vbmi(void) {
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* scale32 RESCALE of 8-, 16- and 32-bit inputs, 16 lanes per step (rows of
+ * a multiple of 16 channels, or one scale replicated): VPMULDQ gives the
+ * exact 64-bit products of the even and the odd lanes, VPSRAVQ the
+ * per-lane shifts. The arithmetic is rs_loop's; of its range checks only
+ * the value REQUIRE can fail here: with |value| < 2^(shift-1) (shift <=
+ * 32) or |value| < 2^31 (larger shifts) and multipliers below 2^31, the
+ * scaled value stays within +-(2^30 + 1) and the output zero point (at most
+ * 65535) cannot push it out of int32. */
+typedef struct rs_blk {
+    int32_t mult[16], vlo[16], vhi[16];
+    int64_t base_e[8], base_o[8], dbl_e[8], dbl_o[8], sh_e[8], sh_o[8];
+} rs_blk;
+
+typedef struct rs_v16 {
+    rs_job *j;
+    const rs_blk *blk;
+} rs_v16;
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void rs_rows16(void *arg, size_t b,
+                                                                                    size_t e) {
+    const rs_v16 *w = arg;
+    rs_job *j = w->j;
+    const size_t nb = (size_t)j->nc / 16;
+    const char *in = j->in;
+    char *out = j->out;
+    const __m512i izp = _mm512_set1_epi32((int32_t)j->izp), ozp = _mm512_set1_epi32((int32_t)j->ozp);
+    const __m512i lo = _mm512_set1_epi32((int32_t)j->lo), hi = _mm512_set1_epi32((int32_t)j->hi);
+    __mmask16 bad = 0;
+    for (size_t row = b; row < e; row++)
+        for (size_t k = 0; k < nb; k++) {
+            size_t i = row * (size_t)j->nc + k * 16;
+            const rs_blk *p = w->blk + k;
+            __m512i v;
+            if (j->ti == CTOSA_DTYPE_INT8) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(in + i));
+                v = j->iu ? _mm512_cvtepu8_epi32(x) : _mm512_cvtepi8_epi32(x);
+            } else if (j->ti == CTOSA_DTYPE_INT16) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(in + 2 * i));
+                v = j->iu ? _mm512_cvtepu16_epi32(x) : _mm512_cvtepi16_epi32(x);
+            } else {
+                v = _mm512_loadu_si512(in + 4 * i);
+            }
+            v = _mm512_sub_epi32(v, izp);
+            bad |= _mm512_cmplt_epi32_mask(v, _mm512_loadu_si512(p->vlo)) |
+                   _mm512_cmpgt_epi32_mask(v, _mm512_loadu_si512(p->vhi));
+            __m512i m = _mm512_loadu_si512(p->mult);
+            __m512i pe = _mm512_mul_epi32(v, m);
+            __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32));
+            /* the DOUBLE_ROUND term takes the value's sign: (d ^ s) - s */
+            __m512i se = _mm512_srai_epi64(_mm512_slli_epi64(v, 32), 63), so = _mm512_srai_epi64(v, 63);
+            __m512i de = _mm512_loadu_si512(p->dbl_e), dd = _mm512_loadu_si512(p->dbl_o);
+            __m512i re = _mm512_add_epi64(_mm512_loadu_si512(p->base_e),
+                                          _mm512_sub_epi64(_mm512_xor_si512(de, se), se));
+            __m512i ro = _mm512_add_epi64(_mm512_loadu_si512(p->base_o),
+                                          _mm512_sub_epi64(_mm512_xor_si512(dd, so), so));
+            __m512i qe = _mm512_srav_epi64(_mm512_add_epi64(pe, re), _mm512_loadu_si512(p->sh_e));
+            __m512i qo = _mm512_srav_epi64(_mm512_add_epi64(po, ro), _mm512_loadu_si512(p->sh_o));
+            __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+            r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
+            if (j->to == CTOSA_DTYPE_INT8) _mm_storeu_si128((__m128i *)(out + i), _mm512_cvtepi32_epi8(r));
+            else if (j->to == CTOSA_DTYPE_INT16)
+                _mm256_storeu_si256((__m256i *)(out + 2 * i), _mm512_cvtepi32_epi16(r));
+            else _mm512_storeu_si512(out + 4 * i, r);
+        }
+    if (bad) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Runs j with rs_rows16 when it applies (scale32, 8/16/32-bit input, the
+ * channel vectors in j filled for j->nc lanes, a multiple of 16); false
+ * when it does not (nothing done). */
+static bool rs_try16(const interp_op *o, rs_job *j, size_t rows) {
+    if (o->reference || !j->scale32 || j->nc % 16 || im_isa() != 2 ||
+        (j->ti != CTOSA_DTYPE_INT8 && j->ti != CTOSA_DTYPE_INT16 && j->ti != CTOSA_DTYPE_INT32))
+        return false;
+    size_t nb = (size_t)j->nc / 16;
+    rs_blk *blk = aligned_alloc(64, nb * sizeof *blk);
+    if (!blk) return false;
+    for (size_t k = 0; k < nb; k++)
+        for (int l = 0; l < 16; l++) {
+            size_t c = k * 16 + (size_t)l;
+            int64_t s = j->shift64[c];
+            blk[k].mult[l] = (int32_t)j->mult[c];
+            blk[k].vlo[l] = s <= 31 ? (int32_t) - (INT64_C(1) << (s - 1)) : INT32_MIN;
+            blk[k].vhi[l] = s <= 31 ? (int32_t)((INT64_C(1) << (s - 1)) - 1) : INT32_MAX;
+            int64_t *base = l % 2 ? blk[k].base_o : blk[k].base_e, *dbl = l % 2 ? blk[k].dbl_o : blk[k].dbl_e;
+            int64_t *sh = l % 2 ? blk[k].sh_o : blk[k].sh_e;
+            base[l / 2] = INT64_C(1) << (s - 1);
+            dbl[l / 2] = j->dbl[c];
+            sh[l / 2] = s;
+        }
+    rs_v16 w = {j, blk};
+    if (o->ctx && (double)rows * (double)j->nc >= IM_PAR_MIN_ELEMS)
+        interp_parallel_for(o->ctx, rows, rs_rows16, &w);
+    else rs_rows16(&w, 0, rows);
+    free(blk);
+    return true;
+}
+#endif
+
 typedef struct rs_map {
     const uint8_t *in;
     void *out;
@@ -404,9 +504,9 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
                 .scale32 = a->scale32};
     /* per-channel constants: multiplier, shift and the rounding term (the
      * DOUBLE_ROUND bias is added per element, it depends on the sign) */
-    /* one scale for the tensor: replicate it over 8 lanes so the vector
-     * loop applies (rows of 8 elements) */
-    uint64_t lanes = nc == 1 && in->count % 8 == 0 ? 8 : nc;
+    /* one scale for the tensor: replicate it over 16 or 8 lanes so a vector
+     * loop applies (rows of 16 or 8 elements) */
+    uint64_t lanes = nc == 1 && in->count % 16 == 0 ? 16 : nc == 1 && in->count % 8 == 0 ? 8 : nc;
     j.nc = lanes;
     j.mult = malloc((size_t)lanes * sizeof(int64_t));
     j.shift = malloc((size_t)lanes * sizeof(int32_t));
@@ -430,8 +530,14 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
     size_t rows = lanes ? (size_t)(in->count / lanes) : 0;
     if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 && in->count >= 1024 && rs_table(o, &j, in->count))
         goto done;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (rs_try16(o, &j, rows)) goto checked;
+#endif
     if (o->ctx && (double)in->count >= IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, rows, rs_rows, &j);
     else rs_rows(&j, 0, rows);
+#if defined(__x86_64__) && defined(__GNUC__)
+checked:
+#endif
     if (j.failed) e = interp_fail(o, "scaled value out of range (REQUIRE failed)");
 done:
     free(j.mult);
