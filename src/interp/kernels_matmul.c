@@ -132,11 +132,11 @@ static ctosa_error *mm_float_zp(const interp_op *o, const itensor *t, int64_t *z
  * element of B is used by only H products, so packing B (a full copy) would
  * cost as much as the product itself, for the weights of a single run.
  * Instead B streams once, row by row: each worker owns a range of
- * MM_GEMV_COLS columns, whose H output rows stay in L1 while every row of B
+ * MM_GEMV_COLS columns, whose H output rows stay in L1/L2 while every row of B
  * adds A[h][c] times its contiguous segment (c in order, as the
  * reference). */
 #define MM_GEMV_MAX_H 4
-#define MM_GEMV_COLS 1024
+#define MM_GEMV_COLS 2048
 typedef struct mm_gemv {
     const float *a, *b;
     float *out;
@@ -151,6 +151,10 @@ static inline IM_INLINE void mm_gemv_impl(void *arg, size_t begin, size_t end) {
         for (int64_t h = 0; h < H; h++) memset(g->out + h * W + w0, 0, (size_t)nw * sizeof(float));
         for (int64_t c = 0; c < C; c++) {
             const float *restrict b = g->b + c * W + w0;
+            /* rows of B are W apart, so each segment starts a new page the
+             * hardware prefetchers do not follow: fetch two rows ahead */
+            if (c + 2 < C)
+                for (int64_t w = 0; w < nw; w += 16) __builtin_prefetch(b + 2 * W + w, 0, 0);
             for (int64_t h = 0; h < H; h++) {
                 float *restrict o = g->out + h * W + w0;
                 const float av = g->a[h * C + c];
