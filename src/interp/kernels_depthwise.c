@@ -1,0 +1,760 @@
+/* kernels_depthwise.c - DEPTHWISE_CONV2D: a channel-vectorised direct
+ * loop for fp32 and the integer types (int8 read directly when the sums
+ * provably fit), on the geometry and helpers of kernels_conv.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/kernels_conv.h"
+#include "util/floatfmt.h"
+
+/* ------------------------------------------------------------ DEPTHWISE */
+
+typedef struct dw_ctx {
+    const cgeom *g;
+    const cargs *c;
+    const float *bias; /* fp32 output: OC values, else NULL */
+    const int16_t *in16;
+    const int32_t *w32;
+    void *acc;
+    bool acc64;
+    bool tail_only; /* blocked loops: only the channels past the last full 16 */
+} dw_ctx;
+
+/* Output columns [lo, hi) whose tap at kernel column offset base = kx*dx -
+ * pad_left reads inside the input row (x = ox*sx + base in [0, IW)). */
+static inline void dw_cols(const cgeom *g, int64_t base, int64_t *lo, int64_t *hi) {
+    int64_t l = base >= 0 ? 0 : (-base + g->sx - 1) / g->sx;
+    int64_t h = g->IW - base <= 0 ? 0 : (g->IW - base + g->sx - 1) / g->sx;
+    if (h > g->OW) h = g->OW;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+typedef float dw_vf __attribute__((vector_size(64)));
+typedef int32_t dw_vi __attribute__((vector_size(64)));
+typedef int16_t dw_vh __attribute__((vector_size(32)));
+#define DW_MAX_TAPS 49 /* up to 7x7 kernels use the register-blocked loops */
+
+/* Depthwise with multiplier 1, channels in blocks of 16: one output vector
+ * accumulates all taps in a register, the block's tap weights stay in
+ * registers across the whole output row. Channels past the last full block
+ * take the scalar loop at the end. */
+static inline IM_INLINE void dw_f_blocked_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    float *out = d->c->out->data;
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        float *orow = out + ((n * g->OH) + oy) * g->OW * C;
+        for (int64_t cb = d->tail_only ? C - C % 16 : 0; cb < C; cb += 16) {
+            int64_t nc = C - cb < 16 ? C - cb : 16;
+            if (nc == 16) {
+                dw_vf wv[DW_MAX_TAPS], bv = {0};
+                for (int64_t t = 0; t < KH * KW; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
+                if (d->bias) memcpy(&bv, d->bias + cb, sizeof bv);
+                for (int64_t ox = 0; ox < g->OW; ox++) {
+                    dw_vf acc = bv;
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                        if (y < 0 || y >= g->IH) continue;
+                        const float *irow = in + ((n * g->IH + y) * g->IW) * C + cb;
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                            if (x < 0 || x >= g->IW) continue;
+                            dw_vf v;
+                            memcpy(&v, irow + x * C, sizeof v);
+                            acc += v * wv[ky * KW + kx];
+                        }
+                    }
+                    memcpy(orow + ox * C + cb, &acc, sizeof acc);
+                }
+            } else {
+                for (int64_t ox = 0; ox < g->OW; ox++)
+                    for (int64_t c = cb; c < C; c++) {
+                        float acc = d->bias ? d->bias[c] : 0.0f;
+                        for (int64_t ky = 0; ky < KH; ky++) {
+                            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                            if (y < 0 || y >= g->IH) continue;
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                                if (x < 0 || x >= g->IW) continue;
+                                acc += in[((n * g->IH + y) * g->IW + x) * C + c] * w[(ky * KW + kx) * C + c];
+                            }
+                        }
+                        orow[ox * C + c] = acc;
+                    }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_f_blocked, dw_f_blocked_impl)
+
+/* The same for the integer path with int32 accumulators (d->acc). */
+static inline IM_INLINE void dw_i_blocked_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int16_t *in = d->in16;
+    const int32_t *w = d->w32;
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        int32_t *orow = (int32_t *)d->acc + ((n * g->OH) + oy) * g->OW * C;
+        for (int64_t cb = d->tail_only ? C - C % 16 : 0; cb < C; cb += 16) {
+            int64_t nc = C - cb < 16 ? C - cb : 16;
+            if (nc == 16) {
+                dw_vi wv[DW_MAX_TAPS];
+                for (int64_t t = 0; t < KH * KW; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vi));
+                for (int64_t ox = 0; ox < g->OW; ox++) {
+                    dw_vi acc = {0};
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                        if (y < 0 || y >= g->IH) continue;
+                        const int16_t *irow = in + ((n * g->IH + y) * g->IW) * C + cb;
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                            if (x < 0 || x >= g->IW) continue;
+                            dw_vh v;
+                            memcpy(&v, irow + x * C, sizeof v);
+                            acc += __builtin_convertvector(v, dw_vi) * wv[ky * KW + kx];
+                        }
+                    }
+                    memcpy(orow + ox * C + cb, &acc, sizeof acc);
+                }
+            } else {
+                for (int64_t ox = 0; ox < g->OW; ox++)
+                    for (int64_t c = cb; c < C; c++) {
+                        int32_t acc = 0;
+                        for (int64_t ky = 0; ky < KH; ky++) {
+                            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+                            if (y < 0 || y >= g->IH) continue;
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t x = ox * g->sx - g->pl + kx * g->dx;
+                                if (x < 0 || x >= g->IW) continue;
+                                acc += (int32_t)in[((n * g->IH + y) * g->IW + x) * C + c] *
+                                       w[(ky * KW + kx) * C + c];
+                            }
+                        }
+                        orow[ox * C + c] = acc;
+                    }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_i_blocked, dw_i_blocked_impl)
+
+/* 3x3 depthwise, multiplier 1, float: the nine weight vectors live in
+ * registers and interior output columns run without bounds checks. Border
+ * columns and a channel tail fall back to the per-tap checked loop. */
+#define DW3_BODY(VT, LOADV, ACC_INIT, OUT_T)                                                                \
+    for (size_t row = begin; row < end; row++) {                                                            \
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;                                        \
+        OUT_T *orow = (OUT_T *)outp + ((n * g->OH) + oy) * g->OW * C;                                       \
+        int64_t base0 = -g->pl, sx = g->sx, dxc = g->dx * C;                                                \
+        /* interior: x = ox*sx - pl >= 0 and x + 2*dx < IW */                                               \
+        int64_t lo = base0 >= 0 ? 0 : (-base0 + sx - 1) / sx;                                               \
+        int64_t lim = g->IW - 2 * g->dx - base0; /* ox*sx < lim */                                          \
+        int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;                                                    \
+        if (hi > g->OW) hi = g->OW;                                                                         \
+        if (lo > hi) lo = hi;                                                                               \
+        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {                                                      \
+            VT wv[9], init = {0};                                                                           \
+            _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(VT)); \
+            ACC_INIT;                                                                                       \
+            const IN_T *rp[3];                                                                              \
+            _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                                        \
+                int64_t y = oy * g->sy - g->pt + ky * g->dy;                                                \
+                rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C + cb : NULL;              \
+            }                                                                                               \
+            for (int64_t ox = 0; ox < g->OW; ox++) {                                                        \
+                VT acc = init;                                                                              \
+                int64_t x0 = ox * sx + base0;                                                               \
+                if (ox >= lo && ox < hi) {                                                                  \
+                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                                \
+                        if (!rp[ky]) continue;                                                              \
+                        const IN_T *p = rp[ky] + x0 * C;                                                    \
+                        acc += LOADV(p) * wv[ky * 3] + LOADV(p + dxc) * wv[ky * 3 + 1] +                    \
+                               LOADV(p + 2 * dxc) * wv[ky * 3 + 2];                                         \
+                    }                                                                                       \
+                } else {                                                                                    \
+                    _Pragma("GCC unroll 3") for (int ky = 0; ky < 3; ky++) {                                \
+                        if (!rp[ky]) continue;                                                              \
+                        _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++) {                            \
+                            int64_t x = x0 + kx * g->dx;                                                    \
+                            if (x < 0 || x >= g->IW) continue;                                              \
+                            acc += LOADV(rp[ky] + x * C) * wv[ky * 3 + kx];                                 \
+                        }                                                                                   \
+                    }                                                                                       \
+                }                                                                                           \
+                memcpy(orow + ox * C + cb, &acc, sizeof acc);                                               \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
+/* Unaligned vector loads (macros: a function returning a 64-byte vector
+ * would change the ABI between the ISA variants). */
+#define dw_ldf(p)                    \
+    ({                               \
+        dw_vf v_;                    \
+        memcpy(&v_, (p), sizeof v_); \
+        v_;                          \
+    })
+#define dw_ldh(p)                           \
+    ({                                      \
+        dw_vh h_;                           \
+        memcpy(&h_, (p), sizeof h_);        \
+        __builtin_convertvector(h_, dw_vi); \
+    })
+
+static inline IM_INLINE void dw3_f_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    typedef float IN_T;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    void *outp = d->c->out->data;
+    const int64_t C = g->IC;
+    DW3_BODY(dw_vf, dw_ldf, if (d->bias) memcpy(&init, d->bias + cb, sizeof init), float)
+}
+IM_MULTIVERSION(dw3_f, dw3_f_impl)
+
+/* 3x3, stride 1, dilation 1, float (the MobileNet case): interior output
+ * columns in groups of four, so the six input vectors of a kernel row are
+ * loaded once and feed twelve multiply-adds into four independent
+ * accumulators. Each output sums its taps in the same order as dw3_f. */
+static inline IM_INLINE void dw3s1_f_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    float *out = d->c->out->data;
+    const int64_t C = g->IC, pl = g->pl;
+    /* interior: ox - pl >= 0 and ox - pl + 2 < IW */
+    int64_t lo = pl, hi = g->IW - 2 + pl;
+    if (hi > g->OW) hi = g->OW;
+    if (lo > hi) lo = hi;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        float *orow = out + ((n * g->OH) + oy) * g->OW * C;
+        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {
+            dw_vf wv[9], init = {0};
+            _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
+            if (d->bias) memcpy(&init, d->bias + cb, sizeof init);
+            const float *rp[3];
+            int nr = 0;
+            dw_vf rw[9];
+            for (int ky = 0; ky < 3; ky++) {
+                int64_t y = oy * g->sy - g->pt + ky;
+                if (y < 0 || y >= g->IH) continue;
+                rp[nr] = in + ((n * g->IH + y) * g->IW) * C + cb;
+                rw[nr * 3] = wv[ky * 3];
+                rw[nr * 3 + 1] = wv[ky * 3 + 1];
+                rw[nr * 3 + 2] = wv[ky * 3 + 2];
+                nr++;
+            }
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                if (ox == lo) {
+                    for (; ox + 4 <= hi; ox += 4) {
+                        dw_vf a0 = init, a1 = init, a2 = init, a3 = init;
+                        for (int r = 0; r < nr; r++) {
+                            const float *p = rp[r] + (ox - pl) * C;
+                            dw_vf v0 = dw_ldf(p), v1 = dw_ldf(p + C), v2 = dw_ldf(p + 2 * C);
+                            dw_vf v3 = dw_ldf(p + 3 * C), v4 = dw_ldf(p + 4 * C), v5 = dw_ldf(p + 5 * C);
+                            dw_vf w0 = rw[r * 3], w1 = rw[r * 3 + 1], w2 = rw[r * 3 + 2];
+                            a0 += v0 * w0 + v1 * w1 + v2 * w2;
+                            a1 += v1 * w0 + v2 * w1 + v3 * w2;
+                            a2 += v2 * w0 + v3 * w1 + v4 * w2;
+                            a3 += v3 * w0 + v4 * w1 + v5 * w2;
+                        }
+                        float *o = orow + ox * C + cb;
+                        memcpy(o, &a0, sizeof a0);
+                        memcpy(o + C, &a1, sizeof a1);
+                        memcpy(o + 2 * C, &a2, sizeof a2);
+                        memcpy(o + 3 * C, &a3, sizeof a3);
+                    }
+                    if (ox >= g->OW) break;
+                }
+                dw_vf acc = init;
+                int64_t x0 = ox - pl;
+                if (ox >= lo && ox < hi) {
+                    for (int r = 0; r < nr; r++) {
+                        const float *p = rp[r] + x0 * C;
+                        acc += dw_ldf(p) * rw[r * 3] + dw_ldf(p + C) * rw[r * 3 + 1] +
+                               dw_ldf(p + 2 * C) * rw[r * 3 + 2];
+                    }
+                } else {
+                    for (int r = 0; r < nr; r++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int64_t x = x0 + kx;
+                            if (x < 0 || x >= g->IW) continue;
+                            acc += dw_ldf(rp[r] + x * C) * rw[r * 3 + kx];
+                        }
+                }
+                memcpy(orow + ox * C + cb, &acc, sizeof acc);
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw3s1_f, dw3s1_f_impl)
+
+static inline IM_INLINE void dw3_i_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    typedef int16_t IN_T;
+    const int16_t *in = d->in16;
+    const int32_t *w = d->w32;
+    void *outp = d->acc;
+    const int64_t C = g->IC;
+    DW3_BODY(dw_vi, dw_ldh, (void)0, int32_t)
+}
+IM_MULTIVERSION(dw3_i, dw3_i_impl)
+
+/* Runs the 3x3 fast loop on full channel blocks, then the generic blocked
+ * loop (which also handles the channel tail) when C is not a multiple of 16. */
+static void dw_f_tail(void *arg, size_t begin, size_t end) {
+    dw_ctx t = *(const dw_ctx *)arg;
+    t.tail_only = true;
+    dw_f_blocked(&t, begin, end);
+}
+static void dw_i_tail(void *arg, size_t begin, size_t end) {
+    dw_ctx t = *(const dw_ctx *)arg;
+    t.tail_only = true;
+    dw_i_blocked(&t, begin, end);
+}
+static void dw3_f_rows(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    if (d->g->IC >= 16 && d->g->sx == 1 && d->g->dx == 1 && d->g->dy == 1) dw3s1_f(arg, begin, end);
+    else if (d->g->IC >= 16) dw3_f(arg, begin, end);
+    if (d->g->IC % 16) dw_f_tail(arg, begin, end);
+}
+static void dw3_i_rows(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    if (d->g->IC >= 16) dw3_i(arg, begin, end);
+    if (d->g->IC % 16) dw_i_tail(arg, begin, end);
+}
+
+/* Output rows (n, oy) of the fp32-accumulating depthwise convolution. Taps
+ * are the outer loop and output pixels the inner one, so a tap's weights
+ * stay in registers across the row and no pixel needs a bounds check; the
+ * channel loop is contiguous in input, weight and output. */
+static inline IM_INLINE void dw_float_rows_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const float *in = d->c->in->data, *w = d->c->w->data;
+    float *out = d->c->out->data;
+    const int64_t C = g->IC, M = g->M, OC = g->OC, sx = g->sx;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        float *orow = out + ((n * g->OH) + oy) * g->OW * OC;
+        for (int64_t ox = 0; ox < g->OW; ox++) {
+            if (d->bias) memcpy(orow + ox * OC, d->bias, (size_t)OC * sizeof(float));
+            else memset(orow + ox * OC, 0, (size_t)OC * sizeof(float));
+        }
+        for (int64_t ky = 0; ky < g->KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            if (y < 0 || y >= g->IH) continue;
+            const float *irow = in + (n * g->IH + y) * g->IW * C;
+            for (int64_t kx = 0; kx < g->KW; kx++) {
+                int64_t base = kx * g->dx - g->pl, lo, hi;
+                dw_cols(g, base, &lo, &hi);
+                const float *restrict wp = w + (ky * g->KW + kx) * OC;
+                if (M == 1) {
+                    for (int64_t ox = lo; ox < hi; ox++) {
+                        const float *restrict ip = irow + (ox * sx + base) * C;
+                        float *restrict op = orow + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++) op[ch] += ip[ch] * wp[ch];
+                    }
+                } else {
+                    for (int64_t ox = lo; ox < hi; ox++) {
+                        const float *restrict ip = irow + (ox * sx + base) * C;
+                        float *restrict op = orow + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++)
+                            for (int64_t m = 0; m < M; m++) op[ch * M + m] += ip[ch] * wp[ch * M + m];
+                    }
+                }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_float_rows, dw_float_rows_impl)
+
+static inline IM_INLINE void dw_int_rows_impl(void *arg, size_t begin, size_t end) {
+    const dw_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int64_t C = g->IC, M = g->M, OC = g->OC, sx = g->sx;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        size_t rbase = (size_t)(((n * g->OH) + oy) * g->OW * OC);
+        int32_t *o32 = (int32_t *)d->acc + rbase;
+        int64_t *o64 = (int64_t *)d->acc + rbase;
+        if (d->acc64) memset(o64, 0, (size_t)(g->OW * OC) * 8);
+        else memset(o32, 0, (size_t)(g->OW * OC) * 4);
+        for (int64_t ky = 0; ky < g->KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            if (y < 0 || y >= g->IH) continue;
+            const int16_t *irow = d->in16 + (n * g->IH + y) * g->IW * C;
+            for (int64_t kx = 0; kx < g->KW; kx++) {
+                int64_t base = kx * g->dx - g->pl, lo, hi;
+                dw_cols(g, base, &lo, &hi);
+                const int32_t *restrict wp = d->w32 + (ky * g->KW + kx) * OC;
+                for (int64_t ox = lo; ox < hi; ox++) {
+                    const int16_t *restrict ip = irow + (ox * sx + base) * C;
+                    if (d->acc64) {
+                        int64_t *restrict op = o64 + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++)
+                            for (int64_t m = 0; m < M; m++)
+                                op[ch * M + m] += (int64_t)ip[ch] * wp[ch * M + m];
+                    } else if (M == 1) {
+                        int32_t *restrict op = o32 + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++) op[ch] += (int32_t)ip[ch] * wp[ch];
+                    } else {
+                        int32_t *restrict op = o32 + ox * OC;
+                        for (int64_t ch = 0; ch < C; ch++)
+                            for (int64_t m = 0; m < M; m++)
+                                op[ch * M + m] += (int32_t)ip[ch] * wp[ch * M + m];
+                    }
+                }
+            }
+        }
+    }
+}
+IM_MULTIVERSION(dw_int_rows, dw_int_rows_impl)
+
+/* int8 depthwise, multiplier 1, straight from the int8 tensor: sixteen
+ * channels per vector, bytes widened to fp32 as they are loaded, products
+ * with the weights minus their zero point summed in fp32 registers and the
+ * bias added to the int32 result. Every partial sum is an integer below
+ * 2^24 (taps * 128 * 255 for sum(x * w), taps * 255 * 255 for sum((x -
+ * izp) * w), taps <= 258), so fp32 adds them exactly in any order: interior
+ * pixels sum x * w and subtract izp * sum(w) once, border pixels (some taps
+ * in the padding, which contributes zero) subtract izp per tap. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* GCC scalarises the int8 -> fp32 vector conversion, so this path is
+ * written for AVX-512 (VPMOVSXBD + VCVTDQ2PS) and taken only there. */
+#define dw_ldb(p) ((dw_vf)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p)))))
+
+typedef struct dw8_ctx {
+    const cgeom *g;
+    const int8_t *in;
+    const float *w;      /* (w - wzp), [KH * KW][C] */
+    const float *zsw;    /* izp * sum over taps of (w - wzp), [C] */
+    const int32_t *bias; /* [C] */
+    int32_t *out;
+    float izp;
+} dw8_ctx;
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_rows(void *arg, size_t begin,
+                                                                                   size_t end) {
+    const dw8_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int8_t *in = d->in;
+    const float *w = d->w;
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW, sx = g->sx, dxc = g->dx * C;
+    /* interior columns: every kx tap inside the row */
+    int64_t lo = g->pl > 0 ? (g->pl + sx - 1) / sx : 0;
+    int64_t lim = g->IW - (KW - 1) * g->dx + g->pl; /* ox * sx < lim */
+    int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;
+    if (hi > g->OW) hi = g->OW;
+    if (lo > hi) lo = hi;
+    const dw_vf zv = (dw_vf){0} + d->izp;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        int32_t *orow = d->out + ((n * g->OH) + oy) * g->OW * C;
+        const int8_t *rp[DW_MAX_TAPS];
+        bool all_rows = true;
+        for (int64_t ky = 0; ky < KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C : NULL;
+            all_rows &= rp[ky] != NULL;
+        }
+        int64_t cb = 0;
+        for (; cb + 16 <= C; cb += 16) {
+            dw_vf wv[DW_MAX_TAPS], zsw;
+            dw_vi bv;
+            for (int64_t t = 0; t < KH * KW; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
+            memcpy(&zsw, d->zsw + cb, sizeof zsw);
+            memcpy(&bv, d->bias + cb, sizeof bv);
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                dw_vf acc = {0};
+                int64_t x0 = ox * sx - g->pl;
+                if (all_rows && ox >= lo && ox < hi) {
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        const int8_t *p = rp[ky] + x0 * C + cb;
+                        for (int64_t kx = 0; kx < KW; kx++) acc += dw_ldb(p + kx * dxc) * wv[ky * KW + kx];
+                    }
+                    acc -= zsw;
+                } else {
+                    for (int64_t ky = 0; ky < KH; ky++) {
+                        if (!rp[ky]) continue;
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t x = x0 + kx * g->dx;
+                            if (x < 0 || x >= g->IW) continue;
+                            acc += (dw_ldb(rp[ky] + x * C + cb) - zv) * wv[ky * KW + kx];
+                        }
+                    }
+                }
+                dw_vi r = __builtin_convertvector(acc, dw_vi) + bv;
+                memcpy(orow + ox * C + cb, &r, sizeof r);
+            }
+        }
+        for (; cb < C; cb++) /* channel tail */
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                float acc = 0;
+                int64_t x0 = ox * sx - g->pl;
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    if (!rp[ky]) continue;
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        int64_t x = x0 + kx * g->dx;
+                        if (x < 0 || x >= g->IW) continue;
+                        acc += ((float)rp[ky][x * C + cb] - d->izp) * w[(ky * KW + kx) * C + cb];
+                    }
+                }
+                orow[ox * C + cb] = (int32_t)acc + d->bias[cb];
+            }
+    }
+}
+#endif
+
+/* Runs the int8 path above when it applies (int8 in, int32 out, multiplier
+ * 1, at most DW_MAX_TAPS taps, and a bias that cannot overflow int32 with a
+ * sum below 2^24, so neither REQUIRE of the epilogue can fail); *done false
+ * otherwise. */
+static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs *c, bool par, bool *done) {
+    *done = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (o->reference || im_isa() != 2 || c->in->dtype != CTOSA_DTYPE_INT8 ||
+        c->out->dtype != CTOSA_DTYPE_INT32 || g->M != 1 || g->KH * g->KW > DW_MAX_TAPS ||
+        c->acc != CTOSA_DTYPE_INT32)
+        return NULL;
+    const int64_t C = g->IC, T = g->KH * g->KW;
+    const int32_t *b = c->bias->data;
+    bool b1 = c->bias->count == 1;
+    for (int64_t j = 0; j < (b1 ? 1 : C); j++)
+        if (llabs((long long)b[j]) > INT32_MAX - (INT64_C(1) << 24)) return NULL;
+    float *wf = malloc((size_t)(T * C + C) * sizeof(float));
+    int32_t *bias = malloc((size_t)C * sizeof(int32_t));
+    if (!wf || !bias) {
+        free(wf);
+        free(bias);
+        return interp_conv_nomem(o);
+    }
+    float *zsw = wf + T * C;
+    const int8_t *w8 = c->w->data;
+    for (int64_t ch = 0; ch < C; ch++) {
+        int64_t sw = 0;
+        for (int64_t t = 0; t < T; t++) {
+            int64_t v = (int64_t)w8[t * C + ch] - c->wzp;
+            wf[t * C + ch] = (float)v;
+            sw += v;
+        }
+        zsw[ch] = (float)(c->izp * sw);
+        bias[ch] = b[b1 ? 0 : ch];
+    }
+    dw8_ctx d = {.g = g,
+                 .in = c->in->data,
+                 .w = wf,
+                 .zsw = zsw,
+                 .bias = bias,
+                 .out = c->out->data,
+                 .izp = (float)c->izp};
+    size_t nrows = (size_t)(g->N * g->OH);
+    if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
+    else dw8_rows(&d, 0, nrows);
+    free(wf);
+    free(bias);
+    *done = true;
+#else
+    (void)o, (void)g, (void)c, (void)par;
+#endif
+    return NULL;
+}
+
+/* A fused CLAMP (interp_op.post) on fp32 output rows, applied by the same
+ * worker right after it computed them (the rows are still in cache). */
+typedef struct dw_post_job {
+    void (*fn)(void *, size_t, size_t);
+    void *d;
+    const interp_post *post;
+    float *out;
+    size_t row_elems;
+} dw_post_job;
+
+static inline IM_INLINE void dw_post_range_impl(void *arg, size_t begin, size_t end) {
+    const dw_post_job *j = arg;
+    const interp_post p = *j->post;
+    float *restrict d = j->out;
+    if (p.ignore_nan) {
+        for (size_t i = begin; i < end; i++) {
+            float v = d[i];
+            float r = v < p.lo ? p.lo : v > p.hi ? p.hi : v;
+            d[i] = v != v ? p.lo : r;
+        }
+    } else {
+        for (size_t i = begin; i < end; i++) {
+            float v = d[i];
+            d[i] = v < p.lo ? p.lo : v > p.hi ? p.hi : v;
+        }
+    }
+}
+IM_MULTIVERSION(dw_post_range, dw_post_range_impl)
+
+static void dw_post_rows(void *arg, size_t begin, size_t end) {
+    const dw_post_job *j = arg;
+    j->fn(j->d, begin, end);
+    dw_post_range(arg, begin * j->row_elems, end * j->row_elems);
+}
+
+ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
+    cargs c;
+    ctosa_error *e = interp_conv_common(o, &c, 4);
+    if (e) return e;
+    const ctosa_attr *a = &o->op->attr;
+    if ((e = interp_conv_vec(o, "pad", a->pad, 4)) || (e = interp_conv_vec(o, "stride", a->stride, 2)) ||
+        (e = interp_conv_vec(o, "dilation", a->dilation, 2)))
+        return e;
+    /* weight [KH, KW, C, M], output channels C*M */
+    cgeom g = {.kind = CK_DEPTHWISE,
+               .N = c.in->shape[0],
+               .ID = 1,
+               .IH = c.in->shape[1],
+               .IW = c.in->shape[2],
+               .IC = c.in->shape[3],
+               .OD = 1,
+               .OH = c.out->shape[1],
+               .OW = c.out->shape[2],
+               .OC = c.out->shape[3],
+               .KD = 1,
+               .KH = c.w->shape[0],
+               .KW = c.w->shape[1],
+               .M = c.w->shape[3],
+               .sd = 1,
+               .sy = a->stride.v[0],
+               .sx = a->stride.v[1],
+               .dd = 1,
+               .dy = a->dilation.v[0],
+               .dx = a->dilation.v[1],
+               .pt = a->pad.v[0],
+               .pl = a->pad.v[2]};
+    if (c.w->shape[2] != g.IC || g.OC != g.IC * g.M || c.out->shape[0] != g.N)
+        return interp_fail(
+            o, "weight [%lld,%lld,%lld,%lld] does not match input channels %lld and output channels %lld",
+            (long long)c.w->shape[0], (long long)c.w->shape[1], (long long)c.w->shape[2],
+            (long long)c.w->shape[3], (long long)g.IC, (long long)g.OC);
+    if (c.bias->count != (uint64_t)g.OC && c.bias->count != 1)
+        return interp_fail(o, "bias has %llu elements, expected %lld or 1", (unsigned long long)c.bias->count,
+                           (long long)g.OC);
+    if (a->pad.v[0] < 0 || a->pad.v[1] < 0 || a->pad.v[2] < 0 || a->pad.v[3] < 0)
+        return interp_fail(o, "negative pad");
+    if (g.sy < 1 || g.sx < 1) return interp_fail(o, "stride must be >= 1");
+    if (g.dy < 1 || g.dx < 1) return interp_fail(o, "dilation must be >= 1");
+    if ((e = interp_conv_out_dim(o, "height", g.IH, a->pad.v[0], a->pad.v[1], g.KH, g.dy, g.sy, g.OH)) ||
+        (e = interp_conv_out_dim(o, "width", g.IW, a->pad.v[2], a->pad.v[3], g.KW, g.dx, g.sx, g.OW)))
+        return e;
+    if (c.out->count == 0) return NULL;
+    if (o->reference)
+        return ctosa_dtype_is_float(c.in->dtype) ? interp_conv_ref_float(o, &g, &c) : interp_conv_ref_int(o, &g, &c);
+    size_t nrows = (size_t)(g.N * g.OH);
+    dw_ctx d = {.g = &g, .c = &c};
+    /* memory-bound: parallel only when there is enough to share */
+    bool par = o->ctx && (double)c.out->count * (double)(g.KH * g.KW) >= 4 * IM_PAR_MIN_ELEMS;
+    if (ctosa_dtype_is_float(c.in->dtype)) {
+        if (c.acc != CTOSA_DTYPE_FP32) return interp_conv_ref_float(o, &g, &c);
+        float *bias = NULL;
+        if (c.out->dtype == CTOSA_DTYPE_FP32) {
+            if (!(bias = malloc((size_t)g.OC * sizeof(float)))) return interp_conv_nomem(o);
+            const float *b = c.bias->data;
+            for (int64_t i = 0; i < g.OC; i++) bias[i] = b[c.bias->count == 1 ? 0 : i];
+        }
+        d.bias = bias;
+        void (*fn)(void *, size_t, size_t) = g.M != 1                     ? dw_float_rows
+                                             : g.KH == 3 && g.KW == 3     ? dw3_f_rows
+                                             : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked
+                                                                          : dw_float_rows;
+        void *arg = &d;
+        dw_post_job pj = {fn, &d, o->post, c.out->data, (size_t)(g.OW * g.OC)};
+        if (o->post && c.out->dtype == CTOSA_DTYPE_FP32) {
+            fn = dw_post_rows;
+            arg = &pj;
+        }
+        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+        else fn(arg, 0, nrows);
+        free(bias);
+        if (c.out->dtype != CTOSA_DTYPE_FP32) {
+            interp_conv_float_epilogue(&c, g.OC);
+            interp_post_apply(o->post, c.out->data, c.out->count);
+        }
+        return NULL;
+    }
+    if (c.in->dtype == CTOSA_DTYPE_INT8 && (double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
+        bool done;
+        if ((e = dw_run_int8(o, &g, &c, par, &done)) || done) return e;
+    }
+    if (c.in->dtype == CTOSA_DTYPE_INT8) {
+        /* int8: every partial sum of KH*KW products stays below 2^24 when
+         * KH*KW <= 258, so the float loops compute the integer sums exactly */
+        /* bound with the type range (|x - zp| <= 255) so no scan is needed
+         * for kernels up to 16x16 */
+        if ((double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
+            float *inf = kg_scratch(0, c.in->count * sizeof(float));
+            float *wf = kg_scratch(1, c.w->count * sizeof(float));
+            float *tmp = kg_scratch(2, c.out->count * sizeof(float));
+            if (!inf || !wf || !tmp) {
+                e = interp_conv_nomem(o);
+            } else {
+                kg_cvt_i8_f32(c.in->data, c.in->count, (int32_t)c.izp, inf);
+                kg_cvt_i8_f32(c.w->data, c.w->count, (int32_t)c.wzp, wf);
+                cargs fc = c;
+                itensor fin = *c.in, fw = *c.w, fo = *c.out;
+                fin.data = inf;
+                fw.data = wf;
+                fo.data = tmp;
+                fc.in = &fin;
+                fc.w = &fw;
+                fc.out = &fo;
+                dw_ctx fd = {.g = &g, .c = &fc};
+                void (*fn)(void *, size_t, size_t) = g.M != 1                     ? dw_float_rows
+                                                     : g.KH == 3 && g.KW == 3     ? dw3_f_rows
+                                                     : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked
+                                                                                  : dw_float_rows;
+                if (par) interp_parallel_for(o->ctx, nrows, fn, &fd);
+                else fn(&fd, 0, nrows);
+                e = interp_conv_int_epilogue(o, &c, tmp, ACC_F32, g.OC);
+            }
+            return e;
+        }
+    }
+    int64_t amax = 0, wmax = 0;
+    int16_t *in16 = interp_conv_in16(c.in, c.izp, &amax);
+    int32_t *w32 = malloc((size_t)(c.w->count ? c.w->count : 1) * sizeof(int32_t));
+    bool acc64 = c.acc == CTOSA_DTYPE_INT48;
+    void *acc = NULL;
+    if (in16 && w32) {
+        for (uint64_t i = 0; i < c.w->count; i++) {
+            w32[i] = (int32_t)(((const int8_t *)c.w->data)[i] - c.wzp);
+            int64_t v = w32[i] < 0 ? -(int64_t)w32[i] : w32[i];
+            wmax = v > wmax ? v : wmax;
+        }
+        if ((double)(g.KH * g.KW) * (double)amax * (double)wmax > 2147483647.0) acc64 = true;
+        acc = malloc((size_t)c.out->count * (acc64 ? 8 : 4));
+    }
+    if (!in16 || !w32 || !acc) e = interp_conv_nomem(o);
+    else {
+        d.in16 = in16;
+        d.w32 = w32;
+        d.acc = acc;
+        d.acc64 = acc64;
+        void (*fn)(void *, size_t, size_t) = acc64 || g.M != 1            ? dw_int_rows
+                                             : g.KH == 3 && g.KW == 3     ? dw3_i_rows
+                                             : g.KH * g.KW <= DW_MAX_TAPS ? dw_i_blocked
+                                                                          : dw_int_rows;
+        if (par) interp_parallel_for(o->ctx, nrows, fn, &d);
+        else fn(&d, 0, nrows);
+        e = interp_conv_int_epilogue(o, &c, acc, acc64 ? ACC_I64 : ACC_I32, g.OC);
+    }
+    free(in16);
+    free(w32);
+    free(acc);
+    return e;
+}
