@@ -54,12 +54,12 @@ enum { ACC_I32, ACC_I64, ACC_F32 };
 ctosa_error *interp_conv_vec(const interp_op *o, const char *name, ctosa_i32s v, uint32_t n);
 ctosa_error *interp_conv_common(const interp_op *o, cargs *c, uint32_t in_rank);
 ctosa_error *interp_conv_out_dim(const interp_op *o, const char *what, int64_t in, int64_t pa, int64_t pb,
-                              int64_t k, int64_t dil, int64_t s, int64_t out);
+                                 int64_t k, int64_t dil, int64_t s, int64_t out);
 ctosa_error *interp_conv_nomem(const interp_op *o);
 ctosa_error *interp_conv_ref_float(const interp_op *o, const cgeom *g, const cargs *c);
 void interp_conv_float_epilogue(const cargs *c, int64_t OC);
 ctosa_error *interp_conv_int_epilogue(const interp_op *o, const cargs *c, const void *acc, int acc_kind,
-                                   int64_t OC);
+                                      int64_t OC);
 ctosa_error *interp_conv_ref_int(const interp_op *o, const cgeom *g, const cargs *c);
 int16_t *interp_conv_in16(const itensor *t, int64_t zp, int64_t *maxabs);
 

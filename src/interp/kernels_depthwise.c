@@ -654,7 +654,8 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
         return e;
     if (c.out->count == 0) return NULL;
     if (o->reference)
-        return ctosa_dtype_is_float(c.in->dtype) ? interp_conv_ref_float(o, &g, &c) : interp_conv_ref_int(o, &g, &c);
+        return ctosa_dtype_is_float(c.in->dtype) ? interp_conv_ref_float(o, &g, &c)
+                                                 : interp_conv_ref_int(o, &g, &c);
     size_t nrows = (size_t)(g.N * g.OH);
     dw_ctx d = {.g = &g, .c = &c};
     /* memory-bound: parallel only when there is enough to share */

@@ -2,7 +2,8 @@
  * marks DequantizeLinear -> op -> QuantizeLinear groups, and the framework
  * hooks), lower_qdq.c (operands, outputs, the table of group heads and the
  * 8-bit heads), qdq_rescale.c (requantisation arithmetic) and the heads in
- * qdq_ops8.c, qdq_ops16.c, qdq_softmax.c, qdq_rnn.c and qdq_table.c.
+ * qdq_ops8.c, qdq_ops16.c, qdq_softmax.c, qdq_rnn.c and qdq_table.c;
+ * qdq_explicit.c: QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger.
  *
  * Carrier convention: a quantized ONNX value (the output of a
  * QuantizeLinear, and, inside a folded group, the float values standing for
@@ -139,6 +140,25 @@ const char *qdq_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t 
 /* Broadcast shape of two operands (numpy rules, leading ones); false when
  * they do not broadcast. as / bs: the operands' shapes padded to *rank. */
 bool qdq_bcast(const qx_in *a, const qx_in *b, uint32_t *rank, int64_t *os, int64_t *as, int64_t *bs);
+/* Raw constant weight: int8 or uint8 elements, zero point, scales. */
+typedef struct qwt {
+    const uint8_t *data;
+    bool u8;
+    int64_t zp;
+    int64_t n;           /* scales: 1 or per output channel */
+    const double *scale; /* NULL: integer output (ConvInteger / MatMulInteger) */
+} qwt;
+
+/* The integer convolution (any rank 1-3 spatial, groups) and matrix
+ * product of the heads, shared with the explicit QLinear* / *Integer
+ * operators (qdq_explicit.c): int32 accumulation, one requantisation to o
+ * (NULL: int32 output). */
+lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, const qwt *w, const double *bias,
+                           bool bias_q, const qx_out *o);
+lower_status qdq_matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_t rows, int64_t K, int64_t Nn,
+                             const uint8_t *wkn, uint8_t off, int64_t wzp, int64_t wn, const double *wscale,
+                             const double *bias, double alpha, const qx_out *o, uint32_t out_rank,
+                             const int64_t *out_shape);
 /* Float function of a table activation at x (false: op is not one). */
 bool qdq_act_fn(lower_ctx *c, const char *op, double x, double *y);
 /* ONNX dtype of the quantized value behind head input i (the
