@@ -194,7 +194,7 @@ static lower_status explicit_matmul(lower_ctx *c, bool qlinear) {
     memcpy(os, a.shape, sizeof os);
     os[a.rank - 1] = Nn;
     return qdq_matmul_core(c, &a, bb, rows, K, Nn, w.data, w.u8 ? 128 : 0, w.zp, w.n, w.scale, NULL, 1.0,
-                       qlinear ? &o : NULL, a.rank, os);
+                           qlinear ? &o : NULL, a.rank, os);
 }
 
 lower_status qdq_lower_qlinearconv(lower_ctx *c) { return explicit_conv(c, true); }
