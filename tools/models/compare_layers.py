@@ -7,7 +7,6 @@ Shows where the first difference appears (docs/quantization.md, "Where
 ctosa sits").
 
 Usage: /usr/bin/python3 tools/models/compare_layers.py CTOSA MODEL_DIR [INPUT.npy]
-       /usr/bin/python3 tools/models/compare_layers.py --isolate N CTOSA MODEL_DIR [OP,...]
   MODEL_DIR holds model.onnx (and input_0.npy, the default input).
   CTOSA_REQUANT=ort in the environment lowers with --requant ort
   (default rescale).
@@ -15,19 +14,11 @@ Needs tools/ort installed (npm install --ignore-scripts) and node.
 Prints one line per layer: index, name, shape, max difference in steps,
 number of differing elements.
 
---isolate N: runs ORT (all optimisations) on the first N sets of
-MODEL_DIR/inputs_20.npy, then cuts every DequantizeLinear -> op ->
-QuantizeLinear group out of the model (its inputs are the integer outputs of
-earlier QuantizeLinear nodes) and runs that group alone, in ctosa and in ORT,
-on ORT's own integer inputs. Differences therefore come from that group
-only, not from earlier layers. Prints every group that differs and a summary
-per op type (ctosa vs ORT's whole-model tensor; the group run alone in ORT
-against the same tensor, as a check of the cut). OP,... restricts the groups
-to those containing one of the named op types.
+Each layer fed ONNX Runtime's own inputs (where a difference comes from,
+rather than how far it has grown): tools/models/qdq_layers.py.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,96 +30,6 @@ from onnx import helper, TensorProto
 here = os.path.dirname(os.path.abspath(__file__))
 ORT_JS = os.path.join(here, "..", "ort", "run_ort.js")
 
-
-def isolate(nsets, ctosa, mdir, only):
-    """Per-group comparison on ORT's own layer inputs (see the module doc)."""
-    import collections
-    work = tempfile.mkdtemp()
-    src = os.path.join(mdir, "model.onnx")
-    m = onnx.load(src)
-    prod = {o: n for n in m.graph.node for o in n.output}
-    qs = [n for n in m.graph.node if n.op_type == "QuantizeLinear"]
-    for q in qs:
-        m.graph.output.append(helper.make_tensor_value_info(q.output[0], TensorProto.UINT8, None))
-    onnx.save(m, os.path.join(work, "all.onnx"))
-    np.save(os.path.join(work, "xs.npy"), np.load(os.path.join(mdir, "inputs_20.npy"))[:nsets])
-    fd = os.path.join(work, "full")
-    os.makedirs(fd)
-    subprocess.run(["node", ORT_JS, os.path.join(work, "all.onnx"), "--out", fd, "--batch",
-                    os.path.join(work, "xs.npy"), "--quiet"], check=True)
-    onames = [o.name for o in m.graph.output]
-    full = {nm: np.load(os.path.join(fd, "output_%d.npy" % i)) for i, nm in enumerate(onames) if i > 0}
-    total = collections.defaultdict(lambda: [0, 0, 0, 0])
-    for gi, q in enumerate(qs[1:], 1):
-        # walk back to the tensors that come (through Cast / Identity) from QuantizeLinear outputs
-        ins, ops, seen, stack = {}, set(), set(), [q.input[0]]
-        while stack:
-            t = stack.pop()
-            n = prod.get(t)
-            if n is None or t in seen or n.op_type == "Constant":
-                continue
-            seen.add(t)
-            s = t
-            while prod.get(s) is not None and prod[s].op_type in ("Cast", "Identity"):
-                s = prod[s].input[0]
-            if s != t and s in full or (n.op_type == "QuantizeLinear" and t in full):
-                ins[t] = s
-                continue
-            if n.op_type not in ("DequantizeLinear", "Cast", "Identity", "ConstantOfShape"):
-                ops.add(n.op_type)
-            stack.extend(x for x in n.input if x)
-        kind = "+".join(sorted(ops))
-        if not ins or (only and not ops & only):
-            continue
-        gd = os.path.join(work, "g%d" % gi)
-        os.makedirs(gd)
-        sub = os.path.join(gd, "g.onnx")
-        onnx.utils.extract_model(src, sub, list(ins), [q.output[0]])
-        files = {}
-        for t, s in ins.items():
-            files[t] = os.path.join(gd, "in%d.npy" % len(files))
-            np.save(files[t], full[s])
-        order = [i.name for i in onnx.load(sub).graph.input]
-        od = os.path.join(gd, "ort")
-        os.makedirs(od)
-        subprocess.run(["node", ORT_JS, sub, "--out", od, "--batch", "--quiet"] + [files[t] for t in order],
-                       check=True)
-        ref = full[q.output[0]].astype(np.int64)
-        alone = np.load(os.path.join(od, "output_0.npy")).astype(np.int64).reshape(ref.shape)
-        low = os.path.join(gd, "low")
-        subprocess.run([ctosa, "lower", sub, "--spec", "TOSA-1.0+INT", "-o", low, "-q",
-                    "--requant", os.environ.get("CTOSA_REQUANT", "rescale")], check=True)
-        p = json.load(open(os.path.join(low, "g.report.json")))["partitions"][0]
-        got = []
-        for k in range(nsets):
-            args = []
-            for j, pi in enumerate(p["inputs"]):
-                f = os.path.join(low, "i%d_%d.npy" % (j, k))
-                np.save(f, np.load(files[pi["name"]])[k].view(np.int8))
-                args += ["--input", pi["name"] + "=" + f]
-            o = os.path.join(low, "o%d" % k)
-            subprocess.run([ctosa, "run", os.path.join(low, p["file"]), "-o", o, "-q"] + args, check=True)
-            got.append(np.load(os.path.join(o, os.listdir(o)[0])).view(np.uint8).astype(np.int64))
-        d = np.abs(np.stack(got).reshape(ref.shape) - ref)
-        nd, na = int((d > 0).sum()), int((alone != ref).sum())
-        t = total[kind]
-        t[0] += nd
-        t[1] += na
-        t[2] += d.size
-        t[3] = max(t[3], int(d.max()))
-        if nd or na:
-            print("%3d %-16s %-36s ctosa differs %6d (max %d), ORT alone %d, of %d"
-                  % (gi, kind, q.output[0], nd, d.max(), na, d.size), flush=True)
-    for kind, t in sorted(total.items()):
-        print("%-17s ctosa differs on %d, ORT alone on %d, of %d outputs; max %d steps"
-              % (kind, t[0], t[1], t[2], t[3]))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
-
-
-if sys.argv[1] == "--isolate":
-    sys.exit(isolate(int(sys.argv[2]), sys.argv[3], sys.argv[4],
-                     set(sys.argv[5].split(",")) if len(sys.argv) > 5 else None))
 
 ctosa, mdir = sys.argv[1], sys.argv[2]
 inp = sys.argv[3] if len(sys.argv) > 3 else os.path.join(mdir, "input_0.npy")
