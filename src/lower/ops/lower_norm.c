@@ -49,6 +49,18 @@ static lower_status norm_outputs_unused(lower_ctx *c, uint32_t from) {
     return LOWER_OK;
 }
 
+/* y * scale + bias with the per-channel scale and bias of inputs 1 and 2
+ * (n values each, laid out on axis 1 of rank r). NULL with *st set when an
+ * operand cannot be read. */
+static const char *norm_channel_affine(lower_ctx *c, const char *y, int64_t n, ctosa_dtype t, uint32_t r,
+                                       const int64_t *shape, lower_status *st) {
+    const char *sc = lw_channel_vec(c, 1, n, t, r, st);
+    if (!sc) return NULL;
+    const char *b = lw_channel_vec(c, 2, n, t, r, st);
+    if (!b) return NULL;
+    return lw_add(c, lw_mul(c, y, sc, t, r, shape), b, t, r, shape);
+}
+
 /* ---------------------------------------------------- BatchNormalization */
 
 static lower_status lower_batchnorm(lower_ctx *c) {
@@ -118,12 +130,9 @@ static lower_status lower_instancenorm(lower_ctx *c) {
     double eps = lw_attr_float(c, "epsilon", 1e-5f);
     uint32_t mask = 0;
     for (uint32_t i = 2; i < r; i++) mask |= 1u << i;
-    const char *sc = lw_channel_vec(c, 1, X->shape[1], t, r, &st);
-    if (!sc) return st;
-    const char *b = lw_channel_vec(c, 2, X->shape[1], t, r, &st);
-    if (!b) return st;
     const char *y = lw_normalize(c, lw_input(c, 0), t, r, X->shape, mask, eps, NULL, NULL, NULL);
-    y = lw_add(c, lw_mul(c, y, sc, t, r, X->shape), b, t, r, X->shape);
+    y = norm_channel_affine(c, y, X->shape[1], t, r, X->shape, &st);
+    if (!y && st != LOWER_OK) return st;
     LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
@@ -181,21 +190,15 @@ static lower_status lower_groupnorm(lower_ctx *c) {
     /* opset 18 takes per-group scale/bias, 21+ per-channel */
     const lower_value *S = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
     bool per_group = S && S->static_shape && lw_count(S->rank, S->shape) == G && G != C;
+    st = LOWER_OK;
     if (per_group) {
-        const char *sc = lw_channel_vec(c, 1, G, t, 3, &st);
-        if (!sc) return st;
-        const char *b = lw_channel_vec(c, 2, G, t, 3, &st);
-        if (!b) return st;
-        y = lw_add(c, lw_mul(c, y, sc, t, 3, gs), b, t, 3, gs);
-        y = lw_reshape(c, y, t, r, X->shape);
+        y = norm_channel_affine(c, y, G, t, 3, gs, &st);
+        y = y ? lw_reshape(c, y, t, r, X->shape) : NULL;
     } else {
         y = y ? lw_reshape(c, y, t, r, X->shape) : NULL;
-        const char *sc = lw_channel_vec(c, 1, C, t, r, &st);
-        if (!sc) return st;
-        const char *b = lw_channel_vec(c, 2, C, t, r, &st);
-        if (!b) return st;
-        y = lw_add(c, lw_mul(c, y, sc, t, r, X->shape), b, t, r, X->shape);
+        y = norm_channel_affine(c, y, C, t, r, X->shape, &st);
     }
+    if (!y && st != LOWER_OK) return st;
     LW_TRY(y);
     lw_set_output(c, 0, y);
     return LOWER_OK;
