@@ -9,11 +9,11 @@ onnx >= 1.12), lowers them with `ctosa lower`, and checks:
     ref_attr_name under other names; fully delegated into one partition,
     node names "<call>/<inner>", `ctosa run` output equal to numpy;
   - func_fallback: a function whose body has an op without lowering
-    (LpPool, its `p` a renamed attribute reference):
-    the inner node falls back under its mangled name, the partitioned ONNX
-    holds it as a plain node (attribute renamed), no functions left, passes
-    onnx.checker; the pieces (part0, numpy LpPool, part1) chained give the
-    numpy reference;
+    (ReverseSequence with run-time lengths, its `time_axis` a renamed
+    attribute reference): the inner node falls back under its mangled name,
+    the partitioned ONNX holds it as a plain node (attribute renamed), no
+    functions left, passes onnx.checker; the pieces (part0, numpy
+    ReverseSequence, part1) chained give the numpy reference;
   - const_export: Dropout's mask (a compile-time value of a delegated node)
     read by a CPU node (Compress) and a graph output: it is an initializer
     of the partitioned ONNX, which passes onnx.checker and in which every
@@ -76,11 +76,11 @@ def outer_fn():
                                 [helper.make_opsetid("", 13), helper.make_opsetid("local", 1)], ["p", "scale"])
 
 
-def lp_fn():
-    lp = helper.make_node("LpPool", ["x"], ["m"], name="lp", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-    lp.attribute.append(ref_attr("p", "order", onnx.AttributeProto.INT))
+def rev_fn():
+    rev = helper.make_node("ReverseSequence", ["x", "lens"], ["m"], name="rev", batch_axis=0)
+    rev.attribute.append(ref_attr("time_axis", "order", onnx.AttributeProto.INT))
     sig = helper.make_node("Sigmoid", ["m"], ["y"], name="sig")
-    return helper.make_function("local", "PoolAct", ["x"], ["y"], [lp, sig],
+    return helper.make_function("local", "RevAct", ["x", "lens"], ["y"], [rev, sig],
                                 [helper.make_opsetid("", 13)], ["order"])
 
 
@@ -96,11 +96,12 @@ def conv2d(x, w, b, pad):
     return y + b.reshape(1, -1, 1, 1)
 
 
-def lppool2(x):
-    """LpPool p=2, 3x3, pads 1, stride 1."""
-    x = np.pad(x.astype(np.float64) ** 2, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    h, w = x.shape[2] - 2, x.shape[3] - 2
-    return np.sqrt(sum(x[:, :, i:i + h, j:j + w] for i in range(3) for j in range(3)))
+def reverse_seq(x, lens):
+    """ReverseSequence, batch_axis 0, time_axis 2."""
+    y = x.astype(np.float64)
+    for b, n in enumerate(lens):
+        y[b, :, :n] = y[b, :, :n][:, ::-1]
+    return y
 
 
 def weights(o, c, k):
@@ -217,41 +218,43 @@ if rep:
 
 # ------------------------------------------------------------- func_fallback
 c1 = helper.make_node("ConvRelu", ["x", "W1", "B1"], ["y1"], name="c1", domain="local", pads=[1, 1, 1, 1])
-na = helper.make_node("PoolAct", ["y1"], ["y2"], name="na", domain="local", order=2)
+na = helper.make_node("RevAct", ["y1", "lens"], ["y2"], name="na", domain="local", order=2)
 o = helper.make_node("Outer", ["y2", "W2", "B2"], ["out"], name="o", domain="local", p=[0, 0, 0, 0], scale=2.0)
-g = helper.make_graph([c1, na, o], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+g = helper.make_graph([c1, na, o], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+                                        helper.make_tensor_value_info("lens", TensorProto.INT64, [1])],
                       [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 6, 6])], inits[:4])
 model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("local", 1)],
-                          functions=[conv_relu_fn(), scale_fn(), outer_fn(), lp_fn()])
+                          functions=[conv_relu_fn(), scale_fn(), outer_fn(), rev_fn()])
 model.ir_version = 8
 path = save(model, "func_fallback")
 y1 = np.maximum(conv2d(x, W1, B1, 1), 0)
-m1 = lppool2(y1)
+lens = [5]
+m1 = reverse_seq(y1, lens)
 y2 = 1 / (1 + np.exp(-m1))
 ref = np.maximum(conv2d(y2, W2, B2, 0), 0) * 2.0
 out, rep = lower(path, "func_fallback")
 if rep:
-    names = ["c1/conv", "c1/relu", "na/lp", "na/sig", "o/cr/conv", "o/cr/relu", "o/sc/Constant", "o/sc/mul"]
+    names = ["c1/conv", "c1/relu", "na/rev", "na/sig", "o/cr/conv", "o/cr/relu", "o/sc/Constant", "o/sc/mul"]
     accounting("func_fallback", rep, names)
     fb = [(f["node"], f["code"]) for f in rep["fallback"]]
-    check("func_fallback: only the inner LpPool falls back", fb == [("na/lp", "unsupported_op")], str(fb))
+    check("func_fallback: only the inner ReverseSequence falls back", fb == [("na/rev", "unsupported_op")], str(fb))
     check("func_fallback: two partitions", len(rep["partitions"]) == 2)
     calls = {c["node"]: c for c in rep.get("inlined_functions", [])}
     check("func_fallback: call 'na' is split between fallback and partition 1",
-          "na" in calls and calls["na"]["fallback"] == ["na/lp"] and calls["na"]["partitions"] == [1],
+          "na" in calls and calls["na"]["fallback"] == ["na/rev"] and calls["na"]["partitions"] == [1],
           str(calls.get("na")))
     m = structural("func_fallback", os.path.join(out, "func_fallback.partitioned.onnx"))
-    mv = [n for n in m.graph.node if n.op_type == "LpPool"]
+    mv = [n for n in m.graph.node if n.op_type == "ReverseSequence"]
     check("func_fallback: the inner node is a plain node with its attribute renamed, no functions left",
-          len(mv) == 1 and mv[0].name == "na/lp" and sorted((a.name, a.i, a.ref_attr_name) for a in mv[0].attribute
-                                                     if a.name == "p") == [("p", 2, "")] and len(m.functions) == 0, str(mv))
+          len(mv) == 1 and mv[0].name == "na/rev" and sorted((a.name, a.i, a.ref_attr_name) for a in mv[0].attribute
+                                                     if a.name == "time_axis") == [("time_axis", 2, "")] and len(m.functions) == 0, str(mv))
     p0 = run_part(out, "func_fallback", 0, {"x": x}, [mv[0].input[0]] if mv else [])
     if p0 and mv:
-        mid = lppool2(p0[mv[0].input[0]])
+        mid = reverse_seq(p0[mv[0].input[0]], lens)
         p1 = run_part(out, "func_fallback", 1, {mv[0].output[0]: mid}, ["out"])
         if p1:
             d = float(np.max(np.abs(p1["out"] - ref)))
-            check("func_fallback: part0 -> numpy LpPool -> part1 matches numpy (max |diff| %.2g <= 1e-4)" % d, d <= 1e-4)
+            check("func_fallback: part0 -> numpy ReverseSequence -> part1 matches numpy (max |diff| %.2g <= 1e-4)" % d, d <= 1e-4)
 
 # -------------------------------------------------------------- const_export
 v = rng.standard_normal(16).astype(np.float32)

@@ -1,17 +1,20 @@
 /*
- * lower_pool.c - MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool.
+ * lower_pool.c - MaxPool, AveragePool, LpPool and their Global forms.
  *
  * 1-D pools run as 2-D with a unit height; data is transposed to
  * channels-last around MAX_POOL2D / AVG_POOL2D. TOSA requires the output
  * size division to be exact and the padding to be smaller than the
  * kernel: lw_window() adjusts the end padding (ceil_mode adds padding the
  * pool ignores, floor mode crops the unread input tail). Dilated windows
- * are strided slices combined by MAXIMUM / ADD (pool_dilated).
+ * are strided slices combined by MAXIMUM / ADD (pool_taps), and so are
+ * the window sums of LpPool, taken over |x|^p in fp32.
  */
 #include <math.h>
 #include <string.h>
 
 #include "lower/lower_build.h"
+
+typedef enum pool_kind { POOL_MAX, POOL_AVG, POOL_SUM } pool_kind;
 
 /* Emits a 2-D pool on channels-last x of shape ls (rank 4). */
 static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dtype t, const lw_dim *td,
@@ -38,28 +41,23 @@ static const char *pool_emit(lower_ctx *c, bool is_max, const char *x, ctosa_dty
     return lw_op(c, CTOSA_OP_AVG_POOL2D, 3, in, 1, &out, &a) ? out : NULL;
 }
 
-/* Dilated windows (TOSA pools have no dilation), in the ONNX layout and for
- * any number of spatial axes: the input is padded (-inf for a maximum, 0
- * for a sum) so that along each axis tap j of output o reads o*s + j*d;
- * tap j is then a slice of out*s elements from j*d, and when s > 1 a
- * reshape to [out, s] keeps element 0 of each stride. The taps are combined
- * by MAXIMUM or ADD axis after axis (a box maximum or sum is separable),
- * and an average multiplies by the reciprocal of its count, a product of
- * per-axis counts (positions inside the input, or inside the declared
- * padding with count_include_pad) computed at compile time. */
-static lower_status pool_dilated(lower_ctx *c, bool is_max, const lower_value *X, lw_dim *dm, uint32_t nsp,
-                                 bool include_pad) {
-    const char *op = lw_node(c)->op_type;
-    uint32_t r = X->rank;
-    ctosa_dtype t = X->t, ct = t;
-    if (!is_max) {
-        if (!ctosa_dtype_is_float(t))
-            return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "%s: dilations on a %s tensor (float only)",
-                             op, ctosa_dtype_name(t));
-        ct = CTOSA_DTYPE_FP32; /* the sum and its scaling in float, as ONNX Runtime */
-    }
+/* Windows as taps (TOSA pools have no dilation, and no sum), in the ONNX
+ * layout and for any number of spatial axes: the input is padded (-inf for
+ * a maximum, 0 for a sum) so that along each axis tap j of output o reads
+ * o*s + j*d; tap j is then a slice of out*s elements from j*d, and when
+ * s > 1 a reshape to [out, s] keeps element 0 of each stride. The taps are
+ * combined by MAXIMUM or ADD axis after axis (a box maximum or sum is
+ * separable), and an average multiplies by the reciprocal of its count, a
+ * product of per-axis counts (positions inside the input, or inside the
+ * declared padding with count_include_pad) computed at compile time.
+ * x (dtype t, channels-first shape xs of rank r) is the data to pool;
+ * returns the pooled tensor (dtype t) or NULL. */
+static const char *pool_taps(lower_ctx *c, pool_kind kind, const char *x, ctosa_dtype t, uint32_t r,
+                             const int64_t *xs, const lw_dim *dm, uint32_t nsp, bool include_pad) {
+    bool is_max = kind == POOL_MAX;
+    ctosa_dtype ct = kind == POOL_AVG ? CTOSA_DTYPE_FP32 : t; /* an average in float, as ONNX Runtime */
     int64_t cur[5], start[5] = {0}, size[5], pads[10] = {0};
-    memcpy(cur, X->shape, r * sizeof *cur);
+    memcpy(cur, xs, r * sizeof *cur);
     memcpy(size, cur, sizeof size);
     bool crop = false;
     for (uint32_t i = 0; i < nsp; i++) {
@@ -68,7 +66,6 @@ static lower_status pool_dilated(lower_ctx *c, bool is_max, const lower_value *X
         pads[2 * (2 + i)] = dm[i].pb;
         pads[2 * (2 + i) + 1] = dm[i].pe + dm[i].s - 1;
     }
-    const char *x = lw_input(c, 0);
     if (ct != t) x = lw_cast(c, x, t, ct, r, cur);
     if (crop) x = lw_slice(c, x, ct, r, cur, start, size);
     memcpy(cur, size, sizeof cur);
@@ -100,12 +97,12 @@ static lower_status pool_dilated(lower_ctx *c, bool is_max, const lower_value *X
         x = acc.n;
         memcpy(cur, os, sizeof cur);
     }
-    if (!is_max && x) {
+    if (kind == POOL_AVG && x) {
         int64_t ds[5], n = 1;
         for (uint32_t i = 0; i < r; i++) ds[i] = i < 2 ? 1 : cur[i];
         for (uint32_t i = 2; i < r; i++) n *= ds[i];
         double *inv = arena_alloc(lw_arena(c), (size_t)n * sizeof *inv);
-        if (!inv) return lw_failed(c);
+        if (!inv) return NULL;
         for (int64_t e = 0; e < n; e++) {
             int64_t rem = e;
             double cnt = 1;
@@ -124,12 +121,49 @@ static lower_status pool_dilated(lower_ctx *c, bool is_max, const lower_value *X
         x = lw_mul(c, x, lw_const_from_f64(c, ct, r, ds, inv), ct, r, cur);
         if (ct != t && x) x = lw_cast(c, x, ct, t, r, cur);
     }
-    LW_TRY(x);
-    lw_set_output(c, 0, x);
+    return x;
+}
+
+/* |x|^p for an integer p >= 1 by repeated squaring (exact products of
+ * |x|, as ONNX Runtime's pow on integral exponents), in x's dtype. */
+static lw_v lp_power(lower_ctx *c, lw_v x, int64_t p) {
+    lw_v a = lw_v_un(c, CTOSA_OP_ABS, x), r = lw_v_none();
+    for (bool first = true; p; p >>= 1) {
+        if (p & 1) r = first ? a : lw_v_bin(c, CTOSA_OP_MUL, r, a), first = false;
+        if (p > 1) a = lw_v_bin(c, CTOSA_OP_MUL, a, a);
+    }
+    return r;
+}
+
+/* s^(1/p) of sums s >= 0. TOSA POW is unpredictable for a zero base, so
+ * zeros run on 1 and give 0. */
+static lw_v lp_root(lower_ctx *c, lw_v s, int64_t p) {
+    if (p == 1) return s;
+    lw_v zero = lw_v_k(c, s, 0);
+    lw_v isz = lw_v_bin(c, CTOSA_OP_EQUAL, s, zero);
+    lw_v safe = lw_v_select(c, isz, lw_v_k(c, s, 1), s);
+    return lw_v_select(c, isz, zero, lw_v_bin(c, CTOSA_OP_POW, safe, lw_v_k(c, s, 1.0 / (double)p)));
+}
+
+/* LpPool's p, and its input as |x|^p in fp32 (the sum ONNX Runtime forms
+ * in float); rejects integer inputs and p < 1. */
+static lower_status lp_input(lower_ctx *c, lw_v *xp, int64_t *p) {
+    const char *op = lw_node(c)->op_type;
+    lw_v x;
+    LW_V_IN(c, 0, &x);
+    if (!ctosa_dtype_is_float(x.t))
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "%s: %s input (float only)", op,
+                         ctosa_dtype_name(x.t));
+    *p = lw_attr_int(c, "p", 2);
+    if (*p < 1 || *p > 64)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: p = %lld (1 to 64 supported)", op,
+                         (long long)*p);
+    *xp = lp_power(c, lw_v_cast(c, x, CTOSA_DTYPE_FP32), *p);
     return LOWER_OK;
 }
 
-static lower_status lower_pool(lower_ctx *c, bool is_max) {
+static lower_status lower_pool(lower_ctx *c, pool_kind kind) {
+    bool is_max = kind == POOL_MAX;
     const ctosa_onnx_node *n = lw_node(c);
     const char *op = n->op_type;
     lower_status st;
@@ -151,13 +185,29 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     if ((st = lw_read_window(c, nsp, X->shape, NULL, dm)) != LOWER_OK) return st;
     bool dilated = false;
     for (uint32_t i = 0; i < nsp; i++) dilated |= dm[i].d != 1;
-    if (dilated && !is_max && lw_opset(c) < 19)
+    if (dilated && kind == POOL_AVG && lw_opset(c) < 19)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                          "AveragePool: dilations before opset 19 (not in that definition)");
     bool ceil_mode = lw_attr_int(c, "ceil_mode", 0) != 0;
     if ((st = lw_window(c, nsp, dm, ceil_mode)) != LOWER_OK) return st;
-    bool include_pad = !is_max && lw_attr_int(c, "count_include_pad", 0) != 0;
-    if (dilated) return pool_dilated(c, is_max, X, dm, nsp, include_pad);
+    bool include_pad = kind == POOL_AVG && lw_attr_int(c, "count_include_pad", 0) != 0;
+    if (kind == POOL_SUM) {
+        lw_v xp;
+        int64_t p;
+        if ((st = lp_input(c, &xp, &p)) != LOWER_OK) return st;
+        lw_v y = {pool_taps(c, kind, xp.n, xp.t, r, X->shape, dm, nsp, false), xp.t, r, {0}, 0};
+        for (uint32_t i = 0; i < r; i++) y.s[i] = i < 2 ? X->shape[i] : dm[i - 2].out;
+        return lw_v_out(c, 0, lw_v_cast(c, lp_root(c, y, p), t));
+    }
+    if (dilated) {
+        if (!is_max && !ctosa_dtype_is_float(t))
+            return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "%s: dilations on a %s tensor (float only)",
+                             op, ctosa_dtype_name(t));
+        const char *y = pool_taps(c, kind, lw_input(c, 0), t, r, X->shape, dm, nsp, include_pad);
+        LW_TRY(y);
+        lw_set_output(c, 0, y);
+        return LOWER_OK;
+    }
 
     /* 1-D runs as 2-D with a unit height; 3-D as two 2-D pools (H,W then
      * D): max is separable, and so is an average whose divisor (the valid
@@ -250,8 +300,9 @@ static lower_status lower_pool(lower_ctx *c, bool is_max) {
     return LOWER_OK;
 }
 
-static lower_status lower_maxpool(lower_ctx *c) { return lower_pool(c, true); }
-static lower_status lower_avgpool(lower_ctx *c) { return lower_pool(c, false); }
+static lower_status lower_maxpool(lower_ctx *c) { return lower_pool(c, POOL_MAX); }
+static lower_status lower_avgpool(lower_ctx *c) { return lower_pool(c, POOL_AVG); }
+static lower_status lower_lppool(lower_ctx *c) { return lower_pool(c, POOL_SUM); }
 
 /* Global pools: one window over the whole spatial extent for 4-D inputs of
  * moderate size (a real pool op), reductions otherwise. */
@@ -289,10 +340,27 @@ static lower_status lower_global_pool(lower_ctx *c, bool is_max) {
 static lower_status lower_gap(lower_ctx *c) { return lower_global_pool(c, false); }
 static lower_status lower_gmp(lower_ctx *c) { return lower_global_pool(c, true); }
 
+/* GlobalLpPool: a REDUCE_SUM of |x|^p over the spatial axes, then the root. */
+static lower_status lower_global_lppool(lower_ctx *c) {
+    lw_v xp;
+    int64_t p;
+    lower_status st = lp_input(c, &xp, &p);
+    if (st != LOWER_OK) return st;
+    if (xp.r < 3)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GlobalLpPool: input rank %u, expected >= 3", xp.r);
+    uint32_t mask = 0;
+    for (uint32_t i = 2; i < xp.r; i++) mask |= 1u << i;
+    lw_v y = xp;
+    y.n = lw_reduce_axes(c, CTOSA_OP_REDUCE_SUM, xp.n, xp.t, xp.r, xp.s, mask, false, y.s);
+    return lw_v_out(c, 0, lw_v_cast(c, lp_root(c, y, p), lw_in(c, 0)->t));
+}
+
 const lower_entry lower_table_pool[] = {
     {"MaxPool", 1, 0, lower_maxpool},
     {"AveragePool", 1, 0, lower_avgpool},
     {"GlobalAveragePool", 1, 0, lower_gap},
     {"GlobalMaxPool", 1, 0, lower_gmp},
+    {"LpPool", 1, 0, lower_lppool},
+    {"GlobalLpPool", 1, 0, lower_global_lppool},
     {0},
 };

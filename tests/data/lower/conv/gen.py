@@ -672,6 +672,68 @@ def rank0_cases():
     save("matmul_1d_1d", "MatMul", [("a", a), ("b", b)], {}, [np.array(a @ b, np.float32)])
 
 
+def lp_ref(x, p, k, strides=None, pads=None, dil=None, ceil=False, auto_pad="NOTSET"):
+    """LpPool by its definition: (sum over the window of |x|^p)^(1/p), the
+    padding counting as zeros."""
+    n = x.ndim - 2
+    s = strides or [1] * n
+    dl = dil or [1] * n
+    pb, pe = pads_for(x.shape[2:], k, s, dl, pads or [0] * 2 * n, auto_pad)
+    out = []
+    for i in range(n):
+        span = x.shape[2 + i] + pb[i] + pe[i] - ((k[i] - 1) * dl[i] + 1)
+        o = (-(-span // s[i]) if ceil else span // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= x.shape[2 + i] + pb[i]:
+            o -= 1
+        out.append(o)
+    a = np.abs(x.astype(np.float64)) ** p
+    N, C = x.shape[:2]
+    y = np.zeros([N, C] + out)
+    for oi in np.ndindex(*out):
+        acc = np.zeros((N, C))
+        for ki in np.ndindex(*k):
+            pos = [oi[i] * s[i] + ki[i] * dl[i] - pb[i] for i in range(n)]
+            if all(0 <= pos[i] < x.shape[2 + i] for i in range(n)):
+                acc += a[(slice(None), slice(None)) + tuple(pos)]
+        y[(slice(None), slice(None)) + oi] = acc ** (1.0 / p)
+    return y
+
+
+def lppool_cases():
+    # own generator: the cases above keep their data when these change
+    r = np.random.default_rng(20261202)
+    TIGHT = "ok 1e-5 1e-6"  # ONNX Runtime agrees with the references within 1.2e-7
+
+    def x_(*shape):
+        return r.standard_normal(shape).astype(np.float32)
+
+    x = x_(1, 3, 7, 8)
+    save("lppool_2d_p2", "LpPool", [("x", x)], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]},
+         [lp_ref(x, 2, [3, 3], [2, 2], [1, 1, 1, 1])], opset=18, expect=TIGHT)
+    x1 = x_(2, 3, 9)
+    save("lppool_1d_p1", "LpPool", [("x", x1)], {"kernel_shape": [3], "p": 1},
+         [lp_ref(x1, 1, [3])], opset=11, expect=TIGHT)
+    x3 = x_(1, 2, 4, 5, 4)
+    save("lppool_3d_p3", "LpPool", [("x", x3)], {"kernel_shape": [2, 2, 2], "p": 3},
+         [lp_ref(x3, 3, [2, 2, 2])], opset=18, expect=TIGHT)
+    save("lppool_dilated_ceil", "LpPool", [("x", x)],
+         {"kernel_shape": [2, 2], "dilations": [2, 2], "strides": [2, 2], "ceil_mode": 1},
+         [lp_ref(x, 2, [2, 2], [2, 2], dil=[2, 2], ceil=True)], opset=18, expect=TIGHT)
+    save("lppool_same_upper_p4", "LpPool", [("x", x)], {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "p": 4},
+         [lp_ref(x, 4, [3, 3], auto_pad="SAME_UPPER")], opset=18, expect=TIGHT)
+    xz = x.copy()
+    xz[:, :, :4, :4] = 0  # windows of zeros: the root of 0 is 0
+    save("lppool_zeros", "LpPool", [("x", xz)], {"kernel_shape": [2, 2], "strides": [2, 2]},
+         [lp_ref(xz, 2, [2, 2], [2, 2])], opset=18, expect=TIGHT)
+    xh = x_(1, 2, 5, 6).astype(np.float16)
+    save("lppool_fp16", "LpPool", [("x", xh)], {"kernel_shape": [2, 3]},
+         [lp_ref(xh, 2, [2, 3])], opset=18, dtype=np.float16)
+    save("globallppool_p2", "GlobalLpPool", [("x", x)], {},
+         [(np.abs(x.astype(np.float64)) ** 2).sum((2, 3), keepdims=True) ** 0.5], opset=2, expect=TIGHT)
+    save("globallppool_3d_p3", "GlobalLpPool", [("x", x3)], {"p": 3},
+         [(np.abs(x3.astype(np.float64)) ** 3).sum((2, 3, 4), keepdims=True) ** (1 / 3)], opset=2, expect=TIGHT)
+
+
 def main():
     conv_cases()
     conv_transpose_cases()
@@ -685,6 +747,7 @@ def main():
     edge_cases()
     bad_cases()
     rank0_cases()
+    lppool_cases()
     with open(os.path.join(HERE, "cases.txt"), "w") as f:
         f.write("\n".join(CASES) + "\n")
     print("%d cases" % len(CASES))
