@@ -771,7 +771,7 @@ static int write_exceptions(const char *path, const test_case *tests, size_t n) 
         fprintf(stderr, "%s: %s\n", path, strerror(errno));
         return 1;
     }
-    fprintf(f, "# Documented exceptions of the ONNX node-test acceptance run (issue 5).\n"
+    fprintf(f, "# Documented exceptions of the ONNX node-test acceptance run.\n"
                "# One test per line: the test name, a tab, then why it is not fully\n"
                "# delegated and matching: \"not_delegated: OP: CODE: reason\" (the first\n"
                "# fallback under TOSA-1.0+INT+FP) or \"KIND: SPEC: detail\" for a failure.\n"
