@@ -1,5 +1,5 @@
 /* bench_lower_llm.c - how fast and how lean `ctosa lower` is on a large
- * LLM-shaped model, measured against copying its weights once (issue 9).
+ * LLM-shaped model, measured against copying its weights once.
  *
  *     build/bench/bench_lower_llm [--model DIR | --preset NAME [--int8] [--layers N]]
  *                                 [--spec SPEC]... [--rounds N] [--work DIR]

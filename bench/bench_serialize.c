@@ -4,7 +4,7 @@
  *                                                    REPEATS default 5)
  *
  * Graph: 200 int8 constants totalling 1 GiB (each with a CONST op) plus a
- * chain of 2000 ADD ops on [1,16] int32 tensors (as in NOTES §5.3). Steps,
+ * chain of 2000 ADD ops on [1,16] int32 tensors. Steps,
  * each in a fresh child process so that peak RSS is per step:
  *
  *   cp        `cp` of the 1 GiB constants file (the yardstick)

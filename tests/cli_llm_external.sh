@@ -1,5 +1,5 @@
 #!/bin/bash
-# cli_llm_external.sh CTOSA SRC_DIR BUILD_DIR - issue 9 in the default suite:
+# cli_llm_external.sh CTOSA SRC_DIR BUILD_DIR - large LLM-shaped models in the default suite:
 # a ~64 MB LLM-shaped model with external data (tools/models/make_llm.py,
 # preset 64mb: 4 decoder layers, hidden 512, 16.8 M parameters; generated
 # here, never committed), lowered to TOSA with `ctosa lower` and run with

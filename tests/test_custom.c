@@ -1,4 +1,4 @@
-/* test_custom.c - custom operators end to end (issue 8): the registry API,
+/* test_custom.c - custom operators end to end: the registry API,
  * plugins (the example plugin, one built against another API version, one
  * without an entry point, one whose registration fails), --custom-ops JSON
  * files and their strict parser, lowering to ONE TOSA CUSTOM per node

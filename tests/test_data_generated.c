@@ -1,4 +1,4 @@
-/* test_data_generated.c - generated (deferred) constant data (issue 9):
+/* test_data_generated.c - generated (deferred) constant data:
  * ctosa_tensor_set_data_generated, ctosa_tensor_set_data_transposed and
  * ctosa_tensor_read_data. A transposed weight written from a file source
  * or a memory source must give exactly the bytes of a naive transpose,

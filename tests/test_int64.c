@@ -1,5 +1,5 @@
 /*
- * test_int64.c - issue 7 (EXT-INT64) acceptance: int64 delegated exactly
+ * test_int64.c - EXT-INT64 acceptance: int64 delegated exactly
  * where TOSA 1.1 allows it, safe fallback everywhere else.
  *
  * Cases: tests/data/lower/int64/<case>/ (gen.py there: model.onnx, runtime

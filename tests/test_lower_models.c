@@ -1,4 +1,4 @@
-/* test_lower_models.c - issue 5 on real networks: the models committed in
+/* test_lower_models.c - the ONNX lowering on real networks: the models committed in
  * tests/models/ (docs/models.md) lowered in memory under TOSA-1.0+FP.
  *
  * For every model: ctosa_lower_file must succeed, account for every node
@@ -7,8 +7,8 @@
  * reasons grouped by operator and code) is printed. When every node is
  * delegated, the partitions run on the interpreter with input_N.npy and
  * the result is compared with the stored torch output (max |diff| <= 1e-4
- * on fp32 logits, the issue's bound; QDQ models are compared with ONNX
- * Runtime's unfused run and only printed, that comparison is issue 6's).
+ * on fp32 logits, the acceptance bound; QDQ models are compared with ONNX
+ * Runtime's unfused run and only printed, that comparison is test_quant's).
  *
  * `expect_full` marks the models that are fully delegated today: for them
  * delegation and the match are asserted; for the others a full delegation
@@ -48,7 +48,7 @@ static const model_case MODELS[] = {
     {TM("llm_tiny_fp32"), MK_LLM, false, NULL},
     {TM("llm_tiny_int8"), MK_LLM, false, NULL},
     /* The LLMs take int64 token ids at run time: TOSA 1.0 has no int64, so
-     * they are also lowered for a 1.1 target with int64 (issue 9's case). */
+     * they are also lowered for a 1.1 target with int64 (the large-model case). */
     {TM("llm_tiny_fp32"), MK_LLM, true, "TOSA-1.1+FP+INT+int64"},
     {TM("llm_tiny_int8"), MK_LLM, false, "TOSA-1.1+FP+INT+int64"},
 };

@@ -1,4 +1,4 @@
-/* test_onnx_nodes.c - issue 5 acceptance: every ONNX node test of Debian's
+/* test_onnx_nodes.c - ONNX lowering acceptance: every ONNX node test of Debian's
  * libonnx-testdata (/usr/share/libonnx-testdata/data/node, 932 tests)
  * through ctosa_lower_file (in memory) under TOSA-1.0+FP and
  * TOSA-1.0+INT+FP, then the delegated partitions on the interpreter,
@@ -17,7 +17,7 @@
  * bound from test_data_set_0/input_N.pb (graph input order) and lowering is
  * retried, as `ctosa lower --bind` would.
  *
- * The rule asserted (issue 5): a test whose operator is on the issue's list
+ * The rule asserted: a test whose operator is on the list of lowered operators
  * passes under at least one spec and fails under none, or is listed in
  * tests/onnx_node_exceptions.txt with its reason; every other test
  * (other operators, "_expanded" function bodies) has no failure. A listed
@@ -59,7 +59,7 @@
 #define CHILD_TIMEOUT 120           /* seconds per test (both specs) */
 #define REASON_CAP 400
 
-/* Operators on issue 5's list, with the lowering family that owns them. */
+/* The lowered operators, with the lowering family that owns them. */
 static const struct {
     const char *op, *family;
 } LISTED[] = {

@@ -1,4 +1,4 @@
-/* test_quant.c - quantized models to TOSA INT (issue 6).
+/* test_quant.c - quantized models to TOSA INT.
  *
  * 1. libonnx-testdata node tests of QuantizeLinear / DequantizeLinear
  *    (TOSA-1.0+INT+FP: they have float sides) and QLinearConv,

@@ -1,5 +1,5 @@
 /* test_quant_edges.c - hand-built QDQ edge cases against an exact
- * reference (issue 6). Models and references: tests/data/lower/quant_edges/
+ * reference. Models and references: tests/data/lower/quant_edges/
  * (make_edges.py; scales chosen so that the requantisation ratio is an exact
  * float32 number and the reference is computed with exact rationals).
  *

@@ -1,4 +1,4 @@
-/* test_quant_ops.c - the second layer of quantized lowerings (issue 6):
+/* test_quant_ops.c - the second layer of quantized lowerings:
  * int16 activations through 513-entry TABLEs, int16 (EXT-INT16)
  * elementwise / pooling / concat / data movement / two-activation MatMul,
  * and int8 / uint8 Pad, Resize, ConvTranspose, Softmax, Sub and

@@ -1,4 +1,4 @@
-/* test_quant_u55.c - quantized models under the Ethos-U targets (issue 6).
+/* test_quant_u55.c - quantized models under the Ethos-U targets.
  *
  * 1. The committed mobilenet_v2_x0_25 QDQ models (qnnpack, onednn) under
  *    ethos-u55-128, ethos-u65-256 and ethos-u85-256: nothing in them breaks

@@ -1,4 +1,4 @@
-/* test_stream_transform.c - streamed weight transforms (issue 9).
+/* test_stream_transform.c - streamed weight transforms.
  *
  * Large weights whose bytes change on the way to TOSA (Conv OIHW -> OHWI,
  * depthwise [C*M,1,KH,KW] -> [KH,KW,C,M], grouped Conv slices, ConvTranspose

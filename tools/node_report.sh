@@ -1,6 +1,6 @@
 #!/bin/sh
-# node_report.sh - per-operator table of the ONNX node-test acceptance run
-# (issue 5): for every operator, how many libonnx-testdata node tests are
+# node_report.sh - per-operator table of the ONNX node-test acceptance run:
+# for every operator, how many libonnx-testdata node tests are
 # fully delegated and matching under TOSA-1.0+FP (pass_FP) and
 # TOSA-1.0+INT+FP (pass_IF), how many fall back cleanly, how many fail, and
 # the first reason.

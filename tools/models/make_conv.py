@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Conv-heavy ONNX model with external data, for the streamed weight transforms (issue 9).
+"""Conv-heavy ONNX model with external data, for the streamed weight transforms.
 
 Usage: /usr/bin/python3 tools/models/make_conv.py --out DIR [--channels 1024] [--convs 24] [--fc 4096]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate an LLM-shaped ONNX model with external data (issue 9 corpus).
+"""Generate an LLM-shaped ONNX model with external data (the large-model corpus).
 
 Graph (Llama-like decoder, static shapes, default opset 13):
   input_ids int64 [B, S] -> Gather(embedding)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export the fp32 real-network corpus used to test `ctosa lower` (issue 5).
+"""Export the fp32 real-network corpus used to test `ctosa lower`.
 
 Networks (random weights, fixed seeds, nothing downloaded):
   resnet18, mobilenet_v2, squeezenet1_1  torchvision 0.14, 1x3x224x224 input,
@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 SEED = 20261129
 CNNS = ("resnet18", "mobilenet_v2", "squeezenet1_1", "mobilenet_v2_x0_25")
 # name -> (torchvision constructor, kwargs, input H=W). mobilenet_v2_x0_25 is
-# not one of issue 5's networks: a 0.25-width, 100-class, 64x64 mobilenet_v2
+# not one of the acceptance networks: a 0.25-width, 100-class, 64x64 mobilenet_v2
 # small enough to commit, for fast tests of the same graph structure.
 CNN_SPECS = {"resnet18": ("resnet18", {}, 224), "mobilenet_v2": ("mobilenet_v2", {}, 224),
              "squeezenet1_1": ("squeezenet1_1", {}, 224),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates the int64 (issue 7, EXT-INT64) acceptance cases used by
+"""Generates the int64 (EXT-INT64) acceptance cases used by
 tests/test_int64.c.
 
 Each case is a folder <name>/ with model.onnx, one <input>.pb per runtime

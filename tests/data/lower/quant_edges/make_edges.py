@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Hand-built QDQ edge models for tests/test_quant_edges.c (issue 6).
+"""Hand-built QDQ edge models for tests/test_quant_edges.c.
 
 Each model is DequantizeLinear -> Conv or Gemm (int8 weights, int32 bias)
 -> QuantizeLinear with integer input and output, so under TOSA-1.0+INT it
