@@ -1027,7 +1027,8 @@ static lower_status head_maxpool(lower_ctx *c) {
 }
 
 /* The end of the data-movement heads: the moved integers x (rank r, shape
- * os) requantised to the output. Relu / Clip heads move nothing: their
+ * os) requantised to the output. Relu / Clip heads (and a QuantizeLinear
+ * straight after its DequantizeLinear) move nothing: their
  * range is the output's clamp (qdq_out). */
 static lower_status move_finish(lower_ctx *c, const qx_in *a, const char *x, uint32_t r, const int64_t *os) {
     qx_out o;
@@ -1292,6 +1293,10 @@ static const qdq_head heads[] = {
     {"Transpose", QDQ_WANY, 1, false, NULL, head_transpose, NULL},
     {"Relu", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
     {"Clip", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
+    /* DequantizeLinear -> QuantizeLinear with nothing between: the
+     * QuantizeLinear is its own head (and Q), a RESCALE when the
+     * parameters differ */
+    {"QuantizeLinear", QDQ_WANY, 1, false, NULL, head_clamp, NULL},
     MOVE("Squeeze"),
     MOVE("Unsqueeze"),
     MOVE("Slice"),

@@ -70,6 +70,18 @@ ctosa_error *qdq_prepass(lower_session *s) {
         q->n[i].act = q->n[i].q = q->n[i].head = -1;
         const ctosa_onnx_node *n = &s->g->nodes[i];
         uint32_t count = 0;
+        if (is_op(n, "QuantizeLinear")) {
+            /* DequantizeLinear straight into QuantizeLinear (torch writes
+             * one where a quantized tensor is requantized, or re-observed
+             * with the same parameters): the QuantizeLinear heads its own
+             * group, one RESCALE or nothing */
+            int32_t p = n->n_inputs >= 1 ? producer_of(s, n->inputs[0]) : -1;
+            if (p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear")) {
+                q->n[i].cand = true;
+                q->n[i].q = (int32_t)i;
+            }
+            continue;
+        }
         if (!head_inputs(n, &count)) continue;
         bool ok = count > 0 && n->n_inputs >= count;
         for (uint32_t k = 0; ok && k < count; k++) {
@@ -205,6 +217,7 @@ static void resolve(lower_session *s) {
             q->n[q->n[i].act].role = QR_ACT;
             q->n[q->n[i].act].head = (int32_t)i;
         }
+        if (q->n[i].q == (int32_t)i) continue; /* a QuantizeLinear heading its own group */
         q->n[q->n[i].q].role = QR_Q;
         q->n[q->n[i].q].head = (int32_t)i;
     }
