@@ -77,6 +77,35 @@ static bool delegated_in(lower_session *s, uint32_t ni, int32_t p) {
     return s->nodes[ni].part == p && s->nodes[ni].kind == LW_NODE_DELEGATED;
 }
 
+/* The integer value that the output v of a folded DequantizeLinear
+ * stands for (its runtime input), NULL when v is not such an output. A
+ * folded DequantizeLinear emits nothing: its output is the integer tensor
+ * under the float name, so where another partition reads it, that
+ * partition reads the integer value under its own name instead, which
+ * ONNX and the report describe truthfully (integer type, scale, zero
+ * point); partition.c keeps such a DequantizeLinear with one of its
+ * consumers, and this covers the others. */
+static lw_val *folded_dq_source(lower_session *s, const lw_val *v) {
+    if (!v || v->producer < 0 || v->v.data) return NULL;
+    uint32_t d = (uint32_t)v->producer;
+    const ctosa_onnx_node *n = &s->g->nodes[d];
+    if (s->nodes[d].kind != LW_NODE_DELEGATED || s->nodes[d].compute || n->n_inputs < 1 ||
+        strcmp(n->op_type, "DequantizeLinear") != 0)
+        return NULL;
+    lw_val *x = lw_lookup(s, n->inputs[0]);
+    return x && !x->v.data ? x : NULL;
+}
+
+/* Whether value v is read outside partition p (on the CPU, or by a node
+ * delegated to another partition). */
+static bool read_outside(lower_session *s, const lw_val *v, int32_t p) {
+    for (uint32_t c = 0; c < v->n_consumers; c++) {
+        const lw_nodeinfo *cn = &s->nodes[v->consumers[c]];
+        if (cn->on_cpu || (cn->part != p && cn->kind == LW_NODE_DELEGATED && cn->part >= 0)) return true;
+    }
+    return false;
+}
+
 /* --max-memory while building partition p: the graphs of partitions
  * 0..p (earlier ones are kept) plus p's scratch arena. */
 static bool part_budget_ok(ctosa_lower_result *r, int32_t p, const lw_part *lp, const arena *scratch) {
@@ -94,10 +123,11 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
     lower_session *s = &r->s;
     arena *ra = &r->a;
     uint32_t n = s->n_nodes;
-    strmap seen, tmap, reserved;
+    strmap seen, tmap, reserved, subst;
     strmap_init(&seen);
     strmap_init(&tmap);
     strmap_init(&reserved);
+    strmap_init(&subst);
     arena scratch;
     arena_init(&scratch, 0);
     bool ok = false;
@@ -109,7 +139,9 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
     lp->n_in = lp->n_out = lp->n_members = 0;
     for (uint32_t i = 0; i < n; i++) lp->n_members += s->nodes[i].part == p;
     lp->members = arena_alloc(ra, (lp->n_members + 1) * sizeof *lp->members);
-    if (!lp->in || !lp->out || !lp->members) goto out;
+    uint32_t n_sub = 0, cap_sub = 8;
+    const lw_val **sub = arena_alloc(&scratch, cap_sub * sizeof *sub);
+    if (!lp->in || !lp->out || !lp->members || !sub) goto out;
     lp->n_members = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (s->nodes[i].part != p) continue;
@@ -118,6 +150,24 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
         const ctosa_onnx_node *nd = &s->g->nodes[i];
         for (uint32_t k = 0; k < nd->n_inputs; k++) {
             lw_val *v = lw_lookup(s, nd->inputs[k]);
+            lw_val *src = v && v->producer >= 0 && !delegated_in(s, (uint32_t)v->producer, p)
+                              ? folded_dq_source(s, v)
+                              : NULL;
+            if (src) {
+                /* read the integer value the DequantizeLinear stands for */
+                if (!strmap_has(&subst, v->v.name)) {
+                    if (n_sub == cap_sub) {
+                        const lw_val **nv = arena_alloc(&scratch, cap_sub * 2 * sizeof *nv);
+                        if (!nv) goto out;
+                        memcpy(nv, sub, n_sub * sizeof *nv);
+                        sub = nv;
+                        cap_sub *= 2;
+                    }
+                    sub[n_sub++] = v;
+                    if (!strmap_put(&subst, v->v.name, (void *)src->v.name)) goto out;
+                }
+                v = src;
+            }
             if (!v || v->v.data || strmap_has(&seen, v->v.name)) continue;
             if (v->producer >= 0 && delegated_in(s, (uint32_t)v->producer, p)) continue;
             if (lp->n_in == cap_in) {
@@ -140,9 +190,19 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
             lw_val *v = lw_lookup(s, nd->outputs[k]);
             if (!v || v->v.data) continue;
             bool need = v->graph_output;
-            for (uint32_t c = 0; c < v->n_consumers && !need; c++) {
-                const lw_nodeinfo *cn = &s->nodes[v->consumers[c]];
-                need = cn->on_cpu || (cn->part != p && cn->kind == LW_NODE_DELEGATED && cn->part >= 0);
+            if (folded_dq_source(s, v)) {
+                /* other partitions read its integer input instead */
+                for (uint32_t c = 0; c < v->n_consumers && !need; c++)
+                    need = s->nodes[v->consumers[c]].on_cpu;
+            } else {
+                need = need || read_outside(s, v, p);
+                /* read by another partition through a folded DequantizeLinear of this one */
+                for (uint32_t c = 0; c < v->n_consumers && !need; c++) {
+                    uint32_t d = v->consumers[c];
+                    const ctosa_onnx_node *dn = &s->g->nodes[d];
+                    lw_val *dv = dn->n_outputs ? lw_lookup(s, dn->outputs[0]) : NULL;
+                    need = delegated_in(s, d, p) && folded_dq_source(s, dv) == v && read_outside(s, dv, p);
+                }
             }
             if (!need) continue;
             if (lp->n_out == cap_out) {
@@ -206,6 +266,9 @@ static bool build_part(ctosa_lower_result *r, int32_t p, lw_part *lp, char **why
         if ((e = lw_add_placeholder(lp->work, b, v->v.name, v->v.t, &v->v))) goto out;
         strmap_put(&tmap, v->v.name, (void *)v->v.name);
     }
+    /* folded DequantizeLinear outputs of other partitions: their integer input */
+    for (uint32_t k = 0; k < n_sub; k++)
+        if (!strmap_put(&tmap, sub[k]->v.name, (void *)strmap_get(&subst, sub[k]->v.name))) goto out;
     uint32_t counter = 0;
     for (uint32_t m = 0; m < lp->n_members; m++) {
         uint32_t i = lp->members[m];
@@ -279,6 +342,7 @@ out:
     strmap_free(&seen);
     strmap_free(&tmap);
     strmap_free(&reserved);
+    strmap_free(&subst);
     arena_free(&scratch);
     return ok;
 }
