@@ -116,6 +116,22 @@ def split_dq(path):
     return 0.003
 
 
+def float_conv_dq_weight(path):
+    """A float Conv (its input not quantized, as shufflenet's after the
+    channel shuffle) whose int8 weight behind a DequantizeLinear is larger
+    than the size above which other dequantized constants stay run-time
+    operators: TOSA needs the weight constant, so it is folded."""
+    g = G()
+    w = rng.integers(-127, 127, (128, 64, 3, 3)).astype(np.int8)
+    ws = (rng.random(128) * 0.01 + 0.002).astype(np.float32)
+    wd = g.op("DequantizeLinear", [g.const(w, "w"), g.const(ws, "ws"), g.const(np.zeros(128, np.int8), "wzp")],
+              "wdq", axis=0)
+    f = g.op("Conv", ["x", wd], "fconv", pads=[1, 1, 1, 1])
+    y = g.dq(g.q(f, 0.05, 0, TensorProto.INT8), 0.05, 0, TensorProto.INT8)
+    g.model([1, 64, 4, 4], y, [1, 128, 4, 4], path)
+    return 0.05
+
+
 def run(args):
     return subprocess.run(args, capture_output=True, text=True)
 
@@ -165,7 +181,8 @@ def case(name, build, specs, cpu_ops, n_parts, tol):
     """specs: spec -> expected CPU op types (sorted list) and partitions."""
     model = os.path.join(tmp, name + ".onnx")
     step = build(model)
-    x = (rng.standard_normal((1, 3, 8, 8)) * 1.5).astype(np.float32)
+    x = (rng.standard_normal([d.dim_value for d in onnx.load(model).graph.input[0].type.tensor_type.shape.dim])
+         * 1.5).astype(np.float32)
     xin = os.path.join(tmp, name + "_x.npy")
     np.save(xin, x)
     od = os.path.join(tmp, name + "_ort")
@@ -218,4 +235,6 @@ ok &= case("split_dq_i16", split_dq, ["TOSA-1.0+INT+int16"],
            {"TOSA-1.0+INT+int16": ["QuantizeLinear", "DequantizeLinear", "Conv", "QuantizeLinear",
                                    "DequantizeLinear"]},
            {"TOSA-1.0+INT+int16": 2}, 2)
+ok &= case("float_conv_dq_weight", float_conv_dq_weight, ["TOSA-1.0+INT+FP"], {"TOSA-1.0+INT+FP": []},
+           {"TOSA-1.0+INT+FP": 1}, 1)
 sys.exit(0 if ok else 1)

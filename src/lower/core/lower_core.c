@@ -726,13 +726,9 @@ static bool try_fold(lower_session *s, uint32_t ni, const lower_entry *ent) {
 #define FOLD_LARGE_INPUT ((uint64_t)16 << 20)
 static bool fold_too_big(lower_session *s, const ctosa_onnx_node *n, const lower_ctx *c) {
     uint64_t in = 0, out = 0;
-    /* Weights of a quantized group (DequantizeLinear -> head) are folded:
-     * the group's integer lowering reads them as constants. */
-    if (s->qdq && strcmp(n->op_type, "DequantizeLinear") == 0 && n->n_outputs) {
-        lw_val *o = lw_lookup(s, n->outputs[0]);
-        for (uint32_t k = 0; o && k < o->n_consumers; k++)
-            if (o->consumers[k] < s->qdq->count && s->qdq->n[o->consumers[k]].role == QR_HEAD) return false;
-    }
+    /* Weights that their consumers read as constants (a quantized group's
+     * head, a convolution) are folded. */
+    if (s->qdq && qdq_dq_gives_constant(s, c->node_index)) return false;
     for (uint32_t i = 0; i < n->n_inputs; i++) {
         lw_val *v = n->inputs[i][0] ? lw_lookup(s, n->inputs[i]) : NULL;
         if (v && v->v.data) in += v->v.nbytes;

@@ -206,7 +206,8 @@ lower_status qdq_lower_dequantize(lower_ctx *c) {
     /* Weight-sized constants outside a QDQ group are dequantized
      * at run time instead: the int8 bytes pass through to the TOSA file
      * (the size test counts elements, which are bytes for int8/uint8) */
-    if (xv->v.data && (qdq_info(c)->role == QR_DQ || qdq_val_count(xv) <= LW_LARGE_CONST_BYTES)) {
+    if (xv->v.data && (qdq_info(c)->role == QR_DQ || qdq_val_count(xv) <= LW_LARGE_CONST_BYTES ||
+                       qdq_dq_gives_constant(s, c->node_index))) {
         /* constant input: the result is a constant */
         uint64_t cnt = qdq_val_count(xv);
         double *v = arena_alloc(lw_arena(c), (size_t)cnt * sizeof(double) + 8);

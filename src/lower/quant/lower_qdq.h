@@ -59,6 +59,13 @@ struct qx_in;
 bool qdq_dq_operand(lower_ctx *c, uint32_t dq, const char *x, uint32_t rank, const int64_t *shape,
                     struct qx_in *o);
 
+/* Whether DequantizeLinear node ni, when its input is a constant, must
+ * give a constant however large: a group head reads it (the integer
+ * lowerings take weights as constants), or every consumer reads it as a
+ * convolution weight (TOSA takes those as constants; a float Conv beside
+ * quantized ones). Other weight-sized ones are dequantized at run time. */
+bool qdq_dq_gives_constant(lower_session *s, uint32_t ni);
+
 /* The group role of the context's node. */
 const qdq_node *qdq_info(const lower_ctx *c);
 /* Element k of a constant value as a double / int64 (any numeric dtype). */

@@ -313,6 +313,23 @@ void qdq_note_outputs(lower_session *s, uint32_t ni) {
     }
 }
 
+bool qdq_dq_gives_constant(lower_session *s, uint32_t ni) {
+    const ctosa_onnx_node *n = &s->g->nodes[ni];
+    if (!is_op(n, "DequantizeLinear") || n->n_outputs < 1) return false;
+    lw_val *o = lw_lookup(s, n->outputs[0]);
+    if (!o || !o->n_consumers || o->graph_output) return false;
+    for (uint32_t k = 0; k < o->n_consumers; k++)
+        if (s->qdq && o->consumers[k] < s->qdq->count && s->qdq->n[o->consumers[k]].role == QR_HEAD)
+            return true;
+    for (uint32_t k = 0; k < o->n_consumers; k++) {
+        const ctosa_onnx_node *u = &s->g->nodes[o->consumers[k]];
+        if (!is_op(u, "Conv") && !is_op(u, "ConvTranspose")) return false;
+        for (uint32_t i = 0; i < u->n_inputs; i++)
+            if (i != 1 && strcmp(u->inputs[i], n->outputs[0]) == 0) return false;
+    }
+    return true;
+}
+
 /* Node ni leaves with its group because member `bad` stays on the CPU: it
  * takes bad's reason code (the group's real reason, e.g. an unsupported
  * attribute of the head, not a missing input) and names it. */
