@@ -132,6 +132,24 @@ def float_conv_dq_weight(path):
     return 0.05
 
 
+def pad_move(path, dt, mode, requant):
+    """x -> Q -> DQ -> Pad (reflect / edge / wrap) -> Q -> DQ -> y: the
+    float Pad lowering's data movement on the integer carrier; with
+    `requant` the output QuantizeLinear has other parameters (a RESCALE)."""
+    g = G()
+    i16 = dt == TensorProto.INT16
+    s0, z0 = (0.0005, 0) if i16 else (0.03, 128 if dt == TensorProto.UINT8 else -3)
+    s1, z1 = (s0 * 1.37, 0) if i16 else (0.041, 120 if dt == TensorProto.UINT8 else 7)
+    if not requant:
+        s1, z1 = s0, z0
+    h = g.dq(g.q("x", s0, z0, dt), s0, z0, dt)
+    pads = g.const(np.array([0, 0, 2, 1, 0, 0, 1, 2], np.int64), "pads")
+    h = g.op("Pad", [h, pads], "pad", mode=mode)
+    y = g.dq(g.q(h, s1, z1, dt), s1, z1, dt)
+    g.model([1, 3, 5, 6], y, [1, 3, 8, 9], path)
+    return s1
+
+
 def run(args):
     return subprocess.run(args, capture_output=True, text=True)
 
@@ -235,6 +253,13 @@ ok &= case("split_dq_i16", split_dq, ["TOSA-1.0+INT+int16"],
            {"TOSA-1.0+INT+int16": ["QuantizeLinear", "DequantizeLinear", "Conv", "QuantizeLinear",
                                    "DequantizeLinear"]},
            {"TOSA-1.0+INT+int16": 2}, 2)
+for dt, nm in ((TensorProto.UINT8, "u8"), (TensorProto.INT8, "i8"), (TensorProto.INT16, "i16")):
+    base = "TOSA-1.0+INT+int16" if dt == TensorProto.INT16 else "TOSA-1.0+INT"
+    for mode in ("reflect", "edge", "wrap"):
+        for rq in (False, True):
+            ok &= case("pad_%s_%s%s" % (mode, nm, "_rq" if rq else ""),
+                       lambda p, dt=dt, mode=mode, rq=rq: pad_move(p, dt, mode, rq), [base],
+                       {base: ["QuantizeLinear", "DequantizeLinear"]}, {base: 1}, 1 if rq else 0)
 ok &= case("float_conv_dq_weight", float_conv_dq_weight, ["TOSA-1.0+INT+FP"], {"TOSA-1.0+INT+FP": []},
            {"TOSA-1.0+INT+FP": 1}, 1)
 sys.exit(0 if ok else 1)

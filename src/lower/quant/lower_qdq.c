@@ -1253,6 +1253,15 @@ static lower_status head_generic_move(lower_ctx *c) {
     return qdq_finish(c, z, &o, yt->rank, sh);
 }
 
+/* Pad modes that only move data (the float lowering's slices, reversals,
+ * tiles and concatenations, exact on the integer carrier); mode constant
+ * writes a value and has its own head (qdq_pad). */
+static bool pad_moves(const ctosa_onnx_node *n) {
+    const ctosa_onnx_attr *m = ctosa_onnx_node_attr(n, "mode");
+    return m && ((m->s.n == 7 && !memcmp(m->s.p, "reflect", 7)) ||
+                 (m->s.n == 4 && !memcmp(m->s.p, "edge", 4)) || (m->s.n == 4 && !memcmp(m->s.p, "wrap", 4)));
+}
+
 static lower_status head_add(lower_ctx *c) { return head_addmul(c, false); }
 static lower_status head_mul(lower_ctx *c) { return head_addmul(c, true); }
 
@@ -1281,6 +1290,7 @@ static const qdq_head heads[] = {
     {"Concat", QDQ_WANY, 0, false, NULL, head_concat, NULL},
     /* decompositions with constant scales / pads / sizes */
     {"Resize", QDQ_WANY, 1, false, NULL, qdq_resize, NULL},
+    {"Pad", QDQ_WANY, 1, false, pad_moves, head_generic_move, NULL}, /* reflect, edge, wrap */
     {"Pad", QDQ_WANY, 1, false, qdq_pad_groupable, qdq_pad, NULL},
     {"Softmax", QDQ_WANY, 1, false, NULL, qdq_softmax, NULL},
     {"LayerNormalization", QDQ_WANY, 1, false, NULL, qdq_layernorm, NULL},
@@ -1328,9 +1338,14 @@ static bool default_domain(const ctosa_onnx_node *n) {
 
 const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w) {
     if (!default_domain(n)) return NULL;
-    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
-        if ((heads[i].widths & w) && strcmp(heads[i].op, n->op_type) == 0) return &heads[i];
-    return NULL;
+    const qdq_head *first = NULL;
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        if (!(heads[i].widths & w) || strcmp(heads[i].op, n->op_type) != 0) continue;
+        /* rows of one operator split by attributes: the row that takes n */
+        if (!heads[i].groupable || heads[i].groupable(n)) return &heads[i];
+        if (!first) first = &heads[i];
+    }
+    return first;
 }
 
 bool qdq_act_fn(lower_ctx *c, const char *op, double x, double *y) {

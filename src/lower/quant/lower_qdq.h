@@ -195,8 +195,10 @@ typedef struct qdq_head {
     double (*act)(lower_ctx *c, double x);
 } qdq_head;
 
-/* The row of node n for operand width w (QDQ_W8 or QDQ_W16; QDQ_WANY: the
- * first row of the operator); NULL when n cannot head a group. */
+/* The row of node n for operand width w (QDQ_W8 or QDQ_W16; QDQ_WANY: any
+ * width): the first row of the operator whose `groupable` takes n (rows of
+ * one operator may split by attributes), else its first row, which rejects
+ * n; NULL when n cannot head a group. */
 const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w);
 
 /* Heads outside lower_qdq.c (rows of its table). */
