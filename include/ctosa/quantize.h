@@ -54,6 +54,16 @@ typedef enum ctosa_quantize_method {
     CTOSA_QUANT_MSE          /* clip where the quantization error is least */
 } ctosa_quantize_method;
 
+/* How biases absorb the shift quantization adds to each output channel's
+ * mean (docs/quantize.md, "Bias correction"). */
+typedef enum ctosa_quantize_bias {
+    CTOSA_QUANT_BIAS_DEFAULT = 0, /* FLOAT */
+    CTOSA_QUANT_BIAS_OFF,         /* the float biases as they are */
+    CTOSA_QUANT_BIAS_FLOAT,       /* predicted from the float run's input means (one float pass) */
+    CTOSA_QUANT_BIAS_SEQUENTIAL   /* measured layer by layer on the quantized model (one run of it
+                                   * per level of weighted layers: slower) */
+} ctosa_quantize_bias;
+
 typedef struct ctosa_quantize_options {
     const char *output_dir; /* required: where <stem>.qdq.onnx and <stem>.quant.json go */
     const char *stem;       /* NULL: the model file name without .onnx */
@@ -61,8 +71,9 @@ typedef struct ctosa_quantize_options {
     const char *target;     /* a named target (ctosa_spec_from_target) */
     int activation_bits;    /* 8 (default) or 16 (int16 activations, int8 weights: EXT-INT16) */
     ctosa_quantize_method method;
-    double percentile;       /* PERCENTILE: kept fraction in percent; 0 = 99.99 */
-    bool no_bias_correction; /* bias correction is on by default */
+    double percentile; /* PERCENTILE: kept fraction in percent; 0 = 99.99 */
+    ctosa_quantize_bias bias_correction;
+    bool no_bias_correction; /* same as bias_correction = CTOSA_QUANT_BIAS_OFF */
     uint32_t n_calibration;
     const ctosa_quantize_calibration *calibration;
     uint32_t max_samples; /* use at most this many samples; 0 = all */
@@ -82,6 +93,7 @@ typedef struct ctosa_quantize_summary {
     const char *qdq_path;     /* the written QDQ model */
     const char *report_path;  /* the written JSON report */
     const char *method;       /* "minmax", "percentile", "mse" */
+    const char *bias;         /* bias correction: "sequential", "float", "off" */
     int activation_bits;
     uint32_t samples;
     uint32_t nodes_total; /* nodes of the float model */

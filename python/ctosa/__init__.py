@@ -601,10 +601,15 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
     the TOSA target (default TOSA-1.0+INT, +int16 for int16 activations).
     activations: "int8" or "int16". method: "mse" (default for int8),
     "minmax" (default for int16) or "percentile" (with percentile, default
-    99.99). The GIL is released while quantizing."""
+    99.99). bias_correction: "float" (default, also True), "sequential" or
+    "off" (also False). The GIL is released while quantizing."""
     import numpy as np
     if activations not in ("int8", "int16"):
         raise UsageError("activations must be 'int8' or 'int16', got %r" % (activations,))
+    if bias_correction is True:
+        bias_correction = "float"
+    elif bias_correction is False:
+        bias_correction = "off"
     tmp = tempfile.TemporaryDirectory(prefix="ctosa-py-")
     with tmp:
         cal = []
@@ -618,7 +623,7 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
         d = _ctosa.quantize(os.fspath(model), os.fspath(output_dir), cal,
                             spec=None if spec is None else str(spec), target=target,
                             activation_bits=16 if activations == "int16" else 8, method=method,
-                            percentile=float(percentile or 0), bias_correction=bool(bias_correction),
+                            percentile=float(percentile or 0), bias_correction=bias_correction,
                             max_samples=int(max_samples), stem=stem)
     return QuantizeResult(d)
 

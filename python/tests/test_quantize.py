@@ -16,6 +16,7 @@ def test_quantize_arrays_and_paths(tmp_path):
     r = ctosa.quantize(os.path.join(TINY, "float.onnx"), {"x": calib}, tmp_path / "a")
     assert os.path.exists(r.qdq_path) and r.qdq_path.endswith("float.qdq.onnx")
     assert r.report["activations"] == "int8" and r.report["method"] == "mse"
+    assert r.report["bias_correction"] == "float"
     assert r.sqnr["y"] > 20
     assert [f["op_type"] for f in r.float_nodes] == ["Sin"]
     # the same samples from the file give the same model
@@ -47,3 +48,17 @@ def test_quantize_errors(tmp_path):
     assert not os.path.exists(tmp_path / "bad" / "float.qdq.onnx")
     with pytest.raises(ctosa.UsageError):
         ctosa.quantize(m, {"x": np.zeros((2, 1, 3, 16, 16), np.float32)}, tmp_path, method="entropy")
+    with pytest.raises(ctosa.UsageError):
+        ctosa.quantize(m, {"x": np.zeros((2, 1, 3, 16, 16), np.float32)}, tmp_path, bias_correction="half")
+
+
+def test_quantize_bias_modes(tmp_path):
+    calib = np.load(os.path.join(TINY, "calib.npy"))
+    m = os.path.join(TINY, "float.onnx")
+    r = {b: ctosa.quantize(m, {"x": calib}, tmp_path / str(b), bias_correction=b)
+         for b in ("sequential", False)}
+    assert r["sequential"].report["bias_correction"] == "sequential"
+    assert r[False].report["bias_correction"] == "off"
+    # sequential correction matches the calibration samples' means at least
+    # as well as no correction
+    assert r["sequential"].sqnr["y"] >= r[False].sqnr["y"] - 0.05, (r["sequential"].sqnr, r[False].sqnr)

@@ -37,7 +37,12 @@ static void help(void) {
            "                             activation ranges (default mse for int8, minmax for int16)\n"
            "  --percentile P             kept fraction in percent for --method percentile\n"
            "                             (default 99.99)\n"
-           "  --no-bias-correction       keep the float biases as they are\n"
+           "  --bias-correction float|sequential|off\n"
+           "                             how biases absorb each layer's mean output shift\n"
+           "                             (default float: predicted from the float run;\n"
+           "                             sequential: measured layer by layer on the quantized\n"
+           "                             model, one run of it per level of layers)\n"
+           "  --no-bias-correction       keep the float biases as they are (= off)\n"
            "  --max-samples N            use at most N calibration samples\n"
            "  --stem NAME                output file name stem (default: the model's name)\n"
            "  -o, --output-dir DIR       output directory (default ./output, created if missing)\n"
@@ -75,7 +80,17 @@ int cmd_quantize(int argc, char **argv) {
             opt.no_bias_correction = true;
             continue;
         }
-        if ((v = cli_flag_value(argc, argv, &i, "--calibration", NULL, &missing))) {
+        if ((v = cli_flag_value(argc, argv, &i, "--bias-correction", NULL, &missing))) {
+            if (!strcmp(v, "sequential")) opt.bias_correction = CTOSA_QUANT_BIAS_SEQUENTIAL;
+            else if (!strcmp(v, "float")) opt.bias_correction = CTOSA_QUANT_BIAS_FLOAT;
+            else if (!strcmp(v, "off")) opt.bias_correction = CTOSA_QUANT_BIAS_OFF;
+            else {
+                rc = cli_usage(CMD, "--bias-correction expects sequential, float or off, got '%s'", v);
+                goto out;
+            }
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--calibration", NULL, &missing))) {
             const char *eq = strchr(v, '=');
             if (eq && eq == v) {
                 rc = cli_usage(CMD, "--calibration expects NAME=PATH, got '%s'", v);

@@ -104,6 +104,8 @@ typedef struct run_state {
     /* per-channel means of the weighted layers' outputs: tensor index -> */
     per_channel *pc;  /* [n_t] */
     per_channel *qpc; /* [n_t] the same of the fake-quantized values (second pass) */
+    /* sequential bias correction: QuantizeLinear output exposed -> tensor */
+    strmap by_q;
     /* evaluation */
     double *sig, *noise;
     ctosa_error *err;
@@ -140,9 +142,10 @@ static void keep_const(qz_tensor *t, int32_t dtype, const void *data, uint64_t s
     memcpy(t->cdims, shape, rank * sizeof(int64_t));
 }
 
-static void on_other(void *user, const char *name, int32_t dtype, const void *data, uint64_t size,
-                     uint32_t rank, const int64_t *shape) {
+static void on_other(void *user, uint32_t sample, const char *name, int32_t dtype, const void *data,
+                     uint64_t size, uint32_t rank, const int64_t *shape) {
     run_state *r = user;
+    if (sample > 0) return;
     qz_tensor *t = qz_tensor_of(r->c, name);
     if (t && t->is_const) keep_const(t, dtype, data, size, rank, shape);
 }
@@ -302,6 +305,130 @@ static ctosa_error *check_target(qz_ctx *c, const char *path, const ctosa_spec *
     return NULL;
 }
 
+/* ------------------------------------------------------------ sequential bias correction */
+
+static void on_ignore(void *user, uint32_t sample, const char *name, const float *data, uint64_t n,
+                      uint32_t rank, const int64_t *shape) {}
+
+/* An exposed QuantizeLinear output: the per-channel means of its
+ * dequantized values, what the next layer really reads. */
+static void on_qvalues(void *user, uint32_t sample, const char *name, int32_t dtype, const void *data,
+                       uint64_t size, uint32_t rank, const int64_t *shape) {
+    run_state *r = user;
+    qz_tensor *t = strmap_get(&r->by_q, name);
+    uint64_t n = size / (dtype == CTOSA_ONNX_INT16 ? 2 : 1);
+    if (!t || (dtype != CTOSA_ONNX_INT8 && dtype != CTOSA_ONNX_INT16)) return;
+    float *f = malloc(n * sizeof(float) + 1);
+    if (!f) {
+        if (!r->err) r->err = ctosa_error_nomem();
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        int32_t v;
+        if (dtype == CTOSA_ONNX_INT16) {
+            int16_t x;
+            memcpy(&x, (const uint8_t *)data + 2 * i, 2);
+            v = x;
+        } else v = ((const int8_t *)data)[i];
+        f[i] = (float)((double)(v - t->zp) * t->scale);
+    }
+    add_channels(&r->qpc[t - r->c->t], f, n, rank, shape);
+    free(f);
+}
+
+/* Sequential (layer-by-layer) bias correction. The float-run correction
+ * (weight_shift in qz_plan.c) predicts each layer's input means; the
+ * quantized model's inputs drift further (noise through Relu6 and
+ * clipping raises means, and every layer's leftover shift moves the next
+ * one's input). Here each layer's correction uses the per-channel means
+ * of the input it really reads in the quantized model, measured with
+ * every layer before it already corrected, so its output means match the
+ * float model's. Correcting all layers from one run overshoots (each
+ * also absorbs what its upstream layers are correcting at the same time):
+ * the layers go in levels, a level being the layers whose inputs depend
+ * on the previous levels only, one run of the quantized model per level,
+ * pruned to what the level's inputs need. */
+static ctosa_error *sequential_bias(qz_ctx *c, run_state *rs, const ctosa_spec *spec, const char *work,
+                                    const qz_samples *smp, arena *ra) {
+    const ctosa_onnx_graph *g = c->g;
+    qz_graph q0;
+    ctosa_error *e = qz_graph_init(&q0, c->m, c->path);
+    uint32_t *tdepth = calloc(c->n_t + 1, sizeof(uint32_t)),
+             *level = calloc(g->n_nodes + 1, sizeof(uint32_t));
+    uint32_t levels = 0;
+    if (!e && (!tdepth || !level)) e = ctosa_error_nomem();
+    for (uint32_t i = 0; i < g->n_nodes && !e; i++) {
+        const ctosa_onnx_node *n = &g->nodes[i];
+        uint32_t d = 0;
+        for (uint32_t k = 0; k < n->n_inputs; k++) {
+            qz_tensor *t = qz_tensor_of(c, n->inputs[k]);
+            if (t && tdepth[t - c->t] > d) d = tdepth[t - c->t];
+        }
+        qz_tensor *x = n->n_inputs ? qz_tensor_of(c, n->inputs[0]) : NULL;
+        if (c->node_quant[i] && qz_node_bias_channels(c, &q0, i) && x && x->quant && x->mean) {
+            level[i] = ++d;
+            if (d > levels) levels = d;
+        }
+        for (uint32_t k = 0; k < n->n_outputs; k++) {
+            qz_tensor *t = qz_tensor_of(c, n->outputs[k]);
+            if (t && t->producer == (int32_t)i) tdepth[t - c->t] = d;
+        }
+    }
+    qz_graph_free(&q0);
+    const char **extra = calloc(c->n_t + 1, sizeof(char *));
+    qz_tensor **xs = calloc(c->n_t + 1, sizeof(qz_tensor *));
+    char *path = arena_printf(ra, "%s/sequential.onnx", work);
+    if (!e && (!extra || !xs || !path)) e = ctosa_error_nomem();
+    for (uint32_t lv = 1; lv <= levels && !e; lv++) {
+        qz_graph q;
+        arena names;
+        arena_init(&names, 0);
+        strmap_init(&rs->by_q);
+        e = qz_graph_init(&q, c->m, c->path);
+        if (!e && c->bits == 16) e = bump_opset(&q);
+        if (!e) e = qz_plan_emit(c, &q);
+        q.n_extra = 0;
+        for (uint32_t i = 0; i < g->n_nodes && !e; i++) {
+            if (level[i] != lv) continue;
+            qz_tensor *x = qz_tensor_of(c, g->nodes[i].inputs[0]);
+            per_channel *p = &rs->qpc[x - c->t];
+            if (strmap_has(&rs->by_q, x->q_name)) continue;
+            const char *k = arena_strdup(&names, x->q_name); /* q's names go with q */
+            if (!k || !strmap_put(&rs->by_q, k, x)) e = ctosa_error_nomem();
+            xs[q.n_extra] = x;
+            extra[q.n_extra++] = x->q_name;
+            free(p->sum);
+            p->sum = NULL;
+            p->per = 0;
+            p->want = true;
+        }
+        q.extra = extra;
+        if (!e) e = qz_graph_prune_to_extra(&q);
+        if (!e) e = qz_graph_write(&q, path);
+        uint32_t n_x = q.n_extra;
+        qz_graph_free(&q);
+        if (!e) e = qz_run_samples(path, spec, work, smp, on_ignore, on_qvalues, rs);
+        if (!e && rs->err) e = rs->err, rs->err = NULL;
+        for (uint32_t i = 0; i < n_x && !e; i++) {
+            qz_tensor *t = xs[i];
+            per_channel *p = &rs->qpc[t - c->t];
+            if (!p->sum || !p->per || p->n_ch != t->n_mean) continue;
+            if (!t->qmean && !(t->qmean = calloc(p->n_ch, sizeof(float)))) e = ctosa_error_nomem();
+            for (uint32_t ch = 0; t->qmean && ch < p->n_ch; ch++)
+                t->qmean[ch] = (float)(p->sum[ch] / (double)p->per);
+        }
+        strmap_free(&rs->by_q);
+        arena_free(&names);
+        if (e)
+            e = ctosa_error_prefix(e, "%s: sequential bias correction, level %u of %u", c->path, lv, levels);
+    }
+    free(extra);
+    free(xs);
+    free(tdepth);
+    free(level);
+    return e;
+}
+
 /* ------------------------------------------------------------ report */
 
 static void json_num(strbuf *b, double v) { sb_json_double(b, v); }
@@ -324,6 +451,7 @@ static char *make_report(qz_ctx *c, const ctosa_quantize_summary *s, const char 
         sb_puts(&b, ", \"percentile\": ");
         json_num(&b, c->percentile);
     }
+    sb_printf(&b, ", \"bias_correction\": \"%s\"", s->bias);
     sb_printf(&b,
               ",\n  \"samples\": %u, \"nodes_total\": %u, \"nodes_float\": %u, \"tensors_quantized\": %u,\n",
               s->samples, s->nodes_total, s->nodes_float, s->tensors_quantized);
@@ -618,7 +746,13 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
         free(extra);
         qz_graph_free(&q);
     }
-    c.bias_correction = !opt->no_bias_correction;
+    ctosa_quantize_bias bias_mode = opt->no_bias_correction ? CTOSA_QUANT_BIAS_OFF
+                                    : opt->bias_correction  ? opt->bias_correction
+                                                            : CTOSA_QUANT_BIAS_FLOAT;
+    c.bias_correction = bias_mode != CTOSA_QUANT_BIAS_OFF;
+    s->bias = bias_mode == CTOSA_QUANT_BIAS_OFF     ? "off"
+              : bias_mode == CTOSA_QUANT_BIAS_FLOAT ? "float"
+                                                    : "sequential";
     for (uint32_t i = 0; i < c.n_t && !e; i++) {
         qz_tensor *t = &c.t[i];
         per_channel *p = &rs.pc[i];
@@ -672,6 +806,8 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
             for (uint32_t ch = 0; t->qmean && ch < p->n_ch; ch++)
                 t->qmean[ch] = (float)(p->sum[ch] / (double)p->per);
         }
+        if (!e && bias_mode == CTOSA_QUANT_BIAS_SEQUENTIAL)
+            e = sequential_bias(&c, &rs, &spec, work, &smp, &res->a);
         uint32_t newly = 0;
         if (!e) e = build_qdq(&c, qdq_tmp);
         if (!e) e = check_target(&c, qdq_tmp, &spec, &newly, s, &res->a);

@@ -267,10 +267,10 @@ ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, cons
             ctosa_runtime_tensor info, t;
             if ((e = ctosa_runtime_output_info(rt, o, &info))) break;
             bool f32 = !strcmp(info.dtype, "float32");
-            if (!f32 && (!other || s > 0)) continue;
+            if (!f32 && !other) continue;
             if ((e = ctosa_runtime_get_output(rt, info.name, &t))) break;
             if (f32) fn(user, s, t.name, t.data, t.count, t.rank, t.shape);
-            else other(user, t.name, onnx_dtype_of_numpy(t.dtype), t.data, t.size, t.rank, t.shape);
+            else other(user, s, t.name, onnx_dtype_of_numpy(t.dtype), t.data, t.size, t.rank, t.shape);
         }
     }
     ctosa_runtime_free(rt);

@@ -237,6 +237,42 @@ static bool has_graph_attr(const ctosa_onnx_graph *g) {
     return false;
 }
 
+ctosa_error *qz_graph_prune_to_extra(qz_graph *q) {
+    /* subgraphs may read any outer value by name: keep such graphs whole */
+    if (has_graph_attr(q->g)) return NULL;
+    strmap need;
+    strmap_init(&need);
+    bool ok = true;
+    for (uint32_t i = 0; i < q->n_extra; i++) ok &= strmap_put(&need, q->extra[i], (void *)1);
+    bool *keep = calloc(q->n_nodes + 1, sizeof(bool));
+    if (!keep || !ok) {
+        free(keep);
+        strmap_free(&need);
+        return ctosa_error_nomem();
+    }
+    /* the nodes are in topological order: one backward sweep */
+    for (uint32_t i = q->n_nodes; i-- > 0;) {
+        const qz_node *n = &q->nodes[i];
+        for (uint32_t k = 0; k < n->n_out && !keep[i]; k++)
+            keep[i] = n->out[k][0] && strmap_has(&need, n->out[k]);
+        for (uint32_t k = 0; k < n->n_in && keep[i]; k++)
+            if (n->in[k][0] && !strmap_has(&need, n->in[k])) ok &= strmap_put(&need, n->in[k], (void *)1);
+    }
+    if (!ok) {
+        free(keep);
+        strmap_free(&need);
+        return ctosa_error_nomem();
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < q->n_nodes; i++)
+        if (keep[i]) q->nodes[m++] = q->nodes[i];
+    q->n_nodes = m;
+    q->only_extra = true;
+    free(keep);
+    strmap_free(&need);
+    return NULL;
+}
+
 ctosa_error *qz_graph_write(qz_graph *q, const char *path) {
     const ctosa_onnx_graph *g = q->g;
     const ctosa_onnx_model_info *info = ctosa_onnx_info(q->m);
@@ -246,7 +282,8 @@ ctosa_error *qz_graph_write(qz_graph *q, const char *path) {
     for (uint32_t i = 0; i < q->n_nodes; i++)
         for (uint32_t k = 0; k < q->nodes[i].n_in; k++)
             if (q->nodes[i].in[k][0]) strmap_put(&used, q->nodes[i].in[k], (void *)1);
-    for (uint32_t i = 0; i < g->n_outputs; i++) strmap_put(&used, g->outputs[i].name, (void *)1);
+    for (uint32_t i = 0; i < g->n_outputs && !q->only_extra; i++)
+        strmap_put(&used, g->outputs[i].name, (void *)1);
     bool keep_all_orig = has_graph_attr(g);
     uint32_t n_orig_inits = g->n_initializers;
 
@@ -284,7 +321,7 @@ ctosa_error *qz_graph_write(qz_graph *q, const char *path) {
         pb_field f;
         if (!(e = file_field(q, v->offset, &p, &len, &f))) sb_putn(&tail, (const char *)p, (size_t)len);
     }
-    for (uint32_t i = 0; i < g->n_outputs && !e; i++) {
+    for (uint32_t i = 0; i < g->n_outputs && !e && !q->only_extra; i++) {
         const uint8_t *p;
         uint64_t len;
         pb_field f;

@@ -53,6 +53,7 @@ typedef struct qz_graph {
     /* Graph outputs: the model's own, then extra float outputs (probes). */
     uint32_t n_extra;
     const char **extra;
+    bool only_extra; /* the model's own outputs are left out (qz_graph_prune_to_extra) */
     /* Output names that are renamed (a quantized graph output t is made by
      * DequantizeLinear; its producer then writes out_rename[i]). */
     int64_t opset; /* default-domain opset to write */
@@ -71,6 +72,10 @@ qz_init *qz_graph_add_init(qz_graph *q, const char *name, int32_t dtype, uint32_
 const char *qz_fresh_name(qz_graph *q, const char *base, const char *suffix);
 /* The initializer called name, or NULL. */
 const qz_init *qz_graph_find_init(const qz_graph *q, const char *name);
+/* Keeps only the nodes the extra outputs need, and makes those the only
+ * graph outputs (a probe of part of the model; graphs with subgraphs are
+ * kept whole). */
+ctosa_error *qz_graph_prune_to_extra(qz_graph *q);
 /* Writes the graph as an ONNX model to path, atomically. Initializers no
  * node reads (and that are not graph outputs) are left out. */
 ctosa_error *qz_graph_write(qz_graph *q, const char *path);
@@ -122,8 +127,8 @@ void qz_samples_free(qz_samples *s);
 typedef void (*qz_output_fn)(void *user, uint32_t sample, const char *name, const float *data, uint64_t n,
                              uint32_t rank, const int64_t *shape);
 /* Outputs of other dtypes (onnx_dtype, size bytes), for constants. */
-typedef void (*qz_other_fn)(void *user, const char *name, int32_t onnx_dtype, const void *data, uint64_t size,
-                            uint32_t rank, const int64_t *shape);
+typedef void (*qz_other_fn)(void *user, uint32_t sample, const char *name, int32_t onnx_dtype,
+                            const void *data, uint64_t size, uint32_t rank, const int64_t *shape);
 ctosa_error *qz_run_samples(const char *model_path, const ctosa_spec *spec, const char *work_dir,
                             const qz_samples *smp, qz_output_fn fn, qz_other_fn other, void *user);
 
@@ -155,6 +160,7 @@ typedef struct qz_tensor {
     float *qmean; /* the same of its quantized values (NULL: not measured) */
     uint32_t n_mean;
     const char *dq_name; /* set while emitting */
+    const char *q_name;  /* its QuantizeLinear output (set while emitting) */
 } qz_tensor;
 
 typedef struct qz_ctx {
@@ -171,7 +177,7 @@ typedef struct qz_ctx {
     bool *node_float;         /* [n_nodes] kept float: the target cannot run it quantized */
     const char **node_reason; /* why (the lowering's reason) */
     bool *node_quant;         /* [n_nodes] decided: quantized */
-    bool bias_correction;     /* fold the weights' rounding bias into the biases */
+    bool bias_correction;     /* fold each layer's mean output shift into its bias */
     const char **label;       /* [n_nodes] node names in the QDQ model */
     arena a;
 } qz_ctx;

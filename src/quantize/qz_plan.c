@@ -130,7 +130,7 @@ void qz_plan_decide(qz_ctx *c) {
         qz_tensor *t = &c->t[i];
         t->group = i;
         t->internal = t->quant = false;
-        t->dq_name = NULL;
+        t->dq_name = t->q_name = NULL;
         if (!t->is_float) continue;
         bool prod_q = t->producer >= 0 && c->node_quant[t->producer];
         bool cons_q = false;
@@ -381,6 +381,7 @@ static ctosa_error *add_qdq(qz_ctx *c, qz_graph *q, qz_tensor *t, const char *sr
     if (e) return e;
     const char *qn = qz_fresh_name(q, t->name, "_quantized");
     const char *in[3] = {src, sn, zn};
+    t->q_name = qn;
     const char *name = qn ? qz_fresh_name(q, t->name, "_QuantizeLinear") : NULL;
     if (!name || !qz_graph_add_node(q, "QuantizeLinear", name, 3, in, 1, &qn)) return ctosa_error_nomem();
     return add_dq(q, qn, sn, zn, t->dq_name, false, 0);

@@ -8,11 +8,11 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
         "path",   "output_dir", "calibration",     "spec",        "target", "activation_bits",
         "method", "percentile", "bias_correction", "max_samples", "stem",   NULL};
     PyObject *pathb = NULL, *outb = NULL, *cal;
-    const char *spec = NULL, *target = NULL, *method = NULL, *stem = NULL;
-    int bits = 8, bias = 1;
+    const char *spec = NULL, *target = NULL, *method = NULL, *stem = NULL, *bias = NULL;
+    int bits = 8;
     double pct = 0;
     unsigned int max_samples = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdpIz", kwlist, PyUnicode_FSConverter, &pathb,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIz", kwlist, PyUnicode_FSConverter, &pathb,
                                      PyUnicode_FSConverter, &outb, &cal, &spec, &target, &bits, &method, &pct,
                                      &bias, &max_samples, &stem))
         return NULL;
@@ -36,6 +36,15 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
         cx_raise_code(CTOSA_ERR_USAGE, "method must be 'mse', 'minmax' or 'percentile', got '%s'", method);
         goto done;
     }
+    if (!bias || !strcmp(bias, "default")) opt.bias_correction = CTOSA_QUANT_BIAS_DEFAULT;
+    else if (!strcmp(bias, "sequential")) opt.bias_correction = CTOSA_QUANT_BIAS_SEQUENTIAL;
+    else if (!strcmp(bias, "float")) opt.bias_correction = CTOSA_QUANT_BIAS_FLOAT;
+    else if (!strcmp(bias, "off")) opt.bias_correction = CTOSA_QUANT_BIAS_OFF;
+    else {
+        cx_raise_code(CTOSA_ERR_USAGE, "bias_correction must be 'sequential', 'float' or 'off', got '%s'",
+                      bias);
+        goto done;
+    }
     opt.output_dir = PyBytes_AS_STRING(outb);
     opt.calibration = cv;
     opt.n_calibration = (uint32_t)n;
@@ -43,7 +52,6 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     opt.target = target;
     opt.activation_bits = bits;
     opt.percentile = pct;
-    opt.no_bias_correction = !bias;
     opt.max_samples = max_samples;
     opt.stem = stem;
     const char *path = PyBytes_AS_STRING(pathb);
