@@ -1,6 +1,6 @@
 /* test_kernels_diff.c - differential test of the interpreter kernels that
  * have fast paths (CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D,
- * MATMUL): randomized shapes and attributes over the legal parameter space
+ * MATMUL, RESCALE, SIGMOID, SELECT): randomized shapes and attributes over the legal parameter space
  * (ranks and batch, strides, dilations, asymmetric and large pads, out_pad
  * of both signs, channel counts around the vector widths, every accepted
  * dtype combination, zero points, local_bound), each case run on the fast
@@ -491,6 +491,43 @@ static void sigmoid_case(uint64_t seed) {
     kt_free_all();
 }
 
+/* ------------------------------------------------------------ SELECT */
+
+/* SELECT's row loops against its plain loop: every element size, shapes
+ * where each of the three inputs is full or broadcast along any
+ * dimension (the innermost included), ranks 1 to 4. */
+static void select_case(uint64_t seed) {
+    kt_rng = seed;
+    static const ctosa_dtype dts[] = {CTOSA_DTYPE_INT8,  CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT32,
+                                      CTOSA_DTYPE_INT64, CTOSA_DTYPE_FP32,  CTOSA_DTYPE_BOOL};
+    ctosa_dtype dt = dts[ri(0, 5)];
+    uint32_t rank = (uint32_t)ri(1, 4);
+    int64_t shape[4], sh[3][4];
+    for (uint32_t d = 0; d < rank; d++) shape[d] = coin(20) ? 1 : ri(1, d + 1 == rank ? 70 : 6);
+    for (int k = 0; k < 3; k++)
+        for (uint32_t d = 0; d < rank; d++) sh[k][d] = coin(25) ? 1 : shape[d];
+    itensor *c = kt_new(CTOSA_DTYPE_BOOL, rank, sh[0]), *x = kt_new(dt, rank, sh[1]),
+            *y = kt_new(dt, rank, sh[2]);
+    /* the output is the broadcast of the inputs */
+    for (uint32_t d = 0; d < rank; d++) shape[d] = sh[0][d] > sh[1][d] ? sh[0][d] : sh[1][d];
+    for (uint32_t d = 0; d < rank; d++) shape[d] = sh[2][d] > shape[d] ? sh[2][d] : shape[d];
+    itensor *out = kt_new(dt, rank, shape);
+    for (uint64_t i = 0; i < c->count; i++) ((uint8_t *)c->data)[i] = coin(50);
+    if (dt == CTOSA_DTYPE_BOOL) {
+        for (uint64_t i = 0; i < x->count; i++) ((uint8_t *)x->data)[i] = coin(50);
+        for (uint64_t i = 0; i < y->count; i++) ((uint8_t *)y->data)[i] = coin(50);
+    } else {
+        fill(x, dt == CTOSA_DTYPE_INT64); /* narrow: the whole int64 range is not drawn */
+        fill(y, dt == CTOSA_DTYPE_INT64);
+    }
+    itensor *ins[3] = {c, x, y};
+    char what[160];
+    snprintf(what, sizeof what, "SELECT %s rank %u out %s", ctosa_dtype_short(dt), rank,
+             interp_shape_str(out));
+    diff_run(interp_k_SELECT, CTOSA_OP_SELECT, NULL, 3, ins, out, 0, what, seed);
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static uint64_t case_seed(int op, int i) {
@@ -506,6 +543,7 @@ static void run_op(const char *name, int op) {
         else if (op == 4) matmul_case(seed);
         else if (op == 7) rescale_case(seed);
         else if (op == 8) sigmoid_case(seed);
+        else if (op == 9) select_case(seed);
         else pool_case(op == 5, seed);
     }
     printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
@@ -524,6 +562,7 @@ static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
 static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
 static void test_rescale(void) { run_op("RESCALE", 7); }
 static void test_sigmoid(void) { run_op("SIGMOID", 8); }
+static void test_select(void) { run_op("SELECT", 9); }
 
 /* The int8 dot-product engine, once per instruction set this CPU has (the
  * tests above run with it switched off, so they cover the fp32 / int16
@@ -566,6 +605,7 @@ int main(void) {
     RUN(test_max_pool);
     RUN(test_rescale);
     RUN(test_sigmoid);
+    RUN(test_select);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
     kt_free_all();

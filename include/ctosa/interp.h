@@ -81,8 +81,7 @@ typedef struct ctosa_interp_options {
     /* Run the plain loops that follow the specification's pseudocode
      * instead of the fast paths (blocked, packed, vectorised, threaded),
      * for the kernels that have both (CONV2D, CONV3D, DEPTHWISE_CONV2D,
-     * TRANSPOSE_CONV2D, MATMUL, fp32 SIGMOID, the tabulated int8
-     * RESCALE). Integer results are identical either way;
+     * TRANSPOSE_CONV2D, MATMUL, fp32 SIGMOID, RESCALE, SELECT). Integer results are identical either way;
      * float results may differ in the last bits (the plain loops sum in a
      * different order and round every step to the accumulator type). Much
      * slower: for checking the fast paths, not for production. */

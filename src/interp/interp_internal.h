@@ -63,7 +63,7 @@ typedef struct interp_op {
      * interp_k_CLAMP computes it (interp_post_f). */
     const struct interp_post *post;
     /* Run the plain reference loops instead of the fast paths (kernels that
-     * have both: convolutions, MATMUL, SIGMOID, RESCALE):
+     * have both: convolutions, MATMUL, SIGMOID, RESCALE, SELECT):
      * ctosa_interp_options.reference. The differential kernel tests set it
      * directly. */
     bool reference;
