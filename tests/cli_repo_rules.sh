@@ -5,7 +5,9 @@
 #   why, not which ticket asked);
 # - source and header files under src/ and include/ at most 1500 lines;
 # - docs/, README.md and bench/README.md name no file outside the
-#   repository (no ../shared, no absolute home or work paths).
+#   repository (no ../shared, no absolute home or work paths);
+# - the library reads no environment variable: only src/cli maps them to
+#   options.
 # Skips outside a git checkout (the tracked-file list comes from git).
 set -u
 src=$2
@@ -26,5 +28,7 @@ while IFS= read -r f; do
 done < <(git ls-files 'src/*.c' 'src/*.h' 'include/*.h')
 paths=$(git grep -n -I -E '\.\./shared|/work/|/root/|/home/' -- docs README.md bench/README.md)
 [ -z "$paths" ] || bad "paths outside the repository in the docs:"$'\n'"$paths"
+env=$(git grep -n -E '\b(secure_)?getenv *\(' -- src include ':!src/cli')
+[ -z "$env" ] || bad "the library reads the environment (map it to an option in src/cli):"$'\n'"$env"
 echo "$n source files checked, $fails rule(s) broken"
 [ $fails -eq 0 ]

@@ -368,6 +368,67 @@ static void test_files_and_determinism(void) {
     }
 }
 
+/* ctosa_lower_memory: the same partitions, TOSA bytes, fallbacks and report
+ * as ctosa_lower_file, from a buffer the caller may wipe as soon as it
+ * returns; outputs refused; malformed bytes an error naming the buffer. */
+static void test_from_memory(void) {
+    ctosa_spec spec;
+    CHECK_OK(ctosa_spec_parse("TOSA-1.0+FP", &spec));
+    const char *models[] = {"split.onnx", "shape_chain.onnx", "fold.onnx"};
+    for (int m = 0; m < 3; m++) {
+        char *buf = NULL;
+        size_t size = 0;
+        CHECK_OK(read_whole_file(model(models[m]), 0, &buf, &size));
+        if (!buf) return;
+        ctosa_lower_result *rf = NULL, *rm = NULL;
+        CHECK_OK(ctosa_lower_file(model(models[m]), &spec, NULL, &rf));
+        CHECK_OK(ctosa_lower_memory(buf, size, models[m], &spec, NULL, &rm));
+        memset(buf, 0, size); /* the result must not refer to the caller's bytes */
+        free(buf);
+        if (!rf || !rm) {
+            ctosa_lower_result_free(rf);
+            ctosa_lower_result_free(rm);
+            return;
+        }
+        const ctosa_lower_summary *a = ctosa_lower_result_summary(rf), *b = ctosa_lower_result_summary(rm);
+        CHECK(a->n_partitions == b->n_partitions && a->n_fallback == b->n_fallback &&
+              a->nodes_delegated == b->nodes_delegated && a->nodes_total == b->nodes_total);
+        CHECK_MSG(strcmp(b->model, models[m]) == 0, "summary model '%s'", b->model);
+        for (uint32_t p = 0; p < a->n_partitions && p < b->n_partitions; p++) {
+            void *x = NULL, *y = NULL;
+            size_t nx = 0, ny = 0;
+            CHECK_OK(ctosa_write_memory(a->partitions[p].graph, NULL, &x, &nx));
+            CHECK_OK(ctosa_write_memory(b->partitions[p].graph, NULL, &y, &ny));
+            CHECK_MSG(x && y && nx == ny && memcmp(x, y, nx) == 0, "%s: partition %u differs", models[m], p);
+            free(x);
+            free(y);
+        }
+        for (uint32_t f = 0; f < a->n_fallback && f < b->n_fallback; f++)
+            CHECK(strcmp(a->fallback[f].node, b->fallback[f].node) == 0 &&
+                  strcmp(a->fallback[f].code, b->fallback[f].code) == 0);
+        ctosa_lower_result_free(rf);
+        ctosa_lower_result_free(rm);
+    }
+    /* outputs need the file */
+    ctosa_lower_options opt;
+    ctosa_lower_options_init(&opt);
+    opt.output_dir = th_tmpdir();
+    ctosa_lower_result *r = NULL;
+    ctosa_error *e = ctosa_lower_memory("x", 1, "m.onnx", &spec, &opt, &r);
+    CHECK(e && ctosa_error_code(e) == CTOSA_ERR_USAGE && !r);
+    CHECK_MSG(e && strstr(ctosa_error_message(e), "output_dir"), "%s", e ? ctosa_error_message(e) : "");
+    ctosa_error_free(e);
+    /* malformed bytes: an input error naming the buffer */
+    static const unsigned char junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+    e = ctosa_lower_memory(junk, sizeof junk, "junk.onnx", &spec, NULL, &r);
+    CHECK(e && ctosa_error_code(e) == CTOSA_ERR_FORMAT && !r);
+    CHECK_MSG(e && strstr(ctosa_error_message(e), "junk.onnx"), "%s", e ? ctosa_error_message(e) : "");
+    ctosa_error_free(e);
+    e = ctosa_lower_memory(NULL, 0, NULL, &spec, NULL, &r);
+    CHECK(e && !r);
+    ctosa_error_free(e);
+}
+
 static void test_long_fast(void) {
     double t0 = now_seconds();
     ctosa_lower_result *r = lower("long.onnx", "TOSA-1.0+FP", NULL, NULL);
@@ -427,6 +488,7 @@ int main(void) {
     RUN(test_int64);
     RUN(test_transposes_cancel);
     RUN(test_files_and_determinism);
+    RUN(test_from_memory);
     RUN(test_long_fast);
     RUN(test_cli);
     return th_finish();

@@ -159,6 +159,14 @@ typedef struct ctosa_lower_result ctosa_lower_result;
  * fallbacks are not errors. opt may be NULL. */
 ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec, const ctosa_lower_options *opt,
                               ctosa_lower_result **out);
+/* The same for a model held in memory (size bytes of ONNX protobuf). The
+ * bytes are copied, so data may be freed once this returns; name (NULL:
+ * "<memory>") stands for the file in messages and the report. Results stay
+ * in memory: opt->output_dir must be NULL (CTOSA_ERR_USAGE otherwise), and
+ * a model with external data is refused (no folder anchors it). For a
+ * large model prefer ctosa_lower_file, which maps the file instead. */
+ctosa_error *ctosa_lower_memory(const void *data, uint64_t size, const char *name, const ctosa_spec *spec,
+                                const ctosa_lower_options *opt, ctosa_lower_result **out);
 const ctosa_lower_summary *ctosa_lower_result_summary(const ctosa_lower_result *r);
 
 /* A value the lowering computed at compile time (folded constants, e.g. a

@@ -152,6 +152,11 @@ bool lw_custom_describe(lower_session *s, uint32_t ni, const char **domain_name,
  * close() frees everything. */
 ctosa_error *lw_session_open(lower_session *s, const char *model_path, const ctosa_spec *spec,
                              const ctosa_lower_options *opt);
+/* The same for a model in memory: the bytes are copied into the session
+ * (nothing refers to mem afterwards); name names it in messages. External
+ * data is refused, as no folder anchors it. */
+ctosa_error *lw_session_open_memory(lower_session *s, const void *mem, uint64_t size, const char *name,
+                                    const ctosa_spec *spec, const ctosa_lower_options *opt);
 void lw_session_decide(lower_session *s);
 void lw_session_close(lower_session *s);
 /* Reason code of a validator failure on graph g, from its diagnostics

@@ -520,17 +520,16 @@ static const char *default_stem(arena *a, const char *path) {
     return arena_strndup(a, base, n);
 }
 
-ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
-                              const ctosa_lower_options *opt_in, ctosa_lower_result **out) {
-    *out = NULL;
-    if (!model_path || !spec) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_lower_file: no model or spec");
-    ctosa_lower_options defaults;
-    ctosa_lower_options_init(&defaults);
-    const ctosa_lower_options *opt = opt_in ? opt_in : &defaults;
+/* The whole lowering of a model read from model_path, or from mem when
+ * mem is non-NULL (model_path then only names it). */
+static ctosa_error *lower_model(const char *model_path, const void *mem, uint64_t mem_size,
+                                const ctosa_spec *spec, const ctosa_lower_options *opt,
+                                ctosa_lower_result **out) {
     ctosa_lower_result *r = calloc(1, sizeof *r);
     if (!r) return ctosa_error_nomem();
     arena_init(&r->a, 0);
-    ctosa_error *e = lw_session_open(&r->s, model_path, spec, opt);
+    ctosa_error *e = mem ? lw_session_open_memory(&r->s, mem, mem_size, model_path, spec, opt)
+                         : lw_session_open(&r->s, model_path, spec, opt);
     if (e) {
         ctosa_lower_result_free(r);
         return e;
@@ -608,4 +607,32 @@ ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec,
     }
     *out = r;
     return NULL;
+}
+
+ctosa_error *ctosa_lower_file(const char *model_path, const ctosa_spec *spec, const ctosa_lower_options *opt,
+                              ctosa_lower_result **out) {
+    *out = NULL;
+    if (!model_path || !spec) return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_lower_file: no model or spec");
+    ctosa_lower_options defaults;
+    ctosa_lower_options_init(&defaults);
+    return lower_model(model_path, NULL, 0, spec, opt ? opt : &defaults, out);
+}
+
+ctosa_error *ctosa_lower_memory(const void *data, uint64_t size, const char *name, const ctosa_spec *spec,
+                                const ctosa_lower_options *opt, ctosa_lower_result **out) {
+    *out = NULL;
+    if ((!data && size) || !spec)
+        return ctosa_error_new(CTOSA_ERR_USAGE, "ctosa_lower_memory: no model or spec");
+    ctosa_lower_options defaults;
+    ctosa_lower_options_init(&defaults);
+    if (!opt) opt = &defaults;
+    if (!name || !name[0]) name = "<memory>";
+    /* The partitioned ONNX is rewritten from the model file's bytes and
+     * external data is anchored to its folder: outputs need the file. */
+    if (opt->output_dir)
+        return ctosa_error_new(CTOSA_ERR_USAGE,
+                               "%s: ctosa_lower_memory keeps results in memory (output_dir must be NULL; "
+                               "write files with ctosa_lower_file)",
+                               name);
+    return lower_model(name, data ? data : "", size, spec, opt, out);
 }

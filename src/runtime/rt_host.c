@@ -5,11 +5,9 @@
  * node then runs as that TOSA graph on the interpreter. Whether a node can
  * run is therefore decided by the same lowering and validator as
  * delegation, never by a list kept here. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "onnx/pb.h"
 #include "runtime/rt_internal.h"
@@ -275,28 +273,6 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
     strbuf mb;
     ctosa_error *e = node_model(src, n, label, &mb);
     if (e) return e;
-    /* ctosa_lower_file reads a file: the model goes to a private temporary
-     * one, unlinked once lowered (the result keeps its mapping). */
-    const char *tmpdir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/ctosa-host-XXXXXX.onnx", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-    int fd = mkstemps(path, 5);
-    if (fd < 0) {
-        sb_free(&mb);
-        return ctosa_error_new(CTOSA_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    }
-    size_t off = 0, len = mb.len;
-    while (off < len) {
-        ssize_t w = write(fd, mb.s + off, mb.len - off);
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    close(fd);
-    sb_free(&mb);
-    if (off != len) {
-        unlink(path);
-        return ctosa_error_new(CTOSA_ERR_IO, "%s: cannot write a temporary file", path);
-    }
     ctosa_spec spec;
     rt_widest_spec(&spec);
     ctosa_lower_options lo;
@@ -306,8 +282,9 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
     lo.stem = "host";
     lo.keep_data_movement = true; /* a Reshape alone is still a graph to run */
     ctosa_lower_result *r = NULL;
-    e = ctosa_lower_file(path, &spec, &lo, &r);
-    unlink(path);
+    /* lowered from memory: no temporary file, nothing to clean up */
+    e = ctosa_lower_memory(mb.s, mb.len, label, &spec, &lo, &r);
+    sb_free(&mb);
     if (e) return ctosa_error_prefix(e, "node '%s' (%s) on the host", label, n->op_type);
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
     /* Outputs computed at compile time are folded: the node "falls back"

@@ -958,8 +958,21 @@ static void decide_node(lower_session *s, uint32_t ni) {
     arena_free(&scratch);
 }
 
+static ctosa_error *session_open(lower_session *s, const char *model_path, const void *mem, uint64_t size,
+                                 const ctosa_spec *spec, const ctosa_lower_options *opt);
+
 ctosa_error *lw_session_open(lower_session *s, const char *model_path, const ctosa_spec *spec,
                              const ctosa_lower_options *opt) {
+    return session_open(s, model_path, NULL, 0, spec, opt);
+}
+
+ctosa_error *lw_session_open_memory(lower_session *s, const void *mem, uint64_t size, const char *name,
+                                    const ctosa_spec *spec, const ctosa_lower_options *opt) {
+    return session_open(s, name, mem ? mem : "", size, spec, opt);
+}
+
+static ctosa_error *session_open(lower_session *s, const char *model_path, const void *mem, uint64_t size,
+                                 const ctosa_spec *spec, const ctosa_lower_options *opt) {
     memset(s, 0, sizeof *s);
     arena_init(&s->a, 0);
     strmap_init(&s->vals);
@@ -971,7 +984,15 @@ ctosa_error *lw_session_open(lower_session *s, const char *model_path, const cto
     s->fold_spec.extensions = CTOSA_EXT_BIT(INT16) | CTOSA_EXT_BIT(INT4) | CTOSA_EXT_BIT(BF16) |
                               CTOSA_EXT_BIT(FP8E4M3) | CTOSA_EXT_BIT(FP8E5M2) | CTOSA_EXT_BIT(INT64) |
                               CTOSA_EXT_BIT(SHAPE) | CTOSA_EXT_BIT(DOUBLEROUND) | CTOSA_EXT_BIT(INEXACTROUND);
-    ctosa_error *e = ctosa_onnx_load(model_path, NULL, &s->m);
+    ctosa_error *e;
+    if (mem) {
+        void *copy = size ? arena_alloc(&s->a, (size_t)size) : NULL;
+        if (size && !copy) return ctosa_error_nomem();
+        if (size) memcpy(copy, mem, (size_t)size);
+        e = ctosa_onnx_load_memory(copy ? copy : "", size, model_path, NULL, &s->m);
+    } else {
+        e = ctosa_onnx_load(model_path, NULL, &s->m);
+    }
     if (e) return e;
     const ctosa_onnx_model_info *info = ctosa_onnx_info(s->m);
     if (!info->graph) return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: the model has no graph", model_path);
