@@ -9,11 +9,17 @@
  *
  * When the scale ratio s_x / s_y times a small power of two 2^j is an
  * integer P (torch's FX quantization gives a mean the scale of its input:
- * P = 1), the output is exactly round_half_even(S P / (N 2^j)) + z_y, and
- * integer TOSA computes it exactly: q = INTDIV(S P, D) (truncating),
- * R = S P - q D, then q moves one step away from zero when 2|R| > D, or
- * when 2|R| = D and q is odd. Other ratios, and targets without INTDIV
- * (Ethos-U55), keep the single RESCALE (docs/quantization.md). */
+ * P = 1), the output is exactly round_half_even(S P / D) + z_y with
+ * D = N 2^j, and integer TOSA computes it with INTDIV, MUL, ADD and SUB
+ * alone - no comparison, SELECT, bitwise or boolean operator, so the
+ * Ethos-U55 subset (which has INTDIV but none of those) takes it too:
+ *   v = S P + K D + floor(D / 2), K even with K D >= max |S P| (v >= 0);
+ *   q = INTDIV(v, D)                      round half up of S P / D + K;
+ *   D even: r = v - q D, t = INTDIV(D - r, D) is 1 exactly at a tie
+ *   (r = 0), where an odd q moves down: q -= t (q - 2 INTDIV(q, 2));
+ *   (D odd: S P / D is never half way between two integers);
+ *   y = q - K (K even keeps the parity that decided the tie).
+ * Other ratios keep the single RESCALE (docs/quantization.md, "Means"). */
 #include <math.h>
 #include <string.h>
 
@@ -42,37 +48,25 @@ const char *qdq_mean_exact(lower_ctx *c, const char *S, uint32_t rank, const int
                            int64_t smax, double ratio, ctosa_dtype to, int64_t ozp) {
     int64_t P;
     int j;
-    if (!S || lw_spec(c)->u55 || !small_dyadic(ratio, &P, &j)) return NULL;
-    int64_t D = n << j;
-    if (D <= 0 || D > INT32_MAX / 2 || smax > INT32_MAX / P) return NULL;
+    if (!S || n <= 0 || n > INT32_MAX || !small_dyadic(ratio, &P, &j)) return NULL;
+    int64_t D = n << j, numax = smax * P;
+    int64_t K = 2 * ((numax + 2 * D - 1) / (2 * D)); /* even, K D >= numax */
+    /* v <= numax + K D + D / 2 <= 2 numax + 3 D must stay inside int32 */
+    if (D > INT32_MAX / 8 || smax > INT32_MAX / P || 2 * numax + 3 * D > INT32_MAX) return NULL;
     ctosa_dtype i32 = CTOSA_DTYPE_INT32;
     const char *num = P == 1 ? S : lw_mul(c, S, i32c(c, rank, (double)P), i32, rank, shape);
+    const char *v = lw_add(c, num, i32c(c, rank, (double)(K * D + D / 2)), i32, rank, shape);
     const char *Dc = i32c(c, rank, (double)D);
-    const char *q = lw_binary(c, CTOSA_OP_INTDIV, num, Dc, i32, rank, shape);
-    const char *R = lw_sub(c, num, lw_mul(c, q, Dc, i32, rank, shape), i32, rank, shape);
-    const char *R2 = R ? lw_unary(c, CTOSA_OP_ABS, R, i32, rank, shape, NULL) : NULL;
-    R2 = lw_add(c, R2, R2, i32, rank, shape);
-    const char *gt = lw_binary(c, CTOSA_OP_GREATER, R2, Dc, CTOSA_DTYPE_BOOL, rank, shape);
-    const char *eq = lw_binary(c, CTOSA_OP_EQUAL, R2, Dc, CTOSA_DTYPE_BOOL, rank, shape);
-    const char *odd = lw_binary(c, CTOSA_OP_BITWISE_AND, q, i32c(c, rank, 1), i32, rank, shape);
-    const char *oddb = lw_binary(c, CTOSA_OP_EQUAL, odd, i32c(c, rank, 1), CTOSA_DTYPE_BOOL, rank, shape);
-    const char *tie = lw_binary(c, CTOSA_OP_LOGICAL_AND, eq, oddb, CTOSA_DTYPE_BOOL, rank, shape);
-    const char *up = lw_binary(c, CTOSA_OP_LOGICAL_OR, gt, tie, CTOSA_DTYPE_BOOL, rank, shape);
-    /* away from zero: the sign of the numerator (R has it, or is 0) */
-    const char *neg = lw_binary(c, CTOSA_OP_GREATER, i32c(c, rank, 0), num, CTOSA_DTYPE_BOOL, rank, shape);
-    const char *stp = NULL;
-    if (neg) {
-        const char *out = lw_tensor(c, i32, rank, shape);
-        const char *in[3] = {neg, i32c(c, rank, -1), i32c(c, rank, 1)};
-        stp = out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
+    const char *q = lw_binary(c, CTOSA_OP_INTDIV, v, Dc, i32, rank, shape);
+    if (D % 2 == 0) {
+        const char *r = lw_sub(c, v, lw_mul(c, q, Dc, i32, rank, shape), i32, rank, shape);
+        const char *t =
+            lw_binary(c, CTOSA_OP_INTDIV, lw_sub(c, Dc, r, i32, rank, shape), Dc, i32, rank, shape);
+        const char *h = lw_binary(c, CTOSA_OP_INTDIV, q, i32c(c, rank, 2), i32, rank, shape);
+        const char *odd = lw_sub(c, q, lw_add(c, h, h, i32, rank, shape), i32, rank, shape);
+        q = lw_sub(c, q, lw_mul(c, t, odd, i32, rank, shape), i32, rank, shape);
     }
-    const char *moved = lw_add(c, q, stp, i32, rank, shape);
-    const char *y = NULL;
-    if (up && moved && q) {
-        const char *out = lw_tensor(c, i32, rank, shape);
-        const char *in[3] = {up, moved, q};
-        y = out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
-    }
+    const char *y = lw_sub(c, q, i32c(c, rank, (double)K), i32, rank, shape);
     double one = 1.0;
     return qdq_rescale_n(c, y, i32, to, rank, shape, 1, &one, 0, ozp, false, false);
 }
