@@ -93,6 +93,17 @@ const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint3
  * where TOSA can express it (qdq_rescale.c). */
 const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                             const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp, double acc_max);
+/* Largest |x - zp| of a signed int8 / int16 carrier value, and the
+ * requantisation of an Add / Sub (z = x·ra ± y·rb) or Mul (z = x·y) int32
+ * result with exact ties to even where z is exact (qdq_rescale.c). */
+double qdq_operand_bound(ctosa_dtype t, int64_t zp);
+const char *qdq_rescale_ewise(lower_ctx *c, const char *z, ctosa_dtype to, uint32_t rank, const int64_t *sh,
+                              double ro, int64_t ozp, bool mul, double ra, double xmax, double rb,
+                              double ymax);
+/* One int8 / int16 operand requantised by ratio, exact ties to even
+ * where they can occur (qdq_rescale.c). */
+const char *qdq_rescale_x(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                          const int64_t *shape, double ratio, int64_t izp, int64_t ozp);
 /* s_x * s_w / s_y as ONNX Runtime's fused kernels compute it (float32). */
 double qdq_acc_ratio(double sx, double sw, double sy);
 /* CLAMP of x (int8/int16/int32) to [lo, hi]. */

@@ -179,6 +179,50 @@ const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa
     return qdq_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp, false, false);
 }
 
+/* Largest |x - zp| of a signed carrier value (int8 / int16). */
+double qdq_operand_bound(ctosa_dtype t, int64_t zp) {
+    double lo = t == CTOSA_DTYPE_INT16 ? -32768.0 : -128.0, hi = -lo - 1.0;
+    double a = fabs(lo - (double)zp), b = fabs(hi - (double)zp);
+    return a > b ? a : b;
+}
+
+/* Requantisation of an elementwise int32 result z to the output: Add / Sub
+ * at a common scale (z = (x - z_x)·ra ± (y - z_y)·rb) or Mul (z = (x -
+ * z_x)(y - z_y)), |x - z_x| <= xmax, |y - z_y| <= ymax. Where z is the
+ * exact value - always for Mul, for Add / Sub when both operand ratios are
+ * integers (their RESCALEs are then exact: equal scales, or scales a power
+ * of two apart) - exact ties go to even as QuantizeLinear sends them
+ * (qdq_rescale_acc); otherwise each operand was already rounded once, no
+ * tie of z is a tie of the QDQ value, and one RESCALE (half up) stays. */
+const char *qdq_rescale_ewise(lower_ctx *c, const char *z, ctosa_dtype to, uint32_t rank, const int64_t *sh,
+                              double ro, int64_t ozp, bool mul, double ra, double xmax, double rb,
+                              double ymax) {
+    double zmax = 0;
+    if (mul) zmax = xmax * ymax;
+    else if (ra == floor(ra) && rb == floor(rb) && ra < 536870912.0 && rb < 536870912.0)
+        zmax = ra * xmax + rb * ymax;
+    if (!(zmax > 0 && zmax <= 2147483647.0))
+        return qdq_rescale_n(c, z, CTOSA_DTYPE_INT32, to, rank, sh, 1, &ro, 0, ozp, false, false);
+    return qdq_rescale_acc(c, z, CTOSA_DTYPE_INT32, to, rank, sh, 1, &ro, ozp, zmax);
+}
+
+/* One integer operand x (int8 / int16, zero point izp) requantised by
+ * ratio to `to` (zero point ozp): Relu, Clip, MaxPool, Concat and the data
+ * movement heads. (x - izp)·ratio is the exact QDQ value; where it can lie
+ * half way between two integers (a ratio with few significant bits, such
+ * as 1/2) the tie goes to even as QuantizeLinear sends it: x is widened to
+ * int32 (exact) and requantised by qdq_rescale_acc. Otherwise (and under
+ * U55) one RESCALE, the same graph as without ties. */
+const char *qdq_rescale_x(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
+                          const int64_t *shape, double ratio, int64_t izp, int64_t ozp) {
+    double mask, half, xmax = qdq_operand_bound(ti, izp);
+    if ((ti != CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT16) || lw_spec(c)->u55 ||
+        !tie_masks(1, &ratio, xmax, &mask, &half))
+        return qdq_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, false, false);
+    const char *w = qdq_rescale(c, x, ti, CTOSA_DTYPE_INT32, rank, shape, 1.0, izp, 0, false, false);
+    return qdq_rescale_acc(c, w, CTOSA_DTYPE_INT32, to, rank, shape, 1, &ratio, ozp, xmax);
+}
+
 /* Requantisation of an int32 accumulator to int8 the way ONNX Runtime's
  * fused kernels round: rint_even(float32(acc * r)) (docs/quantization.md,
  * "Where ctosa sits"). A plain RESCALE rounds the exact product half up;
