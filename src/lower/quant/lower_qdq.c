@@ -443,7 +443,7 @@ lower_status qdq_finish(lower_ctx *c, const char *y, const qx_out *o, uint32_t r
 /* Requantises a signed operand to the output's scale / zero point. */
 const char *qdq_requant(lower_ctx *c, const qx_in *a, const qx_out *o, uint32_t rank, const int64_t *shape) {
     if (a->s == o->s && a->zp == o->zp && a->t == o->t) return a->x;
-    return qdq_rescale(c, a->x, a->t, o->t, rank, shape, a->s / o->s, a->zp, o->zp, false, false);
+    return qdq_rescale_x(c, a->x, a->t, o->t, rank, shape, a->s / o->s, a->zp, o->zp);
 }
 
 bool qdq_weight(lower_ctx *c, uint32_t i, uint32_t rank, qx_w *w) {
@@ -921,7 +921,8 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         x = lw_reshape(c, x, CTOSA_DTYPE_INT32, r, as);
         y = lw_reshape(c, y, CTOSA_DTYPE_INT32, r, bs);
         z = lw_mul(c, x, y, CTOSA_DTYPE_INT32, r, os);
-        z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, a.s * b.s / o.s, 0, o.zp, false, false);
+        z = qdq_rescale_ewise(c, z, o.t, r, os, a.s * b.s / o.s, o.zp, true, 1, qdq_operand_bound(a.t, a.zp),
+                              1, qdq_operand_bound(b.t, b.zp));
     } else {
         /* both operands to a common scale 2*max(sa,sb)/2^20 in int32 */
         double sm = 2.0 * (a.s > b.s ? a.s : b.s) / 1048576.0;
@@ -933,7 +934,8 @@ static lower_status head_addmul(lower_ctx *c, bool is_mul) {
         double rz = sm / o.s;
         /* one RESCALE also with --requant ort: ORT's QLinearAdd rounds
          * its float32 multiply-adds on the way (qdq_rescale.c) */
-        z = qdq_rescale(c, z, CTOSA_DTYPE_INT32, o.t, r, os, rz, 0, o.zp, false, false);
+        z = qdq_rescale_ewise(c, z, o.t, r, os, rz, o.zp, false, a.s / sm, qdq_operand_bound(a.t, a.zp),
+                              b.s / sm, qdq_operand_bound(b.t, b.zp));
     }
     LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);

@@ -52,7 +52,8 @@ static lower_status addsubmul(lower_ctx *c, int kind) {
     z = kind == 0   ? lw_add(c, x, y, I32, r, os)
         : kind == 1 ? lw_sub(c, x, y, I32, r, os)
                     : lw_mul(c, x, y, I32, r, os);
-    z = qdq_rescale_n(c, z, I32, o.t, r, os, 1, &ro, 0, o.zp, false, false);
+    z = qdq_rescale_ewise(c, z, o.t, r, os, ro, o.zp, kind == 2, ra, qdq_operand_bound(a.t, a.zp), rb,
+                          qdq_operand_bound(b.t, b.zp));
     LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
 }
