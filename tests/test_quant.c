@@ -207,10 +207,10 @@ static void test_edge_models(void) {
     edge_model("add_requant_s8", true);
     edge_model("gemm_tiny_ratio", true);
     edge_model("gemm_large_ratio", true);
-    /* exact halves: ONNX rounds to even, RESCALE half up (one step) */
-    edge_model("relu_ties", false);
+    /* exact halves: ONNX rounds to even (RESCALE alone: half up) */
+    edge_model("relu_ties", true);
     /* requantisation ties after MaxPool / GlobalAveragePool */
-    edge_model("pool_concat_u8", false);
+    edge_model("pool_concat_u8", true);
     /* Sigmoid Tanh HardSwish HardSigmoid Exp Erf Softplus Elu LeakyRelu */
     edge_model("tables_u8", true);
     /* Slice, Gather, Unsqueeze, Transpose with and without requantisation */
@@ -234,8 +234,15 @@ static void test_edge_models(void) {
      * run; the float64 reference differs where float32 moves a value off
      * an exact tie (x * -0.75 / 0.05) - one step on 12 of 1024 */
     edge_model("islands_u8", false);
-    /* GlobalAveragePool / ReduceMean at exact ties: half to even, exact */
+    /* GlobalAveragePool / ReduceMean at exact ties: half to even, exact;
+     * INTDIV, MUL, ADD and SUB only, so the Ethos-U55 subset is exact too */
     edge_model("mean_ties", true);
+    edge_model_spec("mean_ties", true, "TOSA-1.0+INT+int16+int4+u55");
+    /* exact ties after Add / Sub (equal input scales), Mul, Relu and
+     * Concat: half to even; U55 (no comparison, SELECT or bitwise
+     * operator) keeps RESCALE's half up, one step at the ties */
+    edge_model("ewise_ties", true);
+    edge_model_spec("ewise_ties", false, "TOSA-1.0+INT+int16+int4+u55");
 }
 
 /* A group whose head cannot lower (a requantisation ratio of 2^30) goes to

@@ -566,4 +566,54 @@ def a16w8_group_model():
 
 
 a16w8_group_model()
+
+
+# exact ties in the requantisation of elementwise heads and of one operand:
+# Add and Sub of two equal-scale inputs into twice their scale (sum / 2),
+# Mul into half the product's scale, Relu and Concat into twice the input
+# scale; every odd value is an exact tie, which the QDQ reference rounds
+# half to even (one RESCALE alone would round half up)
+def ewise_ties_model():
+    a = rng.integers(0, 256, size=(1, 4, 6, 6)).astype(np.uint8)
+    b = rng.integers(0, 256, size=(1, 4, 6, 6)).astype(np.uint8)
+    c = rng.integers(-3, 4, size=(1, 4, 6, 6)).astype(np.int8)
+    s1, sc = np.float32(0.1), np.float32(0.5)
+    s2 = np.float32(2 * s1)
+    f1 = np.float64(s1)
+    g = G()
+    outs, refs = [], []
+    da = lambda: g.dq("a", s1, np.array(128, np.uint8))
+    db = lambda: g.dq("b", s1, np.array(120, np.uint8))
+    outs.append(g.q(g.node("Add", [da(), db()]), s2, np.array(128, np.uint8)))
+    refs.append((q(dq(a, f1, 128) + dq(b, f1, 120), np.float64(s2), 128, np.uint8), np.uint8))
+    outs.append(g.q(g.node("Sub", [da(), db()]), s2, np.array(3, np.int8)))
+    refs.append((q(dq(a, f1, 128) - dq(b, f1, 120), np.float64(s2), 3, np.int8), np.int8))
+    outs.append(g.q(g.node("Mul", [da(), g.dq("c", sc, np.array(0, np.int8))]), s1, np.array(0, np.int8)))
+    refs.append((q(dq(a, f1, 128) * dq(c, np.float64(sc), 0), f1, 0, np.int8), np.int8))
+    outs.append(g.q(g.node("Relu", [da()]), s2, np.array(0, np.uint8)))
+    refs.append((q(np.maximum(dq(a, f1, 128), 0), np.float64(s2), 0, np.uint8), np.uint8))
+    outs.append(g.q(g.node("Concat", [da(), db()], axis=1), s2, np.array(128, np.uint8)))
+    refs.append((q(np.concatenate([dq(a, f1, 128), dq(b, f1, 120)], axis=1), np.float64(s2), 128, np.uint8),
+                 np.uint8))
+    graph = helper.make_graph(g.nodes, "ewise_ties",
+                              [helper.make_tensor_value_info(n, NP2ONNX[v.dtype.type], list(v.shape))
+                               for n, v in (("a", a), ("b", b), ("c", c))],
+                              [helper.make_tensor_value_info(o, NP2ONNX[dt], list(r.shape)) for o, (r, dt) in zip(outs, refs)],
+                              g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="ctosa-quant-gen")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    dd = os.path.join(OUT, "ewise_ties")
+    os.makedirs(dd, exist_ok=True)
+    onnx.save(m, os.path.join(dd, "model.onnx"))
+    for i, v in enumerate((a, b, c)):
+        np.save(os.path.join(dd, "input_%d.npy" % i), v)
+    for i, (r, _) in enumerate(refs):
+        np.save(os.path.join(dd, "ref_output_%d.npy" % i), r)
+    exact = (dq(a, 1, 128) + dq(b, 1, 120), dq(a, 1, 128) - dq(b, 1, 120), dq(a, 1, 128) * dq(c, 1, 0),
+             np.maximum(dq(a, 1, 128), 0), np.concatenate([dq(a, 1, 128), dq(b, 1, 120)], axis=1))
+    print("ewise_ties: exact ties per output", [int(np.sum(np.abs(v) % 2 == 1)) for v in exact])
+
+
+ewise_ties_model()
 print("wrote models to", OUT)
