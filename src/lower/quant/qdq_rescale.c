@@ -237,10 +237,14 @@ const char *qdq_rescale_x(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dty
  *   y0 = (w + 2^(F-1)) >> F              half up; fr = its fraction bits
  *   H  = half a float32 ulp of the tie y0 -/+ 1/2, in units of 2^-F
  *        (2^(q - 24 + F), q from CLZ of 2|tie|)
- *   fr in (0, H): just above the tie y0 - 1/2 -> an odd y0 becomes y0 - 1;
+ *   fr in [0, H): within H of the tie y0 - 1/2 -> an odd y0 becomes
+ *   y0 - 1 (fr = 0 means w was rounded onto the tie: v is within half a
+ *   unit of it, inside the snap zone whenever H >= 1: exact 20.4999996,
+ *   float32 20.5, ORT 20);
  *   fr in (2^F - H, 2^F): just below the tie y0 + 1/2 -> odd y0 -> y0 + 1;
- *   fr = 0: half up, except an exact tie of acc (tie_even), which goes to
- *   the even neighbour as ORT's rint sends it.
+ *   fr = 0 with H = 0 (ties below 16, whose half ulp is at most half a unit):
+ *   half up, except an exact tie of acc (tie_even), which goes to the even
+ *   neighbour as ORT's rint sends it.
  * Only QLinearConv / QGemm compute float32(acc * r) in one rounding;
  * QLinearAdd's float32 multiply-adds round intermediate values, so its
  * snaps are not those of the exact sum (an exact 122.5000017 gives 123
@@ -297,9 +301,6 @@ const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint3
         H[j] = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, h, qe_s(c, rank, 1), rank, sh);
     }
     const char *above = qe_cmp(c, CTOSA_OP_GREATER, H[0], fr, rank, sh);
-    const char *nz = qe_cmp(c, CTOSA_OP_GREATER, fr, qe_s(c, rank, 0), rank, sh);
-    if (!above || !nz) return NULL;
-    above = lw_binary(c, CTOSA_OP_LOGICAL_AND, above, nz, CTOSA_DTYPE_BOOL, rank, sh);
     const char *lim = qe_b(c, CTOSA_OP_SUB, qe_s(c, rank, (double)(1 << QE_F)), H[1], rank, sh);
     const char *below = qe_cmp(c, CTOSA_OP_GREATER, fr, lim, rank, sh);
     const char *y = qe_sel(c, above, qe_b(c, CTOSA_OP_SUB, y0, odd, rank, sh), y0, rank, sh);
