@@ -150,6 +150,29 @@ def pad_move(path, dt, mode, requant):
     return s1
 
 
+def shuffle_chain(path, dt, requant):
+    """x -> Q -> DQ -> Reshape -> Transpose -> Reshape -> Slice -> Q -> DQ:
+    a channel shuffle as torch exports it, in float between one
+    DequantizeLinear and one QuantizeLinear: the moves run on the integer
+    carrier and the QuantizeLinear requantises once (nothing when the
+    parameters agree)."""
+    g = G()
+    i16 = dt == TensorProto.INT16
+    s0, z0 = (0.0005, 0) if i16 else (0.03, 128 if dt == TensorProto.UINT8 else -3)
+    s1, z1 = (s0 * 1.37, 0) if i16 else (0.041, 120 if dt == TensorProto.UINT8 else 7)
+    if not requant:
+        s1, z1 = s0, z0
+    h = g.dq(g.q("x", s0, z0, dt), s0, z0, dt)
+    h = g.op("Reshape", [h, g.const(np.array([1, 2, 4, 5, 6], np.int64), "shape")])
+    h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
+    h = g.op("Reshape", [h, g.const(np.array([1, 8, 5, 6], np.int64), "shape")])
+    h = g.op("Slice", [h, g.const(np.array([2], np.int64), "st"), g.const(np.array([7], np.int64), "en"),
+                       g.const(np.array([1], np.int64), "ax")])
+    y = g.dq(g.q(h, s1, z1, dt), s1, z1, dt)
+    g.model([1, 8, 5, 6], y, [1, 5, 5, 6], path)
+    return s1
+
+
 def run(args):
     return subprocess.run(args, capture_output=True, text=True)
 
@@ -260,6 +283,11 @@ for dt, nm in ((TensorProto.UINT8, "u8"), (TensorProto.INT8, "i8"), (TensorProto
             ok &= case("pad_%s_%s%s" % (mode, nm, "_rq" if rq else ""),
                        lambda p, dt=dt, mode=mode, rq=rq: pad_move(p, dt, mode, rq), [base],
                        {base: ["QuantizeLinear", "DequantizeLinear"]}, {base: 1}, 1 if rq else 0)
+for dt, nm in ((TensorProto.UINT8, "u8"), (TensorProto.INT8, "i8"), (TensorProto.INT16, "i16")):
+    base = "TOSA-1.0+INT+int16" if dt == TensorProto.INT16 else "TOSA-1.0+INT"
+    for rq in (False, True):
+        ok &= case("shuffle_%s%s" % (nm, "_rq" if rq else ""), lambda p, dt=dt, rq=rq: shuffle_chain(p, dt, rq),
+                   [base], {base: ["QuantizeLinear", "DequantizeLinear"]}, {base: 1}, 1 if rq else 0)
 ok &= case("float_conv_dq_weight", float_conv_dq_weight, ["TOSA-1.0+INT+FP"], {"TOSA-1.0+INT+FP": []},
            {"TOSA-1.0+INT+FP": 1}, 1)
 sys.exit(0 if ok else 1)

@@ -19,7 +19,7 @@
 #include "lower/quant/qdq_island.h"
 
 const qdq_node *qdq_info(const lower_ctx *c) {
-    static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL};
+    static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL, NULL, 0, -1};
     if (!c->s->qdq || c->node_index >= c->s->qdq->count) return &none;
     return &c->s->qdq->n[c->node_index];
 }
@@ -288,6 +288,16 @@ lower_status qdq_lower_island_member(lower_ctx *c) {
     }
     return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: no runtime input in its quantized island",
                      n->op_type);
+}
+
+/* A data-movement operator inside a movement chain: its own lowering moves
+ * the integer carrier (exact for any dtype); the chain's QuantizeLinear
+ * requantises once from the DequantizeLinear's parameters. */
+lower_status qdq_lower_move(lower_ctx *c) {
+    const ctosa_onnx_node *n = lw_node(c);
+    const lower_entry *ent = lower_find(n->domain, n->op_type, lw_opset(c));
+    if (!ent) return lw_reject(c, LOWER_UNSUPPORTED_OP, NULL, "%s has no lowering", n->op_type);
+    return ent->fn(c);
 }
 
 lower_status qdq_lower_cast(lower_ctx *c) {
@@ -1045,7 +1055,20 @@ static lower_status move_finish(lower_ctx *c, const qx_in *a, const char *x, uin
 
 static lower_status head_clamp(lower_ctx *c) {
     qx_in a;
-    if (!qdq_in(c, 0, &a)) return LOWER_REJECT;
+    const qdq_node *qn = qdq_info(c);
+    if (qn->n_chain) {
+        /* the end of a movement chain: the moved integers, with the
+         * parameters of the chain's DequantizeLinear */
+        const lower_value *V = lw_in(c, 0);
+        if (!V) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "QuantizeLinear: input is not available");
+        lw_val *xv = lw_lookup(c->s, c->s->g->nodes[qn->chain_dq].inputs[0]);
+        if (!xv || xv->v.data)
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized data movement of a constant");
+        if (!qdq_dq_operand(c, (uint32_t)qn->chain_dq, lw_input(c, 0), V->rank, V->shape, &a))
+            return LOWER_REJECT;
+    } else if (!qdq_in(c, 0, &a)) {
+        return LOWER_REJECT;
+    }
     return move_finish(c, &a, a.x, a.rank, a.shape);
 }
 
@@ -1336,6 +1359,12 @@ static const qdq_head heads[] = {
 
 static bool default_domain(const ctosa_onnx_node *n) {
     return !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+bool qdq_moves_data(const ctosa_onnx_node *n) {
+    const qdq_head *h = qdq_head_of(n, QDQ_WANY);
+    return h && (h->fn == head_flatten || h->fn == head_reshape || h->fn == head_transpose ||
+                 h->fn == head_generic_move);
 }
 
 const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w) {

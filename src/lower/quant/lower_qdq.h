@@ -18,12 +18,17 @@
 
 enum qdq_role {
     QR_NONE = 0,
-    QR_DQ,    /* DequantizeLinear whose runtime output only feeds group heads: alias */
-    QR_HEAD,  /* the op of a group: computes in integers, writes the Q's output */
-    QR_ACT,   /* Relu / Clip between head and Q: fused into the head (alias) */
-    QR_Q,     /* QuantizeLinear ending a group: alias */
-    QR_ISLAND /* float operator inside a one-input island (qdq_island.h) before the head: alias */
+    QR_DQ,     /* DequantizeLinear whose runtime output only feeds group heads: alias */
+    QR_HEAD,   /* the op of a group: computes in integers, writes the Q's output */
+    QR_ACT,    /* Relu / Clip between head and Q: fused into the head (alias) */
+    QR_Q,      /* QuantizeLinear ending a group: alias */
+    QR_ISLAND, /* float operator inside a one-input island (qdq_island.h) before the head: alias */
+    QR_MOVE    /* data movement between the DequantizeLinear and the QuantizeLinear heading a
+                * movement chain: its own lowering on the integer carrier */
 };
+
+/* The longest movement chain a QuantizeLinear heads. */
+#define QDQ_CHAIN_MAX 8
 
 typedef struct qdq_node {
     uint8_t role;
@@ -32,6 +37,12 @@ typedef struct qdq_node {
     int32_t act;            /* QR_HEAD: the fused activation node, -1 none */
     int32_t q;              /* QR_HEAD: the QuantizeLinear */
     struct qdq_island *isl; /* QR_HEAD of a float island: its operators and DequantizeLinears */
+    /* QR_HEAD of a movement chain (a QuantizeLinear after two or more data-movement
+     * operators of one DequantizeLinear's output): the operators, in order, and the
+     * DequantizeLinear */
+    uint32_t *chain;
+    uint32_t n_chain;
+    int32_t chain_dq;
 } qdq_node;
 
 struct qdq_state {
@@ -45,6 +56,7 @@ lower_status qdq_lower_quantize(lower_ctx *c);
 lower_status qdq_lower_dequantize(lower_ctx *c);
 lower_status qdq_lower_alias(lower_ctx *c);
 lower_status qdq_lower_island_member(lower_ctx *c);
+lower_status qdq_lower_move(lower_ctx *c);
 lower_status qdq_lower_cast(lower_ctx *c);
 lower_status qdq_lower_head(lower_ctx *c);
 lower_status qdq_lower_u8_reject(lower_ctx *c);
@@ -211,6 +223,10 @@ typedef struct qdq_head {
  * one operator may split by attributes), else its first row, which rejects
  * n; NULL when n cannot head a group. */
 const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w);
+
+/* Whether n only moves data (its head row is one of the data-movement
+ * heads: Reshape, Transpose, Flatten, Squeeze, Slice, ...). */
+bool qdq_moves_data(const ctosa_onnx_node *n);
 
 /* Heads outside lower_qdq.c (rows of its table). */
 lower_status qdq_table16(lower_ctx *c); /* qdq_table.c: int16 TABLE activations */

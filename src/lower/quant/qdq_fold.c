@@ -67,7 +67,7 @@ ctosa_error *qdq_prepass(lower_session *s) {
         if (v && v->known && v->v.onnx_dtype == CTOSA_ONNX_UINT8 && !v->v.data) v->v.t = CTOSA_DTYPE_INT8;
     }
     for (uint32_t i = 0; i < nn; i++) {
-        q->n[i].act = q->n[i].q = q->n[i].head = -1;
+        q->n[i].act = q->n[i].q = q->n[i].head = q->n[i].chain_dq = -1;
         const ctosa_onnx_node *n = &s->g->nodes[i];
         uint32_t count = 0;
         if (is_op(n, "QuantizeLinear")) {
@@ -77,6 +77,27 @@ ctosa_error *qdq_prepass(lower_session *s) {
              * group, one RESCALE or nothing */
             int32_t p = n->n_inputs >= 1 ? producer_of(s, n->inputs[0]) : -1;
             if (p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear")) {
+                q->n[i].cand = true;
+                q->n[i].q = (int32_t)i;
+                continue;
+            }
+            /* or after a chain of data-movement operators of one
+             * DequantizeLinear's output (two or more: one forms the
+             * operator's own group below), each read only by the next */
+            uint32_t ch[QDQ_CHAIN_MAX], k = 0;
+            int32_t next = (int32_t)i;
+            while (p >= 0 && k < QDQ_CHAIN_MAX && qdq_moves_data(&s->g->nodes[p]) &&
+                   sole_consumer(s, (uint32_t)p) == next && s->g->nodes[p].n_inputs >= 1) {
+                ch[k++] = (uint32_t)p;
+                next = p;
+                p = producer_of(s, s->g->nodes[p].inputs[0]);
+            }
+            if (k >= 2 && p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear")) {
+                q->n[i].chain = arena_alloc(&s->a, k * sizeof *q->n[i].chain);
+                if (!q->n[i].chain) return ctosa_error_nomem();
+                for (uint32_t j = 0; j < k; j++) q->n[i].chain[j] = ch[k - 1 - j];
+                q->n[i].n_chain = k;
+                q->n[i].chain_dq = p;
                 q->n[i].cand = true;
                 q->n[i].q = (int32_t)i;
             }
@@ -125,12 +146,15 @@ ctosa_error *qdq_prepass(lower_session *s) {
     return NULL;
 }
 
-/* Whether node u is an operator of a candidate island other than its head. */
+/* Whether node u is an operator of a candidate island other than its
+ * head, or the first operator of a candidate movement chain. */
 static bool island_member(struct qdq_state *q, uint32_t u) {
-    for (uint32_t i = 0; i < q->count; i++)
-        if (q->n[i].cand && q->n[i].isl && q->n[i].isl->nodes[q->n[i].isl->n - 1].node != u &&
-            qdq_island_has(q->n[i].isl, u))
+    for (uint32_t i = 0; i < q->count; i++) {
+        if (!q->n[i].cand) continue;
+        if (q->n[i].isl && q->n[i].isl->nodes[q->n[i].isl->n - 1].node != u && qdq_island_has(q->n[i].isl, u))
             return true;
+        if (q->n[i].n_chain && q->n[i].chain[0] == u) return true;
+    }
     return false;
 }
 
@@ -155,6 +179,10 @@ static void resolve(lower_session *s) {
                 custom = lw_custom_find(s, isl->nodes[k].node) != NULL;
             for (uint32_t k = 0; !custom && k < isl->n_dq; k++)
                 custom = lw_custom_find(s, isl->dq[k]) != NULL;
+        } else if (q->n[i].n_chain) {
+            for (uint32_t k = 0; !custom && k < q->n[i].n_chain; k++)
+                custom = lw_custom_find(s, q->n[i].chain[k]) != NULL;
+            custom = custom || lw_custom_find(s, (uint32_t)q->n[i].chain_dq) != NULL;
         } else {
             head_inputs(n, &count);
             for (uint32_t k = 0; !custom && k < count; k++)
@@ -180,6 +208,11 @@ static void resolve(lower_session *s) {
                         ok = qdq_island_has(isl, dv->consumers[u]) || q->n[dv->consumers[u]].cand ||
                              island_member(q, dv->consumers[u]);
                 }
+            } else if (q->n[i].n_chain) {
+                lw_val *dv = lw_lookup(s, s->g->nodes[q->n[i].chain_dq].outputs[0]);
+                if (!dv || dv->graph_output) ok = false;
+                for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
+                    ok = q->n[dv->consumers[u]].cand || island_member(q, dv->consumers[u]);
             } else {
                 head_inputs(n, &count);
                 for (uint32_t k = 0; ok && k < count; k++) {
@@ -209,6 +242,12 @@ static void resolve(lower_session *s) {
                 q->n[isl->nodes[k].node].role = QR_ISLAND;
                 q->n[isl->nodes[k].node].head = (int32_t)i;
             }
+        } else if (q->n[i].n_chain) {
+            q->n[q->n[i].chain_dq].role = QR_DQ;
+            for (uint32_t k = 0; k < q->n[i].n_chain; k++) {
+                q->n[q->n[i].chain[k]].role = QR_MOVE;
+                q->n[q->n[i].chain[k]].head = (int32_t)i;
+            }
         } else {
             head_inputs(n, &count);
             for (uint32_t k = 0; k < count; k++) q->n[producer_of(s, n->inputs[k])].role = QR_DQ;
@@ -225,6 +264,7 @@ static void resolve(lower_session *s) {
 
 static const lower_entry e_alias = {"(alias)", 1, 0, qdq_lower_alias};
 static const lower_entry e_island = {"(island operator)", 1, 0, qdq_lower_island_member};
+static const lower_entry e_move = {"(quantized data movement)", 1, 0, qdq_lower_move};
 static const lower_entry e_cast = {"Cast", 1, 0, qdq_lower_cast};
 static const lower_entry e_head = {"(qdq head)", 1, 0, qdq_lower_head};
 static const lower_entry e_u8 = {"(uint8)", 1, 0, qdq_lower_u8_reject};
@@ -243,6 +283,7 @@ const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
     if (qn->role == QR_HEAD) return &e_head;
     if (qn->role == QR_ACT || qn->role == QR_Q) return &e_alias;
     if (qn->role == QR_ISLAND) return &e_island;
+    if (qn->role == QR_MOVE) return &e_move;
     for (size_t i = 0; i < sizeof quant_ops / sizeof *quant_ops; i++)
         if (is_op(n, quant_ops[i].op_type)) return &quant_ops[i];
     /* uint8 runtime values are INT8 bits: only quantization-aware
@@ -355,15 +396,18 @@ void qdq_post_decide(lower_session *s) {
             if (q->n[i].role != QR_HEAD) continue;
             /* members: head, fused activation, Q, island operators */
             const qdq_island *isl = q->n[i].isl;
-            int32_t mem[3 + QDQ_ISLAND_MAX] = {(int32_t)i, q->n[i].act, q->n[i].q};
+            int32_t mem[3 + QDQ_ISLAND_MAX + QDQ_CHAIN_MAX] = {(int32_t)i, q->n[i].act, q->n[i].q};
             uint32_t nm = 3;
             for (uint32_t k = 0; isl && k + 1 < isl->n; k++) mem[nm++] = (int32_t)isl->nodes[k].node;
+            for (uint32_t k = 0; k < q->n[i].n_chain; k++) mem[nm++] = (int32_t)q->n[i].chain[k];
             /* its DequantizeLinear inputs */
             int32_t dqs[QDQ_ISLAND_MAX + 8];
             uint32_t nd = 0;
             const ctosa_onnx_node *n = &s->g->nodes[i];
             if (isl) {
                 for (uint32_t k = 0; k < isl->n_dq; k++) dqs[nd++] = (int32_t)isl->dq[k];
+            } else if (q->n[i].n_chain) {
+                dqs[nd++] = q->n[i].chain_dq;
             } else {
                 for (uint32_t k = 0; k < n->n_inputs && nd < QDQ_ISLAND_MAX + 8; k++) {
                     int32_t p = producer_of(s, n->inputs[k]);
