@@ -239,10 +239,10 @@ static void test_edge_models(void) {
     edge_model("mean_ties", true);
     edge_model_spec("mean_ties", true, "TOSA-1.0+INT+int16+int4+u55");
     /* exact ties after Add / Sub (equal input scales), Mul, Relu and
-     * Concat: half to even; U55 (no comparison, SELECT or bitwise
-     * operator) keeps RESCALE's half up, one step at the ties */
+     * Concat: half to even; under U55 (no comparison, SELECT or bitwise
+     * operator) the tie test is shifts, INTDIV and MUL, exact too */
     edge_model("ewise_ties", true);
-    edge_model_spec("ewise_ties", false, "TOSA-1.0+INT+int16+int4+u55");
+    edge_model_spec("ewise_ties", true, "TOSA-1.0+INT+int16+int4+u55");
 }
 
 /* A group whose head cannot lower (a requantisation ratio of 2^30) goes to

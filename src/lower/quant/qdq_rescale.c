@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
 
 /* ----------------------------------------------------------- scale math */
@@ -153,6 +154,34 @@ static const char *tie_even(lower_ctx *c, const char *acc, const char *y, uint32
     int64_t bs[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < rank; i++) bs[i] = 1;
     bs[rank - 1] = nc;
+    if (lw_spec(c)->u55) {
+        /* no bitwise, comparison or SELECT operator: the low s bits are
+         * lo = acc - ((acc >> s) << s), a tie is t = INTDIV(half - |lo -
+         * half|, half) = 1 (0 otherwise), odd = y - ((y >> 1) << 1);
+         * channels with s = 31 (lo would leave int32) keep half up */
+        double *shv = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
+        if (!shv) return NULL;
+        for (int64_t k = 0; k < nc; k++) {
+            shv[k] = mask[k] > 0 ? log2(mask[k] + 1.0) : 0;
+            if (shv[k] > 30) {
+                shv[k] = 0;
+                half[k] = 1;
+            }
+        }
+        const char *S = lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, shv);
+        const char *Hc = lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, half);
+        const char *hi = qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, acc, S, rank, sh);
+        const char *lo =
+            qe_b(c, CTOSA_OP_SUB, acc, qe_b(c, CTOSA_OP_LOGICAL_LEFT_SHIFT, hi, S, rank, sh), rank, sh);
+        const char *d = qe_b(c, CTOSA_OP_SUB, lo, Hc, rank, sh);
+        d = d ? lw_unary(c, CTOSA_OP_ABS, d, CTOSA_DTYPE_INT32, rank, sh, NULL) : NULL;
+        const char *t = qe_b(c, CTOSA_OP_INTDIV, qe_b(c, CTOSA_OP_SUB, Hc, d, rank, sh), Hc, rank, sh);
+        const char *one = qe_s(c, rank, 1);
+        const char *y2 = qe_b(c, CTOSA_OP_LOGICAL_LEFT_SHIFT,
+                              qe_b(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, y, one, rank, sh), one, rank, sh);
+        const char *odd = qe_b(c, CTOSA_OP_SUB, y, y2, rank, sh);
+        return qe_b(c, CTOSA_OP_SUB, y, lw_mul(c, t, odd, CTOSA_DTYPE_INT32, rank, sh), rank, sh);
+    }
     const char *lo =
         qe_b(c, CTOSA_OP_BITWISE_AND, acc, lw_const_from_f64(c, CTOSA_DTYPE_INT32, rank, bs, mask), rank, sh);
     const char *tie =
@@ -164,15 +193,15 @@ static const char *tie_even(lower_ctx *c, const char *acc, const char *y, uint32
 /* RESCALE of an integer accumulator (|acc| <= acc_max) by nc ratios to
  * `to` with output zero point ozp, rounding as QuantizeLinear does: a
  * value exactly half way between two integers goes to the even one where
- * such a tie can occur (tie_masks) and the spec allows the int32
- * comparison and bitwise operators (not under U55, and not for int48
- * accumulators, which have neither); elsewhere one RESCALE, half up. */
+ * such a tie can occur (tie_masks), with bitwise and comparison operators
+ * or, under U55, shifts and INTDIV (tie_even); int48 accumulators (no
+ * int48 operators for that) and ties-free ratios: one RESCALE, half up. */
 const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                             const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp, double acc_max) {
     double *mask = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     double *half = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     if (!mask || !half) return NULL;
-    if (ti != CTOSA_DTYPE_INT32 || lw_spec(c)->u55 || !tie_masks(nc, ratio, acc_max, mask, half))
+    if (ti != CTOSA_DTYPE_INT32 || !tie_masks(nc, ratio, acc_max, mask, half))
         return qdq_rescale_n(c, acc, ti, to, rank, sh, nc, ratio, 0, ozp, false, false);
     const char *y = qdq_rescale_n(c, acc, ti, CTOSA_DTYPE_INT32, rank, sh, nc, ratio, 0, 0, false, false);
     y = tie_even(c, acc, y, rank, sh, nc, ratio, acc_max);
@@ -211,13 +240,12 @@ const char *qdq_rescale_ewise(lower_ctx *c, const char *z, ctosa_dtype to, uint3
  * movement heads. (x - izp)·ratio is the exact QDQ value; where it can lie
  * half way between two integers (a ratio with few significant bits, such
  * as 1/2) the tie goes to even as QuantizeLinear sends it: x is widened to
- * int32 (exact) and requantised by qdq_rescale_acc. Otherwise (and under
- * U55) one RESCALE, the same graph as without ties. */
+ * int32 (exact) and requantised by qdq_rescale_acc. Otherwise one
+ * RESCALE, the same graph as without ties. */
 const char *qdq_rescale_x(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                           const int64_t *shape, double ratio, int64_t izp, int64_t ozp) {
     double mask, half, xmax = qdq_operand_bound(ti, izp);
-    if ((ti != CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT16) || lw_spec(c)->u55 ||
-        !tie_masks(1, &ratio, xmax, &mask, &half))
+    if ((ti != CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT16) || !tie_masks(1, &ratio, xmax, &mask, &half))
         return qdq_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, false, false);
     const char *w = qdq_rescale(c, x, ti, CTOSA_DTYPE_INT32, rank, shape, 1.0, izp, 0, false, false);
     return qdq_rescale_acc(c, w, CTOSA_DTYPE_INT32, to, rank, shape, 1, &ratio, ozp, xmax);
