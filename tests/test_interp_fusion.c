@@ -8,10 +8,15 @@
  *    with the weights fed as a graph input (never cached): fp32 and int8
  *    convolutions, int16 convolution, fp32 and int8 MATMUL;
  *  - an invalid CLAMP (min > max) is not fused and still fails;
+ *  - a RESCALE fused into the int8 CONV2D before it (applied as the int8
+ *    engine stores its tiles) gives the bytes of the unfused pair and of
+ *    the plain loops, on every dot-product instruction set the CPU has,
+ *    and a REQUIRE it breaks fails with the RESCALE's own message;
  *  - results do not depend on the thread count (the spinning pool). */
 #include <math.h>
 
 #include "harness.h"
+#include "interp/kernels_gemm.h"
 
 typedef struct gb {
     ctosa_graph *g;
@@ -368,6 +373,142 @@ static void test_reference_option(void) {
     CHECK_MSG(far == 0, "%d fp32 outputs differ beyond rounding", far);
 }
 
+/* ------------------------------------------------- fused RESCALE */
+
+typedef struct rq_case {
+    int32_t H, W, IC, OC, k, stride;
+    int8_t izp, ozp;
+    bool per_channel, dbl;
+    int shift_lo; /* smallest shift drawn (small shifts break the REQUIRE) */
+} rq_case;
+
+static uint32_t rq_rng;
+static int32_t rq_rand(int32_t lo, int32_t hi) {
+    rq_rng = rq_rng * 1103515245u + 12345u;
+    return lo + (int32_t)((rq_rng >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+/* x int8 [1,H,W,IC] -> CONV2D k x k (int32) -> RESCALE -> int8 y. expose:
+ * the int32 tensor is a graph output too (no fusion). out gets y's bytes;
+ * msg the error message, if any. */
+static ctosa_error *run_rq(const rq_case *c, bool expose, int threads, int runs, int8_t *out) {
+    static int8_t x[16 * 16 * 40], w[40 * 3 * 3 * 40];
+    static int32_t bias[40], mult[40];
+    static int8_t shift[40];
+    int32_t H = c->H, W = c->W, IC = c->IC, OC = c->OC, k = c->k, s = c->stride, pd = k / 2;
+    int32_t OH = (H + 2 * pd - k) / s + 1, OW = (W + 2 * pd - k) / s + 1;
+    rq_rng = (uint32_t)(H * 131 + W * 17 + IC * 7 + OC);
+    for (int32_t i = 0; i < H * W * IC; i++) x[i] = (int8_t)rq_rand(-128, 127);
+    for (int32_t i = 0; i < OC * k * k * IC; i++) w[i] = (int8_t)rq_rand(-128, 127);
+    int32_t nc = c->per_channel ? OC : 1;
+    for (int32_t i = 0; i < OC; i++) bias[i] = rq_rand(-30000, 30000);
+    for (int32_t i = 0; i < nc; i++) {
+        mult[i] = rq_rand(1 << 30, 0x7fffffff);
+        shift[i] = (int8_t)rq_rand(c->shift_lo, 40);
+    }
+    gb q;
+    gstart(&q);
+    int32_t xs[4] = {1, H, W, IC}, ws[4] = {OC, k, k, IC}, bs[1] = {OC}, one[1] = {1}, ncs[1] = {nc};
+    int32_t ys[4] = {1, OH, OW, OC};
+    int32_t pad[4] = {pd, pd, pd, pd}, st[2] = {s, s}, dil[2] = {1, 1};
+    int8_t wzp = 0;
+    int32_t zero32 = 0;
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", CTOSA_DTYPE_INT8, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
+    const char *wt = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, w, (size_t)(OC * k * k * IC), false);
+    const char *bt = gconst(&q, CTOSA_DTYPE_INT32, 1, bs, bias, (size_t)OC * 4, false);
+    const char *zi = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->izp, 1, false);
+    const char *zw = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &wzp, 1, false);
+    const char *acc = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys);
+    ctosa_attr a = conv_attr(pad, st, dil, CTOSA_DTYPE_INT32);
+    const char *in[5] = {"x", wt, bt, zi, zw};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CONV2D, 5, in, 1, &acc, &a, NULL);
+    const char *mt = gconst(&q, CTOSA_DTYPE_INT32, 1, ncs, mult, (size_t)nc * 4, false);
+    const char *sht = gconst(&q, CTOSA_DTYPE_INT8, 1, ncs, shift, (size_t)nc, false);
+    const char *z32 = gconst(&q, CTOSA_DTYPE_INT32, 1, one, &zero32, 4, false);
+    const char *zo = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->ozp, 1, false);
+    const char *y = gtensor(&q, CTOSA_DTYPE_INT8, 4, ys);
+    ctosa_attr r = {0};
+    r.scale32 = true;
+    r.rounding_mode = c->dbl ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE;
+    r.per_channel = c->per_channel;
+    const char *rin[5] = {acc, mt, sht, z32, zo};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, rin, 1, &y, &r, NULL);
+    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
+    if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, acc);
+    ctosa_interp *it = NULL;
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    opt.threads = threads;
+    opt.reference = use_reference;
+    ctosa_error *e = q.e;
+    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
+    int64_t xs64[4] = {1, H, W, IC};
+    if (!e) e = ctosa_interp_set_input(it, "x", CTOSA_DTYPE_INT8, 4, xs64, x, (size_t)(H * W * IC));
+    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (!e) e = ctosa_interp_get_output(it, y, &t);
+    if (!e) memcpy(out, t.data, (size_t)t.size);
+    ctosa_interp_free(it);
+    ctosa_graph_free(q.g);
+    return e;
+}
+
+static void test_rescale_fusion(void) {
+    static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
+    static int8_t ref[16 * 16 * 40], got[16 * 16 * 40];
+    int compared = 0, failed_alike = 0;
+    for (int i = 0; i < 48; i++) {
+        rq_rng = (uint32_t)i * 2654435761u + 1;
+        static const int32_t ics[] = {3, 8, 16, 20}, ocs[] = {5, 16, 24, 40};
+        rq_case c = {.H = rq_rand(3, 16),
+                     .W = rq_rand(3, 16),
+                     .IC = ics[rq_rand(0, 3)],
+                     .OC = ocs[rq_rand(0, 3)],
+                     .k = rq_rand(0, 1) ? 3 : 1,
+                     .stride = rq_rand(1, 2),
+                     .izp = (int8_t)rq_rand(-128, 127),
+                     .per_channel = rq_rand(0, 3) > 0,
+                     .dbl = rq_rand(0, 1),
+                     .shift_lo = i % 8 == 7 ? 8 : 33};
+        c.ozp = (int8_t)rq_rand(-128, 127);
+        if (c.stride == 2) c.H |= 1, c.W |= 1; /* (size - 1) divisible by the stride */
+        size_t n = (size_t)((c.H + 2 * (c.k / 2) - c.k) / c.stride + 1) *
+                   (size_t)((c.W + 2 * (c.k / 2) - c.k) / c.stride + 1) * (size_t)c.OC;
+        /* the unfused pair on the plain loops */
+        use_reference = true;
+        ctosa_error *er = run_rq(&c, true, 1, 1, ref);
+        use_reference = false;
+        for (int l = 0; l < 3; l++) {
+            kg_q8_limit(levels[l]);
+            if (kg_q8_isa() != levels[l]) continue;
+            for (int v = 0; v < 3; v++) {
+                memset(got, 0x5a, sizeof got);
+                bool expose = v == 0;
+                ctosa_error *eg = run_rq(&c, expose, v == 2 ? 2 : 1, v == 2 ? 2 : 1, got);
+                CHECK_MSG((er == NULL) == (eg == NULL), "case %d isa %d variant %d: reference %s, fast %s", i,
+                          levels[l], v, er ? ctosa_error_message(er) : "ok",
+                          eg ? ctosa_error_message(eg) : "ok");
+                if (er && eg) {
+                    CHECK_MSG(strcmp(ctosa_error_message(er), ctosa_error_message(eg)) == 0,
+                              "case %d: '%s' vs '%s'", i, ctosa_error_message(er), ctosa_error_message(eg));
+                    failed_alike++;
+                } else if (!er && !eg) {
+                    CHECK_MSG(memcmp(ref, got, n) == 0, "case %d isa %d variant %d: outputs differ", i,
+                              levels[l], v);
+                    compared++;
+                }
+                ctosa_error_free(eg);
+            }
+        }
+        ctosa_error_free(er);
+    }
+    kg_q8_limit(-1);
+    printf("fused RESCALE: %d runs compared, %d failed alike\n", compared, failed_alike);
+    CHECK(compared >= 48 * 3 * 3 / 2);
+    CHECK(failed_alike > 0);
+}
+
 int main(void) {
     fill();
     RUN(test_clamp_fusion_bits);
@@ -376,5 +517,6 @@ int main(void) {
     RUN(test_cached_matmul);
     RUN(test_cached_matmul_int8);
     RUN(test_reference_option);
+    RUN(test_rescale_fusion);
     return th_finish();
 }

@@ -339,8 +339,8 @@ static ctosa_error *place_activations(ctosa_interp *it, rplan *p) {
         n_live = k;
         pop *po = &p->ops[i];
         if (po->skip) continue;
-        for (uint32_t o = 0; o < po->n_out; o++) {
-            slot *s = (slot *)((char *)po->out[o] - offsetof(slot, t));
+        for (uint32_t o = 0; o < po->n_out + po->has_rescale; o++) {
+            slot *s = (slot *)((char *)(o < po->n_out ? po->out[o] : po->rescale.out) - offsetof(slot, t));
             if (s->kind != SLOT_ACT || s->def != (int64_t)i) continue;
             uint64_t size = (s->bytes + ACT_ALIGN - 1) & ~(uint64_t)(ACT_ALIGN - 1);
             if (size < s->bytes) {
@@ -456,6 +456,45 @@ static void fuse_clamps(rplan *p) {
         mid->t.data = NULL;
         pc->skip = true;
         pc->fused = true;
+    }
+}
+
+/* Plan-time offer of a RESCALE to the int8 CONV2D producing its input
+ * (interp_fused_rescale): the convolution's int32 output is a local
+ * activation read by nothing else, and the RESCALE's other operands are
+ * constants. The RESCALE's output is then defined at the convolution (its
+ * memory is placed there, so it cannot share bytes with the convolution's
+ * inputs); the convolution's own output keeps its memory for the runs
+ * where the kernel declines. Not in blocks with control flow. */
+static void fuse_rescales(rplan *p) {
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const ctosa_op *op = p->ops[i].op;
+        if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP) return;
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        pop *pr = &p->ops[i];
+        if (pr->skip || pr->op->kind != CTOSA_OP_RESCALE || pr->n_in != 5 || pr->n_out != 1) continue;
+        slot *mid = slot_of(pr->in[0]), *dst = slot_of(pr->out[0]);
+        bool local = mid >= p->slots && mid < p->slots + p->n_slots;
+        if (!local || mid->kind != SLOT_ACT || mid->is_output || mid->last != (int64_t)i || mid->def < 0 ||
+            mid->def >= (int64_t)i || dst->kind != SLOT_ACT || dst->def != (int64_t)i ||
+            mid->t.dtype != CTOSA_DTYPE_INT32 || dst->t.dtype != CTOSA_DTYPE_INT8)
+            continue;
+        bool consts = true;
+        for (uint32_t k = 1; k < 5; k++) consts &= slot_of(pr->in[k])->kind == SLOT_CONST;
+        if (!consts) continue;
+        pop *pv = &p->ops[mid->def];
+        if (pv->skip || pv->has_rescale || pv->n_out != 1 || pv->out[0] != &mid->t ||
+            pv->op->kind != CTOSA_OP_CONV2D || pv->n_in < 1 || pv->in[0]->dtype != CTOSA_DTYPE_INT8)
+            continue;
+        uint32_t readers = 0;
+        for (uint32_t j = 0; j < p->n_ops; j++)
+            for (uint32_t k = 0; k < p->ops[j].n_in; k++) readers += p->ops[j].in[k] == &mid->t;
+        if (readers != 1) continue;
+        pv->has_rescale = true;
+        pv->rescale = (interp_fused_rescale){.op = pr->op, .where = pr->where, .in = pr->in, .out = &dst->t};
+        pr->rescale_by = mid->def;
+        dst->def = mid->def;
     }
 }
 
@@ -651,6 +690,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
         const ctosa_op *op = b->ops[i];
         pop *po = &p->ops[i];
         po->op = op;
+        po->rescale_by = -1;
         const char *oname = ctosa_op_name(op->kind);
         po->where = arena_printf(A, "op #%u %s '%s'", i, oname ? oname : "UNKNOWN",
                                  op->n_outputs ? op->outputs[0] : "");
@@ -754,6 +794,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
         p->out_t[i] = &s->t;
     }
     fuse_clamps(p);
+    fuse_rescales(p);
     /* Memory: constants that are used, inputs, activations. */
     for (uint32_t i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];
@@ -806,6 +847,9 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
     for (uint32_t i = 0; i < p->n_ops && !e; i++) {
         pop *po = &p->ops[i];
         if (po->skip) continue;
+        /* a RESCALE its convolution has applied */
+        if (po->rescale_by >= 0 && p->ops[po->rescale_by].rescale.done) continue;
+        po->rescale.done = false;
         interp_op o = {.ctx = &it->ctx,
                        .op = po->op,
                        .index = i,
@@ -816,6 +860,7 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                        .n_out = po->n_out,
                        .cache = &po->cache.p,
                        .post = po->has_post ? &po->post : NULL,
+                       .rescale = po->has_rescale ? &po->rescale : NULL,
                        .reference = it->opt.reference};
         if ((e = interp_check_arity(&o))) break;
         /* Fresh outputs of kernels that may leave positions unwritten are

@@ -44,6 +44,21 @@ size_t interp_elem_size(ctosa_dtype t);
 
 typedef struct interp_ctx interp_ctx; /* defined by the runtime */
 
+/* A RESCALE the runtime offers to the CONV2D producing its input
+ * (interp_op.rescale): an int8 CONV2D with int32 output read by nothing but
+ * one RESCALE with constant multiplier, shift and zero points. The
+ * convolution may store RESCALE(value) into out itself, bit for bit as
+ * interp_k_RESCALE would, and then sets done (the RESCALE does not run);
+ * otherwise it stores its own output and the RESCALE runs as usual (and
+ * reports whatever fails). Its own output's memory stays reserved. */
+typedef struct interp_fused_rescale {
+    const ctosa_op *op; /* the RESCALE */
+    const char *where;  /* its place, for messages */
+    itensor *const *in; /* its five inputs; in[0] is the convolution's output */
+    itensor *out;       /* its output */
+    bool done;
+} interp_fused_rescale;
+
 /* What a kernel is told about the operator it runs. */
 typedef struct interp_op {
     interp_ctx *ctx;
@@ -62,6 +77,8 @@ typedef struct interp_op {
      * must store clamp(value) wherever it would store value, exactly as
      * interp_k_CLAMP computes it (interp_post_f). */
     const struct interp_post *post;
+    /* A fused RESCALE (see interp_fused_rescale), or NULL. */
+    interp_fused_rescale *rescale;
     /* Run the plain reference loops instead of the fast paths (kernels that
      * have both: convolutions, MATMUL, SIGMOID, RESCALE, SELECT):
      * ctosa_interp_options.reference. The differential kernel tests set it

@@ -55,6 +55,11 @@ typedef struct pop {
     bool fused;      /* a CLAMP folded into the producing convolution */
     bool has_post;   /* post holds a fused CLAMP */
     interp_post post;
+    /* A RESCALE offered to this convolution (has_rescale; fuse_rescales),
+     * and on the RESCALE's side the index of that convolution (or -1). */
+    bool has_rescale;
+    interp_fused_rescale rescale;
+    int64_t rescale_by;
     op_cache cache;
     uint64_t prof_runs; /* options.profile: runs and total seconds */
     double prof_s;

@@ -619,12 +619,17 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
         e = interp_conv_nomem(o);
         goto out;
     }
-    int64_t amax = kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8);
     int64_t bmax = 0;
     bool b1 = c->bias->count == 1;
     const int32_t *bias = c->bias->data;
     for (int64_t j = 0; j < (b1 ? 1 : OC); j++) bmax = llabs(bias[j]) > bmax ? llabs(bias[j]) : bmax;
-    if ((double)K * (double)amax * (double)wmax + (double)bmax > 2147483647.0) goto out;
+    /* the input's values are scanned only when the zero point's worst case
+     * (|x - izp| <= max(127 - izp, izp + 128)) could pass int32 */
+    int64_t aworst = 127 - c->izp > c->izp + 128 ? 127 - c->izp : c->izp + 128;
+    bool scan = (double)K * (double)aworst * (double)wmax + (double)bmax > 2147483647.0;
+    int64_t amax =
+        kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8, scan);
+    if (scan && (double)K * (double)amax * (double)wmax + (double)bmax > 2147483647.0) goto out;
     memset(zero, (int)(uint8_t)(c->izp + 128), (size_t)IC4 + 64);
     /* ibias = bias - (128 + izp) * colsum, in wrapping int32 */
     for (int64_t j = 0; j < OC; j++)
@@ -642,6 +647,25 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
                   .out = c->out->data,
                   .ldo = OC,
                   .ibias = ib};
+    /* a fused RESCALE: the tiles are requantised as they are stored; if a
+     * value breaks its REQUIRE the int32 output is computed after all and
+     * the RESCALE runs (and reports it) */
+    kg_requant rq;
+    if (o->rescale && interp_rescale_requant(o->rescale, OC, &rq)) {
+        job.rq = &rq;
+        bool ran = kg_run_q8(o->ctx, &job);
+        free((void *)rq.blk);
+        if (!ran) {
+            e = interp_conv_nomem(o);
+            goto out;
+        }
+        if (!rq.bad) {
+            o->rescale->done = true;
+            *done = true;
+            goto out;
+        }
+        job.rq = NULL;
+    }
     if (!kg_run_q8(o->ctx, &job)) e = interp_conv_nomem(o);
     else *done = true;
 out:

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "interp/int_math.h"
+#include "interp/kernels_gemm.h"
 #include "util/floatfmt.h"
 
 /* ------------------------------------------------------------------ CAST */
@@ -268,21 +269,11 @@ static bool rs_has_vbmi(void) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* scale32 RESCALE of 8-, 16- and 32-bit inputs, 16 lanes per step (rows of
- * a multiple of 16 channels, or one scale replicated): VPMULDQ gives the
- * exact 64-bit products of the even and the odd lanes, VPSRAVQ the
- * per-lane shifts. The arithmetic is rs_loop's; of its range checks only
- * the value REQUIRE can fail here: with |value| < 2^(shift-1) (shift <=
- * 32) or |value| < 2^31 (larger shifts) and multipliers below 2^31, the
- * scaled value stays within +-(2^30 + 1) and the output zero point (at most
- * 65535) cannot push it out of int32. */
-typedef struct rs_blk {
-    int32_t mult[16], vlo[16], vhi[16];
-    int64_t base_e[8], base_o[8], dbl_e[8], dbl_o[8], sh_e[8], sh_o[8];
-} rs_blk;
-
+ * a multiple of 16 channels, or one scale replicated), with the int8
+ * engine's requantisation step kg_rq16 (kernels_gemm.h). */
 typedef struct rs_v16 {
     rs_job *j;
-    const rs_blk *blk;
+    const kg_rq_blk *blk;
 } rs_v16;
 
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void rs_rows16(void *arg, size_t b,
@@ -298,7 +289,6 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void rs_row
     for (size_t row = b; row < e; row++)
         for (size_t k = 0; k < nb; k++) {
             size_t i = row * (size_t)j->nc + k * 16;
-            const rs_blk *p = w->blk + k;
             __m512i v;
             if (j->ti == CTOSA_DTYPE_INT8) {
                 __m128i x = _mm_loadu_si128((const __m128i *)(in + i));
@@ -309,23 +299,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void rs_row
             } else {
                 v = _mm512_loadu_si512(in + 4 * i);
             }
-            v = _mm512_sub_epi32(v, izp);
-            bad |= _mm512_cmplt_epi32_mask(v, _mm512_loadu_si512(p->vlo)) |
-                   _mm512_cmpgt_epi32_mask(v, _mm512_loadu_si512(p->vhi));
-            __m512i m = _mm512_loadu_si512(p->mult);
-            __m512i pe = _mm512_mul_epi32(v, m);
-            __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32));
-            /* the DOUBLE_ROUND term takes the value's sign: (d ^ s) - s */
-            __m512i se = _mm512_srai_epi64(_mm512_slli_epi64(v, 32), 63), so = _mm512_srai_epi64(v, 63);
-            __m512i de = _mm512_loadu_si512(p->dbl_e), dd = _mm512_loadu_si512(p->dbl_o);
-            __m512i re = _mm512_add_epi64(_mm512_loadu_si512(p->base_e),
-                                          _mm512_sub_epi64(_mm512_xor_si512(de, se), se));
-            __m512i ro = _mm512_add_epi64(_mm512_loadu_si512(p->base_o),
-                                          _mm512_sub_epi64(_mm512_xor_si512(dd, so), so));
-            __m512i qe = _mm512_srav_epi64(_mm512_add_epi64(pe, re), _mm512_loadu_si512(p->sh_e));
-            __m512i qo = _mm512_srav_epi64(_mm512_add_epi64(po, ro), _mm512_loadu_si512(p->sh_o));
-            __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
-            r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
+            __m512i r = kg_rq16(_mm512_sub_epi32(v, izp), w->blk + k, ozp, lo, hi, &bad);
             if (j->to == CTOSA_DTYPE_INT8) _mm_storeu_si128((__m128i *)(out + i), _mm512_cvtepi32_epi8(r));
             else if (j->to == CTOSA_DTYPE_INT16)
                 _mm256_storeu_si256((__m256i *)(out + 2 * i), _mm512_cvtepi32_epi16(r));
@@ -342,20 +316,12 @@ static bool rs_try16(const interp_op *o, rs_job *j, size_t rows) {
         (j->ti != CTOSA_DTYPE_INT8 && j->ti != CTOSA_DTYPE_INT16 && j->ti != CTOSA_DTYPE_INT32))
         return false;
     size_t nb = (size_t)j->nc / 16;
-    rs_blk *blk = aligned_alloc(64, nb * sizeof *blk);
+    kg_rq_blk *blk = aligned_alloc(64, nb * sizeof *blk);
     if (!blk) return false;
     for (size_t k = 0; k < nb; k++)
         for (int l = 0; l < 16; l++) {
             size_t c = k * 16 + (size_t)l;
-            int64_t s = j->shift64[c];
-            blk[k].mult[l] = (int32_t)j->mult[c];
-            blk[k].vlo[l] = s <= 31 ? (int32_t) - (INT64_C(1) << (s - 1)) : INT32_MIN;
-            blk[k].vhi[l] = s <= 31 ? (int32_t)((INT64_C(1) << (s - 1)) - 1) : INT32_MAX;
-            int64_t *base = l % 2 ? blk[k].base_o : blk[k].base_e, *dbl = l % 2 ? blk[k].dbl_o : blk[k].dbl_e;
-            int64_t *sh = l % 2 ? blk[k].sh_o : blk[k].sh_e;
-            base[l / 2] = INT64_C(1) << (s - 1);
-            dbl[l / 2] = j->dbl[c];
-            sh[l / 2] = s;
+            kg_rq_lane(blk + k, l, j->mult[c], (int)j->shift64[c], j->dbl[c]);
         }
     rs_v16 w = {j, blk};
     if (o->ctx && (double)rows * (double)j->nc >= IM_PAR_MIN_ELEMS)
@@ -423,7 +389,11 @@ static bool rs_table(const interp_op *o, rs_job *j, uint64_t count) {
     return true;
 }
 
-ctosa_error *interp_k_RESCALE(const interp_op *o) {
+/* The RESCALE's checks (every ERROR_IF / REQUIRE that does not depend on
+ * the values) and its job: per-lane constants in malloc'd arrays (free
+ * them with rs_free, also on failure). */
+static ctosa_error *rs_setup(const interp_op *o, rs_job *jp) {
+    memset(jp, 0, sizeof *jp);
     ctosa_error *e = im_need_io(o, 5, 1);
     if (e) return e;
     const ctosa_attr *a = &o->op->attr;
@@ -491,42 +461,61 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
     } else {
         im_range_s(to, &lo, &hi);
     }
-    rs_job j = {.in = in->data,
-                .out = out->data,
-                .ti = ti,
-                .to = to,
-                .nc = nc,
-                .izp = izp,
-                .ozp = ozp,
-                .lo = lo,
-                .hi = hi,
-                .iu = iu,
-                .scale32 = a->scale32};
+    *jp = (rs_job){.in = in->data,
+                   .out = out->data,
+                   .ti = ti,
+                   .to = to,
+                   .nc = nc,
+                   .izp = izp,
+                   .ozp = ozp,
+                   .lo = lo,
+                   .hi = hi,
+                   .iu = iu,
+                   .scale32 = a->scale32};
     /* per-channel constants: multiplier, shift and the rounding term (the
      * DOUBLE_ROUND bias is added per element, it depends on the sign) */
     /* one scale for the tensor: replicate it over 16 or 8 lanes so a vector
      * loop applies (rows of 16 or 8 elements) */
     uint64_t lanes = nc == 1 && in->count % 16 == 0 ? 16 : nc == 1 && in->count % 8 == 0 ? 8 : nc;
-    j.nc = lanes;
-    j.mult = malloc((size_t)lanes * sizeof(int64_t));
-    j.shift = malloc((size_t)lanes * sizeof(int32_t));
-    j.shift64 = malloc((size_t)lanes * sizeof(int64_t));
-    j.lim = malloc((size_t)lanes * sizeof(int64_t));
-    j.dbl = malloc((size_t)lanes * sizeof(int64_t));
-    if (!j.mult || !j.shift || !j.shift64 || !j.lim || !j.dbl) {
-        e = interp_fail(o, "out of memory");
-        goto done;
-    }
+    jp->nc = lanes;
+    jp->mult = malloc((size_t)lanes * sizeof(int64_t));
+    jp->shift = malloc((size_t)lanes * sizeof(int32_t));
+    jp->shift64 = malloc((size_t)lanes * sizeof(int64_t));
+    jp->lim = malloc((size_t)lanes * sizeof(int64_t));
+    jp->dbl = malloc((size_t)lanes * sizeof(int64_t));
+    if (!jp->mult || !jp->shift || !jp->shift64 || !jp->lim || !jp->dbl)
+        return interp_fail(o, "out of memory");
     for (uint64_t k = 0; k < lanes; k++) {
         uint64_t c = nc == 1 ? 0 : k;
         int sft = ((const int8_t *)sh->data)[c];
-        j.mult[k] = im_load_i(mt, mul->data, c);
-        j.shift[k] = sft;
-        j.shift64[k] = sft;
+        jp->mult[k] = im_load_i(mt, mul->data, c);
+        jp->shift[k] = sft;
+        jp->shift64[k] = sft;
         /* apply_scale_32's REQUIRE: |value| < 2^(shift-1) when that bounds */
-        j.lim[k] = a->scale32 && sft <= 32 ? INT64_C(1) << (sft - 1) : INT64_C(1) << 62;
-        j.dbl[k] = a->rounding_mode == CTOSA_ROUND_DOUBLE && sft > 31 ? INT64_C(1) << 30 : 0;
+        jp->lim[k] = a->scale32 && sft <= 32 ? INT64_C(1) << (sft - 1) : INT64_C(1) << 62;
+        jp->dbl[k] = a->rounding_mode == CTOSA_ROUND_DOUBLE && sft > 31 ? INT64_C(1) << 30 : 0;
     }
+    return NULL;
+}
+
+static void rs_free(rs_job *j) {
+    free(j->mult);
+    free(j->shift);
+    free(j->shift64);
+    free(j->lim);
+    free(j->dbl);
+}
+
+ctosa_error *interp_k_RESCALE(const interp_op *o) {
+    rs_job j;
+    ctosa_error *e = rs_setup(o, &j);
+    if (e) {
+        rs_free(&j);
+        return e;
+    }
+    const itensor *in = o->in[0];
+    uint64_t lanes = j.nc, nc = o->op->attr.per_channel ? lanes : 1;
+    ctosa_dtype ti = in->dtype;
     size_t rows = lanes ? (size_t)(in->count / lanes) : 0;
     if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 && in->count >= 1024 && rs_table(o, &j, in->count))
         goto done;
@@ -540,10 +529,39 @@ checked:
 #endif
     if (j.failed) e = interp_fail(o, "scaled value out of range (REQUIRE failed)");
 done:
-    free(j.mult);
-    free(j.shift);
-    free(j.shift64);
-    free(j.lim);
-    free(j.dbl);
+    rs_free(&j);
     return e;
+}
+
+bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requant *rq) {
+    itensor *outs[1] = {fr->out};
+    interp_op ro = {
+        .op = fr->op, .where = fr->where, .in = fr->in, .n_in = fr->op->n_inputs, .out = outs, .n_out = 1};
+    rs_job j;
+    ctosa_error *e = rs_setup(&ro, &j);
+    const ctosa_attr *a = &fr->op->attr;
+    bool ok = !e && a->scale32 && j.ti == CTOSA_DTYPE_INT32 && j.to == CTOSA_DTYPE_INT8 && j.izp == 0 &&
+              nc > 0 && fr->in[0]->rank >= 1 && fr->in[0]->shape[fr->in[0]->rank - 1] == nc;
+    kg_rq_blk *blk = NULL;
+    if (ok) {
+        int64_t nb = (nc + 15) / 16;
+        ok = (blk = aligned_alloc(64, (size_t)nb * sizeof *blk)) != NULL;
+        for (int64_t k = 0; ok && k < nb; k++)
+            for (int l = 0; l < 16; l++) {
+                int64_t c = k * 16 + l;
+                /* lanes past nc: any valid constants (never stored) */
+                uint64_t src = !a->per_channel ? 0 : c < nc ? (uint64_t)c : 0;
+                kg_rq_lane(blk + k, l, j.mult[src % j.nc], j.shift[src % j.nc], j.dbl[src % j.nc]);
+            }
+    }
+    if (ok)
+        *rq = (kg_requant){.blk = blk,
+                           .ozp = (int32_t)j.ozp,
+                           .lo = (int32_t)j.lo,
+                           .hi = (int32_t)j.hi,
+                           .out = fr->out->data,
+                           .ldo = nc};
+    ctosa_error_free(e);
+    rs_free(&j);
+    return ok;
 }

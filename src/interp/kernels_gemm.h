@@ -25,6 +25,33 @@
 /* Fills ptrs[r*T + t] for output rows m0 .. m0+nrows-1, taps t < T. */
 typedef void (*kg_rows_fn)(const void *rctx, int64_t m0, int64_t nrows, const void **ptrs);
 
+/* A RESCALE (scale32, int32 -> 8-bit) applied by the int8 dot-product
+ * engine as it stores its tiles, instead of storing int32 (kg_job.rq). One
+ * block per column panel holds the 16 lanes' constants, laid out for the
+ * vector arithmetic (even and odd lanes' 64-bit terms apart). */
+typedef struct kg_rq_blk {
+    int32_t mult[16], vlo[16], vhi[16];
+    int64_t base_e[8], base_o[8], dbl_e[8], dbl_o[8], sh_e[8], sh_o[8];
+} kg_rq_blk;
+/* Sets lane l of b: multiplier m, shift s (2..62) and the DOUBLE_ROUND term
+ * dbl (0 or 2^30), with apply_scale_32's value limits for s. */
+void kg_rq_lane(kg_rq_blk *b, int l, int64_t m, int s, int64_t dbl);
+
+typedef struct kg_requant {
+    const kg_rq_blk *blk; /* one per column panel of KG_NR columns */
+    int32_t ozp, lo, hi;  /* output zero point and clamp range */
+    uint8_t *out;         /* 8-bit output, ldo bytes between rows */
+    int64_t ldo;
+    int bad; /* set (atomically) when a value broke the REQUIRE: the output is then incomplete */
+} kg_requant;
+
+/* Fills rq for the fused RESCALE fr applied to an int32 output of nc
+ * channels (rows of nc values): checks the RESCALE as interp_k_RESCALE
+ * does and returns false, rq untouched, when it would fail or is not a
+ * scale32 int32 -> 8-bit one (the RESCALE then runs itself). rq->blk is
+ * malloc'd ((nc + 15) / 16 blocks; free it); rq->out is fr's output. */
+bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requant *rq);
+
 typedef struct kg_job {
     int64_t M, N, Kt;
     int32_t T;
@@ -37,6 +64,7 @@ typedef struct kg_job {
     bool acc64;              /* integer engine: accumulate and store int64 */
     const interp_post *post; /* float engine: fused CLAMP applied as tiles are stored, or NULL */
     const int32_t *ibias;    /* int8 dot-product engine: N values added to every row */
+    kg_requant *rq;          /* int8 dot-product engine: store RESCALE(sum) as bytes, or NULL */
     int failed;              /* set when a worker could not allocate */
 } kg_job;
 
@@ -95,8 +123,9 @@ bool kg_q8_pack(int8_t *dst, int64_t T, int64_t Kt, int64_t Kt4, int64_t N, cons
  * job->out is int32 and job->ibias required. false when out of memory. */
 bool kg_run_q8(interp_ctx *ctx, kg_job *job);
 /* d[i] = (uint8)(s[i] + 128) for n values, stride-padded: rows of ic values
- * become rows of ic4 bytes (the extra bytes 0). Returns max |s[i] - zp|. */
-int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d);
+ * become rows of ic4 bytes (the extra bytes 0). With scan, returns max
+ * |s[i] - zp| (0 without). */
+int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d, bool scan);
 
 /* Per-thread scratch buffers that survive between kernel calls, so large
  * temporaries do not pay fresh page faults on every call. Returns a 64-byte
@@ -125,4 +154,43 @@ int32_t kg_cvt_i8_f32(const int8_t *s, size_t n, int32_t zp, float *d);
  * leaves the int32 range (the outputs are then unspecified). */
 bool kg_bias_f32_i32(const float *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out);
 bool kg_bias_i64_i32(const int64_t *acc, size_t rows, size_t oc, const int32_t *bias, int32_t *out);
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* 16 lanes of int32 values v (input zero point already subtracted) through
+ * the RESCALE of block p: VPMULDQ gives the exact 64-bit products of the
+ * even and the odd lanes, VPSRAVQ the per-lane shifts, the DOUBLE_ROUND
+ * term takes the value's sign as (d ^ s) - s; adds ozp and clamps to
+ * [lo, hi]. *bad gets the lanes whose value breaks apply_scale_32's
+ * REQUIRE (the only one that can fail: with |value| < 2^(shift-1), or
+ * < 2^31 for shifts above 32, and multipliers below 2^31 the scaled value
+ * stays within +-(2^30 + 1), so no int32 overflow follows). */
+static inline __attribute__((always_inline, target("avx512f"))) __m512i
+kg_rq16(__m512i v, const kg_rq_blk *p, __m512i ozp, __m512i lo, __m512i hi, __mmask16 *bad) {
+    *bad |= _mm512_cmplt_epi32_mask(v, _mm512_loadu_si512(p->vlo)) |
+            _mm512_cmpgt_epi32_mask(v, _mm512_loadu_si512(p->vhi));
+    __m512i m = _mm512_loadu_si512(p->mult);
+    __m512i pe = _mm512_mul_epi32(v, m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32));
+    __m512i se = _mm512_srai_epi64(_mm512_slli_epi64(v, 32), 63), so = _mm512_srai_epi64(v, 63);
+    __m512i de = _mm512_loadu_si512(p->dbl_e), dd = _mm512_loadu_si512(p->dbl_o);
+    __m512i re =
+        _mm512_add_epi64(_mm512_loadu_si512(p->base_e), _mm512_sub_epi64(_mm512_xor_si512(de, se), se));
+    __m512i ro =
+        _mm512_add_epi64(_mm512_loadu_si512(p->base_o), _mm512_sub_epi64(_mm512_xor_si512(dd, so), so));
+    __m512i qe = _mm512_srav_epi64(_mm512_add_epi64(pe, re), _mm512_loadu_si512(p->sh_e));
+    __m512i qo = _mm512_srav_epi64(_mm512_add_epi64(po, ro), _mm512_loadu_si512(p->sh_o));
+    __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
+}
+#endif
+
+/* The same for one lane l of p, in scalar code. */
+static inline int32_t kg_rq1(int32_t v, const kg_rq_blk *p, int l, const kg_requant *rq, bool *bad) {
+    *bad |= v < p->vlo[l] || v > p->vhi[l];
+    const int64_t *base = l % 2 ? p->base_o : p->base_e, *dbl = l % 2 ? p->dbl_o : p->dbl_e;
+    const int64_t *sh = l % 2 ? p->sh_o : p->sh_e;
+    int64_t r = ((int64_t)v * p->mult[l] + base[l / 2] + (v >= 0 ? dbl[l / 2] : -dbl[l / 2])) >> sh[l / 2];
+    r += rq->ozp;
+    return (int32_t)(r < rq->lo ? rq->lo : r > rq->hi ? rq->hi : r);
+}
 #endif

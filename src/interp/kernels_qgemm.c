@@ -83,8 +83,25 @@ bool kg_q8_pack(int8_t *dst, int64_t T, int64_t Kt, int64_t Kt4, int64_t N, cons
     return true;
 }
 
-int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d) {
+void kg_rq_lane(kg_rq_blk *b, int l, int64_t m, int s, int64_t dbl) {
+    b->mult[l] = (int32_t)m;
+    b->vlo[l] = s <= 31 ? (int32_t) - (INT64_C(1) << (s - 1)) : INT32_MIN;
+    b->vhi[l] = s <= 31 ? (int32_t)((INT64_C(1) << (s - 1)) - 1) : INT32_MAX;
+    int64_t *base = l % 2 ? b->base_o : b->base_e, *d = l % 2 ? b->dbl_o : b->dbl_e;
+    int64_t *sh = l % 2 ? b->sh_o : b->sh_e;
+    base[l / 2] = INT64_C(1) << (s - 1);
+    d[l / 2] = dbl;
+    sh[l / 2] = s;
+}
+
+int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d,
+                      bool scan) {
     int32_t mn = 127, mx = -128;
+    if (ic == ic4 && !scan) { /* a plain copy with the sign bit flipped */
+        size_t n = rows * ic;
+        for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(s[i] ^ 0x80);
+        return 0;
+    }
     if (ic == ic4) { /* one flat pass (vectorised) */
         size_t n = rows * ic;
         for (size_t i = 0; i < n; i++) {
@@ -104,7 +121,7 @@ int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32
             for (size_t i = ic; i < ic4; i++) d[r * ic4 + i] = 0;
         }
     }
-    if (rows * ic == 0) return 0;
+    if (rows * ic == 0 || !scan) return 0;
     int32_t a = mx - zp, b = zp - mn;
     return a > b ? a : b;
 }
@@ -121,6 +138,10 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
     int32_t bb[KG_NR] = {0};
     for (int j = 0; j < ncols; j++) bb[j] = job->ibias[n0 + j];
     const __m512i bias = _mm512_loadu_si512(bb);
+    kg_requant *rq = job->rq;
+    const kg_rq_blk *rqb = rq ? rq->blk + panel : NULL;
+    const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
+                  rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
     for (int64_t r = 0; r < nrows; r += KQ_MR512) {
         const int mr = nrows - r < KQ_MR512 ? (int)(nrows - r) : KQ_MR512;
         __m512i acc[KQ_MR512];
@@ -138,6 +159,15 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
                     acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_set1_epi32(av), bv);
                 }
             }
+        }
+        if (rq) {
+            __mmask16 bad = 0, cols = (__mmask16)((1u << ncols) - 1);
+            uint8_t *o8 = rq->out + (row0 + r) * rq->ldo + n0;
+            for (int m = 0; m < mr; m++)
+                _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
+                                                 kg_rq16(acc[m], rqb, rzp, rlo, rhi, &bad));
+            if (bad & cols) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
+            continue;
         }
         int32_t *o = (int32_t *)job->out + (row0 + r) * job->ldo + n0;
         for (int m = 0; m < mr; m++) {
@@ -181,12 +211,20 @@ __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job
             }
         }
         int32_t *o = (int32_t *)job->out + (row0 + r) * job->ldo + n0;
+        bool bad = false;
         for (int m = 0; m < mr; m++) {
             int32_t v[KG_NR];
             _mm256_storeu_si256((__m256i *)v, acc0[m]);
             _mm256_storeu_si256((__m256i *)(v + 8), acc1[m]);
-            memcpy(o + m * job->ldo, v, (size_t)ncols * sizeof(int32_t));
+            if (job->rq) {
+                uint8_t *o8 = job->rq->out + (row0 + r + m) * job->rq->ldo + n0;
+                const kg_rq_blk *rqb = job->rq->blk + panel;
+                for (int l = 0; l < ncols; l++) o8[l] = (uint8_t)kg_rq1(v[l], rqb, l, job->rq, &bad);
+            } else {
+                memcpy(o + m * job->ldo, v, (size_t)ncols * sizeof(int32_t));
+            }
         }
+        if (bad) __atomic_store_n(&job->rq->bad, 1, __ATOMIC_RELAXED);
     }
 }
 #endif
