@@ -8,8 +8,8 @@
  *    with the weights fed as a graph input (never cached): fp32 and int8
  *    convolutions, int16 convolution, fp32 and int8 MATMUL;
  *  - an invalid CLAMP (min > max) is not fused and still fails;
- *  - a RESCALE fused into the int8 CONV2D before it (applied as the int8
- *    engine stores its tiles) gives the bytes of the unfused pair and of
+ *  - a RESCALE fused into the int8 CONV2D / DEPTHWISE_CONV2D before it
+ *    (applied as the convolution stores its results) gives the bytes of the unfused pair and of
  *    the plain loops, on every dot-product instruction set the CPU has,
  *    and a REQUIRE it breaks fails with the RESCALE's own message;
  *  - results do not depend on the thread count (the spinning pool). */
@@ -377,6 +377,7 @@ static void test_reference_option(void) {
 
 typedef struct rq_case {
     int32_t H, W, IC, OC, k, stride;
+    bool dw; /* DEPTHWISE_CONV2D (OC = IC) instead of CONV2D */
     int8_t izp, ozp;
     bool per_channel, dbl;
     int shift_lo; /* smallest shift drawn (small shifts break the REQUIRE) */
@@ -392,9 +393,9 @@ static int32_t rq_rand(int32_t lo, int32_t hi) {
  * the int32 tensor is a graph output too (no fusion). out gets y's bytes;
  * msg the error message, if any. */
 static ctosa_error *run_rq(const rq_case *c, bool expose, int threads, int runs, int8_t *out) {
-    static int8_t x[16 * 16 * 40], w[40 * 3 * 3 * 40];
-    static int32_t bias[40], mult[40];
-    static int8_t shift[40];
+    static int8_t x[16 * 16 * 64], w[64 * 3 * 3 * 64];
+    static int32_t bias[64], mult[64];
+    static int8_t shift[64];
     int32_t H = c->H, W = c->W, IC = c->IC, OC = c->OC, k = c->k, s = c->stride, pd = k / 2;
     int32_t OH = (H + 2 * pd - k) / s + 1, OW = (W + 2 * pd - k) / s + 1;
     rq_rng = (uint32_t)(H * 131 + W * 17 + IC * 7 + OC);
@@ -409,20 +410,23 @@ static ctosa_error *run_rq(const rq_case *c, bool expose, int threads, int runs,
     gb q;
     gstart(&q);
     int32_t xs[4] = {1, H, W, IC}, ws[4] = {OC, k, k, IC}, bs[1] = {OC}, one[1] = {1}, ncs[1] = {nc};
+    if (c->dw) ws[0] = k, ws[1] = k, ws[2] = IC, ws[3] = 1;
     int32_t ys[4] = {1, OH, OW, OC};
     int32_t pad[4] = {pd, pd, pd, pd}, st[2] = {s, s}, dil[2] = {1, 1};
     int8_t wzp = 0;
     int32_t zero32 = 0;
     if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", CTOSA_DTYPE_INT8, 4, xs, NULL);
     if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
-    const char *wt = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, w, (size_t)(OC * k * k * IC), false);
+    const char *wt = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, w, (size_t)(ws[0] * ws[1] * ws[2] * ws[3]), false);
     const char *bt = gconst(&q, CTOSA_DTYPE_INT32, 1, bs, bias, (size_t)OC * 4, false);
     const char *zi = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->izp, 1, false);
     const char *zw = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &wzp, 1, false);
     const char *acc = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys);
     ctosa_attr a = conv_attr(pad, st, dil, CTOSA_DTYPE_INT32);
     const char *in[5] = {"x", wt, bt, zi, zw};
-    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CONV2D, 5, in, 1, &acc, &a, NULL);
+    if (!q.e)
+        q.e = ctosa_block_add_op(q.g, q.b, c->dw ? CTOSA_OP_DEPTHWISE_CONV2D : CTOSA_OP_CONV2D, 5, in, 1,
+                                 &acc, &a, NULL);
     const char *mt = gconst(&q, CTOSA_DTYPE_INT32, 1, ncs, mult, (size_t)nc * 4, false);
     const char *sht = gconst(&q, CTOSA_DTYPE_INT8, 1, ncs, shift, (size_t)nc, false);
     const char *z32 = gconst(&q, CTOSA_DTYPE_INT32, 1, one, &zero32, 4, false);
@@ -456,7 +460,7 @@ static ctosa_error *run_rq(const rq_case *c, bool expose, int threads, int runs,
 
 static void test_rescale_fusion(void) {
     static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
-    static int8_t ref[16 * 16 * 40], got[16 * 16 * 40];
+    static int8_t ref[16 * 16 * 64], got[16 * 16 * 64];
     int compared = 0, failed_alike = 0;
     for (int i = 0; i < 48; i++) {
         rq_rng = (uint32_t)i * 2654435761u + 1;
@@ -472,7 +476,9 @@ static void test_rescale_fusion(void) {
                      .dbl = rq_rand(0, 1),
                      .shift_lo = i % 8 == 7 ? 8 : 33};
         c.ozp = (int8_t)rq_rand(-128, 127);
-        if (c.stride == 2) c.H |= 1, c.W |= 1; /* (size - 1) divisible by the stride */
+        c.dw = i % 3 == 2;
+        if (c.dw) c.IC = c.OC = ocs[rq_rand(0, 3)] + (i % 2) * 16; /* channel tails and 16-channel blocks */
+        if (c.stride == 2) c.H |= 1, c.W |= 1;                     /* (size - 1) divisible by the stride */
         size_t n = (size_t)((c.H + 2 * (c.k / 2) - c.k) / c.stride + 1) *
                    (size_t)((c.W + 2 * (c.k / 2) - c.k) / c.stride + 1) * (size_t)c.OC;
         /* the unfused pair on the plain loops */

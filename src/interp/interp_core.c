@@ -459,7 +459,7 @@ static void fuse_clamps(rplan *p) {
     }
 }
 
-/* Plan-time offer of a RESCALE to the int8 CONV2D producing its input
+/* Plan-time offer of a RESCALE to the int8 CONV2D / DEPTHWISE_CONV2D producing its input
  * (interp_fused_rescale): the convolution's int32 output is a local
  * activation read by nothing else, and the RESCALE's other operands are
  * constants. The RESCALE's output is then defined at the convolution (its
@@ -485,7 +485,8 @@ static void fuse_rescales(rplan *p) {
         if (!consts) continue;
         pop *pv = &p->ops[mid->def];
         if (pv->skip || pv->has_rescale || pv->n_out != 1 || pv->out[0] != &mid->t ||
-            pv->op->kind != CTOSA_OP_CONV2D || pv->n_in < 1 || pv->in[0]->dtype != CTOSA_DTYPE_INT8)
+            (pv->op->kind != CTOSA_OP_CONV2D && pv->op->kind != CTOSA_OP_DEPTHWISE_CONV2D) || pv->n_in < 1 ||
+            pv->in[0]->dtype != CTOSA_DTYPE_INT8)
             continue;
         uint32_t readers = 0;
         for (uint32_t j = 0; j < p->n_ops; j++)

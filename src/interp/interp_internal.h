@@ -44,8 +44,8 @@ size_t interp_elem_size(ctosa_dtype t);
 
 typedef struct interp_ctx interp_ctx; /* defined by the runtime */
 
-/* A RESCALE the runtime offers to the CONV2D producing its input
- * (interp_op.rescale): an int8 CONV2D with int32 output read by nothing but
+/* A RESCALE the runtime offers to the convolution producing its input
+ * (interp_op.rescale): an int8 CONV2D or DEPTHWISE_CONV2D with int32 output read by nothing but
  * one RESCALE with constant multiplier, shift and zero points. The
  * convolution may store RESCALE(value) into out itself, bit for bit as
  * interp_k_RESCALE would, and then sets done (the RESCALE does not run);

@@ -443,6 +443,7 @@ typedef struct dw8_ctx {
     const int32_t *bias; /* [C] */
     int32_t *out;
     float izp;
+    kg_requant *rq; /* a fused RESCALE: bytes into rq->out instead of out */
 } dw8_ctx;
 
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_rows(void *arg, size_t begin,
@@ -459,9 +460,15 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
     if (hi > g->OW) hi = g->OW;
     if (lo > hi) lo = hi;
     const dw_vf zv = (dw_vf){0} + d->izp;
+    kg_requant *rq = d->rq;
+    const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
+                  rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
+    __mmask16 rbad = 0;
+    bool rbad1 = false;
     for (size_t row = begin; row < end; row++) {
         int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
         int32_t *orow = d->out + ((n * g->OH) + oy) * g->OW * C;
+        uint8_t *orow8 = rq ? rq->out + ((n * g->OH) + oy) * g->OW * C : NULL;
         const int8_t *rp[DW_MAX_TAPS];
         bool all_rows = true;
         for (int64_t ky = 0; ky < KH; ky++) {
@@ -496,7 +503,15 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
                     }
                 }
                 dw_vi r = __builtin_convertvector(acc, dw_vi) + bv;
-                memcpy(orow + ox * C + cb, &r, sizeof r);
+                if (rq) {
+                    __m512i rv;
+                    memcpy(&rv, &r, sizeof rv);
+                    _mm_storeu_si128(
+                        (__m128i *)(orow8 + ox * C + cb),
+                        _mm512_cvtepi32_epi8(kg_rq16(rv, rq->blk + cb / 16, rzp, rlo, rhi, &rbad)));
+                } else {
+                    memcpy(orow + ox * C + cb, &r, sizeof r);
+                }
             }
         }
         for (; cb < C; cb++) /* channel tail */
@@ -511,9 +526,13 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
                         acc += ((float)rp[ky][x * C + cb] - d->izp) * w[(ky * KW + kx) * C + cb];
                     }
                 }
-                orow[ox * C + cb] = (int32_t)acc + d->bias[cb];
+                int32_t v = (int32_t)acc + d->bias[cb];
+                if (rq)
+                    orow8[ox * C + cb] = (uint8_t)kg_rq1(v, rq->blk + cb / 16, (int)(cb % 16), rq, &rbad1);
+                else orow[ox * C + cb] = v;
             }
     }
+    if (rbad || rbad1) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
 }
 #endif
 
@@ -560,8 +579,22 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
                  .out = c->out->data,
                  .izp = (float)c->izp};
     size_t nrows = (size_t)(g->N * g->OH);
-    if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
-    else dw8_rows(&d, 0, nrows);
+    /* a fused RESCALE (interp_op.rescale) is applied as the rows are
+     * stored; if a value breaks its REQUIRE the int32 output is computed
+     * after all and the RESCALE runs and reports it */
+    kg_requant rq;
+    if (o->rescale && interp_rescale_requant(o->rescale, C, &rq)) {
+        d.rq = &rq;
+        if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
+        else dw8_rows(&d, 0, nrows);
+        free((void *)rq.blk);
+        d.rq = NULL;
+        o->rescale->done = !rq.bad;
+    }
+    if (!o->rescale || !o->rescale->done) {
+        if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
+        else dw8_rows(&d, 0, nrows);
+    }
     free(wf);
     free(bias);
     *done = true;
