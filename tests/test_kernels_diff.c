@@ -1,6 +1,6 @@
 /* test_kernels_diff.c - differential test of the interpreter kernels that
  * have fast paths (CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D,
- * MATMUL, RESCALE, SIGMOID, SELECT): randomized shapes and attributes over the legal parameter space
+ * MATMUL, RESCALE, SIGMOID, SELECT, int32 ADD / SUB, fp32 -> int8/16 CAST): randomized shapes and attributes over the legal parameter space
  * (ranks and batch, strides, dilations, asymmetric and large pads, out_pad
  * of both signs, channel counts around the vector widths, every accepted
  * dtype combination, zero points, local_bound), each case run on the fast
@@ -528,6 +528,56 @@ static void select_case(uint64_t seed) {
     kt_free_all();
 }
 
+/* ------------------------------------------------------------ ADD / SUB, CAST */
+
+/* int32 ADD / SUB (the wrapping loops with a re-check) over broadcast
+ * shapes, values narrow or over the whole range (so some cases overflow:
+ * both paths must refuse them alike); fp32 -> int8 / int16 CAST over
+ * values around and past the range with exact halves, infinities and NaN. */
+static void arith_case(uint64_t seed) {
+    kt_rng = seed;
+    if (coin(40)) {
+        int64_t n = ri(1, 3000);
+        ctosa_dtype to = coin(50) ? CTOSA_DTYPE_INT8 : CTOSA_DTYPE_INT16;
+        itensor *in = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(n)), *out = kt_new(to, 1, KT_DIMS(n));
+        double range = to == CTOSA_DTYPE_INT8 ? 300 : 70000;
+        float *x = in->data;
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = (float)(kt_randf() * range);
+            if (coin(20)) x[i] = (float)(ri(-(int64_t)range, (int64_t)range)) + 0.5f;
+            if (coin(2)) x[i] = coin(50) ? INFINITY : -INFINITY;
+            if (coin(1)) x[i] = NAN;
+        }
+        char what[80];
+        snprintf(what, sizeof what, "CAST fp32 -> %s n %lld", ctosa_dtype_short(to), (long long)n);
+        diff_run(interp_k_CAST, CTOSA_OP_CAST, NULL, 1, &in, out, 0, what, seed);
+        kt_free_all();
+        return;
+    }
+    bool sub = coin(50);
+    uint32_t rank = (uint32_t)ri(1, 4);
+    int64_t shape[4], sh[2][4];
+    for (uint32_t d = 0; d < rank; d++) shape[d] = coin(20) ? 1 : ri(1, d + 1 == rank ? 70 : 6);
+    for (int k = 0; k < 2; k++)
+        for (uint32_t d = 0; d < rank; d++) sh[k][d] = coin(25) ? 1 : shape[d];
+    for (uint32_t d = 0; d < rank; d++) shape[d] = sh[0][d] > sh[1][d] ? sh[0][d] : sh[1][d];
+    itensor *x = kt_new(CTOSA_DTYPE_INT32, rank, sh[0]), *y = kt_new(CTOSA_DTYPE_INT32, rank, sh[1]);
+    itensor *out = kt_new(CTOSA_DTYPE_INT32, rank, shape);
+    bool wide = coin(30);
+    for (int k = 0; k < 2; k++) {
+        itensor *t = k ? y : x;
+        for (uint64_t i = 0; i < t->count; i++)
+            ((int32_t *)t->data)[i] = wide ? (int32_t)(uint32_t)kt_rand() : (int32_t)ri(-1000000, 1000000);
+    }
+    itensor *ins[2] = {x, y};
+    char what[120];
+    snprintf(what, sizeof what, "%s int32 rank %u out %s%s", sub ? "SUB" : "ADD", rank, interp_shape_str(out),
+             wide ? " wide" : "");
+    diff_run(sub ? interp_k_SUB : interp_k_ADD, sub ? CTOSA_OP_SUB : CTOSA_OP_ADD, NULL, 2, ins, out, 0, what,
+             seed);
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static uint64_t case_seed(int op, int i) {
@@ -544,13 +594,14 @@ static void run_op(const char *name, int op) {
         else if (op == 7) rescale_case(seed);
         else if (op == 8) sigmoid_case(seed);
         else if (op == 9) select_case(seed);
+        else if (op == 10) arith_case(seed);
         else pool_case(op == 5, seed);
     }
     printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
            g_refused);
     /* the generator must mostly make valid cases, or the test proves nothing */
-    CHECK_MSG(g_compared >= g_cases * (op == 7 ? 5 : 9) / 10, "%s: only %d of %d cases ran", name, g_compared,
-              g_cases);
+    CHECK_MSG(g_compared >= g_cases * (op == 7 || op == 10 ? 5 : 9) / 10, "%s: only %d of %d cases ran", name,
+              g_compared, g_cases);
 }
 
 static void test_conv2d(void) { run_op("CONV2D", OP_CONV2D); }
@@ -563,6 +614,7 @@ static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
 static void test_rescale(void) { run_op("RESCALE", 7); }
 static void test_sigmoid(void) { run_op("SIGMOID", 8); }
 static void test_select(void) { run_op("SELECT", 9); }
+static void test_arith(void) { run_op("ADD/SUB/CAST", 10); }
 
 /* The int8 dot-product engine, once per instruction set this CPU has (the
  * tests above run with it switched off, so they cover the fp32 / int16
@@ -606,6 +658,7 @@ int main(void) {
     RUN(test_rescale);
     RUN(test_sigmoid);
     RUN(test_select);
+    RUN(test_arith);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
     kt_free_all();

@@ -185,39 +185,39 @@ bool ctosa_dtype_is_float(ctosa_dtype t);
     X(SIGMOID,                13, Sigmoid,              10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(TANH,                   14, Tanh,                 10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(ADD,                    15, Add,                  10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
-    X(ARITHMETIC_RIGHT_SHIFT, 16, ArithmeticRightShift, 10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(BITWISE_AND,            17, BitwiseAnd,           10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(BITWISE_OR,             18, BitwiseOr,            10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(BITWISE_XOR,            19, BitwiseXor,           10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(INTDIV,                 20, IntDiv,               10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(LOGICAL_AND,            21, LogicalAnd,           10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(LOGICAL_LEFT_SHIFT,     22, LogicalLeftShift,     10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(LOGICAL_RIGHT_SHIFT,    23, LogicalRightShift,    10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(LOGICAL_OR,             24, LogicalOr,            10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(LOGICAL_XOR,            25, LogicalXor,           10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
+    X(ARITHMETIC_RIGHT_SHIFT, 16, ArithmeticRightShift, 10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(BITWISE_AND,            17, BitwiseAnd,           10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(BITWISE_OR,             18, BitwiseOr,            10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(BITWISE_XOR,            19, BitwiseXor,           10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(INTDIV,                 20, IntDiv,               10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(LOGICAL_AND,            21, LogicalAnd,           10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(LOGICAL_LEFT_SHIFT,     22, LogicalLeftShift,     10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(LOGICAL_RIGHT_SHIFT,    23, LogicalRightShift,    10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(LOGICAL_OR,             24, LogicalOr,            10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(LOGICAL_XOR,            25, LogicalXor,           10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
     X(MAXIMUM,                26, Maximum,              10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
     X(MINIMUM,                27, Minimum,              10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
     X(MUL,                    28, Mul,                  10, BINARY,   EW,   0x3, CW, 3, 3,  1, 1,  2) \
-    X(POW,                    29, Pow,                  10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
+    X(POW,                    29, Pow,                  10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
     X(SUB,                    30, Sub,                  10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
     X(TABLE,                  31, Table,                10, BINARY,   EW,   0x1, C,  2, 2,  1, 1,  2) \
     X(ABS,                    32, Abs,                  10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
-    X(BITWISE_NOT,            33, BitwiseNot,           10, UNARY,    EW,   0x1, C,  1, 1,  1, 1,  1) \
+    X(BITWISE_NOT,            33, BitwiseNot,           10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(CEIL,                   34, Ceil,                 10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
-    X(CLZ,                    35, Clz,                  10, UNARY,    EW,   0x1, C,  1, 1,  1, 1,  1) \
-    X(COS,                    36, Cos,                  10, UNARY,    EW,   0x1, C,  1, 1,  1, 1,  1) \
+    X(CLZ,                    35, Clz,                  10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
+    X(COS,                    36, Cos,                  10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(EXP,                    37, Exp,                  10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(FLOOR,                  38, Floor,                10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(LOG,                    39, Log,                  10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
-    X(LOGICAL_NOT,            40, LogicalNot,           10, UNARY,    EW,   0x1, C,  1, 1,  1, 1,  1) \
+    X(LOGICAL_NOT,            40, LogicalNot,           10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(NEGATE,                 41, Negate,               10, UNARY,    EW,   0x1, CW, 3, 3,  1, 1,  1) \
     X(RECIPROCAL,             42, Reciprocal,           10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(RSQRT,                  43, Rsqrt,                10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
-    X(SIN,                    44, Sin,                  10, UNARY,    EW,   0x1, C,  1, 1,  1, 1,  1) \
+    X(SIN,                    44, Sin,                  10, UNARY,    EW,   0x1, CW, 1, 1,  1, 1,  1) \
     X(SELECT,                 45, Select,               10, TERNARY,  EW,   0x7, CW, 3, 3,  1, 1,  3) \
-    X(EQUAL,                  46, Equal,                10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(GREATER,                47, Greater,              10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
-    X(GREATER_EQUAL,          48, GreaterEqual,         10, BINARY,   EW,   0x3, C,  2, 2,  1, 1,  2) \
+    X(EQUAL,                  46, Equal,                10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(GREATER,                47, Greater,              10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
+    X(GREATER_EQUAL,          48, GreaterEqual,         10, BINARY,   EW,   0x3, CW, 2, 2,  1, 1,  2) \
     X(REDUCE_ALL,             49, ReduceAll,            10, REDUCE,   AXIS, 0x1, C,  1, 1,  1, 1,  1) \
     X(REDUCE_ANY,             50, ReduceAny,            10, REDUCE,   AXIS, 0x1, C,  1, 1,  1, 1,  1) \
     X(REDUCE_MAX,             51, ReduceMax,            10, REDUCE,   AXIS, 0x1, C,  1, 1,  1, 1,  1) \

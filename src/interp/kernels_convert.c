@@ -28,6 +28,38 @@ static int64_t cast_f2i(double x, int64_t lo, int64_t hi) {
     return (int64_t)r;
 }
 
+/* fp32 -> int8 / int16, vectorised: NaN -> 0, clamp to the (integer)
+ * range first, then round half to even by adding and subtracting 1.5 * 2^23
+ * (exact for |x| < 2^22 in the default rounding mode); rounding is
+ * monotonic, so clamping first gives cast_f2i's result. */
+typedef struct cast_fi {
+    const float *s;
+    void *d;
+    bool i16;
+} cast_fi;
+
+static inline IM_INLINE void cast_fi_impl(void *arg, size_t b, size_t e) {
+    const cast_fi *c = arg;
+    const float *s = c->s;
+    const float lo = c->i16 ? -32768.0f : -128.0f, hi = c->i16 ? 32767.0f : 127.0f;
+    if (c->i16) {
+        int16_t *d = c->d;
+        for (size_t i = b; i < e; i++) {
+            float x = s[i], v = x < lo ? lo : x > hi ? hi : x;
+            v = x != x ? 0.0f : v;
+            d[i] = (int16_t)(int32_t)((v + 0x1.8p23f) - 0x1.8p23f);
+        }
+    } else {
+        int8_t *d = c->d;
+        for (size_t i = b; i < e; i++) {
+            float x = s[i], v = x < lo ? lo : x > hi ? hi : x;
+            v = x != x ? 0.0f : v;
+            d[i] = (int8_t)(int32_t)((v + 0x1.8p23f) - 0x1.8p23f);
+        }
+    }
+}
+IM_MULTIVERSION(cast_fi_rows, cast_fi_impl)
+
 ctosa_error *interp_k_CAST(const interp_op *o) {
     ctosa_error *e = im_need_io(o, 1, 1);
     if (e) return e;
@@ -64,6 +96,12 @@ ctosa_error *interp_k_CAST(const interp_op *o) {
              * the int32 range */
             if (lo < INT32_MIN) lo = INT32_MIN;
             if (hi > INT32_MAX) hi = INT32_MAX;
+            if (!o->reference && ti == CTOSA_DTYPE_FP32 &&
+                (to == CTOSA_DTYPE_INT8 || to == CTOSA_DTYPE_INT16)) {
+                cast_fi c = {s, dst, to == CTOSA_DTYPE_INT16};
+                cast_fi_rows(&c, 0, (size_t)n);
+                return NULL;
+            }
             for (uint64_t i = 0; i < n; i++) im_store_i(to, dst, i, cast_f2i(s[i], lo, hi));
         } else {
             /* bool -> 0/1; wider: sign extend; narrower: truncate */

@@ -27,6 +27,7 @@ typedef struct ew_arg {
     bool ignore_nan;       /* MAXIMUM/MINIMUM */
     int64_t zp_in, zp_out; /* NEGATE */
     bool flat;             /* no broadcasting: inputs indexed like the output */
+    int ovf;               /* a wrapping loop saw an int32 overflow (atomic) */
     int err;               /* first error kind (atomic) */
     uint64_t err_at;
     double err_a, err_b;
@@ -135,6 +136,7 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
         const T1 *X = A->x;                                                                                \
         const T2 *Y = A->y;                                                                                \
         TO *Z = A->out;                                                                                    \
+        int ovf_ = 0; /* set by the wrapping statements below */                                           \
         if (A->flat) {                                                                                     \
             for (size_t i = begin; i < end; i++) {                                                         \
                 T1 a = X[i];                                                                               \
@@ -143,6 +145,7 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
                 STMT;                                                                                      \
                 Z[i] = r;                                                                                  \
             }                                                                                              \
+            if (ovf_) __atomic_store_n(&A->ovf, 1, __ATOMIC_RELAXED);                                      \
             return;                                                                                        \
         }                                                                                                  \
         int64_t idx[INTERP_MAX_RANK], off[3];                                                              \
@@ -168,6 +171,7 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
             }                                                                                              \
             bc_next(A, idx, off);                                                                          \
         }                                                                                                  \
+        if (ovf_) __atomic_store_n(&A->ovf, 1, __ATOMIC_RELAXED);                                          \
     }
 
 /* Unary loop (same shape in and out). b is a dummy for FAIL. */
@@ -196,7 +200,17 @@ typedef void (*ew_fn)(void *, size_t, size_t);
         if (c < LO || c > HI) FAIL(E_OVERFLOW); \
         r = (T)c;                               \
     }
-BIN_FN(add_i32, int32_t, int32_t, int32_t, ADD_CHECKED(int32_t, INT32_MIN, INT32_MAX))
+BIN_FN(add_i32_chk, int32_t, int32_t, int32_t, ADD_CHECKED(int32_t, INT32_MIN, INT32_MAX))
+/* The fast int32 loops wrap and only note that some sum overflowed (no
+ * exit from the loop, so it vectorises); the checked loop above then runs
+ * again over the tensor to report the first offending element. */
+#define WRAP_I32(OP)                                    \
+    {                                                   \
+        int64_t c = (int64_t)a OP(int64_t) b;           \
+        ovf_ |= (uint64_t)(c - INT32_MIN) > UINT32_MAX; \
+        r = (int32_t)(uint32_t)c;                       \
+    }
+BIN_FN(add_i32, int32_t, int32_t, int32_t, WRAP_I32(+))
 BIN_FN(add_i64, int64_t, int64_t, int64_t, if (__builtin_add_overflow(a, b, &r)) FAIL(E_OVERFLOW))
 BIN_FN(add_f, float, float, float, r = a + b)
 #define SUB_CHECKED(T, LO, HI)                  \
@@ -205,7 +219,8 @@ BIN_FN(add_f, float, float, float, r = a + b)
         if (c < LO || c > HI) FAIL(E_OVERFLOW); \
         r = (T)c;                               \
     }
-BIN_FN(sub_i32, int32_t, int32_t, int32_t, SUB_CHECKED(int32_t, INT32_MIN, INT32_MAX))
+BIN_FN(sub_i32_chk, int32_t, int32_t, int32_t, SUB_CHECKED(int32_t, INT32_MIN, INT32_MAX))
+BIN_FN(sub_i32, int32_t, int32_t, int32_t, WRAP_I32(-))
 BIN_FN(sub_i64, int64_t, int64_t, int64_t, if (__builtin_sub_overflow(a, b, &r)) FAIL(E_OVERFLOW))
 BIN_FN(sub_f, float, float, float, r = a - b)
 
@@ -407,6 +422,7 @@ static ctosa_error *check_types(const interp_op *o, uint32_t n, ctosa_dtype outd
 
 typedef struct bin_pick {
     ew_fn i8, i16, i32, i64, f;
+    ew_fn i32_chk; /* the checked loop behind a wrapping i32 one */
     bool bool_in, bool_out;
 } bin_pick;
 
@@ -433,7 +449,9 @@ static ctosa_error *binary(const interp_op *o, bin_pick p, ew_arg *A) {
     setup.round = A->round;
     setup.ignore_nan = A->ignore_nan;
     *A = setup;
+    if (o->reference && dt == CTOSA_DTYPE_INT32 && p.i32_chk) fn = p.i32_chk;
     run_loop(o, fn, A, o->out[0]->count);
+    if (A->ovf && p.i32_chk) p.i32_chk(A, 0, (size_t)o->out[0]->count);
     if ((e = report(o, A))) return e;
     round_output(o->out[0]);
     return NULL;
@@ -443,11 +461,11 @@ static ctosa_error *binary(const interp_op *o, bin_pick p, ew_arg *A) {
 
 ctosa_error *interp_k_ADD(const interp_op *o) {
     ew_arg A = {0};
-    return binary(o, PICK(.i32 = add_i32, .i64 = add_i64, .f = add_f), &A);
+    return binary(o, PICK(.i32 = add_i32, .i32_chk = add_i32_chk, .i64 = add_i64, .f = add_f), &A);
 }
 ctosa_error *interp_k_SUB(const interp_op *o) {
     ew_arg A = {0};
-    return binary(o, PICK(.i32 = sub_i32, .i64 = sub_i64, .f = sub_f), &A);
+    return binary(o, PICK(.i32 = sub_i32, .i32_chk = sub_i32_chk, .i64 = sub_i64, .f = sub_f), &A);
 }
 
 ctosa_error *interp_k_MUL(const interp_op *o) {
