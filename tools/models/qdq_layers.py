@@ -85,13 +85,16 @@ def run(cmd, what):
 
 
 def const_types(g):
-    """element type of every initializer and Constant output"""
+    """element type of every initializer and Constant output, and of the
+    Identity outputs that pass one on (torch's exporter shares constants)"""
     t = {i.name: i.data_type for i in g.initializer}
     for n in g.node:
         if n.op_type == "Constant":
             for a in n.attribute:
                 if a.name == "value":
                     t[n.output[0]] = a.t.data_type
+        elif n.op_type == "Identity" and n.input[0] in t:
+            t[n.output[0]] = t[n.input[0]]
     return t
 
 
@@ -294,7 +297,11 @@ def main():
     cut.CopyFrom(m)
     cg = cut.graph
     consumed = set(x for n in cg.node for x in n.input)
-    fed = [q for q in qouts if q in consumed]
+    # a QuantizeLinear of a constant (weights kept in float by the exporter)
+    # stays: its output is the same in every run and downstream lowerings
+    # need it constant
+    qin = {n.output[0]: n.input[0] for n in qnodes}
+    fed = [q for q in qouts if q in consumed and qin[q] not in ctype]
     for n in cg.node:
         for i, x in enumerate(n.input):
             if x in fed:
