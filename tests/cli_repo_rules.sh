@@ -7,7 +7,9 @@
 # - docs/, README.md and bench/README.md name no file outside the
 #   repository (no ../shared, no absolute home or work paths);
 # - the library reads no environment variable: only src/cli maps them to
-#   options.
+#   options;
+# - the top level tracks only the project files (a test's leftover output
+#   committed by accident shows up here).
 # Skips outside a git checkout (the tracked-file list comes from git).
 set -u
 src=$2
@@ -30,5 +32,7 @@ paths=$(git grep -n -I -E '\.\./shared|/work/|/root/|/home/' -- docs README.md b
 [ -z "$paths" ] || bad "paths outside the repository in the docs:"$'\n'"$paths"
 env=$(git grep -n -E '\b(secure_)?getenv *\(' -- src include ':!src/cli')
 [ -z "$env" ] || bad "the library reads the environment (map it to an option in src/cli):"$'\n'"$env"
+top=$(git ls-files | grep -v / | grep -v -x -E '\.clang-format|\.gitignore|CMakeLists\.txt|LICENSE|README\.md')
+[ -z "$top" ] || bad "unexpected files at the top level:"$'\n'"$top"
 echo "$n source files checked, $fails rule(s) broken"
 [ $fails -eq 0 ]

@@ -43,7 +43,7 @@ static double g_worst_rel;
 static void check_partition(const ctosa_lower_partition *p, const ctosa_spec *spec, const char *spec_str,
                             int64_t int_range) {
     char path[512], why[1024];
-    snprintf(path, sizeof path, "mlir_net_%d_%s.mlir", (int)getpid(), p->file);
+    snprintf(path, sizeof path, "%s/mlir_net_%s.mlir", th_tmpdir(), p->file);
     uint32_t n_ops = 0;
     for (uint32_t i = 0; i < p->n_op_counts; i++) n_ops += p->op_counts[i];
     double t0 = now();
