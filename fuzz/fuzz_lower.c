@@ -41,6 +41,8 @@ FUZZ_ENTRY(lower) {
     opt.output_dir = write ? fuzz_scratch_dir() : NULL;
     opt.stem = "m";
     opt.max_problems = 16;
+    /* within libFuzzer's 2 GiB: a model asking more must fail the budget */
+    opt.max_memory = (uint64_t)512 << 20;
     /* The harness (not the library) reads the streaming threshold from the
      * environment, as the CLI does: =1 streams every weight transform. */
     const char *min = getenv("CTOSA_STREAM_TRANSFORM_MIN");

@@ -65,5 +65,22 @@ expect $rc 2 "$out" "needs a value" "lower --max-memory without a value"
 "$ctosa" lower --help | grep -q "default 8G" || bad "lower --help lacks the 8G default"
 "$ctosa" run --help | grep -q "at most 16G" || bad "run --help lacks the 16G default"
 
+# What one node allocates while it is lowered counts against the cap before
+# it is allocated: a Resize whose interpolation matrix needs 268 MB stops
+# under a 100M cap at once (exit 2, nothing written) and
+# is lowered under the default cap; one needing 2.6 GB is left to the CPU
+# with its reason whatever the cap.
+lim=$src/tests/data/lower/limits
+out=$( ("$ctosa" lower "$lim/resize_matrix_large.onnx" --spec TOSA-1.0+FP -o "$tmp/rl" --max-memory 100M -q) 2>&1); rc=$?
+expect $rc 2 "$out" "at node #0 'Resize#0'), which passes the memory limit of 104857600 bytes" "large resize matrix under 100M"
+[ ! -e "$tmp/rl" ] || bad "large resize matrix under 100M left $(ls "$tmp/rl")"
+out=$("$ctosa" lower "$lim/resize_matrix_large.onnx" --spec TOSA-1.0+FP -o "$tmp/rl2" -q 2>&1); rc=$?
+expect $rc 0 "$out" "" "large resize matrix under the default cap"
+grep -q '"nodes_delegated": 1' "$tmp/rl2/resize_matrix_large.report.json" || bad "large resize matrix not delegated"
+out=$( ("$ctosa" lower "$lim/resize_matrix_huge.onnx" --spec TOSA-1.0+FP -o "$tmp/rh" -q) 2>&1); rc=$?
+expect $rc 0 "$out" "" "huge resize matrix"
+grep -q '"code": "level_limit", "reason": "Resize: axis 2 from 16384 to 20000 elements needs an interpolation matrix of more than 2^26 entries"' \
+  "$tmp/rh/resize_matrix_huge.report.json" || bad "huge resize matrix: no level_limit fallback in $(cat "$tmp/rh/resize_matrix_huge.report.json")"
+
 [ $fail = 0 ] && echo "cli_memcap: all checks passed"
 exit $((fail > 0))

@@ -16,6 +16,8 @@ void arena_init(arena *a, size_t chunk_size) {
     a->head = NULL;
     a->chunk_size = chunk_size ? chunk_size : (64u << 10);
     a->total = 0;
+    a->limit = 0;
+    a->refused = 0;
 }
 
 bool (*util_alloc_fault)(const void *site);
@@ -25,6 +27,12 @@ void *arena_alloc(arena *a, size_t size) {
         return NULL;
     size_t need = (size + 15u) & ~(size_t)15u;
     if (need < size) return NULL;
+    /* A caller with a memory budget learns of a request past it before
+     * anything is asked of malloc (see lower_core.c). */
+    if (a->limit && (need > a->limit || a->total > a->limit - need)) {
+        a->refused = need;
+        return NULL;
+    }
     arena_chunk *c = a->head;
     if (!c || c->size - c->used < need) {
         size_t csize = need > a->chunk_size / 4 ? need : a->chunk_size;

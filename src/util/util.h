@@ -39,7 +39,9 @@ typedef struct arena_chunk arena_chunk;
 typedef struct arena {
     arena_chunk *head;
     size_t chunk_size;
-    size_t total; /* bytes handed out */
+    size_t total;   /* bytes handed out */
+    size_t limit;   /* 0 = none; else allocations never take total past it */
+    size_t refused; /* the size of the last request the limit refused */
 } arena;
 void arena_init(arena *a, size_t chunk_size /* 0 = 64 KiB */);
 void *arena_alloc(arena *a, size_t size);  /* uninitialised */

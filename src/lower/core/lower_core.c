@@ -53,7 +53,11 @@ bool lw_budget_ok(lower_session *s, uint64_t more, const char *what) {
     return false;
 }
 
-uint64_t lw_graph_bytes(const ctosa_graph *g) { return g ? (uint64_t)g->arena.total : 0; }
+/* Counts what the limits refused too: a node that asked for more than the
+ * budget left must fail the budget check, not pass as a lowering error. */
+uint64_t lw_graph_bytes(const ctosa_graph *g) {
+    return g ? (uint64_t)g->arena.total + (uint64_t)g->arena.refused : 0;
+}
 
 void lw_ctx_init(lower_ctx *c, lower_session *s, const ctosa_spec *spec, uint32_t ni, ctosa_graph *g,
                  ctosa_block *b, arena *scratch, strmap *tmap, strmap *reserved, uint32_t *counter) {
@@ -621,6 +625,15 @@ static bool lower_scratch(lower_session *s, uint32_t ni, const ctosa_spec *spec,
     uint32_t counter = 0;
     ctosa_error *e = scratch_graph(spec->version, &g, &b);
     *gout = g;
+    /* What the node may allocate is bounded by what the budget leaves, so
+     * that a hostile shape (an interpolation matrix of 2^28 entries, say)
+     * fails the budget check below instead of the machine's memory. */
+    if (s->max_memory) {
+        uint64_t left = lw_budget_left(s);
+        size_t cap = left == 0 ? 1 : left > SIZE_MAX ? SIZE_MAX : (size_t)left;
+        scratch->limit = cap;
+        if (g) g->arena.limit = cap;
+    }
     lw_ctx_init(c, s, spec, ni, g, b, scratch, tmap, NULL, &counter);
     c->counter = arena_zalloc(scratch, sizeof *c->counter);
     if (e || !c->counter) {
@@ -912,7 +925,7 @@ static void decide_node(lower_session *s, uint32_t ni) {
     bool ok = lower_scratch(s, ni, &s->spec, &scratch, &tmap, &c, &g, ent);
     char what[160];
     snprintf(what, sizeof what, "at node #%u '%.100s'", ni, s->nodes[ni].label);
-    if (!lw_budget_ok(s, (uint64_t)scratch.total + lw_graph_bytes(g), what)) {
+    if (!lw_budget_ok(s, (uint64_t)scratch.total + scratch.refused + lw_graph_bytes(g), what)) {
         /* Lowering stops: ctosa_lower_file returns s->limit_err. */
     } else if (!ok) {
         node_fallback(s, ni, c.code, c.rej_input, "%s", c.msg ? c.msg : "rejected");

@@ -279,6 +279,8 @@ static bool rs_matrix_row(const rs_interp *ip, const rs_axis *a, int64_t o, doub
     return true;
 }
 
+#define RS_MATRIX_MAX ((int64_t)1 << 26)
+
 /* MATMUL [1, M, K] x [1, K, N] in FP32. */
 static const char *rs_matmul(lower_ctx *c, const char *a, const char *b, int64_t m, int64_t n) {
     int64_t os[3] = {1, m, n};
@@ -324,6 +326,14 @@ static lower_status rs_emit_matrix(lower_ctx *c, const lower_value *X, const int
         if (on < 1 || in < 1)
             return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "%s: axis %d from %lld to %lld elements", op,
                              ax, (long long)in, (long long)on);
+        /* a dense matrix per axis: past 2^26 entries (256 MiB of FP32) the
+         * constant outweighs any tensor it serves, so the node is left to
+         * the CPU */
+        if (in > RS_MATRIX_MAX / on)
+            return lw_reject(c, LOWER_LEVEL_LIMIT, NULL,
+                             "%s: axis %d from %lld to %lld elements needs an interpolation matrix of more "
+                             "than 2^26 entries",
+                             op, ax, (long long)in, (long long)on);
         double len = from_scales ? (double)in * scale[ax] : (double)on;
         double *mt = arena_zalloc(ar, (size_t)(in * on) * sizeof *mt);
         double *row = arena_alloc(ar, (size_t)in * sizeof *row);
