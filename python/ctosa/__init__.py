@@ -535,7 +535,12 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
         raise UsageError("requant must be 'rescale' or 'ort', got %r" % (requant,))
     tmp = tempfile.TemporaryDirectory(prefix="ctosa-py-")
     from_bytes = isinstance(model, (bytes, bytearray, memoryview))
-    if from_bytes:
+    # bytes with no output folder are lowered from memory; with one, the
+    # files are named after a model file, so the bytes go through one
+    in_memory = from_bytes and output_dir is None
+    if in_memory:
+        path = "<model bytes>"
+    elif from_bytes:
         path = os.path.join(tmp.name, (stem or "model") + ".onnx")
         with open(path, "wb") as f:
             f.write(model)
@@ -556,9 +561,9 @@ def lower(model, spec, binds=None, shapes=None, plugins=(), custom_ops=None, out
                          output_dir=None if output_dir is None else os.fspath(output_dir), stem=stem,
                          partitioned_onnx=partitioned_onnx, report=report,
                          max_problems=max_problems, max_memory=max_memory,
-                         requant_ort=requant == "ort")
+                         requant_ort=requant == "ort", data=model if in_memory else None)
     except Error as e:
-        if from_bytes:
+        if from_bytes and not in_memory:
             # the bytes went through a temporary file: name what the caller gave
             e.message = e.message.replace(path, "<model bytes>")
             e.args = (e.message,)

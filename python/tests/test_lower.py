@@ -228,6 +228,24 @@ def test_requant_modes():
         ctosa.lower(model, "TOSA-1.0+INT", requant="fast")
 
 
+def test_model_bytes_lowered_in_memory(tmp_path):
+    """Bytes with no output folder are lowered from memory (the report names
+    "<model bytes>"), with the same partitions as the file; with an output
+    folder they go through a file named after the stem."""
+    path = model_path("tests", "models", "mobilenet_v2_x0_25_op13", "model.onnx")
+    with open(path, "rb") as f:
+        data = f.read()
+    by_path = ctosa.lower(path, "TOSA-1.0+FP")
+    for kind in (bytes, bytearray, memoryview):
+        r = ctosa.lower(kind(data), "TOSA-1.0+FP")
+        assert r.report["model"] == "<model bytes>"
+        assert [p.tosa for p in r.partitions] == [p.tosa for p in by_path.partitions]
+        assert r.fallback == [] and by_path.fallback == []
+    r = ctosa.lower(data, "TOSA-1.0+FP", output_dir=tmp_path, stem="m")
+    assert r.partitions[0].tosa == (tmp_path / "m.part0.tosa").read_bytes()
+    assert r.report["model"].endswith("m.onnx")
+
+
 def test_errors_for_model_bytes_name_the_bytes():
     with open(model_path(*SMALL_CNN), "rb") as f:
         data = f.read()

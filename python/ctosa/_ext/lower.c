@@ -457,12 +457,17 @@ static PyTypeObject LowerResult_Type = {
 /* lower(path, spec, binds=[(name, file)], shapes=[(name, dims)],
  *       custom_ops=None, output_dir=None, stem=None,
  *       partitioned_onnx=True, report=True, max_problems=0, max_memory=0,
- *       requant_ort=False) */
+ *       requant_ort=False, data=None)
+ * With data (a bytes-like object holding the model; output_dir None) the
+ * model is lowered from memory and path only names it in messages. */
 PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path",       "spec",         "binds",      "shapes",
-                             "custom_ops", "output_dir",   "stem",       "partitioned_onnx",
-                             "report",     "max_problems", "max_memory", "requant_ort",
-                             NULL};
+    static char *kwlist[] = {"path",       "spec",
+                             "binds",      "shapes",
+                             "custom_ops", "output_dir",
+                             "stem",       "partitioned_onnx",
+                             "report",     "max_problems",
+                             "max_memory", "requant_ort",
+                             "data",       NULL};
     PyObject *pathb = NULL, *sobj, *binds = Py_None, *shapes = Py_None, *reg_obj = Py_None, *outb = NULL,
              *outobj = Py_None;
     const char *stem = NULL;
@@ -470,9 +475,10 @@ PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
     unsigned int maxp = 0;
     unsigned long long maxmem = 0;
     int requant_ort = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOzppIKp", kwlist, PyUnicode_FSConverter, &pathb, &sobj,
-                                     &binds, &shapes, &reg_obj, &outobj, &stem, &part_onnx, &report, &maxp,
-                                     &maxmem, &requant_ort))
+    Py_buffer data = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOzppIKpz*", kwlist, PyUnicode_FSConverter, &pathb,
+                                     &sobj, &binds, &shapes, &reg_obj, &outobj, &stem, &part_onnx, &report,
+                                     &maxp, &maxmem, &requant_ort, &data))
         return NULL;
     PyObject *res = NULL, *bseq = NULL, *sseq = NULL;
     ctosa_lower_bind *bv = NULL;
@@ -548,8 +554,14 @@ PyObject *cx_lower(PyObject *self, PyObject *args, PyObject *kw) {
     ctosa_error *e;
     /* The registry's callbacks are C (plugins, JSON rules): no Python runs
      * during lowering, so the GIL can go. */
-    Py_BEGIN_ALLOW_THREADS e = ctosa_lower_file(path, &spec, &opt, &r);
-    Py_END_ALLOW_THREADS if (e) {
+    if (data.buf) {
+        Py_BEGIN_ALLOW_THREADS e = ctosa_lower_memory(data.buf, (uint64_t)data.len, path, &spec, &opt, &r);
+        Py_END_ALLOW_THREADS
+    } else {
+        Py_BEGIN_ALLOW_THREADS e = ctosa_lower_file(path, &spec, &opt, &r);
+        Py_END_ALLOW_THREADS
+    }
+    if (e) {
         cx_raise(e, path);
         goto done;
     }
@@ -569,6 +581,7 @@ done:
     PyMem_Free(dims);
     Py_XDECREF(pathb);
     Py_XDECREF(outb);
+    if (data.obj) PyBuffer_Release(&data);
     return res;
 }
 
