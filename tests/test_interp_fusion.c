@@ -11,7 +11,8 @@
  *  - a RESCALE fused into the int8 CONV2D / DEPTHWISE_CONV2D before it
  *    (applied as the convolution stores its results) gives the bytes of the unfused pair and of
  *    the plain loops, on every dot-product instruction set the CPU has,
- *    and a REQUIRE it breaks fails with the RESCALE's own message;
+ *    and a REQUIRE it breaks fails with the RESCALE's own message; the
+ *    same with the quantized lowering's tie-to-even chain in between;
  *  - results do not depend on the thread count (the spinning pool). */
 #include <math.h>
 
@@ -381,6 +382,11 @@ typedef struct rq_case {
     int8_t izp, ozp;
     bool per_channel, dbl;
     int shift_lo; /* smallest shift drawn (small shifts break the REQUIRE) */
+    /* the quantized lowering's tie-to-even chain between the convolution
+     * and the RESCALE: y = RESCALE1(acc) to int32, SELECT((acc & mask) ==
+     * half, y - (y & odd), y); tie_pc: mask, half and odd per channel */
+    bool tie, tie_pc;
+    int shift2_lo; /* the same for the RESCALE after the chain */
 } rq_case;
 
 static uint32_t rq_rng;
@@ -389,10 +395,10 @@ static int32_t rq_rand(int32_t lo, int32_t hi) {
     return lo + (int32_t)((rq_rng >> 8) % (uint32_t)(hi - lo + 1));
 }
 
-/* x int8 [1,H,W,IC] -> CONV2D k x k (int32) -> RESCALE -> int8 y. expose:
- * the int32 tensor is a graph output too (no fusion). out gets y's bytes;
- * msg the error message, if any. */
-static ctosa_error *run_rq(const rq_case *c, bool expose, int threads, int runs, int8_t *out) {
+/* x int8 [1,H,W,IC] -> CONV2D k x k (int32) -> [tie chain ->] RESCALE ->
+ * int8 y. expose 1: the int32 tensor is a graph output too, 2: the chain's
+ * SUB result is (no fusion either way). out gets y's bytes. */
+static ctosa_error *run_rq(const rq_case *c, int expose, int threads, int runs, int8_t *out) {
     static int8_t x[16 * 16 * 64], w[64 * 3 * 3 * 64];
     static int32_t bias[64], mult[64];
     static int8_t shift[64];
@@ -437,9 +443,48 @@ static ctosa_error *run_rq(const rq_case *c, bool expose, int threads, int runs,
     r.rounding_mode = c->dbl ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE;
     r.per_channel = c->per_channel;
     const char *rin[5] = {acc, mt, sht, z32, zo};
+    const char *sub = NULL;
+    if (c->tie) {
+        /* the chain, then the second RESCALE reads its result */
+        static int32_t mask[64], half[64], odd[64], mult2[64];
+        static int8_t shift2[64];
+        int32_t tn = c->tie_pc ? OC : 1, cs[4] = {1, 1, 1, tn};
+        for (int32_t i = 0; i < OC; i++) {
+            int b = rq_rand(0, 6); /* low bits compared: b = 0 ties everywhere */
+            mask[i] = (1 << b) - 1;
+            half[i] = b ? 1 << (b - 1) : 0;
+            odd[i] = rq_rand(0, 3) ? 1 : rq_rand(-(1 << 29), 1 << 29) * 2 + 1;
+        }
+        for (int32_t i = 0; i < nc; i++) {
+            mult2[i] = rq_rand(1 << 30, 0x7fffffff);
+            shift2[i] = (int8_t)rq_rand(c->shift2_lo, 36);
+        }
+        const char *y1 = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys);
+        ctosa_attr r1 = r;
+        r1.rounding_mode = CTOSA_ROUND_SINGLE;
+        const char *r1in[5] = {acc, mt, sht, z32, z32};
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, r1in, 1, &y1, &r1, NULL);
+        const char *mk = gconst(&q, CTOSA_DTYPE_INT32, 4, cs, mask, (size_t)tn * 4, false);
+        const char *hf = gconst(&q, CTOSA_DTYPE_INT32, 4, cs, half, (size_t)tn * 4, false);
+        const char *od = gconst(&q, CTOSA_DTYPE_INT32, 4, cs, odd, (size_t)tn * 4, false);
+        const char *a1 = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys), *eq = gtensor(&q, CTOSA_DTYPE_BOOL, 4, ys);
+        const char *a2 = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys), *z = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys);
+        sub = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys);
+        const char *i1[2] = {acc, mk}, *i2[2] = {a1, hf}, *i3[2] = {y1, od}, *i4[2] = {y1, a2};
+        const char *i5[3] = {eq, sub, y1};
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_BITWISE_AND, 2, i1, 1, &a1, NULL, NULL);
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_EQUAL, 2, i2, 1, &eq, NULL, NULL);
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_BITWISE_AND, 2, i3, 1, &a2, NULL, NULL);
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_SUB, 2, i4, 1, &sub, NULL, NULL);
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_SELECT, 3, i5, 1, &z, NULL, NULL);
+        rin[0] = z;
+        rin[1] = gconst(&q, CTOSA_DTYPE_INT32, 1, ncs, mult2, (size_t)nc * 4, false);
+        rin[2] = gconst(&q, CTOSA_DTYPE_INT8, 1, ncs, shift2, (size_t)nc, false);
+    }
     if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, rin, 1, &y, &r, NULL);
     if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
-    if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, acc);
+    if (expose == 1 && !q.e) q.e = ctosa_block_add_output(q.g, q.b, acc);
+    if (expose == 2 && sub && !q.e) q.e = ctosa_block_add_output(q.g, q.b, sub);
     ctosa_interp *it = NULL;
     ctosa_interp_options opt;
     ctosa_interp_options_init(&opt);
@@ -462,7 +507,8 @@ static void test_rescale_fusion(void) {
     static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
     static int8_t ref[16 * 16 * 64], got[16 * 16 * 64];
     int compared = 0, failed_alike = 0;
-    for (int i = 0; i < 48; i++) {
+    /* cases 48 and up: with a tie chain */
+    for (int i = 0; i < 48 + 40; i++) {
         rq_rng = (uint32_t)i * 2654435761u + 1;
         static const int32_t ics[] = {3, 8, 16, 20}, ocs[] = {5, 16, 24, 40};
         rq_case c = {.H = rq_rand(3, 16),
@@ -477,20 +523,24 @@ static void test_rescale_fusion(void) {
                      .shift_lo = i % 8 == 7 ? 8 : 33};
         c.ozp = (int8_t)rq_rand(-128, 127);
         c.dw = i % 3 == 2;
+        c.tie = i >= 48;
+        c.tie_pc = rq_rand(0, 2) > 0;
+        c.shift2_lo = i % 8 == 3 ? 4 : 31;
+        if (c.tie) c.dbl = false;                                  /* the lowering's chains round once */
         if (c.dw) c.IC = c.OC = ocs[rq_rand(0, 3)] + (i % 2) * 16; /* channel tails and 16-channel blocks */
         if (c.stride == 2) c.H |= 1, c.W |= 1;                     /* (size - 1) divisible by the stride */
         size_t n = (size_t)((c.H + 2 * (c.k / 2) - c.k) / c.stride + 1) *
                    (size_t)((c.W + 2 * (c.k / 2) - c.k) / c.stride + 1) * (size_t)c.OC;
         /* the unfused pair on the plain loops */
         use_reference = true;
-        ctosa_error *er = run_rq(&c, true, 1, 1, ref);
+        ctosa_error *er = run_rq(&c, 1, 1, 1, ref);
         use_reference = false;
         for (int l = 0; l < 3; l++) {
             kg_q8_limit(levels[l]);
             if (kg_q8_isa() != levels[l]) continue;
-            for (int v = 0; v < 3; v++) {
+            for (int v = 0; v < (c.tie ? 4 : 3); v++) {
                 memset(got, 0x5a, sizeof got);
-                bool expose = v == 0;
+                int expose = v == 0 ? 1 : v == 3 ? 2 : 0;
                 ctosa_error *eg = run_rq(&c, expose, v == 2 ? 2 : 1, v == 2 ? 2 : 1, got);
                 CHECK_MSG((er == NULL) == (eg == NULL), "case %d isa %d variant %d: reference %s, fast %s", i,
                           levels[l], v, er ? ctosa_error_message(er) : "ok",
@@ -511,7 +561,7 @@ static void test_rescale_fusion(void) {
     }
     kg_q8_limit(-1);
     printf("fused RESCALE: %d runs compared, %d failed alike\n", compared, failed_alike);
-    CHECK(compared >= 48 * 3 * 3 / 2);
+    CHECK(compared >= (48 * 3 + 40 * 4) * 3 / 2);
     CHECK(failed_alike > 0);
 }
 

@@ -459,13 +459,93 @@ static void fuse_clamps(rplan *p) {
     }
 }
 
+/* Number of operator inputs of p reading t. */
+static uint32_t readers_of(const rplan *p, const itensor *t) {
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < p->n_ops; j++)
+        for (uint32_t k = 0; k < p->ops[j].n_in; k++) n += p->ops[j].in[k] == t;
+    return n;
+}
+
+/* The operator of kind k with n_in inputs producing t, when t is a local
+ * activation (not a block output) with exactly readers readers; NULL
+ * otherwise. */
+static pop *chain_def(rplan *p, const itensor *t, ctosa_op_kind k, uint32_t n_in, uint32_t readers) {
+    slot *s = slot_of((itensor *)t);
+    if (s < p->slots || s >= p->slots + p->n_slots || s->kind != SLOT_ACT || s->is_output || s->def < 0)
+        return NULL;
+    pop *d = &p->ops[s->def];
+    if (d->skip || d->fused || d->op->kind != k || d->n_in != n_in || d->n_out != 1 || d->out[0] != t ||
+        readers_of(p, t) != readers)
+        return NULL;
+    return d;
+}
+
+/* An int32 constant that broadcasts along the channels (last dimension) of
+ * like: rank of like, every dimension 1 but the last (1 or like's). */
+static bool chain_const(const rplan *p, const itensor *t, const itensor *like) {
+    const slot *s = slot_of((itensor *)t);
+    if (s < p->slots || s >= p->slots + p->n_slots || s->kind != SLOT_CONST ||
+        t->dtype != CTOSA_DTYPE_INT32 || t->rank != like->rank || t->rank < 1)
+        return false;
+    for (uint32_t d = 0; d + 1 < t->rank; d++)
+        if (t->shape[d] != 1) return false;
+    return t->shape[t->rank - 1] == 1 || t->shape[t->rank - 1] == like->shape[like->rank - 1];
+}
+
+/* The quantized lowering's tie-to-even chain ending in the SELECT op
+ * (interp_fused_rescale.tie): y = RESCALE(acc) to int32, SELECT(
+ * EQUAL(BITWISE_AND(acc, mask), half), SUB(y, BITWISE_AND(y, odd)), y),
+ * every intermediate read only inside the chain and acc only by the
+ * RESCALE and the first BITWISE_AND. Fills fr's tie fields and chain[]
+ * with the chain's six operators; returns the index of the operator
+ * producing acc, or -1. Every operator of a matched chain passes its own
+ * checks on any values: the shapes and types are the same, and y - (y &
+ * odd) = y & ~odd cannot overflow. */
+static int64_t match_tie(rplan *p, pop *sel, interp_fused_rescale *fr, int64_t chain[6]) {
+    if (sel->n_in != 3 || sel->n_out != 1) return -1;
+    itensor *b = sel->in[0], *e = sel->in[1], *y = sel->in[2], *z = sel->out[0];
+    pop *eq = chain_def(p, b, CTOSA_OP_EQUAL, 2, 1), *sub = chain_def(p, e, CTOSA_OP_SUB, 2, 1);
+    pop *r1 = chain_def(p, y, CTOSA_OP_RESCALE, 5, 3);
+    if (!eq || !sub || !r1 || sub->in[0] != y) return -1;
+    pop *odd = chain_def(p, sub->in[1], CTOSA_OP_BITWISE_AND, 2, 1);
+    pop *msk = chain_def(p, eq->in[0], CTOSA_OP_BITWISE_AND, 2, 1);
+    if (!odd || !msk || odd->in[0] != y) return -1;
+    itensor *acc = r1->in[0];
+    slot *sa = slot_of(acc);
+    if (msk->in[0] != acc || sa < p->slots || sa >= p->slots + p->n_slots || sa->kind != SLOT_ACT ||
+        sa->is_output || sa->def < 0 || readers_of(p, acc) != 2)
+        return -1;
+    const itensor *same[] = {acc, y, msk->out[0], b, odd->out[0], e, z};
+    for (size_t k = 0; k < sizeof same / sizeof *same; k++)
+        if (!interp_same_shape(same[k], z) ||
+            same[k]->dtype != (same[k] == b ? CTOSA_DTYPE_BOOL : CTOSA_DTYPE_INT32))
+            return -1;
+    if (!chain_const(p, msk->in[1], z) || !chain_const(p, eq->in[1], z) || !chain_const(p, odd->in[1], z))
+        return -1;
+    for (uint32_t k = 1; k < 5; k++)
+        if (slot_of(r1->in[k])->kind != SLOT_CONST) return -1;
+    fr->tie = r1->op;
+    fr->tie_where = r1->where;
+    fr->tie_in = r1->in;
+    fr->tie_out = y;
+    fr->tie_mask = msk->in[1];
+    fr->tie_half = eq->in[1];
+    fr->tie_odd = odd->in[1];
+    pop *ops[6] = {r1, msk, eq, odd, sub, sel};
+    for (int k = 0; k < 6; k++) chain[k] = ops[k] - p->ops;
+    return sa->def;
+}
+
 /* Plan-time offer of a RESCALE to the int8 CONV2D / DEPTHWISE_CONV2D producing its input
- * (interp_fused_rescale): the convolution's int32 output is a local
- * activation read by nothing else, and the RESCALE's other operands are
- * constants. The RESCALE's output is then defined at the convolution (its
- * memory is placed there, so it cannot share bytes with the convolution's
- * inputs); the convolution's own output keeps its memory for the runs
- * where the kernel declines. Not in blocks with control flow. */
+ * (interp_fused_rescale), directly or through a tie-to-even chain: the
+ * convolution's int32 output is a local activation read by nothing else
+ * (but the chain), and the RESCALEs' other operands are constants. The
+ * RESCALE's output is then defined at the convolution (its memory is
+ * placed there, so it cannot share bytes with the convolution's inputs or
+ * the chain's tensors); the convolution's own output and the chain's keep
+ * their memory for the runs where the kernel declines. Not in blocks with
+ * control flow. */
 static void fuse_rescales(rplan *p) {
     for (uint32_t i = 0; i < p->n_ops; i++) {
         const ctosa_op *op = p->ops[i].op;
@@ -482,20 +562,25 @@ static void fuse_rescales(rplan *p) {
             continue;
         bool consts = true;
         for (uint32_t k = 1; k < 5; k++) consts &= slot_of(pr->in[k])->kind == SLOT_CONST;
-        if (!consts) continue;
-        pop *pv = &p->ops[mid->def];
-        if (pv->skip || pv->has_rescale || pv->n_out != 1 || pv->out[0] != &mid->t ||
+        if (!consts || readers_of(p, &mid->t) != 1) continue;
+        interp_fused_rescale fr = {.op = pr->op, .where = pr->where, .in = pr->in, .out = &dst->t};
+        int64_t chain[6], nchain = 0, iv = mid->def;
+        const itensor *acc = &mid->t;
+        if (p->ops[iv].op->kind == CTOSA_OP_SELECT) {
+            if ((iv = match_tie(p, &p->ops[iv], &fr, chain)) < 0) continue;
+            nchain = 6;
+            acc = fr.tie_in[0];
+        }
+        pop *pv = &p->ops[iv];
+        if (pv->skip || pv->has_rescale || pv->n_out != 1 || pv->out[0] != acc ||
             (pv->op->kind != CTOSA_OP_CONV2D && pv->op->kind != CTOSA_OP_DEPTHWISE_CONV2D) || pv->n_in < 1 ||
             pv->in[0]->dtype != CTOSA_DTYPE_INT8)
             continue;
-        uint32_t readers = 0;
-        for (uint32_t j = 0; j < p->n_ops; j++)
-            for (uint32_t k = 0; k < p->ops[j].n_in; k++) readers += p->ops[j].in[k] == &mid->t;
-        if (readers != 1) continue;
         pv->has_rescale = true;
-        pv->rescale = (interp_fused_rescale){.op = pr->op, .where = pr->where, .in = pr->in, .out = &dst->t};
-        pr->rescale_by = mid->def;
-        dst->def = mid->def;
+        pv->rescale = fr;
+        pr->rescale_by = iv;
+        for (int64_t k = 0; k < nchain; k++) p->ops[chain[k]].rescale_by = iv;
+        dst->def = iv;
     }
 }
 

@@ -50,13 +50,23 @@ typedef struct interp_ctx interp_ctx; /* defined by the runtime */
  * convolution may store RESCALE(value) into out itself, bit for bit as
  * interp_k_RESCALE would, and then sets done (the RESCALE does not run);
  * otherwise it stores its own output and the RESCALE runs as usual (and
- * reports whatever fails). Its own output's memory stays reserved. */
+ * reports whatever fails). Its own output's memory stays reserved.
+ * With tie set, the RESCALE's input is instead the quantized lowering's
+ * tie-to-even chain of the convolution's output acc: y = tie (a RESCALE
+ * to int32 of acc), then SELECT((acc & mask) == half, y - (y & odd), y); the
+ * chain's operators (two BITWISE_AND, EQUAL, SUB, SELECT) and tie do not
+ * run either when done is set. */
 typedef struct interp_fused_rescale {
     const ctosa_op *op; /* the RESCALE */
     const char *where;  /* its place, for messages */
-    itensor *const *in; /* its five inputs; in[0] is the convolution's output */
+    itensor *const *in; /* its five inputs; in[0] is the convolution's output (or the chain's) */
     itensor *out;       /* its output */
     bool done;
+    const ctosa_op *tie;                          /* the chain's first RESCALE, or NULL */
+    const char *tie_where;                        /* its place */
+    itensor *const *tie_in;                       /* its five inputs, tie_in[0] the convolution's output */
+    itensor *tie_out;                             /* y */
+    const itensor *tie_mask, *tie_half, *tie_odd; /* constants: one value, or one per channel */
 } interp_fused_rescale;
 
 /* What a kernel is told about the operator it runs. */

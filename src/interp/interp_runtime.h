@@ -56,7 +56,8 @@ typedef struct pop {
     bool has_post;   /* post holds a fused CLAMP */
     interp_post post;
     /* A RESCALE offered to this convolution (has_rescale; fuse_rescales),
-     * and on the RESCALE's side the index of that convolution (or -1). */
+     * and on the side of the RESCALE (and of its tie chain's operators)
+     * the index of that convolution (or -1). */
     bool has_rescale;
     interp_fused_rescale rescale;
     int64_t rescale_by;

@@ -571,35 +571,77 @@ done:
     return e;
 }
 
+/* The RESCALE ro's job (rs_setup) when it is a scale32 int32 -> int32 or
+ * 8-bit one with input zero point 0 over rows of nc channels; false (and
+ * nothing to free) otherwise. */
+static bool rq_job(const ctosa_op *op, const char *where, itensor *const *in, itensor *out, int64_t nc,
+                   rs_job *j) {
+    itensor *outs[1] = {out};
+    interp_op ro = {.op = op, .where = where, .in = in, .n_in = op->n_inputs, .out = outs, .n_out = 1};
+    ctosa_error *e = rs_setup(&ro, j);
+    bool ok = !e && op->attr.scale32 && j->ti == CTOSA_DTYPE_INT32 && j->izp == 0 && nc > 0 &&
+              in[0]->rank >= 1 && in[0]->shape[in[0]->rank - 1] == nc &&
+              (j->to == CTOSA_DTYPE_INT8 || j->to == CTOSA_DTYPE_INT32);
+    ctosa_error_free(e);
+    if (!ok) rs_free(j);
+    return ok;
+}
+
+/* Lane l of block b from channel c's constants of j. */
+static void rq_lane(kg_rq_blk *b, int l, const rs_job *j, bool per_channel, int64_t c) {
+    uint64_t src = per_channel ? (uint64_t)c : 0;
+    kg_rq_lane(b, l, j->mult[src % j->nc], j->shift[src % j->nc], j->dbl[src % j->nc]);
+}
+
+/* One value of a constant of one value or nc. */
+static int32_t rq_const(const itensor *t, int64_t c) {
+    return ((const int32_t *)t->data)[t->count == 1 ? 0 : c];
+}
+
 bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requant *rq) {
-    itensor *outs[1] = {fr->out};
-    interp_op ro = {
-        .op = fr->op, .where = fr->where, .in = fr->in, .n_in = fr->op->n_inputs, .out = outs, .n_out = 1};
-    rs_job j;
-    ctosa_error *e = rs_setup(&ro, &j);
-    const ctosa_attr *a = &fr->op->attr;
-    bool ok = !e && a->scale32 && j.ti == CTOSA_DTYPE_INT32 && j.to == CTOSA_DTYPE_INT8 && j.izp == 0 &&
-              nc > 0 && fr->in[0]->rank >= 1 && fr->in[0]->shape[fr->in[0]->rank - 1] == nc;
-    kg_rq_blk *blk = NULL;
-    if (ok) {
-        int64_t nb = (nc + 15) / 16;
-        ok = (blk = aligned_alloc(64, (size_t)nb * sizeof *blk)) != NULL;
-        for (int64_t k = 0; ok && k < nb; k++)
-            for (int l = 0; l < 16; l++) {
-                int64_t c = k * 16 + l;
-                /* lanes past nc: any valid constants (never stored) */
-                uint64_t src = !a->per_channel ? 0 : c < nc ? (uint64_t)c : 0;
-                kg_rq_lane(blk + k, l, j.mult[src % j.nc], j.shift[src % j.nc], j.dbl[src % j.nc]);
-            }
+    rs_job j, t;
+    if (!rq_job(fr->op, fr->where, fr->in, fr->out, nc, &j)) return false;
+    bool ok = j.to == CTOSA_DTYPE_INT8;
+    bool tie = ok && fr->tie;
+    if (tie) {
+        const itensor *cs[3] = {fr->tie_mask, fr->tie_half, fr->tie_odd};
+        for (int i = 0; i < 3; i++)
+            ok &= cs[i]->dtype == CTOSA_DTYPE_INT32 && (cs[i]->count == 1 || (int64_t)cs[i]->count == nc);
+        ok = ok && rq_job(fr->tie, fr->tie_where, fr->tie_in, fr->tie_out, nc, &t);
+        if (ok && t.to != CTOSA_DTYPE_INT32) {
+            rs_free(&t);
+            ok = false;
+        }
+        tie = ok;
     }
-    if (ok)
+    /* the blocks, then the tie steps' blocks, in one allocation (freed
+     * through rq->blk); lanes past nc get channel 0's constants (valid,
+     * never stored) */
+    int64_t nb = (nc + 15) / 16;
+    size_t bytes = (size_t)nb * (sizeof(kg_rq_blk) + (tie ? sizeof(kg_rq_tie) : 0));
+    char *mem = ok ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
+    if (mem) {
+        kg_rq_blk *blk = (kg_rq_blk *)(void *)mem;
+        kg_rq_tie *tb = tie ? (kg_rq_tie *)(void *)(mem + (size_t)nb * sizeof(kg_rq_blk)) : NULL;
+        for (int64_t k = 0; k < nb; k++)
+            for (int l = 0; l < 16; l++) {
+                int64_t c = k * 16 + l < nc ? k * 16 + l : 0;
+                rq_lane(blk + k, l, &j, fr->op->attr.per_channel, c);
+                if (!tb) continue;
+                rq_lane(&tb[k].r1, l, &t, fr->tie->attr.per_channel, c);
+                tb[k].mask[l] = rq_const(fr->tie_mask, c);
+                tb[k].half[l] = rq_const(fr->tie_half, c);
+                tb[k].odd[l] = rq_const(fr->tie_odd, c);
+            }
         *rq = (kg_requant){.blk = blk,
+                           .tie = tb,
                            .ozp = (int32_t)j.ozp,
                            .lo = (int32_t)j.lo,
                            .hi = (int32_t)j.hi,
                            .out = fr->out->data,
                            .ldo = nc};
-    ctosa_error_free(e);
+    }
+    if (tie) rs_free(&t);
     rs_free(&j);
-    return ok;
+    return mem != NULL;
 }

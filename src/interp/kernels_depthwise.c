@@ -506,9 +506,8 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
                 if (rq) {
                     __m512i rv;
                     memcpy(&rv, &r, sizeof rv);
-                    _mm_storeu_si128(
-                        (__m128i *)(orow8 + ox * C + cb),
-                        _mm512_cvtepi32_epi8(kg_rq16(rv, rq->blk + cb / 16, rzp, rlo, rhi, &rbad)));
+                    _mm_storeu_si128((__m128i *)(orow8 + ox * C + cb),
+                                     _mm512_cvtepi32_epi8(kg_rqs16(rv, rq, cb / 16, rzp, rlo, rhi, &rbad)));
                 } else {
                     memcpy(orow + ox * C + cb, &r, sizeof r);
                 }
@@ -527,8 +526,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
                     }
                 }
                 int32_t v = (int32_t)acc + d->bias[cb];
-                if (rq)
-                    orow8[ox * C + cb] = (uint8_t)kg_rq1(v, rq->blk + cb / 16, (int)(cb % 16), rq, &rbad1);
+                if (rq) orow8[ox * C + cb] = (uint8_t)kg_rq1(v, rq, cb / 16, (int)(cb % 16), &rbad1);
                 else orow[ox * C + cb] = v;
             }
     }

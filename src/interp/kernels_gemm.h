@@ -37,8 +37,18 @@ typedef struct kg_rq_blk {
  * dbl (0 or 2^30), with apply_scale_32's value limits for s. */
 void kg_rq_lane(kg_rq_blk *b, int l, int64_t m, int s, int64_t dbl);
 
+/* A tie-to-even step before the RESCALE (kg_requant.tie), per column panel:
+ * y = RESCALE1(acc) to int32 through r1, and where (acc & mask) == half
+ * (an exact tie of that rounding) y - (y & odd), which is y & ~odd (the
+ * even neighbour for odd = 1). */
+typedef struct kg_rq_tie {
+    kg_rq_blk r1;
+    int32_t mask[16], half[16], odd[16];
+} kg_rq_tie;
+
 typedef struct kg_requant {
     const kg_rq_blk *blk; /* one per column panel of KG_NR columns */
+    const kg_rq_tie *tie; /* the tie step, one per panel, or NULL */
     int32_t ozp, lo, hi;  /* output zero point and clamp range */
     uint8_t *out;         /* 8-bit output, ldo bytes between rows */
     int64_t ldo;
@@ -182,15 +192,41 @@ kg_rq16(__m512i v, const kg_rq_blk *p, __m512i ozp, __m512i lo, __m512i hi, __mm
     __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
     return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
 }
+
+/* The whole store of 16 accumulators of column panel k: rq's tie step
+ * when it has one, then its RESCALE. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512i
+kg_rqs16(__m512i v, const kg_requant *rq, int64_t k, __m512i ozp, __m512i lo, __m512i hi, __mmask16 *bad) {
+    if (rq->tie) {
+        const kg_rq_tie *t = rq->tie + k;
+        __m512i y = kg_rq16(v, &t->r1, _mm512_setzero_si512(), _mm512_set1_epi32(INT32_MIN),
+                            _mm512_set1_epi32(INT32_MAX), bad);
+        __mmask16 tie = _mm512_cmpeq_epi32_mask(_mm512_and_si512(v, _mm512_loadu_si512(t->mask)),
+                                                _mm512_loadu_si512(t->half));
+        v = _mm512_mask_andnot_epi32(y, tie, _mm512_loadu_si512(t->odd), y);
+    }
+    return kg_rq16(v, rq->blk + k, ozp, lo, hi, bad);
+}
 #endif
 
-/* The same for one lane l of p, in scalar code. */
-static inline int32_t kg_rq1(int32_t v, const kg_rq_blk *p, int l, const kg_requant *rq, bool *bad) {
+/* One lane l of block p in scalar code: RESCALE to [lo, hi] around ozp. */
+static inline int32_t kg_rq1_blk(int32_t v, const kg_rq_blk *p, int l, int32_t ozp, int32_t lo, int32_t hi,
+                                 bool *bad) {
     *bad |= v < p->vlo[l] || v > p->vhi[l];
     const int64_t *base = l % 2 ? p->base_o : p->base_e, *dbl = l % 2 ? p->dbl_o : p->dbl_e;
     const int64_t *sh = l % 2 ? p->sh_o : p->sh_e;
     int64_t r = ((int64_t)v * p->mult[l] + base[l / 2] + (v >= 0 ? dbl[l / 2] : -dbl[l / 2])) >> sh[l / 2];
-    r += rq->ozp;
-    return (int32_t)(r < rq->lo ? rq->lo : r > rq->hi ? rq->hi : r);
+    r += ozp;
+    return (int32_t)(r < lo ? lo : r > hi ? hi : r);
+}
+
+/* kg_rqs16 for lane l of column panel k, in scalar code. */
+static inline int32_t kg_rq1(int32_t v, const kg_requant *rq, int64_t k, int l, bool *bad) {
+    if (rq->tie) {
+        const kg_rq_tie *t = rq->tie + k;
+        int32_t y = kg_rq1_blk(v, &t->r1, l, 0, INT32_MIN, INT32_MAX, bad);
+        v = (v & t->mask[l]) == t->half[l] ? y & ~t->odd[l] : y;
+    }
+    return kg_rq1_blk(v, rq->blk + k, l, rq->ozp, rq->lo, rq->hi, bad);
 }
 #endif

@@ -139,7 +139,6 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
     for (int j = 0; j < ncols; j++) bb[j] = job->ibias[n0 + j];
     const __m512i bias = _mm512_loadu_si512(bb);
     kg_requant *rq = job->rq;
-    const kg_rq_blk *rqb = rq ? rq->blk + panel : NULL;
     const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
                   rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
     for (int64_t r = 0; r < nrows; r += KQ_MR512) {
@@ -165,7 +164,7 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
             uint8_t *o8 = rq->out + (row0 + r) * rq->ldo + n0;
             for (int m = 0; m < mr; m++)
                 _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
-                                                 kg_rq16(acc[m], rqb, rzp, rlo, rhi, &bad));
+                                                 kg_rqs16(acc[m], rq, panel, rzp, rlo, rhi, &bad));
             if (bad & cols) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
             continue;
         }
@@ -218,8 +217,7 @@ __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job
             _mm256_storeu_si256((__m256i *)(v + 8), acc1[m]);
             if (job->rq) {
                 uint8_t *o8 = job->rq->out + (row0 + r + m) * job->rq->ldo + n0;
-                const kg_rq_blk *rqb = job->rq->blk + panel;
-                for (int l = 0; l < ncols; l++) o8[l] = (uint8_t)kg_rq1(v[l], rqb, l, job->rq, &bad);
+                for (int l = 0; l < ncols; l++) o8[l] = (uint8_t)kg_rq1(v[l], job->rq, panel, l, &bad);
             } else {
                 memcpy(o + m * job->ldo, v, (size_t)ncols * sizeof(int32_t));
             }
