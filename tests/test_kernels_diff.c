@@ -1,6 +1,6 @@
 /* test_kernels_diff.c - differential test of the interpreter kernels that
  * have fast paths (CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D,
- * MATMUL, RESCALE, SIGMOID, SELECT, int32 ADD / SUB, fp32 -> int8/16 CAST): randomized shapes and attributes over the legal parameter space
+ * MATMUL, RESCALE, SIGMOID, SELECT, int32 ADD / SUB, fp32 -> int8/16/32 and int32 -> int8/16 CAST): randomized shapes and attributes over the legal parameter space
  * (ranks and batch, strides, dilations, asymmetric and large pads, out_pad
  * of both signs, channel counts around the vector widths, every accepted
  * dtype combination, zero points, local_bound), each case run on the fast
@@ -532,24 +532,36 @@ static void select_case(uint64_t seed) {
 
 /* int32 ADD / SUB (the wrapping loops with a re-check) over broadcast
  * shapes, values narrow or over the whole range (so some cases overflow:
- * both paths must refuse them alike); fp32 -> int8 / int16 CAST over
- * values around and past the range with exact halves, infinities and NaN. */
+ * both paths must refuse them alike); fp32 -> int8 / int16 / int32 CAST over
+ * values around and past the range with exact halves, infinities and NaN,
+ * and int32 -> int8 / int16 (truncating) over the whole int32 range. */
 static void arith_case(uint64_t seed) {
     kt_rng = seed;
     if (coin(40)) {
         int64_t n = ri(1, 3000);
-        ctosa_dtype to = coin(50) ? CTOSA_DTYPE_INT8 : CTOSA_DTYPE_INT16;
-        itensor *in = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(n)), *out = kt_new(to, 1, KT_DIMS(n));
-        double range = to == CTOSA_DTYPE_INT8 ? 300 : 70000;
+        int kind = (int)ri(0, 3); /* fp32 -> int8, int16, int32; int32 -> int8 / int16 */
+        ctosa_dtype to = kind == 0 ? CTOSA_DTYPE_INT8 : kind == 1 ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT32;
+        ctosa_dtype ti = kind == 3 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_FP32;
+        if (kind == 3) to = coin(50) ? CTOSA_DTYPE_INT8 : CTOSA_DTYPE_INT16;
+        itensor *in = kt_new(ti, 1, KT_DIMS(n)), *out = kt_new(to, 1, KT_DIMS(n));
+        /* int32: around 2^22, 2^23 (where halves stop) and past 2^31 */
+        double range = kind == 0 ? 300 : kind == 1 ? 70000 : coin(50) ? 3e9 : coin(50) ? 9e6 : 5e6;
         float *x = in->data;
         for (int64_t i = 0; i < n; i++) {
+            if (kind == 3) {
+                ((int32_t *)in->data)[i] =
+                    coin(50) ? (int32_t)(uint32_t)kt_rand() : (int32_t)ri(-40000, 40000);
+                continue;
+            }
             x[i] = (float)(kt_randf() * range);
             if (coin(20)) x[i] = (float)(ri(-(int64_t)range, (int64_t)range)) + 0.5f;
             if (coin(2)) x[i] = coin(50) ? INFINITY : -INFINITY;
             if (coin(1)) x[i] = NAN;
+            if (kind == 2 && coin(3)) x[i] = coin(50) ? 0x1p31f : coin(50) ? -0x1p31f : 0x1.fffffep30f;
         }
         char what[80];
-        snprintf(what, sizeof what, "CAST fp32 -> %s n %lld", ctosa_dtype_short(to), (long long)n);
+        snprintf(what, sizeof what, "CAST %s -> %s n %lld", ctosa_dtype_short(ti), ctosa_dtype_short(to),
+                 (long long)n);
         diff_run(interp_k_CAST, CTOSA_OP_CAST, NULL, 1, &in, out, 0, what, seed);
         kt_free_all();
         return;

@@ -60,6 +60,39 @@ static inline IM_INLINE void cast_fi_impl(void *arg, size_t b, size_t e) {
 }
 IM_MULTIVERSION(cast_fi_rows, cast_fi_impl)
 
+/* fp32 -> int32, vectorised: clamp to [-2^31, 2^31 - 128] (the largest
+ * float below 2^31), round half to even by adding and subtracting 2^23
+ * with x's sign (exact for |x| < 2^23; larger floats are integers), then
+ * x >= 2^31 gives INT32_MAX and NaN 0, as cast_f2i does. */
+static inline IM_INLINE void cast_fi32_impl(void *arg, size_t b, size_t e) {
+    const cast_fi *c = arg;
+    const float *s = c->s;
+    int32_t *d = c->d;
+    for (size_t i = b; i < e; i++) {
+        float x = s[i], v = x < -0x1p31f ? -0x1p31f : x > 0x1.fffffep30f ? 0x1.fffffep30f : x;
+        float m = v < 0.0f ? -0x1p23f : 0x1p23f;
+        v = fabsf(v) < 0x1p23f ? (v + m) - m : v;
+        v = x != x ? 0.0f : v;
+        int32_t r = (int32_t)v;
+        d[i] = x >= 0x1p31f ? INT32_MAX : r;
+    }
+}
+IM_MULTIVERSION(cast_fi32_rows, cast_fi32_impl)
+
+/* int32 -> int8 / int16: the low bits (CAST truncates), vectorised. */
+static inline IM_INLINE void cast_trunc_impl(void *arg, size_t b, size_t e) {
+    const cast_fi *c = arg;
+    const int32_t *s = (const int32_t *)(const void *)c->s;
+    if (c->i16) {
+        int16_t *d = c->d;
+        for (size_t i = b; i < e; i++) d[i] = (int16_t)(uint16_t)(uint32_t)s[i];
+    } else {
+        int8_t *d = c->d;
+        for (size_t i = b; i < e; i++) d[i] = (int8_t)(uint8_t)(uint32_t)s[i];
+    }
+}
+IM_MULTIVERSION(cast_trunc_rows, cast_trunc_impl)
+
 ctosa_error *interp_k_CAST(const interp_op *o) {
     ctosa_error *e = im_need_io(o, 1, 1);
     if (e) return e;
@@ -102,9 +135,20 @@ ctosa_error *interp_k_CAST(const interp_op *o) {
                 cast_fi_rows(&c, 0, (size_t)n);
                 return NULL;
             }
+            if (!o->reference && ti == CTOSA_DTYPE_FP32 && to == CTOSA_DTYPE_INT32) {
+                cast_fi c = {s, dst, false};
+                cast_fi32_rows(&c, 0, (size_t)n);
+                return NULL;
+            }
             for (uint64_t i = 0; i < n; i++) im_store_i(to, dst, i, cast_f2i(s[i], lo, hi));
         } else {
             /* bool -> 0/1; wider: sign extend; narrower: truncate */
+            if (!o->reference && ti == CTOSA_DTYPE_INT32 &&
+                (to == CTOSA_DTYPE_INT8 || to == CTOSA_DTYPE_INT16)) {
+                cast_fi c = {src, dst, to == CTOSA_DTYPE_INT16};
+                cast_trunc_rows(&c, 0, (size_t)n);
+                return NULL;
+            }
             for (uint64_t i = 0; i < n; i++) im_store_i(to, dst, i, im_truncate(to, im_load_i(ti, src, i)));
         }
     }
