@@ -14,8 +14,11 @@
  * uint8 / int8 limits on input, weight and output side, saturation, ties of
  * both signs (int8 and uint8), the largest ratio RESCALE takes (just below
  * 2^29, shift 2), ratios > 1, small ratios with shift 50 and 62 (largest),
- * a ratio below 2^-62 (multiplier shifted down), and per-channel weights
- * with a 1e-20 channel and a bias at the int32 limit. A ratio of 2^29
+ * a ratio below 2^-62 (multiplier shifted down), per-channel weights
+ * with a 1e-20 channel and a bias at the int32 limit, and ratios that
+ * allow ties the weights rule out (odd accumulators, accumulators short of
+ * the first tie): meta.txt "tie_tests N" is the number of EQUAL tie tests
+ * the lowering must emit (none where no accumulator can tie). A ratio of 2^29
  * (shift 1) cannot be expressed: the model must fall back with
  * unsupported_attribute naming the ratio. */
 #include <stdio.h>
@@ -41,10 +44,14 @@ static const char *const models[] = {"conv_u8_zp0_to_255",
                                      "gemm_ratio_2m32",
                                      "gemm_ratio_2m34",
                                      "conv_perchannel_tiny",
+                                     "conv_ties_odd_acc",
+                                     "conv_ties_out_of_reach",
+                                     "gemm_ties_one_channel",
                                      "gemm_ratio_too_large"};
 
 typedef struct meta {
     long ties, differ;
+    long tie_tests; /* EQUAL operators the lowering must emit; -1: not checked */
     char fallback[64];
 } meta;
 
@@ -52,12 +59,14 @@ static bool read_meta(const char *dir, meta *m) {
     char path[700], key[32], val[64];
     snprintf(path, sizeof path, "%s/meta.txt", dir);
     memset(m, 0, sizeof *m);
+    m->tie_tests = -1;
     FILE *f = fopen(path, "r");
     if (!f) return false;
     while (fscanf(f, "%31s %63s", key, val) == 2) {
         if (!strcmp(key, "ties")) m->ties = strtol(val, NULL, 10);
         else if (!strcmp(key, "differ")) m->differ = strtol(val, NULL, 10);
         else if (!strcmp(key, "fallback")) snprintf(m->fallback, sizeof m->fallback, "%s", val);
+        else if (!strcmp(key, "tie_tests")) m->tie_tests = strtol(val, NULL, 10);
     }
     fclose(f);
     return true;
@@ -110,6 +119,14 @@ static void edge(const char *name) {
     }
     CHECK_MSG(s->n_partitions == 1 && s->n_fallback == 0, "%s: %u partitions, %u fallback", name,
               s->n_partitions, s->n_fallback);
+    if (mt.tie_tests >= 0) {
+        /* a tie test is emitted only where the accumulators can tie */
+        long eq = 0;
+        for (uint32_t p = 0; p < s->n_partitions; p++)
+            for (uint32_t i = 0; i < s->partitions[p].n_op_counts; i++)
+                if (!strcmp(s->partitions[p].op_names[i], "EQUAL")) eq += (long)s->partitions[p].op_counts[i];
+        CHECK_MSG(eq == mt.tie_tests, "%s: %ld tie tests (EQUAL), want %ld", name, eq, mt.tie_tests);
+    }
     if (s->n_partitions == 1 && s->partitions[0].n_inputs == 1 && s->partitions[0].n_outputs == 1) {
         lt_values vals = {0};
         npy_array x, want_tosa, want_onnx;

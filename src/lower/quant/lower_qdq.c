@@ -623,7 +623,6 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
     if (!bq || !ratio) return lw_failed(c);
     int64_t kvol = 1;
     for (uint32_t i = 0; i < tsp; i++) kvol *= ks[i];
-    double acc_max = 0; /* bound of |accumulator| (exact ties, qdq_rescale_acc) */
     for (int64_t m = 0; m < M; m++) {
         double sw = w->scale ? w->scale[w->n > 1 ? m : 0] : 1.0;
         double acc_s = a->s * sw;
@@ -634,8 +633,6 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
         double lim = (a16 ? 140737488355327.0 : 2147483647.0) -
                      (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)kvol;
         if (!(fabs(bq[m]) <= lim)) bq[m] = bq[m] > 0 ? lim : -lim;
-        double am = (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)kvol + fabs(bq[m]);
-        if (am > acc_max) acc_max = am;
         ratio[m] = o ? qdq_acc_ratio(a->s, sw, o->s) : 1.0;
     }
     const char *x = a->x;
@@ -711,11 +708,16 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
         lw_set_output(c, 0, y);
         return LOWER_OK;
     }
-    const char *y =
-        split48 ? acc
-        : qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
-            ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, acc_max)
-            : qdq_rescale_acc(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, acc_max);
+    /* what each channel's accumulator can hold (exact ties only where one
+     * can occur); int48 accumulators keep one RESCALE */
+    const qdq_acc_set *A = split48 || a16 ? qdq_acc_bound(c, 0)
+                                          : qdq_acc_of_weights(c, a->t, a->zp, M, Cg * kvol, Cg * kvol, 1,
+                                                               w->data, w->u8, w->zp, bq);
+    LW_TRY(A);
+    const char *y = split48 ? acc
+                    : qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
+                        ? qdq_rescale_ort(c, acc, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, A)
+                        : qdq_rescale_acc(c, acc, acc_t, o->t, tr, os, w->n > 1 ? M : 1, ratio, o->zp, A);
     y = lw_to_first(c, y, o->t, tr, os);
     if (nsp == 1) y = lw_reshape(c, y, o->t, 3, ofs);
     LW_TRY(y);
@@ -822,11 +824,12 @@ lower_status qdq_matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_t r
         int64_t b3[3] = {1, 1, Nn};
         acc = lw_add(c, acc, int32_const(c, 3, b3, bq), CTOSA_DTYPE_INT32, 3, o3);
     }
-    double acc_max = 65025.0 * (double)K;
-    for (int64_t n = 0; n < Nn; n++)
-        if (65025.0 * (double)K + fabs(bq[n]) > acc_max) acc_max = 65025.0 * (double)K + fabs(bq[n]);
-    const char *y = qdq_rescale_acc(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1,
-                                    ratio, o->zp, acc_max);
+    /* column n's accumulator: bias plus its weights over K (and the bb
+     * batches: a superset) */
+    const qdq_acc_set *A = qdq_acc_of_weights(c, CTOSA_DTYPE_INT8, a->zp, Nn, bb * K, 1, Nn, wkn, off != 0,
+                                              wzp, bias ? bq : NULL);
+    const char *y =
+        qdq_rescale_acc(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT8, 3, o3, wn > 1 ? Nn : 1, ratio, o->zp, A);
     y = lw_reshape(c, y, CTOSA_DTYPE_INT8, out_rank, out_shape);
     LW_TRY(y);
     return qdq_finish(c, y, o, out_rank, out_shape);

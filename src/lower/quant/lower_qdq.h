@@ -99,12 +99,33 @@ const char *qdq_rescale(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype
  * accumulator acc (|acc| <= acc_max) to int8 with nc ratios, output zero
  * point ozp. */
 bool qdq_match_ort(const lower_ctx *c);
+/* The values an int32 accumulator can hold, for all channels (n = 1) or
+ * per channel of the last axis (n = the channel count): each lies in
+ * [lo, hi] and is congruent to base modulo step (step 0: base itself).
+ * A superset is fine (it only keeps a tie test that never fires); the
+ * tie-to-even operators are emitted only for a ratio some value of the set
+ * can tie on. */
+typedef struct qdq_acc_set {
+    int64_t n;
+    const int64_t *lo, *hi, *base, *step;
+} qdq_acc_set;
+/* |acc| <= acc_max, nothing else known. */
+const qdq_acc_set *qdq_acc_bound(lower_ctx *c, double acc_max);
+/* Interval, residue and step of each output channel m < nch of an
+ * integer convolution / matrix product: acc = bias[m] (integral, NULL: 0)
+ * plus the sum over k < per of (x - izp)(w[m·ms + k·ks] - wzp), x any
+ * value of the carrier xt (int8 / int16), the weights int8 (uint8 when
+ * u8) with zero point wzp in the same bits. */
+const qdq_acc_set *qdq_acc_of_weights(lower_ctx *c, ctosa_dtype xt, int64_t izp, int64_t nch, int64_t per,
+                                      int64_t ms, int64_t ks, const uint8_t *w, bool u8, int64_t wzp,
+                                      const double *bias);
 const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
-                            int64_t nc, const double *ratio, int64_t ozp, double acc_max);
-/* Accumulator (|acc| <= acc_max) requantised with exact ties to even
+                            int64_t nc, const double *ratio, int64_t ozp, const qdq_acc_set *A);
+/* Accumulator (holding values of A) requantised with exact ties to even
  * where TOSA can express it (qdq_rescale.c). */
 const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                            const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp, double acc_max);
+                            const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp,
+                            const qdq_acc_set *A);
 /* Largest |x - zp| of a signed int8 / int16 carrier value, and the
  * requantisation of an Add / Sub (z = x·ra ± y·rb) or Mul (z = x·y) int32
  * result with exact ties to even where z is exact (qdq_rescale.c). */

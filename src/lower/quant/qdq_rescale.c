@@ -115,13 +115,105 @@ static const char *qe_sel(lower_ctx *c, const char *p, const char *a, const char
     return out && lw_op(c, CTOSA_OP_SELECT, 3, in, 1, &out, NULL) ? out : NULL;
 }
 
-/* Exact ties of an integer accumulator. With the RESCALE ratio
- * m·2^-s (m odd after removing its trailing zeros), acc·m·2^-s lies exactly
- * half way between two integers iff acc ≡ 2^(s-1) (mod 2^s), m being
- * invertible mod 2^s. Channel k can tie only when 2^(s-1) <= acc_max;
- * *mask / *half get 2^s - 1 and 2^(s-1) (0 and 1: never). Returns whether
- * any channel can tie. */
-static bool tie_masks(int64_t nc, const double *ratio, double acc_max, double *mask, double *half) {
+/* ------------------------------------------------ reachable accumulators */
+
+static int64_t pmod(int64_t a, int64_t m) {
+    int64_t r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    if (a < 0) a = -a;
+    if (b < 0) b = -b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* One set for all channels: [lo, hi], base modulo step. */
+static const qdq_acc_set *acc_set1(lower_ctx *c, int64_t lo, int64_t hi, int64_t base, int64_t step) {
+    qdq_acc_set *A = arena_alloc(lw_arena(c), sizeof *A);
+    int64_t *v = arena_alloc(lw_arena(c), 4 * sizeof *v);
+    if (!A || !v) return NULL;
+    v[0] = lo;
+    v[1] = hi;
+    v[2] = base;
+    v[3] = step;
+    *A = (qdq_acc_set){1, v, v + 1, v + 2, v + 3};
+    return A;
+}
+
+const qdq_acc_set *qdq_acc_bound(lower_ctx *c, double acc_max) {
+    double m = floor(acc_max);
+    if (!(m < 4611686018427387904.0)) m = 4611686018427387904.0; /* 2^62: beyond any tie */
+    return acc_set1(c, -(int64_t)m, (int64_t)m, 0, 1);
+}
+
+const qdq_acc_set *qdq_acc_of_weights(lower_ctx *c, ctosa_dtype xt, int64_t izp, int64_t nch, int64_t per,
+                                      int64_t ms, int64_t ks, const uint8_t *w, bool u8, int64_t wzp,
+                                      const double *bias) {
+    qdq_acc_set *A = arena_alloc(lw_arena(c), sizeof *A);
+    int64_t *v = arena_alloc(lw_arena(c), (size_t)(4 * nch) * sizeof *v + 8);
+    if (!A || !v) return NULL;
+    /* x - izp runs over [dlo, dhi], which holds 0 (x = izp: also what
+     * padding reads), so every partial sum lies inside the full one's
+     * interval */
+    int64_t dlo = (xt == CTOSA_DTYPE_INT16 ? -32768 : -128) - izp;
+    int64_t dhi = (xt == CTOSA_DTYPE_INT16 ? 32767 : 127) - izp;
+    for (int64_t m = 0; m < nch; m++) {
+        int64_t b = bias ? (int64_t)bias[m] : 0, lo = b, hi = b, g = 0;
+        for (int64_t k = 0; k < per; k++) {
+            uint8_t r = w[m * ms + k * ks];
+            int64_t d = (u8 ? (int64_t)r : (int64_t)(int8_t)r) - wzp;
+            int64_t p = d * dlo, q = d * dhi;
+            lo += p < q ? p : q;
+            hi += p < q ? q : p;
+            g = gcd64(g, d);
+        }
+        v[m] = lo;
+        v[nch + m] = hi;
+        v[2 * nch + m] = b;
+        v[3 * nch + m] = g;
+    }
+    *A = (qdq_acc_set){nch, v, v + nch, v + 2 * nch, v + 3 * nch};
+    return A;
+}
+
+/* Whether some value of [lo, hi] that is congruent to base modulo step
+ * (step 0: base only) is congruent to 2^(s-1) modulo 2^s. The two
+ * congruences meet iff base ≡ 2^(s-1) modulo gcd(step, 2^s); their common
+ * class, modulo L = lcm(step, 2^s), is found by stepping 2^(s-1) + u·2^s
+ * (u < step / gcd); then the interval is asked for a member of it. */
+static bool acc_can_tie(int s, int64_t lo, int64_t hi, int64_t base, int64_t step) {
+    int64_t T = INT64_C(1) << s, H = T >> 1;
+    if (lo > hi) return false;
+    if (step == 0) return base >= lo && base <= hi && pmod(base, T) == H;
+    int64_t d = gcd64(step, T);
+    if (pmod(base - H, d)) return false;
+    int64_t n = step / d;
+    if (n > (INT64_C(1) << 20) || T > (INT64_C(1) << 40) / n) return true; /* too large to decide: keep */
+    int64_t L = T * n, x = -1;
+    for (int64_t u = 0; u < n && x < 0; u++)
+        if (!pmod(H + T * u - base, step)) x = H + T * u;
+    if (x < 0) return true; /* cannot happen when the congruences meet */
+    return lo + pmod(x - lo, L) <= hi;
+}
+
+/* Exact ties of an integer accumulator. With the RESCALE ratio m·2^-s (m
+ * odd after removing its trailing zeros), acc·m·2^-s lies exactly half way
+ * between two integers iff acc ≡ 2^(s-1) (mod 2^s), m being invertible mod
+ * 2^s. Whether such an acc can occur is decided on what the accumulator
+ * can hold (A: its interval, and the residue its weights leave: a channel
+ * whose weights are all even with an odd bias never ties), not on the ratio
+ * alone: the tie test costs five int32 operators per element on the NPU and
+ * in the interpreter, and a test that can never fire must not be emitted.
+ * Ratio channel k (nc = 1: one ratio for all of A's channels) gets *mask /
+ * *half 2^s - 1 and 2^(s-1) when some channel it scales can tie, 0 and 1
+ * (never) otherwise. Returns whether any can. */
+static bool tie_masks(int64_t nc, const double *ratio, const qdq_acc_set *A, double *mask, double *half) {
     bool any = false;
     for (int64_t k = 0; k < nc; k++) {
         int32_t m;
@@ -134,7 +226,13 @@ static bool tie_masks(int64_t nc, const double *ratio, double acc_max, double *m
             m >>= 1;
             s--;
         }
-        if (s < 1 || s > 31 || ldexp(1.0, s - 1) > acc_max) continue;
+        if (s < 1 || s > 31) continue;
+        bool tie = false;
+        /* the channels of A this ratio scales */
+        int64_t j0 = A->n == 1 ? 0 : nc == 1 ? 0 : k, j1 = A->n == 1 ? 1 : nc == 1 ? A->n : k + 1;
+        for (int64_t j = j0; j < j1 && !tie; j++)
+            tie = acc_can_tie(s, A->lo[j], A->hi[j], A->base[j], A->step[j]);
+        if (!tie) continue;
         mask[k] = ldexp(1.0, s) - 1;
         half[k] = ldexp(1.0, s - 1);
         any = true;
@@ -146,11 +244,11 @@ static bool tie_masks(int64_t nc, const double *ratio, double acc_max, double *m
  * exact ties of acc moved to the even neighbour: y - (y & 1) there (half
  * up gave k + 1 for k + 1/2). Unchanged when no channel can tie. */
 static const char *tie_even(lower_ctx *c, const char *acc, const char *y, uint32_t rank, const int64_t *sh,
-                            int64_t nc, const double *ratio, double acc_max) {
+                            int64_t nc, const double *ratio, const qdq_acc_set *A) {
     double *mask = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     double *half = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
-    if (!acc || !y || !mask || !half) return NULL;
-    if (!tie_masks(nc, ratio, acc_max, mask, half)) return y;
+    if (!acc || !y || !mask || !half || !A) return NULL;
+    if (!tie_masks(nc, ratio, A, mask, half)) return y;
     int64_t bs[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < rank; i++) bs[i] = 1;
     bs[rank - 1] = nc;
@@ -190,21 +288,22 @@ static const char *tie_even(lower_ctx *c, const char *acc, const char *y, uint32
     return qe_sel(c, tie, qe_b(c, CTOSA_OP_SUB, y, odd, rank, sh), y, rank, sh);
 }
 
-/* RESCALE of an integer accumulator (|acc| <= acc_max) by nc ratios to
+/* RESCALE of an integer accumulator (holding values of A) by nc ratios to
  * `to` with output zero point ozp, rounding as QuantizeLinear does: a
  * value exactly half way between two integers goes to the even one where
  * such a tie can occur (tie_masks), with bitwise and comparison operators
  * or, under U55, shifts and INTDIV (tie_even); int48 accumulators (no
  * int48 operators for that) and ties-free ratios: one RESCALE, half up. */
 const char *qdq_rescale_acc(lower_ctx *c, const char *acc, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
-                            const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp, double acc_max) {
+                            const int64_t *sh, int64_t nc, const double *ratio, int64_t ozp,
+                            const qdq_acc_set *A) {
     double *mask = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     double *half = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
-    if (!mask || !half) return NULL;
-    if (ti != CTOSA_DTYPE_INT32 || !tie_masks(nc, ratio, acc_max, mask, half))
+    if (!mask || !half || !A) return NULL;
+    if (ti != CTOSA_DTYPE_INT32 || !tie_masks(nc, ratio, A, mask, half))
         return qdq_rescale_n(c, acc, ti, to, rank, sh, nc, ratio, 0, ozp, false, false);
     const char *y = qdq_rescale_n(c, acc, ti, CTOSA_DTYPE_INT32, rank, sh, nc, ratio, 0, 0, false, false);
-    y = tie_even(c, acc, y, rank, sh, nc, ratio, acc_max);
+    y = tie_even(c, acc, y, rank, sh, nc, ratio, A);
     return qdq_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp, false, false);
 }
 
@@ -232,7 +331,11 @@ const char *qdq_rescale_ewise(lower_ctx *c, const char *z, ctosa_dtype to, uint3
         zmax = ra * xmax + rb * ymax;
     if (!(zmax > 0 && zmax <= 2147483647.0))
         return qdq_rescale_n(c, z, CTOSA_DTYPE_INT32, to, rank, sh, 1, &ro, 0, ozp, false, false);
-    return qdq_rescale_acc(c, z, CTOSA_DTYPE_INT32, to, rank, sh, 1, &ro, ozp, zmax);
+    /* an Add / Sub sum is a multiple of gcd(ra, rb) (2^19 for equal
+     * scales): only such values can tie */
+    int64_t zm = (int64_t)zmax;
+    const qdq_acc_set *A = acc_set1(c, -zm, zm, 0, mul ? 1 : gcd64((int64_t)ra, (int64_t)rb));
+    return qdq_rescale_acc(c, z, CTOSA_DTYPE_INT32, to, rank, sh, 1, &ro, ozp, A);
 }
 
 /* One integer operand x (int8 / int16, zero point izp) requantised by
@@ -244,11 +347,17 @@ const char *qdq_rescale_ewise(lower_ctx *c, const char *z, ctosa_dtype to, uint3
  * RESCALE, the same graph as without ties. */
 const char *qdq_rescale_x(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dtype to, uint32_t rank,
                           const int64_t *shape, double ratio, int64_t izp, int64_t ozp) {
-    double mask, half, xmax = qdq_operand_bound(ti, izp);
-    if ((ti != CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT16) || !tie_masks(1, &ratio, xmax, &mask, &half))
+    if (ti != CTOSA_DTYPE_INT8 && ti != CTOSA_DTYPE_INT16)
+        return qdq_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, false, false);
+    /* x - izp takes every value of [lo - izp, hi - izp] */
+    int64_t v[4] = {(ti == CTOSA_DTYPE_INT16 ? -32768 : -128) - izp,
+                    (ti == CTOSA_DTYPE_INT16 ? 32767 : 127) - izp, 0, 1};
+    qdq_acc_set A = {1, v, v + 1, v + 2, v + 3};
+    double mask, half;
+    if (!tie_masks(1, &ratio, &A, &mask, &half))
         return qdq_rescale(c, x, ti, to, rank, shape, ratio, izp, ozp, false, false);
     const char *w = qdq_rescale(c, x, ti, CTOSA_DTYPE_INT32, rank, shape, 1.0, izp, 0, false, false);
-    return qdq_rescale_acc(c, w, CTOSA_DTYPE_INT32, to, rank, shape, 1, &ratio, ozp, xmax);
+    return qdq_rescale_acc(c, w, CTOSA_DTYPE_INT32, to, rank, shape, 1, &ratio, ozp, &A);
 }
 
 /* Requantisation of an int32 accumulator to int8 the way ONNX Runtime's
@@ -280,16 +389,16 @@ const char *qdq_rescale_x(lower_ctx *c, const char *x, ctosa_dtype ti, ctosa_dty
  * plain requantisation in both modes. Accumulators are first clamped to |v| <= 300 (the
  * int8 output saturates long before) so that acc * r * 2^F stays inside
  * RESCALE's input bound. About 35 elementwise int32 operators per output;
- * int8 outputs only; |acc| <= acc_max. */
+ * int8 outputs only; acc holds values of A. */
 #define QE_F 20
 /* Only on request (ctosa_lower_options.requant) and never for U55. */
 bool qdq_match_ort(const lower_ctx *c) { return c->s && c->s->requant_ort && !lw_spec(c)->u55; }
 
 const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint32_t rank, const int64_t *sh,
-                            int64_t nc, const double *ratio, int64_t ozp, double acc_max) {
+                            int64_t nc, const double *ratio, int64_t ozp, const qdq_acc_set *A) {
     for (int64_t k = 0; k < nc; k++) /* r * 2^F must stay a RESCALE ratio (below 2^29) */
         if (!(ratio[k] < 256.0))
-            return qdq_rescale_acc(c, acc, CTOSA_DTYPE_INT32, to, rank, sh, nc, ratio, ozp, acc_max);
+            return qdq_rescale_acc(c, acc, CTOSA_DTYPE_INT32, to, rank, sh, nc, ratio, ozp, A);
     double *r2 = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
     if (!r2) return NULL;
     double *lo = arena_alloc(lw_arena(c), (size_t)nc * sizeof(double) + 8);
@@ -334,7 +443,7 @@ const char *qdq_rescale_ort(lower_ctx *c, const char *acc, ctosa_dtype to, uint3
     const char *y = qe_sel(c, above, qe_b(c, CTOSA_OP_SUB, y0, odd, rank, sh), y0, rank, sh);
     y = qe_sel(c, below, qe_b(c, CTOSA_OP_ADD, y, odd, rank, sh), y, rank, sh);
     /* exact ties (fr = 0 above) go to even, as ORT's rint does */
-    y = tie_even(c, acc_c, y, rank, sh, nc, ratio, acc_max);
+    y = tie_even(c, acc_c, y, rank, sh, nc, ratio, A);
     return qdq_rescale(c, y, CTOSA_DTYPE_INT32, to, rank, sh, 1.0, 0, ozp, false, false);
 }
 

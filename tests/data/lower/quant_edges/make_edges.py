@@ -45,8 +45,10 @@ def exact_ratio(sx, sw, sy):
 
 
 def build(name, kind, x, xs, xz, w, ws, wz, bq, ys, yz, ydt, relu=False, stride=1, pad=0, fallback=None,
-          check_exact=True):
-    """kind: conv (x NCHW, w OIHW) or gemm (x [N,K], w [M,K], transB)."""
+          check_exact=True, tie_tests=None):
+    """kind: conv (x NCHW, w OIHW) or gemm (x [N,K], w [M,K], transB).
+    tie_tests: the number of tie tests (EQUAL operators) the lowering must
+    emit, written to meta.txt when given."""
     nodes, inits = [], []
     k = [0]
 
@@ -130,6 +132,8 @@ def build(name, kind, x, xs, xz, w, ws, wz, bq, ys, yz, ydt, relu=False, stride=
         f.write("differ %d\n" % int((ref_onnx != ref_tosa).sum()))
         if fallback:
             f.write("fallback %s\n" % fallback)
+        if tie_tests is not None:
+            f.write("tie_tests %d\n" % tie_tests)
     sat = int(((ref_tosa == info.min) | (ref_tosa == info.max)).sum())
     print("%-26s ties %4d  differ %4d  saturated %4d / %d" % (name, ties, (ref_onnx != ref_tosa).sum(), sat, acc.size))
 
@@ -207,6 +211,30 @@ def main():
     ws = np.array([0.0125, 1e-20, 0.003, 0.07], np.float32)
     bq = np.array([100, 2 ** 31 - 1, -100, 0])
     build("conv_perchannel_tiny", "conv", x, 2.0 ** -6, -2, w, ws, 0, bq, 2.0 ** -3, 1, np.int8)
+    # ties that the ratio allows but the weights rule out: the lowering
+    # emits a tie test only when some accumulator value can be a tie.
+    # Ratio 3 * 2^-10 (ties at acc = 512 mod 1024) with even weights and odd
+    # biases: every accumulator is odd, no test.
+    x = rng.integers(-128, 128, (1, 3, 6, 6)).astype(np.int8)
+    w = (2 * rng.integers(-60, 61, (4, 3, 3, 3))).astype(np.int8)
+    bq = 2 * rng.integers(-200, 200, 4) + 1
+    build("conv_ties_odd_acc", "conv", x, 2.0 ** -4, 5, w, 3 * 2.0 ** -8, 0, bq, 2.0 ** -2, -3, np.int8, pad=1,
+          tie_tests=0)
+    # ratio 5 * 2^-16 (ties at acc = 2^15 mod 2^16) with weights in {-1, 0,
+    # 1} over 16 x 3 x 3 inputs: |acc| <= 144 * 128 + 100 < 2^15, no test
+    # (the bound from the kernel size alone, 255^2 * 144, would reach it)
+    x = rng.integers(-128, 128, (1, 16, 5, 5)).astype(np.int8)
+    w = rng.integers(-1, 2, (3, 16, 3, 3)).astype(np.int8)
+    build("conv_ties_out_of_reach", "conv", x, 2.0 ** -8, 0, w, 5 * 2.0 ** -10, 0, rng.integers(-100, 101, 3),
+          2.0 ** -2, 0, np.int8, pad=1, tie_tests=0)
+    # per channel, one channel whose accumulators reach its ties (weights
+    # {2, 2}, bias 0, ratio 2^-3: acc = 2(x0 + x1), ties at 4 mod 8) beside
+    # one that cannot (odd bias over even weights): one tie test, exact
+    a = np.arange(-64, 64, dtype=np.int64)
+    x = np.ascontiguousarray(np.stack([a, (a * 5 + 2) % 128 - 64]).T).astype(np.int8)
+    w = np.array([[2, 2], [4, -2]], np.int8)
+    build("gemm_ties_one_channel", "gemm", x, 2.0 ** -4, 0, w, np.array([0.5, 0.375], np.float32), 0,
+          np.array([0, 3]), 2.0 ** -2, 0, np.int8, tie_tests=1)
 
 
 main()
