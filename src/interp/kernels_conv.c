@@ -579,6 +579,18 @@ done:
  * fp32 path). Channels are padded to a multiple of 4 (the instruction's
  * group); padding taps read a row of (izp + 128), which the column-sum
  * correction cancels like any other value equal to the zero point. */
+/* Row pointers of a 1x1 convolution that reads every input pixel once in
+ * order (c_run_int8_q8): row m at base + m * stride. */
+typedef struct flat_rows {
+    const uint8_t *base;
+    int64_t stride;
+} flat_rows;
+
+static void c_rows_flat(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
+    const flat_rows *f = rc;
+    for (int64_t r = 0; r < nrows; r++) ptrs[r] = f->base + (m0 + r) * f->stride;
+}
+
 static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const cargs *c, bool *done) {
     *done = false;
     if (kg_q8_isa() == KG_Q8_NONE || g->kind == CK_DEPTHWISE || c->out->dtype != CTOSA_DTYPE_INT32)
@@ -647,6 +659,12 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
                   .out = c->out->data,
                   .ldo = OC,
                   .ibias = ib};
+    flat_rows fr = {in8, IC4};
+    if (T == 1 && g->kind != CK_TRANSPOSE && g->sd == 1 && g->sy == 1 && g->sx == 1 && g->pd == 0 &&
+        g->pt == 0 && g->pl == 0 && g->OD == g->ID && g->OH == g->IH && g->OW == g->IW) {
+        job.rows = c_rows_flat;
+        job.rctx = &fr;
+    }
     /* a fused RESCALE: the tiles are requantised as they are stored; if a
      * value breaks its REQUIRE the int32 output is computed after all and
      * the RESCALE runs (and reports it) */
