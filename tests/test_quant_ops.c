@@ -1,8 +1,8 @@
 /* test_quant_ops.c - the second layer of quantized lowerings:
  * int16 activations through 513-entry TABLEs, int16 (EXT-INT16)
  * elementwise / pooling / concat / data movement / two-activation MatMul,
- * and int8 / uint8 Pad, Resize, ConvTranspose, Softmax, Sub and
- * two-activation MatMul.
+ * and int8 / uint8 Pad, Resize, ConvTranspose (1-D to 3-D, groups),
+ * Softmax, Sub and two-activation MatMul.
  *
  * Models: tests/data/lower/quant_ops/ (make_models.py; references are the
  * float64 QDQ semantics). Every model must delegate completely under its
@@ -340,6 +340,38 @@ static void test_int16_fallback(void) {
 
 /* ------------------------------------------------------------- int8 ops */
 
+static void test_convtr8(void) {
+    /* one accumulation, one requantisation (exact ties where the
+     * accumulators can tie): the float64 reference and ORT's float32
+     * QDQ differ only where float rounding meets a tie */
+    static const tol tols[] = {
+        {"2-D group 2, stride 2, output_padding", 1, 0},
+        {"2-D group 4, dilation 2, per-channel", 1, 0},
+        {"1-D stride 3, per-channel", 1, 0},
+        {"1-D group 2, output_padding", 1, 0},
+        {"3-D stride (1,2,2), per-channel", 1, 0},
+        {"3-D group 2, dilation (1,2,1)", 1, 0},
+        {"uint8 2-D group 2, per-channel", 1, 0},
+    };
+    run_model("convtr8", "TOSA-1.0+INT", tols, sizeof tols / sizeof *tols, NULL, NULL);
+    /* Ethos-U55 has no 3-D convolution: exactly the two 3-D ConvTransposes
+     * stay on the CPU, with the rule's reason; the five others delegate */
+    ctosa_lower_result *r = lower(CTOSA_SOURCE_DIR "/tests/data/lower/quant_ops/convtr8/model.onnx",
+                                  "TOSA-1.0+INT+int16+int4+u55");
+    const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
+    uint32_t ct = 0, ct3 = 0;
+    for (uint32_t i = 0; i < s->n_fallback; i++)
+        if (!strcmp(s->fallback[i].op_type, "ConvTranspose")) {
+            ct++;
+            ct3 += strstr(s->fallback[i].reason, "3-D convolution") != NULL;
+        }
+    CHECK_MSG(ct == 2 && ct3 == 2, "convtr8 under U55: %u ConvTranspose on the CPU (%u for 3-D), want 2", ct,
+              ct3);
+    printf("  convtr8 under U55: %u of 7 ConvTranspose on the CPU (3-D), %u nodes delegated\n", ct,
+           s->nodes_delegated);
+    ctosa_lower_result_free(r);
+}
+
 static void test_ops8(void) {
     static const tol tols8[] = {
         {"Pad (zero point)", 0, 0},
@@ -516,6 +548,7 @@ int main(void) {
     RUN(test_ops16);
     RUN(test_int16_fallback);
     RUN(test_ops8);
+    RUN(test_convtr8);
     RUN(test_layernorm);
     RUN(test_attention);
     RUN(test_torch_export);

@@ -153,6 +153,12 @@ typedef struct lw_conv {
     void *arg;
 } lw_conv;
 const char *lw_conv_emit(lower_ctx *c, const lw_conv *cv);
+/* A transposed convolution's input as a stride-1 convolution reads it:
+ * channels-last x (rank 4 or 5, shape ls, updated) with s[i] - 1 copies of
+ * `fill` (0, or the input zero point of an integer carrier) between
+ * neighbours along spatial axis i. */
+const char *lw_stretch(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, int64_t *ls,
+                       const int64_t *s, double fill);
 
 /* A constant weight being re-laid out at compile time. When the ONNX dtype
  * has the TOSA encoding already (float, float16, bfloat16), elements are

@@ -52,3 +52,24 @@ const char *lw_conv_emit(lower_ctx *c, const lw_conv *cv) {
     if (G == 1) return y;
     return lw_concat(c, (uint32_t)G, parts, cv->part ? cv->part_t : cv->acc_t, r, (int32_t)ch);
 }
+
+const char *lw_stretch(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, int64_t *ls,
+                       const int64_t *s, double fill) {
+    for (uint32_t i = 0; i + 2 < rank && x; i++) {
+        int64_t st = s[i], L = ls[1 + i];
+        if (st == 1) continue;
+        /* [A, L, 1, B] padded to [A, L, st, B], read as [A, L * st, B] and
+         * cut after the last element */
+        int64_t A = lw_count(i + 1, ls), B = lw_count(rank - 2 - i, ls + 2 + i);
+        int64_t s4[4] = {A, L, 1, B}, s3[3] = {A, L * st, B};
+        int64_t pads[8] = {0, 0, 0, 0, 0, st - 1, 0, 0};
+        x = lw_reshape(c, x, t, 4, s4);
+        x = lw_pad(c, x, t, 4, s4, pads, fill);
+        x = x ? lw_reshape(c, x, t, 3, s3) : NULL;
+        int64_t z3[3] = {0, 0, 0}, sz3[3] = {A, (L - 1) * st + 1, B};
+        x = lw_slice(c, x, t, 3, s3, z3, sz3);
+        ls[1 + i] = sz3[1];
+        x = x ? lw_reshape(c, x, t, rank, ls) : NULL;
+    }
+    return x;
+}

@@ -213,20 +213,8 @@ static lower_status convtr_3d(lower_ctx *c, const lower_value *X, const lower_va
     int64_t ls[5];
     lw_shape_last(5, X->shape, ls);
     const char *x = lw_to_last(c, lw_input(c, 0), t, 5, X->shape);
-    for (int i = 0; i < 3 && x; i++) {
-        int64_t st = dm[i].s, L = ls[1 + i];
-        if (st == 1) continue;
-        int64_t A = lw_count((uint32_t)i + 1, ls), B = lw_count(3 - (uint32_t)i, ls + 2 + i);
-        int64_t s4[4] = {A, L, 1, B}, s3[3] = {A, L * st, B};
-        int64_t pads[8] = {0, 0, 0, 0, 0, st - 1, 0, 0};
-        x = lw_reshape(c, x, t, 4, s4);
-        x = lw_pad(c, x, t, 4, s4, pads, 0.0);
-        x = x ? lw_reshape(c, x, t, 3, s3) : NULL;
-        int64_t z3[3] = {0, 0, 0}, sz3[3] = {A, (L - 1) * st + 1, B};
-        x = lw_slice(c, x, t, 3, s3, z3, sz3);
-        ls[1 + i] = sz3[1];
-        x = x ? lw_reshape(c, x, t, 5, ls) : NULL;
-    }
+    int64_t strides[3] = {dm[0].s, dm[1].s, dm[2].s};
+    x = lw_stretch(c, x, t, 5, ls, strides, 0.0);
     int64_t st5[5] = {0}, sz5[5];
     memcpy(sz5, ls, sizeof sz5);
     lw_dim cd[3];

@@ -19,6 +19,8 @@ Models:
   layernorm8, layernorm8_u8  LayerNormalization (opset 17) on int8 / uint8
   pad_reflect  Pad reflect: no group (float path under INT+FP)
   attention8   Transpose, MatMul of two activations, Mul, Softmax, MatMul
+  convtr8   ConvTranspose 1-D, 2-D and 3-D with groups, dilations, output
+            padding, per-channel weights, int8 and uint8
 """
 import math
 import os
@@ -352,6 +354,71 @@ def attention8():
     save("attention8", g, [("q", x[0]), ("k", x[1]), ("v", x[2])], [(o, q(rp @ fv, 0.05, 0, np.int8))], 13)
 
 
+def convtr_nd_ref(x, w, b, strides, pads, opad, dil, group):
+    """ONNX ConvTranspose in float64: pads [begin..., end...]."""
+    n, C = x.shape[:2]
+    sp, ks, Mg = x.shape[2:], w.shape[2:], w.shape[1]
+    nd, Cg = len(sp), C // group
+    full = [(sp[i] - 1) * strides[i] + (ks[i] - 1) * dil[i] + 1 + opad[i] for i in range(nd)]
+    y = np.zeros((n, Mg * group) + tuple(full))
+    for g in range(group):
+        xg, wg = x[:, g * Cg:(g + 1) * Cg], w[g * Cg:(g + 1) * Cg]
+        for idx in np.ndindex(*sp):
+            for kidx in np.ndindex(*ks):
+                pos = tuple(idx[i] * strides[i] + kidx[i] * dil[i] for i in range(nd))
+                y[(slice(None), slice(g * Mg, (g + 1) * Mg)) + pos] += xg[(slice(None), slice(None)) + idx] @ \
+                    wg[(slice(None), slice(None)) + kidx]
+    cut = tuple(slice(pads[i], full[i] - pads[nd + i]) for i in range(nd))
+    return y[(slice(None), slice(None)) + cut] + b.reshape((1, -1) + (1,) * nd)
+
+
+def convtr8():
+    # ConvTranspose on the integer path: groups (one TRANSPOSE_CONV2D per
+    # group), 1-D (over height 1), 3-D (CONV3D over the stretched input),
+    # dilations (weight-zero-point gaps), output padding, per-channel
+    # weights (axis 1: one scale per channel of a group), uint8
+    ins, outs = [], []
+    g = G()
+    cases = [
+        # name, input shape, dtype, zp, weight shape, per-channel, attrs
+        ("a2", (1, 4, 5, 5), np.int8, 3, (4, 3, 3, 3), False, 2,
+         dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])),
+        ("a2", None, None, None, (4, 2, 3, 3), True, 4, dict(dilations=[2, 2], pads=[2, 1, 0, 2])),
+        ("a1", (1, 4, 7), np.int8, -5, (4, 3, 4), True, 1, dict(strides=[3], pads=[1, 0])),
+        ("a1", None, None, None, (4, 2, 3), False, 2, dict(strides=[2], output_padding=[1])),
+        ("a3", (1, 4, 3, 4, 4), np.int8, 2, (4, 2, 2, 3, 3), True, 1,
+         dict(strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 0])),
+        ("a3", None, None, None, (4, 3, 3, 2, 2), False, 2, dict(strides=[2, 1, 2], dilations=[1, 2, 1])),
+        ("u2", (1, 4, 4, 4), np.uint8, 130, (4, 2, 3, 3), True, 2, dict(strides=[2, 2], pads=[0, 1, 1, 0])),
+    ]
+    arrays = {}
+    sa = 0.05
+    for name, shape, dt, zp, wshape, pc, group, attrs in cases:
+        if shape is not None:
+            info = np.iinfo(dt)
+            arrays[name] = (rng.integers(info.min, info.max + 1, size=shape).astype(dt), dt, zp)
+            ins.append((name, arrays[name][0]))
+        a, dt, zp = arrays[name]
+        nd = len(wshape) - 2
+        Mg = wshape[1]
+        M = Mg * group
+        w = rng.integers(-127, 128, size=wshape).astype(np.int8)
+        ws = (rng.uniform(0.005, 0.02, Mg) if pc else np.array([0.01])).astype(np.float32)
+        bias = rng.integers(-400, 400, size=(M,)).astype(np.int32)
+        wsc = ws if pc else ws[0]
+        bs = (np.float32(sa) * np.resize(ws, M)).astype(np.float32)
+        wdq = g.dq(g.const(w), wsc, np.zeros(Mg, np.int8) if pc else np.array(0, np.int8), axis=1 if pc else None)
+        bdq = g.dq(g.const(bias), bs, np.zeros(M, np.int32), axis=0)
+        t = g.node("ConvTranspose", [g.dq(name, sa, np.array(zp, dt)), wdq, bdq], group=group, **attrs)
+        wf = w.astype(np.float64) * np.resize(ws.astype(np.float64), Mg).reshape((1, Mg) + (1,) * nd)
+        ref = convtr_nd_ref(dq(a, sa, zp), wf, bias * bs.astype(np.float64), attrs.get("strides", [1] * nd),
+                            attrs.get("pads", [0] * 2 * nd), attrs.get("output_padding", [0] * nd),
+                            attrs.get("dilations", [1] * nd), group)
+        zo = 128 if dt == np.uint8 else 1
+        outs.append((g.q(t, 0.3, np.array(zo, dt)), q(ref, 0.3, zo, dt)))
+    save("convtr8", g, ins, outs, 13)
+
+
 table16()
 ops16()
 table_mixed()
@@ -361,3 +428,4 @@ ops8("ops8", np.int8)
 ops8("ops8_u8", np.uint8)
 pad_reflect()
 attention8()
+convtr8()
