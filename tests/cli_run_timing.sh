@@ -65,5 +65,28 @@ out=$("$ctosa" run "$tmp/low/model.partitioned.onnx" $in -o "$tmp/pm" --runs 2 2
 h=$("$ctosa" run --help)
 grep -q -- "--runs N" <<<"$h" && grep -q -- "--profile" <<<"$h" || bad "run --help lacks --runs / --profile"
 
+# --reference: the plain loops give the int8 network's outputs byte for
+# byte, as a .tosa and as a partitioned model; nothing is fused then, so
+# more operators run (the RESCALEs the int8 convolutions store).
+q=$src/tests/models/mobilenet_v2_x0_25_qnnpack
+if [ -f "$q/model.onnx" ]; then
+  "$ctosa" lower "$q/model.onnx" --spec TOSA-1.0+INT+FP -o "$tmp/q" -q || bad "lowering the int8 network"
+  qin="--input input=$q/input_0.npy"
+  ops() { sed -n 's/^profile: \([0-9]*\) operators ran.*/\1/p' <<<"$1"; }
+  o1=$("$ctosa" run "$tmp/q/model.part0.tosa" $qin -o "$tmp/qf" --profile -q 2>&1) || bad "int8 --profile: $o1"
+  o2=$("$ctosa" run "$tmp/q/model.part0.tosa" $qin -o "$tmp/qr" --profile --reference -q 2>&1) ||
+    bad "int8 --profile --reference: $o2"
+  n1=$(ops "$o1"); n2=$(ops "$o2")
+  [ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] || bad "--reference ran $n2 operators, the fast run $n1"
+  cmp -s "$tmp/qf/output.npy" "$tmp/qr/output.npy" || bad "--reference changes the int8 .tosa's output"
+  "$ctosa" run "$tmp/q/model.partitioned.onnx" $qin -o "$tmp/qpf" -q || bad "int8 partitioned run"
+  "$ctosa" run "$tmp/q/model.partitioned.onnx" $qin -o "$tmp/qpr" --reference -q || bad "partitioned --reference"
+  cmp -s "$tmp/qpf/output.npy" "$tmp/qpr/output.npy" || bad "--reference changes the partitioned model's output"
+  cmp -s "$tmp/qf/output.npy" "$tmp/qpr/output.npy" || bad "the partitioned model's output is not the .tosa's"
+else
+  echo "note: $q missing, --reference not checked"
+fi
+grep -q -- "--reference" <<<"$h" || bad "run --help lacks --reference"
+
 [ $fail = 0 ] && echo "cli_run_timing: all checks passed"
 exit $((fail > 0))

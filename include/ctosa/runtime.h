@@ -102,6 +102,7 @@ typedef struct ctosa_runtime_options {
     uint64_t max_memory;     /* interpreter tensor memory per graph; 0 = physical memory */
     uint64_t max_iterations; /* WHILE_LOOP limit; 0 = unlimited */
     const char *report;      /* report path; NULL = <stem>.report.json beside the model */
+    bool reference;          /* the interpreter's plain loops (ctosa_interp_options.reference) */
 } ctosa_runtime_options;
 
 void ctosa_runtime_options_init(ctosa_runtime_options *opt);

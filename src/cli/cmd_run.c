@@ -26,9 +26,9 @@ static const char *CMD = "run";
 
 static void help(void) {
     printf("usage: ctosa run MODEL.tosa [--input NAME=FILE]... [--output NAME=FILE]...\n"
-           "                 [--outputs NAME[,NAME...]] [-o DIR] [--runs N] [--profile]\n"
+           "                 [--outputs NAME[,NAME...]] [-o DIR] [--runs N] [--profile] [--reference]\n"
            "       ctosa run MODEL.partitioned.onnx [--input NAME=FILE]... [--output NAME=FILE]...\n"
-           "                 [-o DIR] [--plugin LIB.so]... [--runs N]\n"
+           "                 [-o DIR] [--plugin LIB.so]... [--runs N] [--reference]\n"
            "\n"
            "Runs a TOSA graph on the reference interpreter, or a whole partitioned model\n"
            "written by `ctosa lower` (its .tosa partitions on the interpreter, its CPU\n"
@@ -61,6 +61,10 @@ static void help(void) {
            "  --profile            print the time per operator kind and per operator,\n"
            "                       slowest first (a .tosa graph; with --runs, per timed\n"
            "                       run); printed even with -q\n"
+           "  --reference          run the plain loops that follow the specification's\n"
+           "                       pseudocode instead of the fast kernels (much slower;\n"
+           "                       integer results are identical, float ones may differ\n"
+           "                       in the last bits): to check the fast kernels\n"
            "  -q, --quiet          print nothing else on success\n"
            "\n"
            ".npy encodings per TOSA dtype: see docs/interpreter.md (bf16 as <u2 bits,\n"
@@ -419,6 +423,7 @@ static int run_partitioned(const char *model, const cli_binding *ins, int n_ins,
     ro.threads = iopt->threads;
     ro.max_memory = iopt->max_memory;
     ro.max_iterations = iopt->max_iterations;
+    ro.reference = iopt->reference;
     ctosa_runtime *rt = NULL;
     char **written = NULL;
     uint32_t nout = 0;
@@ -653,6 +658,8 @@ int cmd_run(int argc, char **argv) {
             quiet = true;
         } else if (!missing && strcmp(argv[i], "--profile") == 0) {
             profile = true;
+        } else if (!missing && strcmp(argv[i], "--reference") == 0) {
+            opt.reference = true;
         } else if ((rc = cli_model_arg(CMD, "MODEL.tosa", argv[i], missing, &model))) {
             goto done;
         }

@@ -533,6 +533,7 @@ ctosa_error *ctosa_runtime_load(const char *path, const ctosa_runtime_options *o
     rt->iopt_part.threads = rt->opt.threads;
     rt->iopt_part.max_memory = rt->opt.max_memory;
     rt->iopt_part.max_iterations = rt->opt.max_iterations;
+    rt->iopt_part.reference = rt->opt.reference;
     rt->iopt_host = rt->iopt_part;
     /* CPU nodes are small next to partitions: no worker pool per node. */
     rt->iopt_host.threads = 1;
