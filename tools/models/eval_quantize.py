@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Measure `ctosa quantize` on the networks of make_quantize_corpus.py:
 SQNR against the float model with ONNX Runtime on the 8 evaluation inputs
-(not the calibration ones), for ctosa's QDQ model and for torch FX's
+(not the calibration ones) and on those and the 40 of eval_more.npy (48,
+made here when the corpus predates it), for ctosa's QDQ model and for torch FX's
 default recipe on the same weights, and how the QDQ model lowers under the
 target (partitions, nodes delegated; every node but the boundary
 QuantizeLinear / DequantizeLinear should be in one partition).
@@ -19,6 +20,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import make_quantize_corpus  # noqa: E402
 import numpy as np  # noqa: E402
 
 
@@ -64,14 +66,23 @@ def main():
             qdq = os.path.join(tmp, "float.qdq.onnx")
             rep = json.load(open(os.path.join(tmp, "float.quant.json")))
             ev = os.path.join(d, "eval.npy")
-            yf = ort(os.path.join(d, "float.onnx"), ev, os.path.join(tmp, "o1"))
-            yq = ort(qdq, ev, os.path.join(tmp, "o2"))
-            row = {"model": name, "activations": a.activations, "sqnr_ctosa": sqnr(yf, yq),
+            more = os.path.join(d, "eval_more.npy")
+            if not os.path.exists(more):
+                common.save_npy(more, make_quantize_corpus.eval_more(np.load(ev).shape))
+            n8 = np.load(ev).shape[0]
+            ev48 = os.path.join(tmp, "eval48.npy")
+            common.save_npy(ev48, np.concatenate([np.load(ev), np.load(more)]))
+            yf = ort(os.path.join(d, "float.onnx"), ev48, os.path.join(tmp, "o1"))
+            yq = ort(qdq, ev48, os.path.join(tmp, "o2"))
+            row = {"model": name, "activations": a.activations, "sqnr_ctosa": sqnr(yf[:n8], yq[:n8]),
+                   "sqnr_ctosa_48": sqnr(yf, yq),
                    "sqnr_calib_report": rep["outputs"][0]["sqnr_db"], "seconds": round(secs, 1),
                    "float_nodes": len(rep["float_nodes"])}
             fx = os.path.join(d, "fx.onnx")
             if os.path.exists(fx):
-                row["sqnr_fx"] = sqnr(yf, ort(fx, ev, os.path.join(tmp, "o3")))
+                yx = ort(fx, ev48, os.path.join(tmp, "o3"))
+                row["sqnr_fx"] = sqnr(yf[:n8], yx[:n8])
+                row["sqnr_fx_48"] = sqnr(yf, yx)
             lo = subprocess.run([a.ctosa, "lower", qdq, "--spec", spec, "-o", os.path.join(tmp, "low"), "-q"],
                                 capture_output=True, text=True)
             if lo.returncode == 0:
@@ -83,14 +94,17 @@ def main():
             common.log(json.dumps(row))
     if a.json:
         common.write_json(a.json, rows)
-    print("| network | ctosa SQNR dB | torch FX SQNR dB | partitions | delegated | fallback |")
-    print("|---|---|---|---|---|---|")
+    print("| network | ctosa SQNR dB (8) | torch FX (8) | ctosa (48) | torch FX (48) | partitions | delegated "
+          "| fallback |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['model']} | error | | | | {r['error'][:60]} |")
+            print(f"| {r['model']} | error | | | | | | {r['error'][:60]} |")
             continue
         fx = f"{r['sqnr_fx']:.2f}" if "sqnr_fx" in r else "-"
-        print(f"| {r['model']} | {r['sqnr_ctosa']:.2f} | {fx} | {r.get('partitions', '?')} | "
+        fx48 = f"{r['sqnr_fx_48']:.2f}" if "sqnr_fx_48" in r else "-"
+        print(f"| {r['model']} | {r['sqnr_ctosa']:.2f} | {fx} | {r['sqnr_ctosa_48']:.2f} | {fx48} | "
+              f"{r.get('partitions', '?')} | "
               f"{r.get('nodes_delegated', '?')}/{r.get('nodes_total', '?')} | {' '.join(r.get('fallback', []))} |")
 
 

@@ -6,14 +6,17 @@ baseline to beat (docs/quantize.md, "Measured").
 For every network: random weights (fixed seed), BatchNorm statistics
 re-estimated on random data (else a random-weight network's activations
 vanish), float export at opset 13, 16 calibration and 8 evaluation inputs
-(standard normal). The FX baseline is prepare_fx with
-get_default_qconfig_mapping("qnnpack") calibrated on the same 16 inputs,
-convert_fx and exported as QDQ at opset 13.
+(standard normal), and 40 more evaluation inputs from a second seed (so
+that figures on 48 held-out inputs are not sampling noise). The FX
+baseline is prepare_fx with get_default_qconfig_mapping("qnnpack")
+calibrated on the same 16 inputs, convert_fx and exported as QDQ at opset
+13.
 
 Writes OUT/<net>/:
   float.onnx              the float model (input "input", output "output")
   calib.npy               [16, 1, 3, H, W] calibration inputs
   eval.npy                [8, 1, 3, H, W] evaluation inputs
+  eval_more.npy           [40, 1, 3, H, W] more evaluation inputs (seed SEED + 1)
   fx.onnx                 torch FX's QDQ model (omitted with --no-fx)
   meta.json               shapes, node counts, timings
 
@@ -35,6 +38,15 @@ import numpy as np  # noqa: E402
 SEED = 20261201
 N_CALIB = 16
 N_EVAL = 8
+N_EVAL_MORE = 40
+
+
+def eval_more(shape, n=N_EVAL_MORE):
+    """The extra evaluation inputs: their own generator, so that the
+    calibration and first evaluation inputs stay what they were."""
+    return np.random.default_rng(SEED + 1).standard_normal((n, 1) + tuple(shape[-3:]), dtype=np.float32)
+
+
 # name: (torchvision.models constructor ("q:" in torchvision.models.quantization,
 # float until FX converts it), kwargs, input H=W)
 MODELS = {
@@ -119,6 +131,8 @@ def make_one(name, out_root, with_fx, torch, onnx, n_calib=N_CALIB, n_eval=N_EVA
     os.replace(path + ".tmp", path)
     common.save_npy(os.path.join(d, "calib.npy"), calib)
     common.save_npy(os.path.join(d, "eval.npy"), ev)
+    if n_eval == N_EVAL:
+        common.save_npy(os.path.join(d, "eval_more.npy"), eval_more(ev.shape))
     meta = {"name": name, "ctor": f"{ns.__name__}.{ctor}", "kwargs": kwargs, "seed": SEED,
             "input_shape": [1, 3, hw, hw], "calib": n_calib, "eval": n_eval,
             "float_nodes": len(onnx.load(path).graph.node), "seconds_float": round(t.lap(), 2)}
