@@ -77,6 +77,10 @@ typedef struct ctosa_quantize_options {
     uint32_t n_calibration;
     const ctosa_quantize_calibration *calibration;
     uint32_t max_samples; /* use at most this many samples; 0 = all */
+    /* After the ranges are chosen, adjust them group by group to lower the
+     * error at the model's outputs on the calibration samples (runs the
+     * quantized model about 2.5 times per quantized tensor: slower). */
+    bool range_search;
 } ctosa_quantize_options;
 
 void ctosa_quantize_options_init(ctosa_quantize_options *opt);
@@ -101,6 +105,11 @@ typedef struct ctosa_quantize_summary {
     uint32_t tensors_quantized;
     uint32_t partitions;                       /* TOSA partitions of the QDQ model under the target */
     uint32_t nodes_delegated, nodes_qdq_total; /* of the QDQ model under the target */
+    /* range_search: quantized-tensor groups searched, of them changed, runs
+     * of the quantized model, and the calibration SQNR (all outputs' noise
+     * together) before and after the search, before bias correction */
+    uint32_t search_groups, search_changed, search_runs;
+    double search_sqnr_before, search_sqnr_after;
     uint32_t n_outputs;
     const ctosa_quantize_output *outputs;
     const char *report_json; /* the report text */

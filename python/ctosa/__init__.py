@@ -597,7 +597,7 @@ class QuantizeResult:
 
 
 def quantize(model, calibration, output_dir, *, spec=None, target=None, activations="int8", method=None,
-             percentile=None, bias_correction=True, max_samples=0, stem=None):
+             percentile=None, bias_correction=True, range_search=False, max_samples=0, stem=None):
     """Post-training quantization (`ctosa quantize`, docs/quantize.md):
     writes <output_dir>/<stem>.qdq.onnx and <stem>.quant.json.
 
@@ -607,7 +607,9 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
     activations: "int8" or "int16". method: "mse" (default for int8),
     "minmax" (default for int16) or "percentile" (with percentile, default
     99.99). bias_correction: "float" (default, also True), "sequential" or
-    "off" (also False). The GIL is released while quantizing."""
+    "off" (also False). range_search: adjust each activation range to lower
+    the error at the model's outputs on the calibration samples (slower).
+    The GIL is released while quantizing."""
     import numpy as np
     if activations not in ("int8", "int16"):
         raise UsageError("activations must be 'int8' or 'int16', got %r" % (activations,))
@@ -629,7 +631,7 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
                             spec=None if spec is None else str(spec), target=target,
                             activation_bits=16 if activations == "int16" else 8, method=method,
                             percentile=float(percentile or 0), bias_correction=bias_correction,
-                            max_samples=int(max_samples), stem=stem)
+                            max_samples=int(max_samples), stem=stem, range_search=bool(range_search))
     return QuantizeResult(d)
 
 

@@ -62,3 +62,18 @@ def test_quantize_bias_modes(tmp_path):
     # sequential correction matches the calibration samples' means at least
     # as well as no correction
     assert r["sequential"].sqnr["y"] >= r[False].sqnr["y"] - 0.05, (r["sequential"].sqnr, r[False].sqnr)
+
+
+def test_quantize_range_search(tmp_path):
+    calib = np.load(os.path.join(TINY, "calib.npy"))
+    m = os.path.join(TINY, "float.onnx")
+    plain = ctosa.quantize(m, {"x": calib}, tmp_path / "a")
+    r = ctosa.quantize(m, {"x": calib}, tmp_path / "b", range_search=True)
+    assert "range_search" not in plain.report
+    s = r.report["range_search"]
+    assert s["changed"] >= 1 and s["sqnr_db_after"] >= s["sqnr_db_before"], s
+    # the search starts from the default model
+    assert abs(s["sqnr_db_before"] - plain.sqnr["y"]) < 1e-6, (s, plain.sqnr)
+    changed = [a["name"] for a, b in zip(plain.report["tensors"], r.report["tensors"])
+               if a.get("range") != b.get("range")]
+    assert len(changed) >= s["changed"], (changed, s)

@@ -186,6 +186,11 @@ qz_tensor *qz_tensor_of(const qz_ctx *c, const char *name);
 /* Decides which tensors get Q/DQ and their parameters (from node_float and
  * the statistics). */
 void qz_plan_decide(qz_ctx *c);
+/* Scale and zero point of every quantized tensor from the ranges (lo, hi)
+ * of its group, with the groups qz_plan_decide made. */
+void qz_plan_params(qz_ctx *c);
+/* The representative of tensor i's parameter-sharing group. */
+uint32_t qz_group_of(qz_ctx *c, uint32_t i);
 /* Rewrites q (fresh from qz_graph_init) into the QDQ model. */
 ctosa_error *qz_plan_emit(qz_ctx *c, qz_graph *q);
 /* Channel count of the bias a quantized node would get (0: none). */

@@ -101,6 +101,8 @@ static uint32_t find(qz_ctx *c, uint32_t i) {
     while (c->t[i].group != i) i = c->t[i].group = c->t[c->t[i].group].group;
     return i;
 }
+uint32_t qz_group_of(qz_ctx *c, uint32_t i) { return find(c, i); }
+
 static void unite(qz_ctx *c, uint32_t a, uint32_t b) {
     a = find(c, a), b = find(c, b);
     if (a != b) c->t[a > b ? a : b].group = a < b ? a : b;
@@ -178,6 +180,10 @@ void qz_plan_decide(qz_ctx *c) {
                 unite(c, (uint32_t)(qz_tensor_of(c, n->inputs[k]) - c->t), (uint32_t)(o - c->t));
         }
     }
+    qz_plan_params(c);
+}
+
+void qz_plan_params(qz_ctx *c) {
     /* group ranges, then parameters */
     double *glo = calloc(c->n_t + 1, sizeof(double)), *ghi = calloc(c->n_t + 1, sizeof(double));
     if (!glo || !ghi) {
