@@ -468,26 +468,80 @@ static void rescale_case(uint64_t seed) {
     kt_free_all();
 }
 
-/* ------------------------------------------------------------ SIGMOID */
+/* ------------------------------------------- EXP, SIGMOID, TANH, ERF */
 
-/* fp32 SIGMOID's vector path against the libm double formula: equal floats
- * (ties aside, which random data does not hit), over magnitudes from tiny
- * to far past where the result saturates, with infinities and NaN. */
-static void sigmoid_case(uint64_t seed) {
+/* Distance in representable floats (subnormals count their own steps). */
+static int64_t ulp_apart(float x, float y) {
+    int32_t i, j;
+    memcpy(&i, &x, 4);
+    memcpy(&j, &y, 4);
+    int64_t a = i < 0 ? -(int64_t)(i & 0x7fffffff) : i, b = j < 0 ? -(int64_t)(j & 0x7fffffff) : j;
+    return a > b ? a - b : b - a;
+}
+
+/* The fp32 vector paths of EXP, SIGMOID, TANH and ERF against the plain
+ * loops (libm in double, rounded once): within the ulp bounds vec_math.h
+ * documents, NaN where the reference is NaN, over magnitudes from tiny to
+ * far past saturation and overflow, infinities and NaN; every fourth case
+ * sweeps 2^18 bit patterns spread over all floats (every sign, exponent
+ * and the subnormals). */
+static const struct {
+    const char *name;
+    interp_kernel_fn fn;
+    ctosa_op_kind kind;
+    int64_t max_ulp;
+} vm_ops[] = {
+    {"EXP", interp_k_EXP, CTOSA_OP_EXP, 2},
+    {"SIGMOID", interp_k_SIGMOID, CTOSA_OP_SIGMOID, 3},
+    {"TANH", interp_k_TANH, CTOSA_OP_TANH, 3},
+    {"ERF", interp_k_ERF, CTOSA_OP_ERF, 3},
+};
+
+static void vm_case(int which, uint64_t seed) {
     kt_rng = seed;
-    int64_t n = coin(30) ? ri(1, 20) : ri(100, 5000);
+    bool sweep = seed % 4 == 1;
+    int64_t n = sweep ? (1 << 18) : coin(30) ? ri(1, 20) : ri(100, 5000);
     itensor *in = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(n)), *out = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(n));
-    static const double scale[] = {1e-6, 1, 8, 30, 120, 1000};
-    double sc = scale[ri(0, 5)];
+    itensor *ref = like(out);
+    static const double scale[] = {1e-6, 1, 8, 30, 120, 1000, 1e-40};
+    double sc = scale[ri(0, 6)];
     float *x = in->data;
+    uint32_t start = (uint32_t)kt_rand();
     for (int64_t i = 0; i < n; i++) {
+        if (sweep) {
+            uint32_t bits = start + (uint32_t)i * 16381u; /* odd step: 2^18 distinct patterns */
+            memcpy(&x[i], &bits, 4);
+            continue;
+        }
         x[i] = (float)(kt_randf() * sc);
         if (coin(2)) x[i] = coin(50) ? INFINITY : -INFINITY;
         if (coin(1)) x[i] = NAN;
     }
     char what[120];
-    snprintf(what, sizeof what, "SIGMOID fp32 n %lld scale %g", (long long)n, sc);
-    diff_run(interp_k_SIGMOID, CTOSA_OP_SIGMOID, NULL, 1, &in, out, 0, what, seed);
+    snprintf(what, sizeof what, "%s fp32 n %lld %s %g", vm_ops[which].name, (long long)n,
+             sweep ? "sweep from" : "scale", sweep ? (double)start : sc);
+    kt_reference = false;
+    ctosa_error *e1 = kt_run(vm_ops[which].fn, vm_ops[which].kind, NULL, 1, &in, 1, &out);
+    kt_reference = true;
+    ctosa_error *e2 = kt_run(vm_ops[which].fn, vm_ops[which].kind, NULL, 1, &in, 1, &ref);
+    kt_reference = false;
+    CHECK_MSG(!e1 && !e2, "%s (seed %llu): fast %s, reference %s", what, (unsigned long long)seed,
+              e1 ? ctosa_error_message(e1) : "ok", e2 ? ctosa_error_message(e2) : "ok");
+    if (!e1 && !e2) {
+        g_compared++;
+        const float *f = out->data, *r = ref->data;
+        for (int64_t i = 0; i < n; i++) {
+            bool ok =
+                isnan(r[i]) ? isnan(f[i]) : !isnan(f[i]) && ulp_apart(f[i], r[i]) <= vm_ops[which].max_ulp;
+            if (!ok) {
+                CHECK_MSG(0, "%s (seed %llu): x %.9g fast %.9g reference %.9g (bound %lld ulp)", what,
+                          (unsigned long long)seed, x[i], f[i], r[i], (long long)vm_ops[which].max_ulp);
+                break;
+            }
+        }
+    }
+    ctosa_error_free(e1);
+    ctosa_error_free(e2);
     kt_free_all();
 }
 
@@ -604,7 +658,7 @@ static void run_op(const char *name, int op) {
         if (op <= OP_TRANSPOSE) conv_case(op, seed);
         else if (op == 4) matmul_case(seed);
         else if (op == 7) rescale_case(seed);
-        else if (op == 8) sigmoid_case(seed);
+        else if (op >= 11 && op <= 14) vm_case(op - 11, seed);
         else if (op == 9) select_case(seed);
         else if (op == 10) arith_case(seed);
         else pool_case(op == 5, seed);
@@ -624,7 +678,9 @@ static void test_matmul(void) { run_op("MATMUL", 4); }
 static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
 static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
 static void test_rescale(void) { run_op("RESCALE", 7); }
-static void test_sigmoid(void) { run_op("SIGMOID", 8); }
+static void test_vec_math(void) {
+    for (int k = 0; k < 4; k++) run_op(vm_ops[k].name, 11 + k);
+}
 static void test_select(void) { run_op("SELECT", 9); }
 static void test_arith(void) { run_op("ADD/SUB/CAST", 10); }
 
@@ -668,7 +724,7 @@ int main(void) {
     RUN(test_avg_pool);
     RUN(test_max_pool);
     RUN(test_rescale);
-    RUN(test_sigmoid);
+    RUN(test_vec_math);
     RUN(test_select);
     RUN(test_arith);
     RUN(test_q8_paths);
