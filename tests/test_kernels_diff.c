@@ -61,7 +61,7 @@ static bool same_out(const itensor *a, const itensor *b, double tol_scale, const
     for (uint64_t i = 0; i < a->count; i++) {
         if (is_f(a->dtype)) {
             float x = ((float *)a->data)[i], y = ((float *)b->data)[i];
-            if (isnan(x) && isnan(y)) continue;
+            if ((isnan(x) && isnan(y)) || x == y) continue; /* x == y: infinities too */
             /* tol_scale: the largest |partial sum| the output could see */
             double ulp = a->dtype == CTOSA_DTYPE_FP32   ? 0x1p-22
                          : a->dtype == CTOSA_DTYPE_FP16 ? 0x1p-9
@@ -545,6 +545,113 @@ static void vm_case(int which, uint64_t seed) {
     kt_free_all();
 }
 
+/* ------------------------------------------------ REDUCE_SUM/MAX/MIN */
+
+/* fp32 REDUCE_SUM, REDUCE_MAX and REDUCE_MIN's row-interleaved and
+ * lane-vectorised paths against the one-output-at-a-time loop: identical
+ * results (same order per output), any axis of ranks 1 to 4, NaN (both
+ * NaN modes), infinities and signed zeros in some cases. */
+static void reduce_case(uint64_t seed) {
+    kt_rng = seed;
+    uint32_t rank = (uint32_t)ri(1, 4);
+    int64_t ish[4], osh[4];
+    for (uint32_t d = 0; d < rank; d++) ish[d] = coin(20) ? 1 : ri(2, rank <= 2 ? 300 : 24);
+    int32_t axis = (int32_t)ri(0, rank - 1);
+    for (uint32_t d = 0; d < rank; d++) osh[d] = d == (uint32_t)axis ? 1 : ish[d];
+    itensor *in = kt_new(CTOSA_DTYPE_FP32, rank, ish), *out = kt_new(CTOSA_DTYPE_FP32, rank, osh);
+    float *x = in->data;
+    bool specials = coin(30);
+    for (uint64_t i = 0; i < in->count; i++) {
+        x[i] = kt_randf() * 100.0f;
+        if (specials && coin(3)) {
+            static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+            x[i] = sp[ri(0, 4)];
+        }
+    }
+    static const struct {
+        const char *name;
+        interp_kernel_fn fn;
+        ctosa_op_kind kind;
+    } ops[] = {{"REDUCE_SUM", interp_k_REDUCE_SUM, CTOSA_OP_REDUCE_SUM},
+               {"REDUCE_MAX", interp_k_REDUCE_MAX, CTOSA_OP_REDUCE_MAX},
+               {"REDUCE_MIN", interp_k_REDUCE_MIN, CTOSA_OP_REDUCE_MIN}};
+    int k = (int)ri(0, 2);
+    ctosa_attr a;
+    memset(&a, 0, sizeof a);
+    a.axis = axis;
+    a.nan_mode = coin(50) ? CTOSA_NAN_IGNORE : CTOSA_NAN_PROPAGATE;
+    char what[160];
+    int n = snprintf(what, sizeof what, "%s axis %d nan %s in", ops[k].name, axis,
+                     a.nan_mode == CTOSA_NAN_IGNORE ? "ignore" : "propagate");
+    for (uint32_t d = 0; d < rank; d++)
+        n += snprintf(what + n, sizeof what - (size_t)n, " %lld", (long long)ish[d]);
+    diff_run(ops[k].fn, ops[k].kind, &a, 1, &in, out, 0, what, seed);
+    kt_free_all();
+}
+
+/* ---------------------------------------------------------- TRANSPOSE */
+
+/* TRANSPOSE (merged dimensions, tiled planes, strided rows) against the
+ * spec's index loop written here: ranks 1 to 6, sizes 1 to 40 (tiles with
+ * ragged edges), every element size, every permutation kind. */
+static void transpose_case(uint64_t seed) {
+    kt_rng = seed;
+    static const ctosa_dtype types[] = {CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT16, CTOSA_DTYPE_FP32,
+                                        CTOSA_DTYPE_INT64};
+    ctosa_dtype t = types[ri(0, 3)];
+    uint32_t rank = (uint32_t)ri(1, 6);
+    int64_t ish[6], osh[6], total = 1;
+    int32_t perm[6];
+    for (uint32_t d = 0; d < rank; d++) {
+        ish[d] = coin(25) ? 1 : ri(2, rank <= 3 ? 40 : 9);
+        total *= ish[d];
+        perm[d] = (int32_t)d;
+    }
+    for (uint32_t d = rank; d > 1; d--) { /* Fisher-Yates */
+        uint32_t k = (uint32_t)ri(0, d - 1);
+        int32_t tmp = perm[d - 1];
+        perm[d - 1] = perm[k];
+        perm[k] = tmp;
+    }
+    for (uint32_t d = 0; d < rank; d++) osh[d] = ish[perm[d]];
+    itensor *in = kt_new(t, rank, ish), *out = kt_new(t, rank, osh);
+    size_t es = interp_elem_size(t);
+    uint8_t *src = in->data, *dst = out->data;
+    for (size_t i = 0; i < (size_t)total * es; i++) src[i] = (uint8_t)kt_rand();
+    ctosa_attr a;
+    memset(&a, 0, sizeof a);
+    a.perms = (ctosa_i32s){perm, rank};
+    char what[160];
+    int n = snprintf(what, sizeof what, "TRANSPOSE %s in", ctosa_dtype_short(t));
+    for (uint32_t d = 0; d < rank; d++)
+        n += snprintf(what + n, sizeof what - (size_t)n, " %lld", (long long)ish[d]);
+    n += snprintf(what + n, sizeof what - (size_t)n, " perm");
+    for (uint32_t d = 0; d < rank; d++) n += snprintf(what + n, sizeof what - (size_t)n, " %d", perm[d]);
+    ctosa_error *e = kt_run(interp_k_TRANSPOSE, CTOSA_OP_TRANSPOSE, &a, 1, &in, 1, &out);
+    CHECK_MSG(!e, "%s (seed %llu): %s", what, (unsigned long long)seed, e ? ctosa_error_message(e) : "");
+    ctosa_error_free(e);
+    if (!e) {
+        g_compared++;
+        int64_t ist[6], idx[6] = {0};
+        int64_t st = 1;
+        for (int d = (int)rank - 1; d >= 0; d--) {
+            ist[d] = st;
+            st *= ish[d];
+        }
+        for (int64_t i = 0; i < total; i++) {
+            int64_t s_off = 0;
+            for (uint32_t d = 0; d < rank; d++) s_off += idx[d] * ist[perm[d]];
+            if (memcmp(dst + (size_t)i * es, src + (size_t)s_off * es, es)) {
+                CHECK_MSG(0, "%s (seed %llu): output element %lld differs", what, (unsigned long long)seed,
+                          (long long)i);
+                break;
+            }
+            for (int d = (int)rank - 1; d >= 0 && ++idx[d] == osh[d]; d--) idx[d] = 0;
+        }
+    }
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ SELECT */
 
 /* SELECT's row loops against its plain loop: every element size, shapes
@@ -659,6 +766,8 @@ static void run_op(const char *name, int op) {
         else if (op == 4) matmul_case(seed);
         else if (op == 7) rescale_case(seed);
         else if (op >= 11 && op <= 14) vm_case(op - 11, seed);
+        else if (op == 15) transpose_case(seed);
+        else if (op == 16) reduce_case(seed);
         else if (op == 9) select_case(seed);
         else if (op == 10) arith_case(seed);
         else pool_case(op == 5, seed);
@@ -678,6 +787,8 @@ static void test_matmul(void) { run_op("MATMUL", 4); }
 static void test_avg_pool(void) { run_op("AVG_POOL2D", 5); }
 static void test_max_pool(void) { run_op("MAX_POOL2D", 6); }
 static void test_rescale(void) { run_op("RESCALE", 7); }
+static void test_reduce(void) { run_op("REDUCE_SUM/MAX/MIN", 16); }
+static void test_transpose_op(void) { run_op("TRANSPOSE", 15); }
 static void test_vec_math(void) {
     for (int k = 0; k < 4; k++) run_op(vm_ops[k].name, 11 + k);
 }
@@ -725,6 +836,8 @@ int main(void) {
     RUN(test_max_pool);
     RUN(test_rescale);
     RUN(test_vec_math);
+    RUN(test_transpose_op);
+    RUN(test_reduce);
     RUN(test_select);
     RUN(test_arith);
     RUN(test_q8_paths);

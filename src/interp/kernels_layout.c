@@ -42,26 +42,138 @@ static void vcopy_rows(void *vp, size_t begin, size_t end) {
             memcpy(V->dst + (size_t)d * es, V->src + (size_t)s * es, (size_t)V->len * es);
             continue;
         }
-        for (uint64_t j = 0; j < V->len; j++) {
-            char *dp = V->dst + (size_t)(d + (int64_t)j * dls) * es;
-            const char *sp = V->src + (size_t)(s + (int64_t)j * sls) * es;
-            switch (es) {
-            case 1: *dp = *sp; break;
-            case 2: memcpy(dp, sp, 2); break;
-            case 4: memcpy(dp, sp, 4); break;
-            default: memcpy(dp, sp, es); break;
-            }
+#define ROW_LOOP(T)                                                              \
+    do {                                                                         \
+        T *dp = (T *)(void *)(V->dst + (size_t)d * es);                          \
+        const T *sp = (const T *)(const void *)(V->src + (size_t)s * es);        \
+        for (int64_t j = 0; j < (int64_t)V->len; j++) dp[j * dls] = sp[j * sls]; \
+    } while (0)
+        switch (es) {
+        case 1: ROW_LOOP(uint8_t); break;
+        case 2: ROW_LOOP(uint16_t); break;
+        case 4: ROW_LOOP(uint32_t); break;
+        case 8: ROW_LOOP(uint64_t); break;
+        default:
+            for (uint64_t j = 0; j < V->len; j++)
+                memcpy(V->dst + (size_t)(d + (int64_t)j * dls) * es,
+                       V->src + (size_t)(s + (int64_t)j * sls) * es, es);
+            break;
         }
+#undef ROW_LOOP
     }
 }
 
+/* Drops dimensions of size 1 and merges neighbours that are contiguous in
+ * both views (a run of dimensions a TRANSPOSE keeps in order becomes one),
+ * so the loops below see the smallest rank. */
+static void vcopy_simplify(vcopy *V) {
+    uint32_t r = 0;
+    for (uint32_t k = 0; k < V->rank; k++) {
+        if (V->shape[k] == 1) continue;
+        if (r && V->dst_st[r - 1] == V->shape[k] * V->dst_st[k] &&
+            V->src_st[r - 1] == V->shape[k] * V->src_st[k]) {
+            V->shape[r - 1] *= V->shape[k];
+            V->dst_st[r - 1] = V->dst_st[k];
+            V->src_st[r - 1] = V->src_st[k];
+            continue;
+        }
+        V->shape[r] = V->shape[k];
+        V->dst_st[r] = V->dst_st[k];
+        V->src_st[r] = V->src_st[k];
+        r++;
+    }
+    if (!r) { /* a single element */
+        V->shape[0] = 1;
+        V->dst_st[0] = V->src_st[0] = 1;
+        r = 1;
+    }
+    V->rank = r;
+}
+
+/* Tiled copy for a view whose destination is contiguous along the last
+ * dimension but whose source is contiguous along another one, p (a
+ * TRANSPOSE that moves the innermost axis): the [shape[p], shape[last]]
+ * plane of each outer index is copied in TT x TT tiles, so both the reads
+ * and the writes of a tile stay within TT cache lines instead of every
+ * read of a destination row touching another line. One job item is one
+ * row of tiles of one plane. */
+#define TT 16
+typedef struct tcopy {
+    const vcopy *V;
+    uint32_t p;
+    uint64_t tiles_p; /* row tiles per plane */
+} tcopy;
+
+#define TILE_LOOP(T)                                                       \
+    do {                                                                   \
+        T *dp = (T *)(void *)(V->dst + (size_t)d * es);                    \
+        const T *sp = (const T *)(const void *)(V->src + (size_t)s * es);  \
+        for (int64_t jb = 0; jb < nl; jb += TT) {                          \
+            int64_t je = jb + TT < nl ? jb + TT : nl;                      \
+            for (int64_t i = ib; i < ie; i++) {                            \
+                T *drow = dp + i * dps;                                    \
+                const T *scol = sp + i;                                    \
+                for (int64_t j = jb; j < je; j++) drow[j] = scol[j * sls]; \
+            }                                                              \
+        }                                                                  \
+    } while (0)
+
+static void tcopy_rows(void *vp, size_t begin, size_t end) {
+    const tcopy *T = vp;
+    const vcopy *V = T->V;
+    size_t es = V->es;
+    uint32_t last = V->rank - 1, p = T->p;
+    int64_t np = V->shape[p], nl = V->shape[last], dps = V->dst_st[p], sls = V->src_st[last];
+    for (size_t q = begin; q < end; q++) {
+        uint64_t plane = q / T->tiles_p, rem = plane;
+        int64_t ib = (int64_t)(q % T->tiles_p) * TT, ie = ib + TT < np ? ib + TT : np;
+        int64_t d = V->dbase, s = V->sbase;
+        for (int k = (int)last - 1; k >= 0; k--) {
+            if ((uint32_t)k == p) continue;
+            uint64_t n = (uint64_t)V->shape[k];
+            int64_t i = (int64_t)(rem % n);
+            rem /= n;
+            d += i * V->dst_st[k];
+            s += i * V->src_st[k];
+        }
+        switch (es) {
+        case 1: TILE_LOOP(uint8_t); break;
+        case 2: TILE_LOOP(uint16_t); break;
+        case 4: TILE_LOOP(uint32_t); break;
+        case 8: TILE_LOOP(uint64_t); break;
+        default:
+            for (int64_t i = ib; i < ie; i++)
+                for (int64_t j = 0; j < nl; j++)
+                    memcpy(V->dst + (size_t)(d + i * dps + j) * es, V->src + (size_t)(s + i + j * sls) * es,
+                           es);
+            break;
+        }
+    }
+}
+#undef TILE_LOOP
+
 static void vcopy_run(const interp_op *o, vcopy *V) {
-    V->len = V->rank ? (uint64_t)V->shape[V->rank - 1] : 1;
+    for (uint32_t k = 0; k < V->rank; k++)
+        if (V->shape[k] == 0) return;
+    vcopy_simplify(V);
+    uint32_t last = V->rank - 1;
+    V->len = (uint64_t)V->shape[last];
     V->rows = 1;
     for (uint32_t k = 0; k + 1 < V->rank; k++) V->rows *= (uint64_t)V->shape[k];
-    if (V->len == 0 || V->rows == 0) return;
-    if (V->rows * V->len >= (1u << 16) && V->rows > 1)
-        interp_parallel_for(o->ctx, (size_t)V->rows, vcopy_rows, V);
+    uint64_t total = V->rows * V->len;
+    if (V->dst_st[last] == 1 && V->src_st[last] != 1 && V->len >= 4) {
+        uint32_t p = last;
+        for (uint32_t k = 0; k < last; k++)
+            if (V->src_st[k] == 1 && V->shape[k] >= 4) p = k;
+        if (p != last) {
+            tcopy T = {V, p, ((uint64_t)V->shape[p] + TT - 1) / TT};
+            uint64_t items = V->rows / (uint64_t)V->shape[p] * T.tiles_p;
+            if (total >= (1u << 16) && items > 1) interp_parallel_for(o->ctx, (size_t)items, tcopy_rows, &T);
+            else tcopy_rows(&T, 0, (size_t)items);
+            return;
+        }
+    }
+    if (total >= (1u << 16) && V->rows > 1) interp_parallel_for(o->ctx, (size_t)V->rows, vcopy_rows, V);
     else vcopy_rows(V, 0, (size_t)V->rows);
 }
 

@@ -122,6 +122,77 @@ static void reduce_fn(void *vp, size_t begin, size_t end) {
     }
 }
 
+/* fp32 SUM, MAX and MIN fast paths: the same expression per output and the
+ * same index order as reduce_fn, so the results are bit-identical, but with
+ * independent outputs side by side instead of one dependency chain at a
+ * time. A job unit is RF_ROWS rows when the axis is innermost (inner = 1,
+ * LayerNorm and softmax), else RF_LANES neighbouring outputs of one outer
+ * index (a loop the compiler vectorises). MAX / MIN outputs whose inputs
+ * hold a NaN are redone by reduce_fn, which has the NaN rules. */
+#define RF_ROWS 8
+#define RF_LANES 64
+static inline IM_INLINE void freduce_impl(void *vp, size_t begin, size_t end) {
+    rarg *R = vp;
+    const float *x = R->in->data;
+    float *y = R->out->data;
+    const uint64_t n = R->n, inner = R->inner;
+    const rkind kind = R->kind;
+    for (size_t u = begin; u < end; u++) {
+        if (inner == 1) {
+            uint64_t r0 = (uint64_t)u * RF_ROWS, nr = R->outer - r0 < RF_ROWS ? R->outer - r0 : RF_ROWS;
+            if (nr < RF_ROWS) {
+                reduce_fn(R, (size_t)r0, (size_t)(r0 + nr));
+                continue;
+            }
+            const float *p = x + r0 * n;
+            float a[RF_ROWS];
+            int nan = 0;
+            if (kind == R_SUM) {
+                for (int k = 0; k < RF_ROWS; k++) a[k] = 0.0f;
+                for (uint64_t i = 0; i < n; i++)
+                    for (int k = 0; k < RF_ROWS; k++) a[k] = a[k] + p[(uint64_t)k * n + i];
+            } else {
+                for (int k = 0; k < RF_ROWS; k++) a[k] = p[(uint64_t)k * n];
+                for (uint64_t i = 0; i < n; i++)
+                    for (int k = 0; k < RF_ROWS; k++) {
+                        float v = p[(uint64_t)k * n + i];
+                        nan |= v != v;
+                        if (kind == R_MAX) a[k] = a[k] >= v ? a[k] : v;
+                        else a[k] = a[k] < v ? a[k] : v;
+                    }
+            }
+            if (nan) reduce_fn(R, (size_t)r0, (size_t)(r0 + RF_ROWS));
+            else
+                for (int k = 0; k < RF_ROWS; k++) y[r0 + (uint64_t)k] = a[k];
+            continue;
+        }
+        uint64_t chunks = (inner + RF_LANES - 1) / RF_LANES;
+        uint64_t o = (uint64_t)u / chunks, j0 = (uint64_t)u % chunks * RF_LANES;
+        uint64_t nl = inner - j0 < RF_LANES ? inner - j0 : RF_LANES;
+        const float *p = x + o * n * inner + j0;
+        float a[RF_LANES];
+        int nan = 0;
+        if (kind == R_SUM) {
+            for (uint64_t j = 0; j < nl; j++) a[j] = 0.0f;
+            for (uint64_t i = 0; i < n; i++)
+                for (uint64_t j = 0; j < nl; j++) a[j] = a[j] + p[i * inner + j];
+        } else {
+            for (uint64_t j = 0; j < nl; j++) a[j] = p[j];
+            for (uint64_t i = 0; i < n; i++)
+                for (uint64_t j = 0; j < nl; j++) {
+                    float v = p[i * inner + j];
+                    nan |= v != v;
+                    if (kind == R_MAX) a[j] = a[j] >= v ? a[j] : v;
+                    else a[j] = a[j] < v ? a[j] : v;
+                }
+        }
+        size_t q0 = (size_t)(o * inner + j0);
+        if (nan) reduce_fn(R, q0, q0 + (size_t)nl);
+        else memcpy(y + q0, a, (size_t)nl * sizeof(float));
+    }
+}
+IM_MULTIVERSION(freduce_rows, freduce_impl)
+
 static ctosa_error *reduce(const interp_op *o, rkind kind) {
     const itensor *in = o->in[0], *out = o->out[0];
     ctosa_dtype dt = in->dtype;
@@ -157,6 +228,15 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
     for (int32_t d = 0; d < axis; d++) R.outer *= (uint64_t)in->shape[d];
     for (uint32_t d = (uint32_t)axis + 1; d < in->rank; d++) R.inner *= (uint64_t)in->shape[d];
     uint64_t n_out = R.outer * R.inner;
+    if (!o->reference && dt == CTOSA_DTYPE_FP32 && out->dtype == dt && R.n >= 1 &&
+        (kind == R_SUM || kind == R_MAX || kind == R_MIN)) {
+        uint64_t units = R.inner == 1 ? (R.outer + RF_ROWS - 1) / RF_ROWS
+                                      : R.outer * ((R.inner + RF_LANES - 1) / RF_LANES);
+        if (n_out * R.n >= (1u << 16) && units > 1)
+            interp_parallel_for(o->ctx, (size_t)units, freduce_rows, &R);
+        else if (units) freduce_rows(&R, 0, (size_t)units);
+        return NULL;
+    }
     if (n_out * R.n >= (1u << 16)) interp_parallel_for(o->ctx, (size_t)n_out, reduce_fn, &R);
     else if (n_out) reduce_fn(&R, 0, (size_t)n_out);
     if (R.err)
