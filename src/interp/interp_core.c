@@ -537,6 +537,49 @@ static int64_t match_tie(rplan *p, pop *sel, interp_fused_rescale *fr, int64_t c
     return sa->def;
 }
 
+/* Plan-time fusion of y = MUL(x, SIGMOID(x)) (SiLU / swish; efficientnet and
+ * YOLO-style networks have one per convolution) into one pass that reads x
+ * and writes y (interp_k_fused_SILU): the sigmoid's output is never
+ * written nor read again. Only for fp32 operands of one shape, a SIGMOID
+ * output read by nothing but the MUL, outside blocks with control flow,
+ * and not with the plain reference loops (which run the two operators). */
+static void fuse_silus(rplan *p, bool reference) {
+    if (reference) return;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const ctosa_op *op = p->ops[i].op;
+        if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP) return;
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        pop *pm = &p->ops[i];
+        if (pm->skip || pm->op->kind != CTOSA_OP_MUL || pm->n_in < 2 || pm->n_out != 1) continue;
+        for (uint32_t k = 0; k < 2; k++) {
+            itensor *t = pm->in[k], *x = pm->in[1 - k];
+            slot *mid = slot_of(t);
+            bool local = mid >= p->slots && mid < p->slots + p->n_slots;
+            if (!local || mid->kind != SLOT_ACT || mid->is_output || mid->last != (int64_t)i ||
+                mid->def < 0 || mid->def >= (int64_t)i)
+                continue;
+            pop *ps = &p->ops[mid->def];
+            if (ps->skip || ps->op->kind != CTOSA_OP_SIGMOID || ps->n_in != 1 || ps->n_out != 1 ||
+                ps->in[0] != x || ps->out[0] != t)
+                continue;
+            if (x->dtype != CTOSA_DTYPE_FP32 || t->dtype != CTOSA_DTYPE_FP32 ||
+                pm->out[0]->dtype != CTOSA_DTYPE_FP32 || !interp_same_shape(x, t) ||
+                !interp_same_shape(x, pm->out[0]))
+                continue;
+            if (readers_of(p, t) != 1) continue;
+            pm->in[k] = x;
+            pm->fn = interp_k_fused_SILU;
+            pm->writes_all = true;
+            mid->kind = SLOT_UNUSED; /* never materialised */
+            mid->t.data = NULL;
+            ps->skip = true;
+            ps->fused = true;
+            break;
+        }
+    }
+}
+
 /* Plan-time offer of a RESCALE to the int8 CONV2D / DEPTHWISE_CONV2D producing its input
  * (interp_fused_rescale), directly or through a tie-to-even chain: the
  * convolution's int32 output is a local activation read by nothing else
@@ -880,6 +923,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
         p->out_t[i] = &s->t;
     }
     fuse_clamps(p);
+    fuse_silus(p, it->opt.reference);
     fuse_rescales(p);
     /* Memory: constants that are used, inputs, activations. */
     for (uint32_t i = 0; i < p->n_slots; i++) {

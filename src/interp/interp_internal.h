@@ -174,6 +174,10 @@ void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t
 #define INTERP_DECLARE(n) ctosa_error *interp_k_##n(const interp_op *o);
 INTERP_KERNELS(INTERP_DECLARE)
 #undef INTERP_DECLARE
+/* A MUL of x by SIGMOID(x) the plan fused (the SiLU / swish pattern):
+ * in[0] is x, out[0] the MUL's output; results identical to the two
+ * operators run one after the other. */
+ctosa_error *interp_k_fused_SILU(const interp_op *o);
 
 /* ------------------------------------------------------ kernel helpers
  * (with the element and fixed-point helpers of int_math.h: the one set

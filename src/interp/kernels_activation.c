@@ -178,6 +178,22 @@ static ctosa_error *fast_unary(const interp_op *o, void (*rows)(void *, size_t, 
     return NULL;
 }
 
+/* x * sigmoid(x) with the sigmoid rounded to float first, as SIGMOID then
+ * MUL compute it. */
+static inline float silu_tail(float x) { return x * (float)sigmoid_d(x); }
+#define VM_SILU(X) ((X)*VM_SIGMOID(X))
+VM_ROWS(silu_rows, VM_SILU, silu_tail)
+
+ctosa_error *interp_k_fused_SILU(const interp_op *o) {
+    ctosa_error *e = im_same_shape(o, o->in[0], o->out[0]);
+    if (e) return e;
+    vm_job j = {o->in[0]->data, o->out[0]->data, (size_t)o->in[0]->count};
+    size_t blocks = (j.n + VM_LANES - 1) / VM_LANES;
+    if (o->ctx && (double)j.n >= IM_PAR_MIN_ELEMS / 4) interp_parallel_for(o->ctx, blocks, silu_rows, &j);
+    else silu_rows(&j, 0, blocks);
+    return NULL;
+}
+
 ctosa_error *interp_k_ERF(const interp_op *o) { return fast_unary(o, erf_rows, erf); }
 ctosa_error *interp_k_SIGMOID(const interp_op *o) { return fast_unary(o, sigmoid_rows, sigmoid_d); }
 ctosa_error *interp_k_TANH(const interp_op *o) { return fast_unary(o, tanh_rows, tanh); }

@@ -9,7 +9,9 @@
  * instruction set.
  *
  * Error against the correctly rounded result (libm in double, rounded to
- * float), measured over every finite fp32 input and checked in
+ * float), measured over every 61st fp32 bit pattern (70 million inputs
+ * covering every exponent, AVX-512 and baseline builds; largest errors
+ * seen: EXP 1, SIGMOID 2, TANH 3, ERF 3 ulp) and checked in
  * test_kernels_diff: EXP <= 2 ulp, SIGMOID <= 3 ulp, TANH <= 3 ulp,
  * ERF <= 3 ulp (subnormal results: the same bounds in units of the
  * smallest subnormal). NaN in gives NaN out; infinities give the limits.
