@@ -139,15 +139,18 @@ static ctosa_error *float_unary(const interp_op *o, unary_fn fn) {
 
 /* fp32 ERF, SIGMOID and TANH: 16 lanes at a time with the vec_math.h
  * formulas (a few ulp from the correctly rounded result; bounds there);
- * the plain double loop above with interp_op.reference, for other float
- * types, and for the tail of fewer than 16 elements. */
+ * the plain double loop above with interp_op.reference and for other float
+ * types. The tail of fewer than 16 elements goes through the same formula
+ * in a padded vector: a value's result must not depend on its position
+ * (graph rewrites that move TRANSPOSEs across element-wise operators
+ * expect identical bits). */
 typedef struct vm_job {
     const float *s;
     float *d;
     size_t n;
 } vm_job;
 
-#define VM_ROWS(NAME, MAC, TAIL)                                                        \
+#define VM_ROWS(NAME, MAC)                                                              \
     static inline IM_INLINE void NAME##_impl(void *arg, size_t begin, size_t end) {     \
         const vm_job *j = arg;                                                          \
         size_t e = end * VM_LANES < j->n ? end * VM_LANES : j->n, i = begin * VM_LANES; \
@@ -157,13 +160,18 @@ typedef struct vm_job {
             x = MAC(x);                                                                 \
             memcpy(j->d + i, &x, sizeof x);                                             \
         }                                                                               \
-        for (; i < e; i++) j->d[i] = (float)TAIL(j->s[i]);                              \
+        if (i < e) {                                                                    \
+            vm_f x = {0};                                                               \
+            memcpy(&x, j->s + i, (e - i) * sizeof(float));                              \
+            x = MAC(x);                                                                 \
+            memcpy(j->d + i, &x, (e - i) * sizeof(float));                              \
+        }                                                                               \
     }                                                                                   \
     IM_MULTIVERSION(NAME, NAME##_impl)
 
-VM_ROWS(erf_rows, VM_ERF, erf)
-VM_ROWS(sigmoid_rows, VM_SIGMOID, sigmoid_d)
-VM_ROWS(tanh_rows, VM_TANH, tanh)
+VM_ROWS(erf_rows, VM_ERF)
+VM_ROWS(sigmoid_rows, VM_SIGMOID)
+VM_ROWS(tanh_rows, VM_TANH)
 
 static ctosa_error *fast_unary(const interp_op *o, void (*rows)(void *, size_t, size_t), unary_fn plain) {
     if (o->reference || o->n_in != 1 || o->n_out != 1 || o->in[0]->dtype != CTOSA_DTYPE_FP32 ||
@@ -180,9 +188,8 @@ static ctosa_error *fast_unary(const interp_op *o, void (*rows)(void *, size_t, 
 
 /* x * sigmoid(x) with the sigmoid rounded to float first, as SIGMOID then
  * MUL compute it. */
-static inline float silu_tail(float x) { return x * (float)sigmoid_d(x); }
 #define VM_SILU(X) ((X)*VM_SIGMOID(X))
-VM_ROWS(silu_rows, VM_SILU, silu_tail)
+VM_ROWS(silu_rows, VM_SILU)
 
 ctosa_error *interp_k_fused_SILU(const interp_op *o) {
     ctosa_error *e = im_same_shape(o, o->in[0], o->out[0]);

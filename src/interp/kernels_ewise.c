@@ -619,7 +619,12 @@ static inline IM_INLINE void exp_rows_impl(void *arg, size_t begin, size_t end) 
         x = VM_EXP(x);
         memcpy(j->d + i, &x, sizeof x);
     }
-    for (; i < e; i++) j->d[i] = (float)exp((double)j->s[i]);
+    if (i < e) { /* the same formula for the tail: results must not depend on position */
+        vm_f x = {0};
+        memcpy(&x, j->s + i, (e - i) * sizeof(float));
+        x = VM_EXP(x);
+        memcpy(j->d + i, &x, (e - i) * sizeof(float));
+    }
 }
 IM_MULTIVERSION(exp_rows, exp_rows_impl)
 
