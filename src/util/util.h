@@ -55,6 +55,18 @@ void arena_free(arena *a);
 /* Overflow-checked arithmetic. Return false on overflow. */
 static inline bool mul_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
 static inline bool add_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
+/* Greatest common divisor of |a| and |b| (0 when both are 0); a and b
+ * must not be INT64_MIN. */
+static inline int64_t gcd_i64(int64_t a, int64_t b) {
+    if (a < 0) a = -a;
+    if (b < 0) b = -b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
 /* ------------------------------------------------------------- strbuf */
 typedef struct strbuf {

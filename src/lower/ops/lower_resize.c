@@ -14,17 +14,6 @@
 #include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h" /* qdq_rescale_n: integer bilinear RESIZE */
 
-static int64_t rs_gcd(int64_t a, int64_t b) {
-    if (a < 0) a = -a;
-    if (b < 0) b = -b;
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* Rational approximation n/d of a float scale (exact for out/in sizes). */
 /* floor(v) as an output dimension, or -1 when v is NaN or outside
  * [0, INT32_MAX] (scales come from untrusted models; casting an
@@ -83,7 +72,7 @@ static bool rs_crop_params(const rs_axis *a, int64_t *n, int64_t *d, int64_t *of
     }
     /* y = (x*d + off)/n: d/n = step, off/n = start */
     int64_t nn = sq, dd = sp;
-    int64_t g = aq / rs_gcd(aq, nn);
+    int64_t g = aq / gcd_i64(aq, nn);
     nn *= g;
     dd *= g;
     *n = nn;
@@ -166,7 +155,7 @@ static bool rs_axis_params(rs_axis *a, int coord, int nearest) {
         d *= 2;
     }
     int64_t border = (a->out - 1) * d + off - (a->in - 1) * n;
-    int64_t g = rs_gcd(rs_gcd(n, d), rs_gcd(off, border));
+    int64_t g = gcd_i64(gcd_i64(n, d), gcd_i64(off, border));
     if (g > 1) {
         n /= g;
         d /= g;

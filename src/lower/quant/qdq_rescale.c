@@ -122,17 +122,6 @@ static int64_t pmod(int64_t a, int64_t m) {
     return r < 0 ? r + m : r;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    if (a < 0) a = -a;
-    if (b < 0) b = -b;
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* One set for all channels: [lo, hi], base modulo step. */
 static const qdq_acc_set *acc_set1(lower_ctx *c, int64_t lo, int64_t hi, int64_t base, int64_t step) {
     qdq_acc_set *A = arena_alloc(lw_arena(c), sizeof *A);
@@ -171,7 +160,7 @@ const qdq_acc_set *qdq_acc_of_weights(lower_ctx *c, ctosa_dtype xt, int64_t izp,
             int64_t p = d * dlo, q = d * dhi;
             lo += p < q ? p : q;
             hi += p < q ? q : p;
-            g = gcd64(g, d);
+            g = gcd_i64(g, d);
         }
         v[m] = lo;
         v[nch + m] = hi;
@@ -191,7 +180,7 @@ static bool acc_can_tie(int s, int64_t lo, int64_t hi, int64_t base, int64_t ste
     int64_t T = INT64_C(1) << s, H = T >> 1;
     if (lo > hi) return false;
     if (step == 0) return base >= lo && base <= hi && pmod(base, T) == H;
-    int64_t d = gcd64(step, T);
+    int64_t d = gcd_i64(step, T);
     if (pmod(base - H, d)) return false;
     int64_t n = step / d;
     if (n > (INT64_C(1) << 20) || T > (INT64_C(1) << 40) / n) return true; /* too large to decide: keep */
@@ -334,7 +323,7 @@ const char *qdq_rescale_ewise(lower_ctx *c, const char *z, ctosa_dtype to, uint3
     /* an Add / Sub sum is a multiple of gcd(ra, rb) (2^19 for equal
      * scales): only such values can tie */
     int64_t zm = (int64_t)zmax;
-    const qdq_acc_set *A = acc_set1(c, -zm, zm, 0, mul ? 1 : gcd64((int64_t)ra, (int64_t)rb));
+    const qdq_acc_set *A = acc_set1(c, -zm, zm, 0, mul ? 1 : gcd_i64((int64_t)ra, (int64_t)rb));
     return qdq_rescale_acc(c, z, CTOSA_DTYPE_INT32, to, rank, sh, 1, &ro, ozp, A);
 }
 
