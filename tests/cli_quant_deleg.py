@@ -132,16 +132,21 @@ def float_conv_dq_weight(path):
     return 0.05
 
 
+def move_params(dt, requant):
+    """(s0, z0, s1, z1): the input and output quantization of a data-movement
+    test; the output's equal the input's unless `requant`."""
+    i16 = dt == TensorProto.INT16
+    s0, z0 = (0.0005, 0) if i16 else (0.03, 128 if dt == TensorProto.UINT8 else -3)
+    s1, z1 = (s0 * 1.37, 0) if i16 else (0.041, 120 if dt == TensorProto.UINT8 else 7)
+    return (s0, z0, s1, z1) if requant else (s0, z0, s0, z0)
+
+
 def pad_move(path, dt, mode, requant):
     """x -> Q -> DQ -> Pad (reflect / edge / wrap) -> Q -> DQ -> y: the
     float Pad lowering's data movement on the integer carrier; with
     `requant` the output QuantizeLinear has other parameters (a RESCALE)."""
     g = G()
-    i16 = dt == TensorProto.INT16
-    s0, z0 = (0.0005, 0) if i16 else (0.03, 128 if dt == TensorProto.UINT8 else -3)
-    s1, z1 = (s0 * 1.37, 0) if i16 else (0.041, 120 if dt == TensorProto.UINT8 else 7)
-    if not requant:
-        s1, z1 = s0, z0
+    s0, z0, s1, z1 = move_params(dt, requant)
     h = g.dq(g.q("x", s0, z0, dt), s0, z0, dt)
     pads = g.const(np.array([0, 0, 2, 1, 0, 0, 1, 2], np.int64), "pads")
     h = g.op("Pad", [h, pads], "pad", mode=mode)
@@ -157,11 +162,7 @@ def shuffle_chain(path, dt, requant):
     carrier and the QuantizeLinear requantises once (nothing when the
     parameters agree)."""
     g = G()
-    i16 = dt == TensorProto.INT16
-    s0, z0 = (0.0005, 0) if i16 else (0.03, 128 if dt == TensorProto.UINT8 else -3)
-    s1, z1 = (s0 * 1.37, 0) if i16 else (0.041, 120 if dt == TensorProto.UINT8 else 7)
-    if not requant:
-        s1, z1 = s0, z0
+    s0, z0, s1, z1 = move_params(dt, requant)
     h = g.dq(g.q("x", s0, z0, dt), s0, z0, dt)
     h = g.op("Reshape", [h, g.const(np.array([1, 2, 4, 5, 6], np.int64), "shape")])
     h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])

@@ -62,6 +62,42 @@ static void gstart(gb *q) {
     if (!q->e) q->e = ctosa_region_add_block(q->g, r, "main", &q->b);
 }
 
+/* One input fed to grun. */
+typedef struct gin {
+    const char *name;
+    ctosa_dtype type;
+    uint32_t rank;
+    const int64_t *shape;
+    const void *data;
+    size_t bytes;
+} gin;
+
+/* Adds output y, runs the graph `runs` times on one interpreter (threads 0:
+ * the default; reference: the plain loops), copies y's `bytes` bytes to out
+ * and frees the graph. An output of another size is an error. */
+static ctosa_error *grun(gb *q, int threads, bool reference, int nin, const gin *in, int runs, const char *y,
+                         void *out, size_t bytes) {
+    ctosa_interp *it = NULL;
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    opt.threads = threads;
+    opt.reference = reference;
+    ctosa_error *e = q->e;
+    if (!e) e = ctosa_block_add_output(q->g, q->b, y);
+    if (!e) e = ctosa_interp_create(q->g, &opt, &it);
+    for (int i = 0; !e && i < nin; i++)
+        e = ctosa_interp_set_input(it, in[i].name, in[i].type, in[i].rank, in[i].shape, in[i].data,
+                                   in[i].bytes);
+    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (!e) e = ctosa_interp_get_output(it, y, &t);
+    if (!e && t.size == bytes) memcpy(out, t.data, bytes);
+    else if (!e) e = ctosa_error_new(CTOSA_ERR_INVALID, "output has %llu bytes", (unsigned long long)t.size);
+    ctosa_interp_free(it);
+    ctosa_graph_free(q->g);
+    return e;
+}
+
 static float fx[1 * 9 * 9 * 20], fw[24 * 3 * 3 * 20], fb[24], fdw[3 * 3 * 24], fdb[24];
 static int8_t ix[1 * 9 * 9 * 20], iw[24 * 3 * 3 * 20];
 static int32_t ib[24];
@@ -139,25 +175,11 @@ static ctosa_error *run_fp32(bool expose, int threads, ctosa_nan_mode nm2, float
     const char *in2[5] = {r1, dw, db, z, z};
     if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_DEPTHWISE_CONV2D, 5, in2, 1, &c2, &a, NULL);
     const char *r2 = gclamp(&q, c2, ys, lohi2, nm2);
-    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, r2);
     if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, c1);
     if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, c2);
-    ctosa_interp *it = NULL;
-    ctosa_interp_options opt;
-    ctosa_interp_options_init(&opt);
-    opt.threads = threads;
-    opt.reference = use_reference;
-    ctosa_error *e = q.e;
-    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
     int64_t xs64[4] = {1, 9, 9, 20};
-    if (!e) e = ctosa_interp_set_input(it, "x", CTOSA_DTYPE_FP32, 4, xs64, fx, sizeof fx);
-    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
-    ctosa_interp_tensor t;
-    if (!e) e = ctosa_interp_get_output(it, r2, &t);
-    if (!e) memcpy(out, t.data, (size_t)t.size);
-    ctosa_interp_free(it);
-    ctosa_graph_free(q.g);
-    return e;
+    gin x = {"x", CTOSA_DTYPE_FP32, 4, xs64, fx, sizeof fx};
+    return grun(&q, threads, use_reference, 1, &x, runs, r2, out, sizeof(float) * 9 * 9 * 24);
 }
 
 static void test_clamp_fusion_bits(void) {
@@ -212,27 +234,10 @@ static ctosa_error *run_int(bool i16, bool weights_input, int threads, int runs,
     ctosa_attr a = conv_attr(pad, st, dil, i16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32);
     const char *in[5] = {"x", w, b, zi, zw};
     if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CONV2D, 5, in, 1, &y, &a, NULL);
-    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
-    ctosa_interp *it = NULL;
-    ctosa_interp_options opt;
-    ctosa_interp_options_init(&opt);
-    opt.threads = threads;
-    opt.reference = use_reference;
-    ctosa_error *e = q.e;
-    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
     int64_t xs64[4] = {1, 9, 9, 20}, ws64[4] = {24, 3, 3, 20};
-    if (!e)
-        e = i16 ? ctosa_interp_set_input(it, "x", xt, 4, xs64, sx16, sizeof sx16)
-                : ctosa_interp_set_input(it, "x", xt, 4, xs64, ix, sizeof ix);
-    if (!e && weights_input) e = ctosa_interp_set_input(it, w, CTOSA_DTYPE_INT8, 4, ws64, iw, sizeof iw);
-    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
-    ctosa_interp_tensor t;
-    if (!e) e = ctosa_interp_get_output(it, y, &t);
-    if (!e && t.size == bytes) memcpy(out, t.data, bytes);
-    else if (!e) e = ctosa_error_new(CTOSA_ERR_INVALID, "output has %llu bytes", (unsigned long long)t.size);
-    ctosa_interp_free(it);
-    ctosa_graph_free(q.g);
-    return e;
+    gin in2[2] = {{"x", xt, 4, xs64, i16 ? (const void *)sx16 : ix, i16 ? sizeof sx16 : sizeof ix},
+                  {w, CTOSA_DTYPE_INT8, 4, ws64, iw, sizeof iw}};
+    return grun(&q, threads, use_reference, weights_input ? 2 : 1, in2, runs, y, out, bytes);
 }
 
 static void test_cached_weights_int(void) {
@@ -271,20 +276,9 @@ static ctosa_error *run_mm(bool b_input, int runs, float *out) {
     const char *z = gconst(&q, CTOSA_DTYPE_FP32, 1, one, &zero, 4, false);
     const char *y = gtensor(&q, CTOSA_DTYPE_FP32, 3, os), *in[4] = {"a", b, z, z};
     if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_MATMUL, 4, in, 1, &y, NULL, NULL);
-    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
-    ctosa_interp *it = NULL;
-    ctosa_error *e = q.e;
-    if (!e) e = ctosa_interp_create(q.g, NULL, &it);
     int64_t as64[3] = {2, 5, 33}, bs64[3] = {2, 33, 40};
-    if (!e) e = ctosa_interp_set_input(it, "a", CTOSA_DTYPE_FP32, 3, as64, A, sizeof A);
-    if (!e && b_input) e = ctosa_interp_set_input(it, b, CTOSA_DTYPE_FP32, 3, bs64, B, sizeof B);
-    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
-    ctosa_interp_tensor t;
-    if (!e) e = ctosa_interp_get_output(it, y, &t);
-    if (!e) memcpy(out, t.data, sizeof(float) * 2 * 5 * 40);
-    ctosa_interp_free(it);
-    ctosa_graph_free(q.g);
-    return e;
+    gin ab[2] = {{"a", CTOSA_DTYPE_FP32, 3, as64, A, sizeof A}, {b, CTOSA_DTYPE_FP32, 3, bs64, B, sizeof B}};
+    return grun(&q, 0, false, b_input ? 2 : 1, ab, runs, y, out, sizeof(float) * 2 * 5 * 40);
 }
 
 static void test_cached_matmul(void) {
@@ -317,20 +311,9 @@ static ctosa_error *run_mm8(bool b_input, int runs, int32_t *out, const int8_t *
     const char *zb = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &bzp, 1, false);
     const char *y = gtensor(&q, CTOSA_DTYPE_INT32, 3, os), *in[4] = {"a", b, za, zb};
     if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_MATMUL, 4, in, 1, &y, NULL, NULL);
-    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
-    ctosa_interp *it = NULL;
-    ctosa_error *e = q.e;
-    if (!e) e = ctosa_interp_create(q.g, NULL, &it);
     int64_t as64[3] = {1, 4, 300}, bs64[3] = {1, 300, 20};
-    if (!e) e = ctosa_interp_set_input(it, "a", CTOSA_DTYPE_INT8, 3, as64, A, 4 * 300);
-    if (!e && b_input) e = ctosa_interp_set_input(it, b, CTOSA_DTYPE_INT8, 3, bs64, B, 300 * 20);
-    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
-    ctosa_interp_tensor t;
-    if (!e) e = ctosa_interp_get_output(it, y, &t);
-    if (!e) memcpy(out, t.data, sizeof(int32_t) * 4 * 20);
-    ctosa_interp_free(it);
-    ctosa_graph_free(q.g);
-    return e;
+    gin ab[2] = {{"a", CTOSA_DTYPE_INT8, 3, as64, A, 4 * 300}, {b, CTOSA_DTYPE_INT8, 3, bs64, B, 300 * 20}};
+    return grun(&q, 0, false, b_input ? 2 : 1, ab, runs, y, out, sizeof(int32_t) * 4 * 20);
 }
 
 static void test_cached_matmul_int8(void) {
@@ -482,25 +465,11 @@ static ctosa_error *run_rq(const rq_case *c, int expose, int threads, int runs, 
         rin[2] = gconst(&q, CTOSA_DTYPE_INT8, 1, ncs, shift2, (size_t)nc, false);
     }
     if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, rin, 1, &y, &r, NULL);
-    if (!q.e) q.e = ctosa_block_add_output(q.g, q.b, y);
     if (expose == 1 && !q.e) q.e = ctosa_block_add_output(q.g, q.b, acc);
     if (expose == 2 && sub && !q.e) q.e = ctosa_block_add_output(q.g, q.b, sub);
-    ctosa_interp *it = NULL;
-    ctosa_interp_options opt;
-    ctosa_interp_options_init(&opt);
-    opt.threads = threads;
-    opt.reference = use_reference;
-    ctosa_error *e = q.e;
-    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
     int64_t xs64[4] = {1, H, W, IC};
-    if (!e) e = ctosa_interp_set_input(it, "x", CTOSA_DTYPE_INT8, 4, xs64, x, (size_t)(H * W * IC));
-    for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
-    ctosa_interp_tensor t;
-    if (!e) e = ctosa_interp_get_output(it, y, &t);
-    if (!e) memcpy(out, t.data, (size_t)t.size);
-    ctosa_interp_free(it);
-    ctosa_graph_free(q.g);
-    return e;
+    gin xi = {"x", CTOSA_DTYPE_INT8, 4, xs64, x, (size_t)(H * W * IC)};
+    return grun(&q, threads, use_reference, 1, &xi, runs, y, out, (size_t)(OH * OW * OC));
 }
 
 static void test_rescale_fusion(void) {
