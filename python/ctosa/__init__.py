@@ -400,14 +400,16 @@ def _outputs(outs):
 
 
 def run(graph, inputs=None, *, threads=0, max_memory=0, max_iterations=10_000_000,
-        custom_ops=None, plugins=()):
+        custom_ops=None, plugins=(), reference=False):
     """Runs a graph (TosaGraph, Partition, path or .tosa bytes) on the
     reference interpreter: {input name: array} -> {output name: ndarray}.
     Inputs are converted to the declared dtype's host encoding (bf16 and fp8
     are carried as uint16 / uint8 bits; a float array given for a bf16
     input is rounded to bf16). The GIL is released while the graph runs.
     One call plans and frees one interpreter; see Interpreter for
-    repeated runs. max_iterations bounds each WHILE_LOOP (0 = unlimited)."""
+    repeated runs. max_iterations bounds each WHILE_LOOP (0 = unlimited).
+    reference=True runs the plain loops instead of the fast kernels (to
+    check the fast kernels on your own graph: the results must agree)."""
     g = _graph(graph)
     regions = g.regions
     if not regions or not regions[0].blocks:
@@ -416,7 +418,7 @@ def run(graph, inputs=None, *, threads=0, max_memory=0, max_iterations=10_000_00
     conv = _convert_inputs({n: main.tensor(n).dtype for n in main.inputs}, inputs)
     reg = _registry(plugins, custom_ops)
     return _outputs(_ctosa.run(g, conv, threads=threads, max_memory=max_memory, custom_ops=reg,
-                               max_iterations=max_iterations))
+                               max_iterations=max_iterations, reference=reference))
 
 
 class Interpreter:
@@ -429,14 +431,15 @@ class Interpreter:
     Variables (EXT-VARIABLE) keep their values across runs. .inputs and
     .outputs list (name, dtype, shape). One Interpreter runs in one thread
     at a time (a concurrent run raises UsageError); the GIL is released
-    while it runs."""
+    while it runs. reference=True: the plain loops, as in run()."""
 
     def __init__(self, graph, *, threads=0, max_memory=0, max_iterations=10_000_000,
-                 custom_ops=None, plugins=()):
+                 custom_ops=None, plugins=(), reference=False):
         self.graph = _graph(graph)
         self._reg = _registry(plugins, custom_ops)
         self._c = _ctosa.Interpreter(self.graph, threads=threads, max_memory=max_memory,
-                                     custom_ops=self._reg, max_iterations=max_iterations)
+                                     custom_ops=self._reg, max_iterations=max_iterations,
+                                     reference=reference)
         self.inputs = self._c.inputs
         self.outputs = self._c.outputs
         self._declared = {n: dt for n, dt, _ in self.inputs}
@@ -656,15 +659,17 @@ class Model:
         y = m.run({"x": x})["y"]          # arrays with the model's ONNX types
 
     Inputs are converted to the declared dtype when every value fits (uint8
-    inputs take uint8 arrays). The GIL is released while the model runs."""
+    inputs take uint8 arrays). The GIL is released while the model runs.
+    reference=True runs the partitions on the interpreter's plain loops."""
 
     def __init__(self, path, *, plugins=(), custom_ops=None, threads=0, max_memory=0,
-                 max_iterations=10_000_000, report=None):
+                 max_iterations=10_000_000, report=None, reference=False):
         self._reg = _registry(plugins, custom_ops)
         self.path = os.fspath(path)
         self._rt = _ctosa.Runtime(self.path, threads=threads, max_memory=max_memory,
                                   max_iterations=max_iterations, custom_ops=self._reg,
-                                  report=None if report is None else os.fspath(report))
+                                  report=None if report is None else os.fspath(report),
+                                  reference=reference)
 
     @staticmethod
     def _tensors(lst):

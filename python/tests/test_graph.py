@@ -218,6 +218,27 @@ def test_interpreter_runs_repeatedly():
         it.run({})
 
 
+def test_reference_loops():
+    """reference=True runs the plain loops: EXP in double, rounded once, so
+    every element is the correctly rounded float; the fast vector path is
+    only within 2 ulp of it (and agrees on many)."""
+    g = ctosa.TosaGraph()
+    b = g.add_region("main").add_block("main")
+    b.add_tensor("x", "fp32", (4096,))
+    b.add_tensor("y", "fp32", (4096,))
+    b.add_op("EXP", ["x"], ["y"])
+    b.add_input("x")
+    b.add_output("y")
+    x = np.linspace(-80.0, 80.0, 4096, dtype=np.float32)
+    exact = np.exp(x.astype(np.float64)).astype(np.float32)
+    ulp = np.spacing(exact)
+    y = ctosa.run(g, {"x": x}, reference=True)["y"]
+    np.testing.assert_array_equal(y, exact)
+    np.testing.assert_array_equal(ctosa.Interpreter(g, reference=True).run({"x": x})["y"], exact)
+    fast = ctosa.run(g, {"x": x})["y"]
+    assert np.all(np.abs(fast.astype(np.float64) - exact) <= 2 * ulp)
+
+
 def test_input_dtype_conversion():
     g = ctosa.TosaGraph()
     b = g.add_region("main").add_block("main")

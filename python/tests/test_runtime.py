@@ -25,6 +25,9 @@ def test_model_runs_partitions_and_cpu_nodes(tmp_path):
     ctosa.lower(os.path.join(RDATA, "float_mid.onnx"), "TOSA-1.0+INT", output_dir=tmp_path / "int")
     y2 = ctosa.Model(tmp_path / "int" / "float_mid.partitioned.onnx").run({"x": x})["y"]
     assert np.abs(y2 - y).max() < 1e-6
+    # the plain loops (their exactness is checked in test_graph): the same within rounding
+    y3 = ctosa.Model(tmp_path / "float_mid.partitioned.onnx", reference=True).run({"x": x})["y"]
+    assert np.abs(y3 - y).max() < 1e-6
     with pytest.raises(ctosa.UsageError, match="no value given"):
         m.run({})
     with pytest.raises(ctosa.UsageError, match="not an input"):

@@ -422,15 +422,15 @@ done:
 }
 
 /* _run(graph, [(name, buffer)], threads=0, max_memory=0, custom_ops=None,
- *      max_iterations=0): one interpreter for one run. */
+ *      max_iterations=0, reference=False): one interpreter for one run. */
 static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"graph",      "inputs",         "threads", "max_memory",
-                             "custom_ops", "max_iterations", NULL};
+    static char *kwlist[] = {"graph",      "inputs",         "threads",   "max_memory",
+                             "custom_ops", "max_iterations", "reference", NULL};
     PyObject *gobj, *inputs, *reg_obj = Py_None;
-    int threads = 0;
+    int threads = 0, reference = 0;
     unsigned long long maxmem = 0, maxit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iKOK", kwlist, &gobj, &inputs, &threads, &maxmem, &reg_obj,
-                                     &maxit))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iKOKp", kwlist, &gobj, &inputs, &threads, &maxmem,
+                                     &reg_obj, &maxit, &reference))
         return NULL;
     GraphObject *go;
     const ctosa_custom_registry *reg;
@@ -440,6 +440,7 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
     opt.threads = threads;
     opt.max_memory = maxmem;
     opt.max_iterations = maxit;
+    opt.reference = reference;
     ctosa_interp *it = NULL;
     PyObject *r = do_run(go, &it, &opt, reg, inputs);
     if (it) {
@@ -469,11 +470,13 @@ static void interp_dealloc(InterpObject *o) {
 }
 
 static int interp_init(InterpObject *o, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"graph", "threads", "max_memory", "custom_ops", "max_iterations", NULL};
+    static char *kwlist[] = {"graph",          "threads",   "max_memory", "custom_ops",
+                             "max_iterations", "reference", NULL};
     PyObject *gobj, *reg_obj = Py_None;
-    int threads = 0;
+    int threads = 0, reference = 0;
     unsigned long long maxmem = 0, maxit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iKOK", kwlist, &gobj, &threads, &maxmem, &reg_obj, &maxit))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iKOKp", kwlist, &gobj, &threads, &maxmem, &reg_obj, &maxit,
+                                     &reference))
         return -1;
     GraphObject *go;
     const ctosa_custom_registry *reg;
@@ -486,6 +489,7 @@ static int interp_init(InterpObject *o, PyObject *args, PyObject *kw) {
     o->opt.threads = threads;
     o->opt.max_memory = maxmem;
     o->opt.max_iterations = maxit;
+    o->opt.reference = reference;
     ctosa_error *e;
     PyThreadState *ts = cx_graph_begin(go);
     e = ctosa_interp_create(go->g, &o->opt, &o->it);
@@ -569,7 +573,8 @@ static PyTypeObject Interp_Type = {
     .tp_getset = interp_getset,
     .tp_init = (initproc)interp_init,
     .tp_new = PyType_GenericNew,
-    .tp_doc = "Interpreter(graph, threads=0, max_memory=0, custom_ops=None, max_iterations=0)",
+    .tp_doc =
+        "Interpreter(graph, threads=0, max_memory=0, custom_ops=None, max_iterations=0, reference=False)",
 };
 
 /* ---------------------------------------------------------- metadata */
@@ -622,7 +627,8 @@ static PyMethodDef methods[] = {
     {"validate", (PyCFunction)(void (*)(void))py_validate, METH_VARARGS | METH_KEYWORDS,
      "validate(graph, spec, max_problems=0) -> None or violation text"},
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
-     "run(graph, [(name, buffer)], threads=0, max_memory=0, custom_ops=None) -> outputs"},
+     "run(graph, [(name, buffer)], threads=0, max_memory=0, custom_ops=None, max_iterations=0, "
+     "reference=False) -> outputs"},
     {"read", (PyCFunction)(void (*)(void))cx_read, METH_VARARGS | METH_KEYWORDS,
      "read(path_or_buffer, require_identifier=False) -> TosaGraph"},
     {"lower", (PyCFunction)(void (*)(void))cx_lower, METH_VARARGS | METH_KEYWORDS,

@@ -18,15 +18,17 @@ static void runtime_dealloc(RuntimeObject *o) {
     Py_TYPE(o)->tp_free((PyObject *)o);
 }
 
-/* Runtime(path, threads=0, max_memory=0, max_iterations=0, custom_ops=None, report=None) */
+/* Runtime(path, threads=0, max_memory=0, max_iterations=0, custom_ops=None, report=None,
+ *         reference=False) */
 static int runtime_init(RuntimeObject *o, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "threads", "max_memory", "max_iterations", "custom_ops", "report", NULL};
+    static char *kwlist[] = {"path",       "threads", "max_memory", "max_iterations",
+                             "custom_ops", "report",  "reference",  NULL};
     const char *path, *report = NULL;
-    int threads = 0;
+    int threads = 0, reference = 0;
     unsigned long long maxmem = 0, maxit = 0;
     PyObject *reg_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|iKKOz", kwlist, &path, &threads, &maxmem, &maxit, &reg_obj,
-                                     &report))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|iKKOzp", kwlist, &path, &threads, &maxmem, &maxit, &reg_obj,
+                                     &report, &reference))
         return -1;
     if (o->rt) {
         PyErr_SetString(PyExc_TypeError, "Runtime is already initialised");
@@ -42,6 +44,7 @@ static int runtime_init(RuntimeObject *o, PyObject *args, PyObject *kw) {
     opt.max_memory = maxmem;
     opt.max_iterations = maxit;
     opt.report = report;
+    opt.reference = reference;
     opt.custom_ops = reg_obj == Py_None ? NULL : ((CustomOpsObject *)reg_obj)->reg;
     ctosa_error *e;
     Py_BEGIN_ALLOW_THREADS e = ctosa_runtime_load(path, &opt, &o->rt);
