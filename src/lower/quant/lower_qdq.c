@@ -17,6 +17,7 @@
 #include "lower/lower_build.h"
 #include "lower/quant/lower_qdq.h"
 #include "lower/quant/qdq_island.h"
+#include "lower/quant/qdq_quantize.h"
 
 const qdq_node *qdq_info(const lower_ctx *c) {
     static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL, NULL, 0, -1};
@@ -148,31 +149,46 @@ lower_status qdq_lower_quantize(lower_ctx *c) {
         zpd[k] = (double)(p.zp[k] - (u8 ? 128 : 0));
     }
     const char *x = lw_input(c, 0);
-    /* x / scale as x * (1/scale): exact whenever 1/scale is (powers of two)
-     * and within one float rounding otherwise */
-    const char *y = lw_mul(c, x, lw_const_from_f64(c, ft, r, cs, inv), ft, r, X->shape);
-    /* saturation: clamp to [lo - zp, hi - zp] before rounding (integer
-     * bounds, so the same as clamping after); TOSA 1.0 has no int32 CLAMP */
     int64_t lo = ot == CTOSA_DTYPE_INT8 ? -128 : -32768, hi = ot == CTOSA_DTYPE_INT8 ? 127 : 32767;
     double *blo = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
     double *bhi = arena_alloc(lw_arena(c), (size_t)p.n * sizeof(double) + 8);
     if (!blo || !bhi) return lw_failed(c);
+    bool exact = true;
     for (int64_t k = 0; k < p.n; k++) {
         blo[k] = (double)lo - zpd[k];
         bhi[k] = (double)hi - zpd[k];
+        exact = exact && qdq_quantize_exact_ok(p.scale[k]);
     }
-    ctosa_attr mx;
-    memset(&mx, 0, sizeof mx);
-    mx.nan_mode = CTOSA_NAN_PROPAGATE;
-    const char *in2[2];
-    const char *t1 = lw_tensor(c, ft, r, X->shape), *t2 = lw_tensor(c, ft, r, X->shape);
-    in2[0] = y;
-    in2[1] = lw_const_from_f64(c, ft, r, cs, blo);
-    LW_TRY(y && t1 && t2 && in2[1] && lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &t1, &mx));
-    in2[0] = t1;
-    in2[1] = lw_const_from_f64(c, ft, r, cs, bhi);
-    LW_TRY(in2[1] && lw_op(c, CTOSA_OP_MINIMUM, 2, in2, 1, &t2, &mx));
-    y = lw_cast(c, t2, ft, CTOSA_DTYPE_INT32, r, X->shape); /* ties to even */
+    const char *y;
+    if (exact) {
+        /* fl32(x / scale) rounded half to even, as ONNX (qdq_quantize.c) */
+        lw_v xv;
+        memset(&xv, 0, sizeof xv);
+        xv.n = x;
+        xv.t = ft;
+        xv.r = r;
+        memcpy(xv.s, X->shape, r * sizeof(int64_t));
+        y = qdq_quantize_exact(c, xv, p.n, cs, p.scale, blo, bhi).n;
+    } else {
+        /* scales near the float32 limits: x * (1/scale), within one float
+         * rounding of x / scale */
+        y = lw_mul(c, x, lw_const_from_f64(c, ft, r, cs, inv), ft, r, X->shape);
+        /* saturation: clamp to [lo - zp, hi - zp] before rounding (integer
+         * bounds, so the same as clamping after); TOSA 1.0 has no int32 CLAMP */
+        ctosa_attr mx;
+        memset(&mx, 0, sizeof mx);
+        mx.nan_mode = CTOSA_NAN_PROPAGATE;
+        const char *in2[2];
+        const char *t1 = lw_tensor(c, ft, r, X->shape), *t2 = lw_tensor(c, ft, r, X->shape);
+        in2[0] = y;
+        in2[1] = lw_const_from_f64(c, ft, r, cs, blo);
+        LW_TRY(y && t1 && t2 && in2[1] && lw_op(c, CTOSA_OP_MAXIMUM, 2, in2, 1, &t1, &mx));
+        in2[0] = t1;
+        in2[1] = lw_const_from_f64(c, ft, r, cs, bhi);
+        LW_TRY(in2[1] && lw_op(c, CTOSA_OP_MINIMUM, 2, in2, 1, &t2, &mx));
+        y = lw_cast(c, t2, ft, CTOSA_DTYPE_INT32, r, X->shape); /* ties to even */
+    }
+    LW_TRY(y);
     y = lw_add(c, y, lw_const_from_f64(c, CTOSA_DTYPE_INT32, r, cs, zpd), CTOSA_DTYPE_INT32, r, X->shape);
     y = lw_cast(c, y, CTOSA_DTYPE_INT32, ot, r, X->shape);
     if (u8) y = qdq_rescale(c, y, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, r, X->shape, 1.0, 0, 128, false, true);
