@@ -20,6 +20,7 @@
 #include "ctosa/lower.h"
 #include "ctosa/runtime.h"
 #include "harness.h"
+#include "lower_testutil.h"
 
 #define QDIR CTOSA_SOURCE_DIR "/tests/data/lower/qlinear_exact/"
 #define MAXC 4
@@ -42,7 +43,8 @@ static int read_meta(qmodel *m, int max) {
         qmodel *q = &m[n];
         char *p = line;
         int used = 0;
-        if (sscanf(p, "%31s %d %ld %ld%n", q->name, &q->nch, &q->lo, &q->hi, &used) != 4 || q->nch > MAXC) break;
+        if (sscanf(p, "%31s %d %ld %ld%n", q->name, &q->nch, &q->lo, &q->hi, &used) != 4 || q->nch > MAXC)
+            break;
         p += used;
         for (int c = 0; c < q->nch; c++) {
             q->scale[c] = strtof(p, &p);
@@ -63,8 +65,8 @@ static uint32_t lcg(uint64_t *s) {
  * removed). */
 static void make_inputs(float *x, int64_t m, float s, long qlo, long qhi, uint64_t *seed) {
     int64_t i = 0;
-    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e30f, -1e30f, 1e-40f, -1e-40f, 0.5f * s, -0.5f * s,
-                              1.5f * s, -2.5f * s};
+    const float specials[] = {0.0f,   -0.0f,   INFINITY, -INFINITY, 1e30f,    -1e30f,
+                              1e-40f, -1e-40f, 0.5f * s, -0.5f * s, 1.5f * s, -2.5f * s};
     for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) x[i++] = specials[k];
     int64_t budget = m * 6 / 10 / 9;
     long range = qhi - qlo + 3;
@@ -117,8 +119,10 @@ static long run_one(const qmodel *q, const char *spec_s, const float *x, const l
     CHECK_OK(ctosa_lower_file(model, &spec, &opt, &r));
     if (!r) return -1;
     const ctosa_lower_summary *sm = ctosa_lower_result_summary(r);
-    CHECK_MSG(sm->nodes_total == 1 && sm->nodes_delegated == want_delegated, "%s under %s: %u of %u delegated",
-              q->name, spec_s, sm->nodes_delegated, sm->nodes_total);
+    CHECK_MSG(sm->nodes_total == 1 && sm->nodes_delegated == want_delegated,
+              "%s under %s: %u of %u delegated", q->name, spec_s, sm->nodes_delegated, sm->nodes_total);
+    char why[512];
+    CHECK_MSG(lt_validate_all(sm, &spec, why, sizeof why), "%s under %s: %s", q->name, spec_s, why);
     ctosa_lower_result_free(r);
     char pm[700];
     snprintf(pm, sizeof pm, "%s/m.partitioned.onnx", dir);
@@ -138,8 +142,8 @@ static long run_one(const qmodel *q, const char *spec_s, const float *x, const l
         for (uint64_t i = 0; i < n; i++) {
             long got = out_at(&y, i);
             if (got != ref[i] && bad++ < 5)
-                fprintf(stderr, "  %s %s [%llu]: x=%.9g got %ld want %ld\n", q->name, spec_s, (unsigned long long)i,
-                        (double)x[i], got, ref[i]);
+                fprintf(stderr, "  %s %s [%llu]: x=%.9g got %ld want %ld\n", q->name, spec_s,
+                        (unsigned long long)i, (double)x[i], got, ref[i]);
         }
     }
     ctosa_runtime_free(rt);
@@ -170,10 +174,12 @@ static void test_models(void) {
             }
         }
         /* the inputs must tell the two formulas apart */
-        CHECK_MSG(prod_diff >= 10, "%s: only %ld inputs where x * (1/s) rounds differently", q->name, prod_diff);
-        CHECK_MSG(dbl_round >= 10, "%s: only %ld inputs where fl(x / s) rounds onto a half-integer", q->name, dbl_round);
-        fprintf(stderr, "  %s: %llu values, x * (1/s) differs on %ld, fl(x / s) rounds onto k + 1/2 on %ld\n", q->name,
-                (unsigned long long)n, prod_diff, dbl_round);
+        CHECK_MSG(prod_diff >= 10, "%s: only %ld inputs where x * (1/s) rounds differently", q->name,
+                  prod_diff);
+        CHECK_MSG(dbl_round >= 10, "%s: only %ld inputs where fl(x / s) rounds onto a half-integer", q->name,
+                  dbl_round);
+        fprintf(stderr, "  %s: %llu values, x * (1/s) differs on %ld, fl(x / s) rounds onto k + 1/2 on %ld\n",
+                q->name, (unsigned long long)n, prod_diff, dbl_round);
         long bad = run_one(q, "TOSA-1.0+INT+FP", x, ref, n, 1);
         CHECK_MSG(bad == 0, "%s delegated under TOSA-1.0+INT+FP: %ld of %llu differ", q->name, bad,
                   (unsigned long long)n);
