@@ -1,6 +1,6 @@
 /*
- * lower_gather.c - Gather, GatherElements, ScatterElements (and the old
- * Scatter), ScatterND.
+ * lower_gather.c - Gather, GatherElements, GatherND, ScatterElements (and
+ * the old Scatter), ScatterND.
  *
  * TOSA has one gather and one scatter, both on rank-3 tensors:
  *     GATHER  values [N,K,C], indices [N,W] (i32)      -> [N,W,C]
@@ -13,6 +13,7 @@
  *     for constant indices, with ADD/MUL of a constant base otherwise).
  *   - ScatterND: N = 1, K = prod(data dims addressed by an index tuple),
  *     C = the rest; tuples are linearised to one position.
+ *   - GatherND: the same with N = prod(batch_dims leading dims).
  * Negative indices are wrapped: at compile time for constants, with
  * t = i + K; t - (t / K) * K (INTDIV) for runtime indices.
  * Gather under specs with int64 keeps int64 indices i64 (GATHER's i64-index
@@ -621,9 +622,113 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
     return emit_scatter(c, v, idx, K, W, C);
 }
 
+/* ------------------------------------------------------------- GatherND */
+
+/* GatherND(data, indices, batch_dims b): the first b dims of both are the
+ * GATHER's N; each index tuple (the last indices dim, kd) addresses the
+ * block data[n, i0, .., i(kd-1), ...], linearised to one position in
+ * K = prod(data dims b .. b+kd-1); C is the rest of data. */
+static lower_status lower_gather_nd(lower_ctx *c) {
+    lower_status st = LOWER_REJECT;
+    const lower_value *v = lw_data_input(c, 0, &st);
+    if (!v) return st;
+    const lower_value *iv = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
+    if (!iv || !iv->static_shape || iv->rank == 0)
+        return lw_reject(c, LOWER_DYNAMIC_SHAPE, iv ? iv->name : NULL,
+                         "GatherND: indices are missing, scalar or not static");
+    int64_t b = lw_attr_int(c, "batch_dims", 0), kd = iv->shape[iv->rank - 1];
+    if (b < 0 || b >= (int64_t)iv->rank || b >= (int64_t)v->rank)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GatherND: batch_dims %lld for ranks %u and %u",
+                         (long long)b, v->rank, iv->rank);
+    if (kd < 1 || b + kd > (int64_t)v->rank)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, iv->name,
+                         "GatherND: index tuples of %lld for data rank %u and batch_dims %lld", (long long)kd,
+                         v->rank, (long long)b);
+    int64_t N = 1, K = 1, C = 1, W = 1;
+    for (int64_t i = 0; i < b; i++) {
+        if (iv->shape[i] != v->shape[i])
+            return lw_reject(c, LOWER_UNSUPPORTED_ATTR, iv->name,
+                             "GatherND: batch dim %lld differs (%lld, %lld)", (long long)i,
+                             (long long)v->shape[i], (long long)iv->shape[i]);
+        N *= v->shape[i];
+    }
+    for (int64_t i = b; i < b + kd; i++) K *= v->shape[i];
+    for (uint32_t i = (uint32_t)(b + kd); i < v->rank; i++) C *= v->shape[i];
+    for (uint32_t i = (uint32_t)b; i + 1 < iv->rank; i++) W *= iv->shape[i];
+    uint32_t out_rank = iv->rank - 1 + v->rank - (uint32_t)(b + kd);
+    if (out_rank > LOWER_MAX_RANK)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "GatherND: output rank %u too large", out_rank);
+    int64_t out_shape[LOWER_MAX_RANK];
+    uint32_t r = 0;
+    for (uint32_t i = 0; i + 1 < iv->rank; i++) out_shape[r++] = iv->shape[i];
+    for (uint32_t i = (uint32_t)(b + kd); i < v->rank; i++) out_shape[r++] = v->shape[i];
+    if (N * W * C == 0) {
+        static const uint8_t none[8];
+        lw_set_output_const(c, 0, v->onnx_dtype, out_rank, out_shape, none, 0);
+        return LOWER_OK;
+    }
+    if (!fits_i32(N * K * C) || !fits_i32(N * W * kd))
+        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "GatherND: tensor too large for i32 indices");
+    int64_t stride[LOWER_MAX_RANK];
+    stride[kd - 1] = 1;
+    for (int64_t j = kd - 1; j > 0; j--) stride[j - 1] = stride[j] * v->shape[b + j];
+    const ctosa_dtype I = CTOSA_DTYPE_INT32;
+    int64_t nw[2] = {N, W};
+    const char *idx;
+    const int64_t *ci;
+    if (const_indices(c, 1, &ci) >= 0) {
+        int32_t *pos = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *pos);
+        if (!pos) return lw_failed(c);
+        for (int64_t w = 0; w < N * W; w++) {
+            int64_t p = 0;
+            for (int64_t j = 0; j < kd; j++) {
+                int64_t d = v->shape[b + j], x = ci[w * kd + j];
+                int64_t y = x < 0 ? x + d : x;
+                if (y < 0 || y >= d) return index_range(c, x, d);
+                p += y * stride[j];
+            }
+            pos[w] = (int32_t)p;
+        }
+        idx = lw_const_i32(c, 2, nw, pos);
+    } else {
+        const lower_value *rv;
+        idx = runtime_indices(c, 1, &rv, &st);
+        if (!idx) return st;
+        int64_t wk[2] = {N * W, kd}, w1[2] = {N * W, 1}, one_k[2] = {1, kd};
+        int32_t dims[LOWER_MAX_RANK], strd[LOWER_MAX_RANK];
+        for (int64_t j = 0; j < kd; j++) {
+            dims[j] = (int32_t)v->shape[b + j];
+            strd[j] = (int32_t)stride[j];
+        }
+        idx = lw_reshape(c, idx, I, 2, wk);
+        if (idx) idx = wrap_runtime(c, idx, 2, wk, lw_const_i32(c, 2, one_k, dims));
+        if (idx) idx = lw_mul(c, idx, lw_const_i32(c, 2, one_k, strd), I, 2, wk);
+        if (idx && kd > 1) {
+            ctosa_attr a = {0};
+            a.axis = 1;
+            idx = lw_unary(c, CTOSA_OP_REDUCE_SUM, idx, I, 2, w1, &a);
+        }
+        if (idx) idx = lw_reshape(c, idx, I, 2, nw);
+    }
+    if (idx) idx = index_for(c, idx, v->t, 2, nw);
+    if (!idx) return lw_failed(c);
+    int64_t vals_shape[3] = {N, K, C}, g_shape[3] = {N, W, C};
+    const char *vals = lw_input(c, 0);
+    if (vals) vals = lw_reshape(c, vals, v->t, 3, vals_shape);
+    if (!vals) return lw_failed(c);
+    const char *in[2] = {vals, idx};
+    const char *g = lw_tensor(c, v->t, 3, g_shape);
+    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
+    const char *o = lw_reshape(c, g, v->t, out_rank, out_shape);
+    if (!o) return lw_failed(c);
+    lw_set_output(c, 0, o);
+    return LOWER_OK;
+}
+
 const lower_entry lower_table_gather[] = {
     {"Gather", 1, 0, lower_gather},
     {"GatherElements", 11, 0, lower_gather_elements},
+    {"GatherND", 11, 0, lower_gather_nd},
     {"Scatter", 9, 10, lower_scatter_elements},
     {"ScatterElements", 11, 0, lower_scatter_elements},
     {"ScatterND", 11, 0, lower_scatter_nd},

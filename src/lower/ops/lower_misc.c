@@ -1,5 +1,5 @@
 /*
- * lower_misc.c - Trilu, EyeLike, CumSum, Range.
+ * lower_misc.c - Trilu, EyeLike, CumSum, Range, OneHot.
  *
  * Trilu: SELECT(constant triangular bool mask, x, 0); the mask has shape
  *   [1,...,1,N,M] and broadcasts over the batch dims.
@@ -11,6 +11,10 @@
  *   log-step prefix sum: y += shift(y, s) for s = 1, 2, 4, ... where
  *   shift = SLICE + PAD with zeros. exclusive shifts the input by one first,
  *   reverse runs on the REVERSEd axis.
+ * OneHot: EQUAL(indices with a 1 inserted at axis, a constant 0..depth-1
+ *   along axis) SELECTs on or off; negative indices are wrapped by depth
+ *   first (from opset 11), and an index still outside [0, depth) matches nothing (all off),
+ *   as ONNX defines.
  */
 #include "lower/lower_build.h"
 
@@ -240,10 +244,70 @@ static lower_status lower_cumsum(lower_ctx *c) {
     return LOWER_OK;
 }
 
+/* --------------------------------------------------------------- OneHot */
+
+static lower_status lower_onehot(lower_ctx *c) {
+    const ctosa_onnx_node *nd = lw_node(c);
+    lw_v ind, vals;
+    LW_V_IN(c, 0, &ind);
+    if (!lw_v_is_int(ind.t) && !ctosa_dtype_is_float(ind.t))
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, nd->inputs[0], "OneHot: %s indices",
+                         ctosa_dtype_name(ind.t));
+    const double *dv;
+    if (lw_const_f64(c, 1, &dv) != 1)
+        return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->inputs[1],
+                         "OneHot: depth '%s' must be a one-element compile-time constant", nd->inputs[1]);
+    if (!(dv[0] >= 1 && dv[0] < 2147483648.0))
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, nd->inputs[1], "OneHot: depth %g", dv[0]);
+    const int64_t depth = (int64_t)dv[0]; /* ONNX casts a float depth to int64 */
+    LW_V_IN(c, 2, &vals);
+    if (vals.r != 1 || vals.s[0] != 2)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, nd->inputs[2], "OneHot: values must have shape [2]");
+    const uint32_t r = ind.r + 1;
+    if (r > LOWER_MAX_RANK) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "OneHot: output rank %u", r);
+    int32_t axis;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
+    lw_v w = ind;
+    if (ctosa_dtype_is_float(ind.t)) {
+        /* truncated toward zero like ONNX's cast to int64 (CAST rounds to
+         * nearest, so the value is made integral first) */
+        lw_v neg = lw_v_bin(c, CTOSA_OP_GREATER, lw_v_k(c, ind, 0), ind);
+        w = lw_v_select(c, neg, lw_v_un(c, CTOSA_OP_CEIL, ind), lw_v_un(c, CTOSA_OP_FLOOR, ind));
+        w = lw_v_cast(c, w, CTOSA_DTYPE_INT32);
+    }
+    w = lw_v_widen(c, w);
+    if (lw_opset(c) >= 11) /* OneHot-9 has no negative indices: they match nothing */
+        w = lw_v_select(c, lw_v_bin(c, CTOSA_OP_GREATER, lw_v_k(c, w, 0), w), lw_v_addk(c, w, (double)depth),
+                        w);
+    /* indices with a 1 at axis, against 0..depth-1 along axis */
+    lw_v wr = w, iota = w;
+    wr.r = iota.r = r;
+    for (uint32_t i = 0, k = 0; i < r; i++) {
+        wr.s[i] = (int32_t)i == axis ? 1 : ind.s[k++];
+        iota.s[i] = (int32_t)i == axis ? depth : 1;
+    }
+    if (w.n) wr.n = lw_reshape(c, w.n, w.t, r, wr.s);
+    double *seq = arena_alloc(lw_arena(c), (size_t)depth * sizeof *seq);
+    if (!seq) return lw_failed(c);
+    for (int64_t i = 0; i < depth; i++) seq[i] = (double)i;
+    iota.n = lw_const_from_f64(c, w.t, r, iota.s, seq);
+    iota.cin = 0;
+    /* off = values[0], on = values[1], each shaped [1, ..., 1] */
+    lw_v pick[2];
+    int64_t two[1] = {2}, len[1] = {1};
+    for (int k = 0; k < 2; k++) {
+        int64_t at[1] = {k};
+        pick[k] = vals;
+        pick[k].r = r;
+        pick[k].cin = 0;
+        for (uint32_t i = 0; i < r; i++) pick[k].s[i] = 1;
+        pick[k].n = vals.n ? lw_slice(c, vals.n, vals.t, 1, two, at, len) : NULL;
+        if (pick[k].n) pick[k].n = lw_reshape(c, pick[k].n, vals.t, r, pick[k].s);
+    }
+    return lw_v_out(c, 0, lw_v_select(c, lw_v_bin(c, CTOSA_OP_EQUAL, wr, iota), pick[1], pick[0]));
+}
+
 const lower_entry lower_table_misc[] = {
-    {"Trilu", 14, 0, lower_trilu},
-    {"EyeLike", 9, 0, lower_eyelike},
-    {"Range", 11, 0, lower_range},
-    {"CumSum", 11, 0, lower_cumsum},
-    {0},
+    {"Trilu", 14, 0, lower_trilu},   {"EyeLike", 9, 0, lower_eyelike}, {"Range", 11, 0, lower_range},
+    {"CumSum", 11, 0, lower_cumsum}, {"OneHot", 9, 0, lower_onehot},   {0},
 };

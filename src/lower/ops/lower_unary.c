@@ -2,7 +2,7 @@
  * lower_unary.c - ONNX elementwise unary math operators -> TOSA.
  *
  * Abs Neg Ceil Floor Round Sign Sqrt Reciprocal Exp Log Sin Cos Tan Asin
- * Acos Atan Sinh Cosh Asinh Acosh Atanh Erf.
+ * Acos Atan Sinh Cosh Asinh Acosh Atanh Erf IsNaN IsInf.
  *
  * Direct TOSA ops where they exist; the others are decomposed:
  *   Round   half to even, exact: f = FLOOR(x), d = x - f (exact in binary
@@ -16,6 +16,9 @@
  *   Asin    atan(x / sqrt((1 - x)(1 + x))); Acos = pi/2 - asin(x).
  *   Sinh, Cosh  (e^x -+ e^-x) / 2.  Asinh  sign(x) log(|x| + sqrt(x^2+1)).
  *   Acosh   log(x + sqrt((x-1)(x+1))).  Atanh  log((1+x)/(1-x)) / 2.
+ *   IsNaN   NOT(EQUAL(x, x)): NaN is the one value unequal to itself.
+ *   IsInf   EQUAL(x, +inf) OR EQUAL(x, -inf), as detect_positive /
+ *           detect_negative ask (neither: AND of the two, never true).
  * The log/exp forms lose relative (not absolute) precision near 0 (about
  * 1e-7 absolute), inside the acceptance tolerance (rtol 1e-3, atol 1e-5).
  */
@@ -191,6 +194,24 @@ static lower_status lower_atanh(lower_ctx *c) {
     return lw_v_out(c, 0, lw_v_mulk(c, lw_v_un(c, CTOSA_OP_LOG, q), 0.5));
 }
 
+static lower_status lower_isnan(lower_ctx *c) {
+    lw_v x;
+    lower_status st = one_input(c, &x);
+    if (st) return st;
+    return lw_v_out(c, 0, lw_v_un(c, CTOSA_OP_LOGICAL_NOT, lw_v_bin(c, CTOSA_OP_EQUAL, x, x)));
+}
+
+static lower_status lower_isinf(lower_ctx *c) {
+    lw_v x;
+    lower_status st = one_input(c, &x);
+    if (st) return st;
+    bool pos = lw_attr_int(c, "detect_positive", 1) != 0, neg = lw_attr_int(c, "detect_negative", 1) != 0;
+    lw_v p = lw_v_bin(c, CTOSA_OP_EQUAL, x, lw_v_k(c, x, INFINITY));
+    lw_v n = lw_v_bin(c, CTOSA_OP_EQUAL, x, lw_v_k(c, x, -INFINITY));
+    if (pos != neg) return lw_v_out(c, 0, pos ? p : n);
+    return lw_v_out(c, 0, lw_v_bin(c, pos ? CTOSA_OP_LOGICAL_OR : CTOSA_OP_LOGICAL_AND, p, n));
+}
+
 const lower_entry lower_table_unary[] = {
     {"Abs", 1, 0, lower_abs},
     {"Neg", 1, 0, lower_neg},
@@ -214,5 +235,7 @@ const lower_entry lower_table_unary[] = {
     {"Acosh", 9, 0, lower_acosh},
     {"Atanh", 9, 0, lower_atanh},
     {"Erf", 9, 0, lower_erf},
+    {"IsNaN", 9, 0, lower_isnan},
+    {"IsInf", 10, 0, lower_isinf},
     {0, 0, 0, 0},
 };

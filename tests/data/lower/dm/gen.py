@@ -446,11 +446,68 @@ def rejects():
          inits=[("i", np.array([[1], [-2]], np.int64))])
 
 
+# ------------------------------------------------ GatherND, OneHot, IsNaN/IsInf
+def gathernd_onehot():
+    rng = np.random.default_rng(99)  # its own stream: the cases above keep their data
+
+    def gather_nd(data, ind, b):
+        lead = ind.shape[:b]
+        out = []
+        for bi in np.ndindex(*lead):
+            sub, ix = data[bi], ind[bi]
+            out.append(np.stack([sub[tuple(ix[p])] for p in np.ndindex(*ix.shape[:-1])]).reshape(
+                ix.shape[:-1] + sub.shape[ix.shape[-1]:]))
+        return np.stack(out).reshape(ind.shape[:-1] + data.shape[b + ind.shape[-1]:])
+
+    d = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    ic = np.array([[[1, -1], [0, 2]], [[2, 3], [-3, 0]]], np.int64)  # [2, 2, 2], batch 1
+    ip = np.where(ic < 0, ic + np.array([3, 4]), ic)
+    case("gathernd_batch_const", "fp", 13, [N("GatherND", ["d", "i"], ["y"], batch_dims=1)],
+         [("d", d)], [("y", gather_nd(d, ip, 1))], inits=[("i", ic)])
+    ir = np.array([[1, 2, 3, 4], [0, -1, -2, 0], [1, 0, 3, -5]], np.int32)  # full tuples: C = 1
+    irp = np.where(ir < 0, ir + np.array([2, 3, 4, 5]), ir)
+    case("gathernd_runtime_full", "int", 13, [N("GatherND", ["d", "i"], ["y"])],
+         [("d", d), ("i", ir)], [("y", gather_nd(d, irp, 0))])
+    ib = np.array([[[2], [0]], [[-1], [1]]], np.int32)  # [2, 2, 1], batch 1, runtime
+    case("gathernd_runtime_batch", "int", 13, [N("GatherND", ["d", "i"], ["y"], batch_dims=1)],
+         [("d", d), ("i", ib)], [("y", gather_nd(d, np.where(ib < 0, ib + 3, ib), 1))])
+
+    def one_hot(ind, depth, values, axis, wrap):
+        ind = np.trunc(ind).astype(np.int64)
+        if wrap:
+            ind = np.where(ind < 0, ind + depth, ind)
+        hot = np.arange(depth).reshape([depth] + [1] * ind.ndim) == ind[None]
+        return np.moveaxis(np.where(hot, values[1], values[0]), 0, axis % (ind.ndim + 1))
+
+    oi = np.array([[0, 3, -1], [5, -6, 2]], np.int32)
+    ov = np.array([-2.5, 4.0], np.float32)
+    case("onehot_int_axis1", "int", 11, [N("OneHot", ["i", "dp", "v"], ["y"], axis=1)],
+         [("i", oi)], [("y", one_hot(oi, 5, ov, 1, True))],
+         inits=[("dp", np.array([5], np.int64)), ("v", ov)])
+    case("onehot_opset9_negative", "int", 9, [N("OneHot", ["i", "dp", "v"], ["y"])],
+         [("i", oi)], [("y", one_hot(oi, 5, ov, -1, False))],
+         inits=[("dp", np.array([5], np.int64)), ("v", ov)])
+    of = np.array([1.7, -0.5, -1.2, 2.99, 7.0], np.float32)
+    vi = np.array([0, 7], np.int32)
+    case("onehot_float_indices", "int", 11, [N("OneHot", ["i", "dp", "v"], ["y"], axis=0)],
+         [("i", of)], [("y", one_hot(of, 3, vi, 0, True))],
+         inits=[("dp", np.array([3.0], np.float32)), ("v", vi)])
+
+    x = np.array([[1.0, np.inf, -np.inf], [np.nan, 0.0, -3.0]], np.float32)
+    case("isnan", "fp", 13, [N("IsNaN", ["x"], ["y"])], [("x", x)], [("y", np.isnan(x))])
+    for pos, neg in ((1, 1), (1, 0), (0, 1), (0, 0)):
+        ref = (np.isposinf(x) & bool(pos)) | (np.isneginf(x) & bool(neg))
+        case("isinf_%d%d" % (pos, neg), "fp", 13,
+             [N("IsInf", ["x"], ["y"], detect_positive=pos, detect_negative=neg)], [("x", x)],
+             [("y", ref)])
+
+
 layout()
 misc()
 half()
 rejects()
 gather()
 reduce()
+gathernd_onehot()
 write()
 print("wrote %d cases" % len(CASES))
