@@ -130,15 +130,19 @@ static int64_t int_at(const npy_array *a, uint64_t i) {
     return 0;
 }
 
-static void edge_model_spec(const char *name, bool expect_exact, const char *spec) {
+/* Model `name` of tests/data/lower/<folder>/: every node delegated (in one
+ * partition when one_part), outputs within one step of the float64
+ * reference (exact when expect_exact). */
+static void edge_model_in(const char *folder, const char *name, bool expect_exact, const char *spec,
+                          bool one_part) {
     char dir[600], model[700], f[720], why[512];
-    snprintf(dir, sizeof dir, "%s/tests/data/lower/quant/%s", CTOSA_SOURCE_DIR, name);
+    snprintf(dir, sizeof dir, "%s/tests/data/lower/%s/%s", CTOSA_SOURCE_DIR, folder, name);
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     ctosa_lower_result *r = lower(model, spec, 0, NULL);
     if (!r) return;
     const ctosa_lower_summary *s = ctosa_lower_result_summary(r);
-    CHECK_MSG(s->n_fallback == 0 && s->n_partitions >= 1, "%s: %u fallback, %u partitions", name,
-              s->n_fallback, s->n_partitions);
+    CHECK_MSG(s->n_fallback == 0 && s->n_partitions >= 1 && (!one_part || s->n_partitions == 1),
+              "%s: %u fallback, %u partitions", name, s->n_fallback, s->n_partitions);
     if (s->n_fallback) print_fallbacks(s);
     ctosa_onnx_model *m = NULL;
     CHECK_OK(ctosa_onnx_load(model, NULL, &m));
@@ -194,8 +198,35 @@ static void edge_model_spec(const char *name, bool expect_exact, const char *spe
     ctosa_lower_result_free(r);
 }
 
+static void edge_model_spec(const char *name, bool expect_exact, const char *spec) {
+    edge_model_in("quant", name, expect_exact, spec, false);
+}
+
 static void edge_model(const char *name, bool expect_exact) {
     edge_model_spec(name, expect_exact, "TOSA-1.0+INT");
+}
+
+/* Quantized data-movement regions (tests/data/lower/quant_regions/,
+ * make_regions.py): torch's channel shuffle of two integer tensors with
+ * equal parameters (bit-exact: the moved bits) and with differing ones
+ * (each source requantised to each sink, exact ties to even), one source
+ * read by two sinks, a Concat of two scales, and float Convs reading a
+ * shuffle (one integer convolution per source scale, within one step).
+ * One partition under TOSA-1.0+INT, ethos-u55-128 and ethos-u85-256. */
+static void test_regions(void) {
+    static const struct {
+        const char *name;
+        bool exact;
+    } models[] = {{"shuffle_equal", true},
+                  {"shuffle_requant", true},
+                  {"one_source_two_sinks", true},
+                  {"concat_two_scales", true},
+                  {"shuffle_conv", false}};
+    static const char *const specs[] = {"TOSA-1.0+INT", "TOSA-1.0+INT+int16+int4+u55",
+                                        "TOSA-1.0+INT+int16+int4+cf"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+        for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
+            edge_model_in("quant_regions", models[i].name, models[i].exact, specs[k], true);
 }
 
 static void test_edge_models(void) {
@@ -629,6 +660,7 @@ static void test_generated_nets(void) {
 int main(void) {
     RUN(test_node_tests);
     RUN(test_edge_models);
+    RUN(test_regions);
     RUN(test_group_cascade);
     RUN(test_boundary_types);
     RUN(test_mobilenet);

@@ -20,7 +20,7 @@
 #include "lower/quant/qdq_quantize.h"
 
 const qdq_node *qdq_info(const lower_ctx *c) {
-    static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL, NULL, 0, -1};
+    static const qdq_node none = {QR_NONE, false, -1, -1, -1, NULL, NULL, 0, -1, false, -1};
     if (!c->s->qdq || c->node_index >= c->s->qdq->count) return &none;
     return &c->s->qdq->n[c->node_index];
 }
@@ -1442,7 +1442,8 @@ static unsigned group_width(lower_ctx *c) {
 
 lower_status qdq_lower_head(lower_ctx *c) {
     const ctosa_onnx_node *n = lw_node(c);
-    if (qdq_info(c)->isl) return qdq_island_head(c); /* a float island of one input: one TABLE */
+    if (qdq_info(c)->isl) return qdq_island_head(c);      /* a float island of one input: one TABLE */
+    if (qdq_info(c)->reg >= 0) return qdq_region_head(c); /* the sink of a movement region */
     const qdq_head *h = qdq_head_of(n, group_width(c));
     if (!h) return lw_reject(c, LOWER_INTERNAL, NULL, "%s heads no quantized group", n->op_type);
     return h->fn(c);

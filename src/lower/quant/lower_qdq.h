@@ -23,8 +23,10 @@ enum qdq_role {
     QR_ACT,    /* Relu / Clip between head and Q: fused into the head (alias) */
     QR_Q,      /* QuantizeLinear ending a group: alias */
     QR_ISLAND, /* float operator inside a one-input island (qdq_island.h) before the head: alias */
-    QR_MOVE    /* data movement between the DequantizeLinear and the QuantizeLinear heading a
+    QR_MOVE,   /* data movement between the DequantizeLinear and the QuantizeLinear heading a
                 * movement chain: its own lowering on the integer carrier */
+    QR_REGION  /* data movement inside a quantized movement region (qdq_region.c): its own
+                * lowering on the integer carriers; each sink replays what it reads */
 };
 
 /* The longest movement chain a QuantizeLinear heads. */
@@ -43,12 +45,19 @@ typedef struct qdq_node {
     uint32_t *chain;
     uint32_t n_chain;
     int32_t chain_dq;
+    /* movement regions (qdq_region.c): rnode marks a region operator while the
+     * pre-pass decides; reg is the region (connected component) of a region
+     * operator, of a sink head with its activation and QuantizeLinear, and of a
+     * source DequantizeLinear; -1 none */
+    bool rnode;
+    int32_t reg;
 } qdq_node;
 
 struct qdq_state {
     qdq_node *n;
     uint32_t count;
     bool resolved; /* candidates turned into groups (qdq_fold.c resolve) */
+    int32_t n_reg; /* movement regions */
 };
 
 /* Lowerings of the framework hooks (qdq_entry, lower_qdq.c). */
@@ -248,6 +257,24 @@ const qdq_head *qdq_head_of(const ctosa_onnx_node *n, unsigned w);
 /* Whether n only moves data (its head row is one of the data-movement
  * heads: Reshape, Transpose, Flatten, Squeeze, Slice, ...). */
 bool qdq_moves_data(const ctosa_onnx_node *n);
+
+/* Quantized data-movement regions (qdq_region.c): DequantizeLinear outputs
+ * moved in float by Reshape / Transpose / Concat / Slice / ... (any
+ * number of sources, sinks and branches) into QuantizeLinear or Conv
+ * sinks. qdq_region_op: whether n may be a region operator.
+ * qdq_region_prepass marks the structural candidates (operators and sink
+ * heads), qdq_region_resolve keeps those whose sources fold and numbers the
+ * regions; qdq_region_head lowers a sink: the region replayed on its
+ * integer sources. */
+bool qdq_region_op(const ctosa_onnx_node *n);
+/* Whether n is the default-domain operator op. */
+bool qdq_is_op(const ctosa_onnx_node *n, const char *op);
+ctosa_error *qdq_region_prepass(lower_session *s);
+/* One pass of the resolve fixpoint; true when it dropped a candidate.
+ * consumer_ok(s, u): node u may read a folded DequantizeLinear. */
+bool qdq_region_check(lower_session *s, bool (*consumer_ok)(lower_session *s, uint32_t u));
+void qdq_region_number(lower_session *s);
+lower_status qdq_region_head(lower_ctx *c);
 
 /* Heads outside lower_qdq.c (rows of its table). */
 lower_status qdq_table16(lower_ctx *c); /* qdq_table.c: int16 TABLE activations */

@@ -17,7 +17,7 @@
 #include "lower/quant/lower_qdq.h"
 #include "lower/quant/qdq_island.h"
 
-static bool is_op(const ctosa_onnx_node *n, const char *op) {
+bool qdq_is_op(const ctosa_onnx_node *n, const char *op) {
     bool def = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
     return def && strcmp(n->op_type, op) == 0;
 }
@@ -67,16 +67,16 @@ ctosa_error *qdq_prepass(lower_session *s) {
         if (v && v->known && v->v.onnx_dtype == CTOSA_ONNX_UINT8 && !v->v.data) v->v.t = CTOSA_DTYPE_INT8;
     }
     for (uint32_t i = 0; i < nn; i++) {
-        q->n[i].act = q->n[i].q = q->n[i].head = q->n[i].chain_dq = -1;
+        q->n[i].act = q->n[i].q = q->n[i].head = q->n[i].chain_dq = q->n[i].reg = -1;
         const ctosa_onnx_node *n = &s->g->nodes[i];
         uint32_t count = 0;
-        if (is_op(n, "QuantizeLinear")) {
+        if (qdq_is_op(n, "QuantizeLinear")) {
             /* DequantizeLinear straight into QuantizeLinear (torch writes
              * one where a quantized tensor is requantized, or re-observed
              * with the same parameters): the QuantizeLinear heads its own
              * group, one RESCALE or nothing */
             int32_t p = n->n_inputs >= 1 ? producer_of(s, n->inputs[0]) : -1;
-            if (p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear")) {
+            if (p >= 0 && qdq_is_op(&s->g->nodes[p], "DequantizeLinear")) {
                 q->n[i].cand = true;
                 q->n[i].q = (int32_t)i;
                 continue;
@@ -92,7 +92,7 @@ ctosa_error *qdq_prepass(lower_session *s) {
                 next = p;
                 p = producer_of(s, s->g->nodes[p].inputs[0]);
             }
-            if (k >= 2 && p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear")) {
+            if (k >= 2 && p >= 0 && qdq_is_op(&s->g->nodes[p], "DequantizeLinear")) {
                 q->n[i].chain = arena_alloc(&s->a, k * sizeof *q->n[i].chain);
                 if (!q->n[i].chain) return ctosa_error_nomem();
                 for (uint32_t j = 0; j < k; j++) q->n[i].chain[j] = ch[k - 1 - j];
@@ -107,20 +107,20 @@ ctosa_error *qdq_prepass(lower_session *s) {
         bool ok = count > 0 && n->n_inputs >= count;
         for (uint32_t k = 0; ok && k < count; k++) {
             int32_t p = producer_of(s, n->inputs[k]);
-            ok = p >= 0 && is_op(&s->g->nodes[p], "DequantizeLinear");
+            ok = p >= 0 && qdq_is_op(&s->g->nodes[p], "DequantizeLinear");
         }
         if (!ok) continue;
         int32_t nx = sole_consumer(s, i);
         if (nx < 0) continue;
         int32_t act = -1;
         const ctosa_onnx_node *cn = &s->g->nodes[nx];
-        if (can_fuse_act(n) && (is_op(cn, "Relu") || is_op(cn, "Clip"))) {
+        if (can_fuse_act(n) && (qdq_is_op(cn, "Relu") || qdq_is_op(cn, "Clip"))) {
             act = nx;
             nx = sole_consumer(s, (uint32_t)nx);
             if (nx < 0) continue;
             cn = &s->g->nodes[nx];
         }
-        if (!is_op(cn, "QuantizeLinear")) continue;
+        if (!qdq_is_op(cn, "QuantizeLinear")) continue;
         q->n[i].cand = true;
         q->n[i].act = act;
         q->n[i].q = nx;
@@ -131,7 +131,7 @@ ctosa_error *qdq_prepass(lower_session *s) {
     for (uint32_t i = 0; i < nn; i++) {
         if (q->n[i].cand || !qdq_island_op(&s->g->nodes[i])) continue;
         int32_t nx = sole_consumer(s, i);
-        if (nx < 0 || !is_op(&s->g->nodes[nx], "QuantizeLinear")) continue;
+        if (nx < 0 || !qdq_is_op(&s->g->nodes[nx], "QuantizeLinear")) continue;
         qdq_island *isl = arena_alloc(&s->a, sizeof *isl);
         if (!isl) return ctosa_error_nomem();
         if (!qdq_island_collect(s, &s->a, i, true, isl, NULL)) continue;
@@ -143,7 +143,8 @@ ctosa_error *qdq_prepass(lower_session *s) {
         q->n[i].q = nx;
         q->n[i].isl = isl;
     }
-    return NULL;
+    /* data-movement regions of several sources and sinks (qdq_region.c) */
+    return qdq_region_prepass(s);
 }
 
 /* Whether node u is an operator of a candidate island other than its
@@ -156,6 +157,13 @@ static bool island_member(struct qdq_state *q, uint32_t u) {
         if (q->n[i].n_chain && q->n[i].chain[0] == u) return true;
     }
     return false;
+}
+
+/* Whether node u may read a DequantizeLinear that folds: a group head, an
+ * island or chain member, a region operator. */
+static bool consumer_ok(lower_session *s, uint32_t u) {
+    struct qdq_state *q = s->qdq;
+    return q->n[u].cand || q->n[u].rnode || island_member(q, u);
 }
 
 /* Resolves the candidates into groups (once, on the first qdq_entry():
@@ -205,14 +213,14 @@ static void resolve(lower_session *s) {
                     lw_val *dv = lw_lookup(s, s->g->nodes[isl->dq[k]].outputs[0]);
                     if (!dv || dv->graph_output) ok = false;
                     for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
-                        ok = qdq_island_has(isl, dv->consumers[u]) || q->n[dv->consumers[u]].cand ||
-                             island_member(q, dv->consumers[u]);
+                        ok = qdq_island_has(isl, dv->consumers[u]) || consumer_ok(s, dv->consumers[u]);
                 }
+            } else if (q->n[i].reg == -2) {
+                continue; /* a region sink: qdq_region_check */
             } else if (q->n[i].n_chain) {
                 lw_val *dv = lw_lookup(s, s->g->nodes[q->n[i].chain_dq].outputs[0]);
                 if (!dv || dv->graph_output) ok = false;
-                for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
-                    ok = q->n[dv->consumers[u]].cand || island_member(q, dv->consumers[u]);
+                for (uint32_t u = 0; ok && u < dv->n_consumers; u++) ok = consumer_ok(s, dv->consumers[u]);
             } else {
                 head_inputs(n, &count);
                 for (uint32_t k = 0; ok && k < count; k++) {
@@ -220,7 +228,7 @@ static void resolve(lower_session *s) {
                     lw_val *dv = lw_lookup(s, s->g->nodes[p].outputs[0]);
                     if (!dv || dv->graph_output) ok = false;
                     for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
-                        ok = q->n[dv->consumers[u]].cand || island_member(q, dv->consumers[u]);
+                        ok = consumer_ok(s, dv->consumers[u]);
                 }
             }
             /* the head must not also be an act/Q of another group */
@@ -229,7 +237,9 @@ static void resolve(lower_session *s) {
                 changed = true;
             }
         }
+        changed |= qdq_region_check(s, consumer_ok);
     }
+    qdq_region_number(s);
     for (uint32_t i = 0; i < nn; i++) {
         if (!q->n[i].cand) continue;
         const ctosa_onnx_node *n = &s->g->nodes[i];
@@ -242,6 +252,8 @@ static void resolve(lower_session *s) {
                 q->n[isl->nodes[k].node].role = QR_ISLAND;
                 q->n[isl->nodes[k].node].head = (int32_t)i;
             }
+        } else if (q->n[i].reg >= 0) {
+            /* a region sink: qdq_region_number marked its sources */
         } else if (q->n[i].n_chain) {
             q->n[q->n[i].chain_dq].role = QR_DQ;
             for (uint32_t k = 0; k < q->n[i].n_chain; k++) {
@@ -283,9 +295,9 @@ const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
     if (qn->role == QR_HEAD) return &e_head;
     if (qn->role == QR_ACT || qn->role == QR_Q) return &e_alias;
     if (qn->role == QR_ISLAND) return &e_island;
-    if (qn->role == QR_MOVE) return &e_move;
+    if (qn->role == QR_MOVE || qn->role == QR_REGION) return &e_move;
     for (size_t i = 0; i < sizeof quant_ops / sizeof *quant_ops; i++)
-        if (is_op(n, quant_ops[i].op_type)) return &quant_ops[i];
+        if (qdq_is_op(n, quant_ops[i].op_type)) return &quant_ops[i];
     /* uint8 runtime values are INT8 bits: only quantization-aware
      * lowerings may read them */
     bool u8 = false;
@@ -294,14 +306,14 @@ const lower_entry *qdq_entry(lower_session *s, uint32_t ni) {
         if (v && v->known && !v->v.data && v->v.onnx_dtype == CTOSA_ONNX_UINT8 && v->v.t == CTOSA_DTYPE_INT8)
             u8 = true;
     }
-    if (is_op(n, "Cast") && n->n_inputs >= 1) {
+    if (qdq_is_op(n, "Cast") && n->n_inputs >= 1) {
         lw_val *v = lw_lookup(s, n->inputs[0]);
         const ctosa_onnx_attr *a = ctosa_onnx_node_attr(n, "to");
         if (v && v->known && a && a->i == v->v.onnx_dtype &&
             (v->v.quantized || v->v.onnx_dtype == CTOSA_ONNX_UINT8 || v->v.onnx_dtype == CTOSA_ONNX_INT8))
             return &e_cast;
     }
-    if (u8 && is_op(n, "Identity")) return &e_cast;
+    if (u8 && qdq_is_op(n, "Identity")) return &e_cast;
     if (u8) return &e_u8;
     return NULL;
 }
@@ -315,7 +327,7 @@ void qdq_note_outputs(lower_session *s, uint32_t ni) {
     lw_val *out = lw_lookup(s, n->outputs[0]);
     lw_val *x = lw_lookup(s, n->inputs[0]);
     if (!out || !x) return;
-    if (is_op(n, "QuantizeLinear")) {
+    if (qdq_is_op(n, "QuantizeLinear")) {
         int32_t od = CTOSA_ONNX_UINT8;
         lw_val *zp = n->n_inputs > 2 ? lw_lookup(s, n->inputs[2]) : NULL;
         lw_val *sc = n->n_inputs > 1 ? lw_lookup(s, n->inputs[1]) : NULL;
@@ -336,7 +348,7 @@ void qdq_note_outputs(lower_session *s, uint32_t ni) {
         }
         return;
     }
-    if ((is_op(n, "Cast") || is_op(n, "Identity")) && x->known &&
+    if ((qdq_is_op(n, "Cast") || qdq_is_op(n, "Identity")) && x->known &&
         (x->v.quantized || x->v.onnx_dtype == CTOSA_ONNX_UINT8)) {
         const ctosa_onnx_attr *a = ctosa_onnx_node_attr(n, "to");
         if (a && a->i != x->v.onnx_dtype) return;
@@ -356,7 +368,7 @@ void qdq_note_outputs(lower_session *s, uint32_t ni) {
 
 bool qdq_dq_gives_constant(lower_session *s, uint32_t ni) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
-    if (!is_op(n, "DequantizeLinear") || n->n_outputs < 1) return false;
+    if (!qdq_is_op(n, "DequantizeLinear") || n->n_outputs < 1) return false;
     lw_val *o = lw_lookup(s, n->outputs[0]);
     if (!o || !o->n_consumers || o->graph_output) return false;
     for (uint32_t k = 0; k < o->n_consumers; k++)
@@ -364,7 +376,7 @@ bool qdq_dq_gives_constant(lower_session *s, uint32_t ni) {
             return true;
     for (uint32_t k = 0; k < o->n_consumers; k++) {
         const ctosa_onnx_node *u = &s->g->nodes[o->consumers[k]];
-        if (!is_op(u, "Conv") && !is_op(u, "ConvTranspose")) return false;
+        if (!qdq_is_op(u, "Conv") && !qdq_is_op(u, "ConvTranspose")) return false;
         for (uint32_t i = 0; i < u->n_inputs; i++)
             if (i != 1 && strcmp(u->inputs[i], n->outputs[0]) == 0) return false;
     }
@@ -387,13 +399,41 @@ static void to_cpu(lower_session *s, uint32_t ni, uint32_t bad) {
                               b->label, b->reason ? b->reason : "no reason given");
 }
 
+/* A movement region (qdq_region.c) is all-or-nothing: when one of its
+ * operators, sinks (with their activation and QuantizeLinear) or
+ * runtime source DequantizeLinears stays on the CPU, all do. */
+static bool regions_post_decide(lower_session *s) {
+    struct qdq_state *q = s->qdq;
+    if (!q->n_reg) return false;
+    int32_t *bad = arena_alloc(&s->a, (size_t)q->n_reg * sizeof *bad);
+    if (!bad) return false;
+    for (int32_t k = 0; k < q->n_reg; k++) bad[k] = -1;
+    for (uint32_t i = 0; i < q->count; i++)
+        if (q->n[i].reg >= 0 && s->nodes[i].kind == LW_NODE_FALLBACK && bad[q->n[i].reg] < 0)
+            bad[q->n[i].reg] = (int32_t)i;
+    bool changed = false;
+    for (uint32_t i = 0; i < q->count; i++) {
+        int32_t k = q->n[i].reg;
+        if (k < 0 || bad[k] < 0 || s->nodes[i].kind == LW_NODE_FALLBACK) continue;
+        if (q->n[i].role == QR_DQ) {
+            /* a DequantizeLinear of a constant stays a constant */
+            lw_val *xv = lw_lookup(s, s->g->nodes[i].inputs[0]);
+            if (!xv || xv->v.data || s->nodes[i].kind != LW_NODE_DELEGATED) continue;
+        }
+        to_cpu(s, i, (uint32_t)bad[k]);
+        changed = true;
+    }
+    return changed;
+}
+
 void qdq_post_decide(lower_session *s) {
     struct qdq_state *q = s->qdq;
     if (!q) return;
     for (bool changed = true; changed;) {
         changed = false;
+        changed |= regions_post_decide(s);
         for (uint32_t i = 0; i < q->count; i++) {
-            if (q->n[i].role != QR_HEAD) continue;
+            if (q->n[i].role != QR_HEAD || q->n[i].reg >= 0) continue;
             /* members: head, fused activation, Q, island operators */
             const qdq_island *isl = q->n[i].isl;
             int32_t mem[3 + QDQ_ISLAND_MAX + QDQ_CHAIN_MAX] = {(int32_t)i, q->n[i].act, q->n[i].q};
@@ -444,7 +484,7 @@ void qdq_post_decide(lower_session *s) {
     for (uint32_t i = 0; i < q->count; i++) {
         if (q->n[i].role == QR_NONE || s->nodes[i].kind != LW_NODE_FALLBACK) continue;
         const ctosa_onnx_node *n = &s->g->nodes[i];
-        if (is_op(n, "QuantizeLinear")) continue;
+        if (qdq_is_op(n, "QuantizeLinear")) continue;
         for (uint32_t k = 0; k < n->n_outputs; k++) {
             lw_val *v = lw_lookup(s, n->outputs[k]);
             if (v && !v->v.data && v->known && v->v.t != CTOSA_DTYPE_FP32) v->v.t = CTOSA_DTYPE_FP32;
@@ -465,11 +505,11 @@ const lw_val *qdq_const(lower_session *s, arena *a, const char *name) {
         if (v->v.data) return v;
         if (v->producer < 0) return NULL;
         const ctosa_onnx_node *n = &s->g->nodes[v->producer];
-        if (is_op(n, "Identity") && n->n_inputs == 1) {
+        if (qdq_is_op(n, "Identity") && n->n_inputs == 1) {
             name = n->inputs[0];
             continue;
         }
-        if (!is_op(n, "Constant")) return NULL;
+        if (!qdq_is_op(n, "Constant")) return NULL;
         const ctosa_onnx_attr *at = ctosa_onnx_node_attr(n, "value");
         if (!at || !at->t || at->t->rank > LOWER_MAX_RANK) return NULL;
         const void *data = NULL;
