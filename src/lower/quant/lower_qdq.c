@@ -394,6 +394,23 @@ bool qdq_in(lower_ctx *c, uint32_t i, qx_in *o) {
     return dq_operand(c, (uint32_t)hv->producer, NULL, (int32_t)i, V->rank, V->shape, V->name, o);
 }
 
+bool qdq_dq_params(lower_ctx *c, uint32_t dq, qx_in *o, bool *u8) {
+    lower_session *s = c->s;
+    lw_val *xv = lw_lookup(s, s->g->nodes[dq].inputs[0]);
+    qparam p;
+    if (!xv || !xv->known || !qp_of(c, dq, xv->v.rank, &p)) return false;
+    int32_t od = xv->v.onnx_dtype;
+    if (p.n != 1 || (od != CTOSA_ONNX_UINT8 && od != CTOSA_ONNX_INT8 && od != CTOSA_ONNX_INT16)) return false;
+    *u8 = od == CTOSA_ONNX_UINT8;
+    memset(o, 0, sizeof *o);
+    o->t = od == CTOSA_ONNX_INT16 ? CTOSA_DTYPE_INT16 : CTOSA_DTYPE_INT8;
+    o->s = p.scale[0];
+    o->zp = p.zp[0] - (*u8 ? 128 : 0);
+    o->rank = xv->v.rank;
+    memcpy(o->shape, xv->v.shape, sizeof o->shape);
+    return true;
+}
+
 bool qdq_dq_operand(lower_ctx *c, uint32_t dq, const char *x, uint32_t rank, const int64_t *shape, qx_in *o) {
     return dq_operand(c, dq, x, -1, rank, shape, c->s->g->nodes[dq].outputs[0], o);
 }

@@ -80,6 +80,12 @@ struct qx_in;
 bool qdq_dq_operand(lower_ctx *c, uint32_t dq, const char *x, uint32_t rank, const int64_t *shape,
                     struct qx_in *o);
 
+/* The parameters of the operand behind DequantizeLinear node dq (scale,
+ * signed zero point, carrier, shape; no tensor: o->x NULL) and whether its
+ * bits are uint8; false when it is not a per-tensor int8 / uint8 / int16
+ * operand (nothing reported). */
+bool qdq_dq_params(lower_ctx *c, uint32_t dq, struct qx_in *o, bool *u8);
+
 /* Whether DequantizeLinear node ni, when its input is a constant, must
  * give a constant however large: a group head reads it (the integer
  * lowerings take weights as constants), or every consumer reads it as a

@@ -260,17 +260,24 @@ void qdq_region_number(lower_session *s) {
 
 /* ------------------------------------------------------------- replay */
 
+/* What a replay makes of each source: requantised to the sink
+ * (RM_QUANT), kept when of parameter set `set` and its zero point
+ * elsewhere (RM_SET), or the index of its parameter set in int32 (RM_MAP:
+ * which set each element of a region value comes from). */
+typedef enum { RM_QUANT, RM_SET, RM_MAP } rg_mode;
+
 typedef struct rg_replay {
     lower_ctx *c;
-    /* what each source becomes: requantised to o (a QuantizeLinear sink),
-     * or (o NULL) kept when its parameters are (gs, gzp), else gzp */
+    rg_mode mode;
     const qx_out *o;
-    double gs;
-    int64_t gzp;
+    uint32_t set;
     ctosa_dtype t; /* the carrier of the replay */
     uint32_t n_src;
     uint32_t src_node[RG_SRC_MAX];
-    qx_in src[RG_SRC_MAX];
+    qx_in src[RG_SRC_MAX]; /* parameters; the carrier x made on first use */
+    bool u8[RG_SRC_MAX];
+    uint32_t src_set[RG_SRC_MAX]; /* parameter set of each source */
+    uint32_t n_set, set_src[RG_SRC_MAX];
     uint32_t n_memo, cap_memo;
     const char **memo_k, **memo_v;
     uint32_t depth;
@@ -308,12 +315,6 @@ static bool source_operand(lower_ctx *c, uint32_t d, qx_in *a) {
     lower_session *s = c->s;
     const ctosa_onnx_node *dn = &s->g->nodes[d];
     lw_val *xv = lw_lookup(s, dn->inputs[0]);
-    lw_val *ov = lw_lookup(s, dn->outputs[0]);
-    if (!xv || !ov || !xv->known) {
-        lw_fail(c, LOWER_INPUT_FALLBACK, dn->outputs[0], "quantized region: source '%s' unknown",
-                dn->outputs[0]);
-        return false;
-    }
     const char *x = "";
     if (!xv->v.data) {
         x = strmap_get(c->tmap, dn->outputs[0]);
@@ -338,7 +339,8 @@ static bool source_operand(lower_ctx *c, uint32_t d, qx_in *a) {
     return qdq_dq_operand(c, d, x, xv->v.rank, xv->v.shape, a);
 }
 
-/* Collects the source DequantizeLinears region value `name` depends on. */
+/* Collects the source DequantizeLinears (and their parameter sets) region
+ * value `name` depends on. */
 static bool collect_sources(rg_replay *r, const char *name, uint32_t depth) {
     lower_ctx *c = r->c;
     lower_session *s = c->s;
@@ -356,8 +358,22 @@ static bool collect_sources(rg_replay *r, const char *name, uint32_t depth) {
                     RG_SRC_MAX);
             return false;
         }
-        r->src_node[r->n_src] = (uint32_t)p;
-        if (!source_operand(c, (uint32_t)p, &r->src[r->n_src])) return false;
+        uint32_t i = r->n_src;
+        if (!qdq_dq_params(c, (uint32_t)p, &r->src[i], &r->u8[i])) {
+            lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                    "quantized region: source '%s' is not a per-tensor int8 / uint8 / int16 value", name);
+            return false;
+        }
+        r->src_node[i] = (uint32_t)p;
+        const qx_in *a = &r->src[i];
+        uint32_t k = 0;
+        while (k < r->n_set) {
+            const qx_in *b = &r->src[r->set_src[k]];
+            if (a->s == b->s && a->zp == b->zp && a->t == b->t && r->u8[i] == r->u8[r->set_src[k]]) break;
+            k++;
+        }
+        if (k == r->n_set) r->set_src[r->n_set++] = i;
+        r->src_set[i] = k;
         r->n_src++;
         return true;
     }
@@ -384,10 +400,10 @@ static bool replay_node(rg_replay *r, uint32_t ni) {
         lw_fail(c, LOWER_UNSUPPORTED_OP, NULL, "%s has no lowering", n->op_type);
         return false;
     }
-    const char *xs[64];
     uint32_t nd = data_inputs(n);
-    if (nd > 64) {
-        lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized region: %u inputs", nd);
+    const char **xs = arena_alloc(lw_arena(c), (nd + 1) * sizeof *xs);
+    if (!xs) {
+        lw_fail(c, LOWER_INTERNAL, NULL, "out of memory");
         return false;
     }
     for (uint32_t k = 0; k < nd; k++)
@@ -407,15 +423,12 @@ static bool replay_node(rg_replay *r, uint32_t ni) {
         cp->nbytes = 0;
         sub.in_cache[k] = cp;
     }
-    if (!ok) {
-        strmap_free(&tm);
-        {
-            lw_fail(c, LOWER_INTERNAL, NULL, "out of memory");
-            return false;
-        }
-    }
-    lower_status st = ent->fn(&sub);
+    lower_status st = ok ? ent->fn(&sub) : LOWER_REJECT;
     strmap_free(&tm);
+    if (!ok) {
+        lw_fail(c, LOWER_INTERNAL, NULL, "out of memory");
+        return false;
+    }
     if (st != LOWER_OK || sub.rejected) {
         lw_fail(c, sub.rejected ? sub.code : LOWER_INTERNAL, sub.rej_input, "quantized region: %s '%s': %s",
                 n->op_type, s->nodes[ni].label, sub.msg ? sub.msg : "rejected");
@@ -429,6 +442,28 @@ static bool replay_node(rg_replay *r, uint32_t ni) {
         }
     }
     return true;
+}
+
+/* Source i as the replay takes it. */
+static const char *replay_source(rg_replay *r, uint32_t i) {
+    lower_ctx *c = r->c;
+    qx_in *a = &r->src[i];
+    if (r->mode == RM_MAP) {
+        uint64_t n = lw_count(a->rank, a->shape);
+        int32_t *v = arena_alloc(lw_arena(c), (size_t)n * sizeof *v + 8);
+        if (!v) return NULL;
+        for (uint64_t k = 0; k < n; k++) v[k] = (int32_t)r->src_set[i];
+        return lw_const_i32(c, a->rank, a->shape, v);
+    }
+    if (r->mode == RM_SET && r->src_set[i] != r->set) {
+        /* another parameter set: its elements at this set's zero point */
+        int64_t one[LOWER_MAX_RANK];
+        for (uint32_t k = 0; k < a->rank; k++) one[k] = 1;
+        double z = (double)r->src[r->set_src[r->set]].zp;
+        return lw_tile(c, lw_const_from_f64(c, r->t, a->rank, one, &z), r->t, a->rank, one, a->shape);
+    }
+    if (!a->x && !source_operand(c, r->src_node[i], a)) return NULL;
+    return r->mode == RM_QUANT ? qdq_requant(c, a, r->o, a->rank, a->shape) : a->x;
 }
 
 /* Region value `name` on the replay's carriers. */
@@ -445,22 +480,11 @@ static const char *replay_value(rg_replay *r, const char *name) {
     }
     const char *y = NULL;
     if (s->qdq->n[p].role == QR_DQ) {
-        const qx_in *a = NULL;
-        for (uint32_t i = 0; i < r->n_src; i++)
-            if (r->src_node[i] == (uint32_t)p) a = &r->src[i];
-        if (!a) {
+        uint32_t i = 0;
+        while (i < r->n_src && r->src_node[i] != (uint32_t)p) i++;
+        if (i == r->n_src)
             lw_fail(c, LOWER_INTERNAL, NULL, "quantized region: source of '%s' not collected", name);
-        } else if (r->o) {
-            y = qdq_requant(c, a, r->o, a->rank, a->shape);
-        } else if (a->s == r->gs && a->zp == r->gzp && a->t == r->t) {
-            y = a->x;
-        } else {
-            /* another parameter set: its elements at this set's zero point */
-            int64_t one[LOWER_MAX_RANK];
-            for (uint32_t i = 0; i < a->rank; i++) one[i] = 1;
-            double z = (double)r->gzp;
-            y = lw_tile(c, lw_const_from_f64(c, r->t, a->rank, one, &z), r->t, a->rank, one, a->shape);
-        }
+        else y = replay_source(r, i);
         if (y && !memo_put(r, name, y)) y = NULL;
     } else if (replay_node(r, (uint32_t)p)) {
         y = memo_get(r, name);
@@ -469,103 +493,117 @@ static const char *replay_value(rg_replay *r, const char *name) {
     return y;
 }
 
-static bool replay_init(rg_replay *r, lower_ctx *c, const char *name) {
-    memset(r, 0, sizeof *r);
-    r->c = c;
-    return collect_sources(r, name, 0);
-}
-
 /* The replay's memo holds carriers of one kind: restart it. */
-static void replay_reset(rg_replay *r, const qx_out *o, double gs, int64_t gzp, ctosa_dtype t) {
+static void replay_mode(rg_replay *r, rg_mode mode, const qx_out *o, uint32_t set, ctosa_dtype t) {
     r->n_memo = 0;
     r->depth = 0;
+    r->mode = mode;
     r->o = o;
-    r->gs = gs;
-    r->gzp = gzp;
+    r->set = set;
     r->t = t;
 }
 
-/* A Conv sink: one integer convolution per source parameter set. */
-static lower_status region_conv(lower_ctx *c, rg_replay *r, const lower_value *X) {
-    const lower_value *W = lw_in(c, 1);
-    qx_w w;
-    qx_out o;
-    if (!W || W->rank < 3 || W->rank > 5 || W->rank != X->rank)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "quantized Conv: 1-D, 2-D or 3-D convolutions only");
-    if (!qdq_weight(c, 1, W->rank, &w) || !qdq_out(c, W->rank, &o)) return LOWER_REJECT;
-    if (w.n > 1 && w.axis != 0)
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
-                         "quantized Conv: weight scales must be per output channel");
-    int64_t M = W->shape[0];
-    bool bbad;
-    const double *bias = qdq_bias(c, 2, M, &bbad);
-    if (bbad) return LOWER_REJECT;
-    qwt wt = {(const uint8_t *)w.data, false, w.zp, w.n, w.scale};
-    /* the parameter sets, the largest scale first */
-    uint32_t ng = 0, gi[RG_SRC_MAX];
-    for (uint32_t i = 0; i < r->n_src; i++) {
-        bool seen = false;
-        for (uint32_t g = 0; g < ng && !seen; g++)
-            seen = r->src[gi[g]].s == r->src[i].s && r->src[gi[g]].zp == r->src[i].zp &&
-                   r->src[gi[g]].t == r->src[i].t;
-        if (!seen) gi[ng++] = i;
+/* The parameter set each channel (axis 1) of region value `name` (rank,
+ * shape) comes from: the region replayed on int32 constants holding each
+ * source's set index, run on the interpreter now. False when some channel
+ * mixes sets (or the analysis cannot run: the sink replays instead). */
+static bool channel_sets(lower_ctx *c, const rg_replay *r, const char *name, uint32_t rank,
+                         const int64_t *shape, uint32_t *cset) {
+    uint64_t total = lw_count(rank, shape);
+    if (rank < 2 || total == 0 || total > ((uint64_t)1 << 22)) return false;
+    ctosa_graph *g = NULL;
+    ctosa_region *rgn;
+    ctosa_block *b = NULL;
+    ctosa_interp *it = NULL;
+    ctosa_error *e = ctosa_graph_create(c->spec->version, &g);
+    if (!e) e = ctosa_graph_add_region(g, "main", &rgn);
+    if (!e) e = ctosa_region_add_block(g, rgn, "main", &b);
+    strmap tm;
+    strmap_init(&tm);
+    uint32_t counter = 0;
+    lower_ctx sc = *c;
+    sc.g = g;
+    sc.b = b;
+    sc.tmap = &tm;
+    sc.reserved = NULL;
+    sc.counter = &counter;
+    sc.rejected = false;
+    rg_replay *rr = arena_alloc(lw_arena(c), sizeof *rr);
+    bool ok = !e && rr;
+    const char *y = NULL;
+    if (ok) {
+        *rr = *r;
+        rr->c = &sc;
+        rr->memo_k = rr->memo_v = NULL;
+        rr->cap_memo = 0;
+        replay_mode(rr, RM_MAP, NULL, 0, CTOSA_DTYPE_INT32);
+        y = replay_value(rr, name);
+        ok = y && !sc.rejected;
     }
-    if (ng == 0) return lw_reject(c, LOWER_INTERNAL, NULL, "quantized region without sources");
-    for (uint32_t g = 1; g < ng; g++)
-        if (r->src[gi[g]].s > r->src[gi[0]].s) {
-            uint32_t t = gi[0];
-            gi[0] = gi[g];
-            gi[g] = t;
+    if (ok) e = ctosa_block_add_output(g, b, y);
+    if (ok && !e) e = ctosa_validate(g, &c->s->fold_spec, NULL);
+    ctosa_interp_options io;
+    ctosa_interp_options_init(&io);
+    io.threads = 1;
+    if (ok && !e) e = ctosa_interp_create(g, &io, &it);
+    if (ok && !e) e = ctosa_interp_run(it);
+    ctosa_interp_tensor t;
+    if (ok && !e) e = ctosa_interp_get_output(it, y, &t);
+    ok = ok && !e && t.dtype == CTOSA_DTYPE_INT32 && t.count == total;
+    if (ok) {
+        uint64_t inner = total / (uint64_t)(shape[0] * shape[1]);
+        for (int64_t k = 0; k < shape[1]; k++) cset[k] = UINT32_MAX;
+        const int32_t *v = t.data;
+        for (uint64_t k = 0; ok && k < total; k++) {
+            uint64_t ch = (k / inner) % (uint64_t)shape[1];
+            if (cset[ch] == UINT32_MAX) cset[ch] = (uint32_t)v[k];
+            ok = cset[ch] == (uint32_t)v[k] && cset[ch] < r->n_set;
         }
-    qx_in a = r->src[gi[0]];
-    a.rank = X->rank;
-    memcpy(a.shape, X->shape, sizeof a.shape);
-    if (ng == 1) {
-        replay_reset(r, NULL, a.s, a.zp, a.t);
-        a.x = replay_value(r, lw_node(c)->inputs[0]);
-        LW_TRY(a.x);
-        return qdq_conv_core(c, &a, W->shape, &wt, bias, false, &o);
     }
-    /* sum over the sets of acc_g * s_g / s_0 * 2^k, in units of s_0 * s_w /
-     * 2^k: the k fraction bits keep the rounding of each set's share far
-     * below the float32 rounding of the float convolution it stands for
-     * (whole units of s_0 * s_w would move about 0.2% of shufflenet's
-     * outputs by one step). |acc| <= 255 * 255 per product term, over all
-     * sets together (each term belongs to one). */
-    int64_t kvol = 1;
-    for (uint32_t i = 2; i < W->rank; i++) kvol *= W->shape[i];
-    double s0 = a.s, bmax = 0;
+    ctosa_error_free(e);
+    ctosa_interp_free(it);
+    ctosa_graph_free(g);
+    strmap_free(&tm);
+    return ok;
+}
+
+/* The sum of n int32 accumulators of a convolution (acc_g from `conv`,
+ * each times fac[g] and 2^k), with the bias, requantised per output
+ * channel to o; the unit of output channel m is in_s[m] * s_w[m]. The k
+ * fraction bits keep the rounding of each share and of the float bias far
+ * below the float32 rounding of the float convolution it stands for
+ * (whole units moved about 0.2% of shufflenet's float-Conv outputs by one
+ * step). |acc| <= 255 * 255 per product term, over all accumulators
+ * together (each term belongs to one). */
+typedef const char *(*rg_acc_fn)(lower_ctx *c, void *arg, uint32_t g);
+static lower_status conv_sum(lower_ctx *c, uint32_t n, const double *fac, const double *in_s,
+                             const int64_t *wsh, uint32_t wrank, const qx_w *w, const double *bias,
+                             const qx_out *o, rg_acc_fn conv, void *arg) {
+    int64_t M = wsh[0], kvol = 1;
+    for (uint32_t i = 2; i < wrank; i++) kvol *= wsh[i];
+    double bmax = 0;
     double *bu = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
     if (!bu) return lw_failed(c);
     for (int64_t m = 0; m < M; m++) {
-        bu[m] = bias ? bias[m] / (s0 * w.scale[w.n > 1 ? m : 0]) : 0;
+        bu[m] = bias ? bias[m] / (in_s[m] * w->scale[w->n > 1 ? m : 0]) : 0;
         bmax = fmax(bmax, fabs(bu[m]));
     }
-    double amax = 65025.0 * (double)W->shape[1] * (double)kvol;
+    double amax = 65025.0 * (double)wsh[1] * (double)kvol;
     int k = 0;
     while (k < 20 && (amax + bmax + 1) * ldexp(1.0, k + 1) < 2147483647.0) k++;
     const char *sum = NULL;
     const ctosa_tensor *at = NULL;
     int64_t fs[LOWER_MAX_RANK];
-    for (uint32_t g = 0; g < ng; g++) {
-        qx_in ag = r->src[gi[g]];
-        ag.rank = X->rank;
-        memcpy(ag.shape, X->shape, sizeof ag.shape);
-        replay_reset(r, NULL, ag.s, ag.zp, ag.t);
-        ag.x = replay_value(r, lw_node(c)->inputs[0]);
-        LW_TRY(ag.x);
-        if (qdq_conv_core(c, &ag, W->shape, &wt, NULL, true, NULL) != LOWER_OK || c->rejected)
-            return LOWER_REJECT;
-        const char *acc = c->out_names[0];
+    for (uint32_t g = 0; g < n; g++) {
+        const char *acc = conv(c, arg, g);
         at = acc ? lw_tensor_info(c, acc) : NULL;
-        if (!at || at->rank > LOWER_MAX_RANK)
-            return lw_reject(c, LOWER_INTERNAL, NULL, "quantized Conv: no accumulator");
+        if (!at || at->rank > LOWER_MAX_RANK) return c->rejected ? LOWER_REJECT : lw_failed(c);
         for (uint32_t i = 0; i < at->rank; i++) fs[i] = at->shape[i];
-        if (g > 0 || k > 0)
-            acc = qdq_rescale(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, at->rank, fs, ldexp(ag.s / s0, k),
-                              0, 0, false, false);
-        sum = g == 0 ? acc : lw_add(c, sum, acc, CTOSA_DTYPE_INT32, at->rank, fs);
+        double f = ldexp(fac[g], k);
+        if (f != 1.0)
+            acc = qdq_rescale(c, acc, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT32, at->rank, fs, f, 0, 0, false,
+                              false);
+        sum = sum ? lw_add(c, sum, acc, CTOSA_DTYPE_INT32, at->rank, fs) : acc;
         LW_TRY(sum);
     }
     uint32_t rank = at->rank;
@@ -576,7 +614,7 @@ static lower_status region_conv(lower_ctx *c, rg_replay *r, const lower_value *X
     for (int64_t m = 0; m < M; m++) {
         double b = nearbyint(ldexp(bu[m], k));
         bq[m] = (int32_t)(b > blim ? blim : b < -blim ? -blim : b);
-        ratio[m] = ldexp(qdq_acc_ratio(s0, w.scale[w.n > 1 ? m : 0], o.s), -k);
+        ratio[m] = ldexp(qdq_acc_ratio(in_s[m], w->scale[w->n > 1 ? m : 0], o->s), -k);
     }
     int64_t bs[LOWER_MAX_RANK];
     for (uint32_t i = 0; i < rank; i++) bs[i] = i == 1 ? M : 1;
@@ -585,10 +623,135 @@ static lower_status region_conv(lower_ctx *c, rg_replay *r, const lower_value *X
     int64_t ls[LOWER_MAX_RANK];
     lw_shape_last(rank, fs, ls);
     const char *y = lw_to_last(c, sum, CTOSA_DTYPE_INT32, rank, fs);
-    y = qdq_rescale_n(c, y, CTOSA_DTYPE_INT32, o.t, rank, ls, w.n > 1 ? M : 1, ratio, 0, o.zp, false, false);
-    y = lw_to_first(c, y, o.t, rank, ls);
+    y = qdq_rescale_n(c, y, CTOSA_DTYPE_INT32, o->t, rank, ls, M, ratio, 0, o->zp, false, false);
+    y = lw_to_first(c, y, o->t, rank, ls);
     LW_TRY(y);
-    return qdq_finish(c, y, &o, rank, fs);
+    return qdq_finish(c, y, o, rank, fs);
+}
+
+typedef struct rg_conv {
+    rg_replay *r;
+    const lower_value *X;
+    const int64_t *wsh;
+    const qwt *wt;
+    const qx_in *raw;     /* the raw carrier, signed (channel sets known) */
+    const uint32_t *cset; /* parameter set of each input channel */
+    int64_t group;
+} rg_conv;
+
+/* The int32 accumulator of one integer convolution of `a` (output 0). */
+static const char *conv_acc(lower_ctx *c, const qx_in *a, const int64_t *wsh, const qwt *wt) {
+    if (qdq_conv_core(c, a, wsh, wt, NULL, true, NULL) != LOWER_OK || c->rejected) return NULL;
+    return c->out_names[0];
+}
+
+/* The accumulator of the raw carrier (one parameter set, or depthwise:
+ * each channel in the unit of its own set). */
+static const char *acc_raw(lower_ctx *c, void *arg, uint32_t g) {
+    (void)g;
+    rg_conv *v = arg;
+    return conv_acc(c, v->raw, v->wsh, v->wt);
+}
+
+/* Set g's accumulator: the region replayed with the other sets' elements
+ * at g's zero point. */
+static const char *acc_replayed(lower_ctx *c, void *arg, uint32_t g) {
+    rg_conv *v = arg;
+    qx_in a = v->r->src[v->r->set_src[g]];
+    a.rank = v->X->rank;
+    memcpy(a.shape, v->X->shape, sizeof a.shape);
+    replay_mode(v->r, RM_SET, NULL, g, a.t);
+    a.x = replay_value(v->r, lw_node(c)->inputs[0]);
+    return a.x ? conv_acc(c, &a, v->wsh, v->wt) : NULL;
+}
+
+/* Set g's accumulator: the raw carrier with the weights of the other
+ * sets' input channels at the weight zero point. */
+static const char *acc_masked(lower_ctx *c, void *arg, uint32_t g) {
+    rg_conv *v = arg;
+    int64_t M = v->wsh[0], Cg = v->wsh[1], kvol = 1;
+    for (uint32_t i = 2; i < v->X->rank; i++) kvol *= v->wsh[i];
+    uint8_t *buf = arena_alloc(lw_arena(c), (size_t)(M * Cg * kvol) + 8);
+    if (!buf) return NULL;
+    int64_t mg = M / v->group;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t i = 0; i < Cg; i++) {
+            bool keep = v->cset[(m / mg) * Cg + i] == g;
+            for (int64_t k = 0; k < kvol; k++) {
+                int64_t e = (m * Cg + i) * kvol + k;
+                buf[e] = keep ? v->wt->data[e] : (uint8_t)(int8_t)v->wt->zp;
+            }
+        }
+    qwt wg = *v->wt;
+    wg.data = buf;
+    return conv_acc(c, v->raw, v->wsh, &wg);
+}
+
+/* A Conv sink. Channel sets known (cset): a depthwise convolution is one
+ * DEPTHWISE_CONV2D of the raw carrier with each channel's source scale in
+ * its weight scale; others one convolution per set with the other sets'
+ * weights masked. Otherwise one convolution per set of the replayed
+ * region. */
+static lower_status region_conv(lower_ctx *c, rg_replay *r, const lower_value *X, const qx_in *raw,
+                                const uint32_t *cset) {
+    const lower_value *W = lw_in(c, 1);
+    qx_w w;
+    qx_out o;
+    if (!W || W->rank < 3 || W->rank > 5 || W->rank != X->rank)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: 1-D, 2-D or 3-D convolutions only");
+    if (!qdq_weight(c, 1, W->rank, &w) || !qdq_out(c, W->rank, &o)) return LOWER_REJECT;
+    if (w.n > 1 && w.axis != 0)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: weight scales must be per output channel");
+    int64_t M = W->shape[0], C = X->shape[1], group = lw_attr_int(c, "group", 1);
+    if (group < 1 || W->shape[1] * group != C || M % group)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
+                         "quantized Conv: group %lld does not match the channels", (long long)group);
+    bool bbad;
+    const double *bias = qdq_bias(c, 2, M, &bbad);
+    if (bbad) return LOWER_REJECT;
+    qwt wt = {(const uint8_t *)w.data, false, w.zp, w.n, w.scale};
+    rg_conv v = {r, X, W->shape, &wt, raw, cset, group};
+    double *in_s = arena_alloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
+    double fac[RG_SRC_MAX];
+    if (!in_s) return lw_failed(c);
+    /* the largest scale is the unit */
+    double s0 = 0;
+    for (uint32_t g = 0; g < r->n_set; g++) s0 = fmax(s0, r->src[r->set_src[g]].s);
+    for (uint32_t g = 0; g < r->n_set; g++) fac[g] = r->src[r->set_src[g]].s / s0;
+    for (int64_t m = 0; m < M; m++) in_s[m] = s0;
+    if (raw && (r->n_set == 1 || (group == C && M == C))) {
+        /* one set, or depthwise: output channel m reads input channel m
+         * only, in the unit of its own set */
+        for (int64_t m = 0; raw && r->n_set > 1 && m < M; m++) in_s[m] = r->src[r->set_src[cset[m]]].s;
+        fac[0] = 1.0;
+        return conv_sum(c, 1, fac, in_s, W->shape, W->rank, &w, bias, &o, acc_raw, &v);
+    }
+    return conv_sum(c, r->n_set, fac, in_s, W->shape, W->rank, &w, bias, &o, raw ? acc_masked : acc_replayed,
+                    &v);
+}
+
+/* A QuantizeLinear sink whose input channels come from known parameter
+ * sets: the raw carrier requantised per channel (ties to even where they
+ * can occur). */
+static lower_status region_quant_sets(lower_ctx *c, const rg_replay *r, const qx_in *raw,
+                                      const uint32_t *cset, const qx_out *o) {
+    uint32_t rank = raw->rank;
+    int64_t C = raw->shape[1], ls[LOWER_MAX_RANK];
+    double *ratio = arena_alloc(lw_arena(c), (size_t)C * sizeof(double) + 8);
+    if (!ratio) return lw_failed(c);
+    for (int64_t k = 0; k < C; k++) ratio[k] = r->src[r->set_src[cset[k]]].s / o->s;
+    lw_shape_last(rank, raw->shape, ls);
+    const char *x = lw_to_last(c, raw->x, raw->t, rank, raw->shape);
+    x = qdq_rescale(c, x, raw->t, CTOSA_DTYPE_INT32, rank, ls, 1.0, raw->zp, 0, false, false);
+    int64_t lo = (raw->t == CTOSA_DTYPE_INT16 ? -32768 : -128) - raw->zp;
+    int64_t hi = (raw->t == CTOSA_DTYPE_INT16 ? 32767 : 127) - raw->zp, base = 0, step = 1;
+    qdq_acc_set A = {1, &lo, &hi, &base, &step};
+    x = qdq_rescale_acc(c, x, CTOSA_DTYPE_INT32, o->t, rank, ls, C, ratio, o->zp, &A);
+    x = lw_to_first(c, x, o->t, rank, ls);
+    LW_TRY(x);
+    return qdq_finish(c, x, o, rank, raw->shape);
 }
 
 lower_status qdq_region_head(lower_ctx *c) {
@@ -597,12 +760,44 @@ lower_status qdq_region_head(lower_ctx *c) {
     if (!X) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "%s: input is not available", n->op_type);
     rg_replay *r = arena_alloc(lw_arena(c), sizeof *r);
     if (!r) return lw_failed(c);
-    if (!replay_init(r, c, n->inputs[0])) return LOWER_REJECT;
-    if (qdq_is_op(n, "Conv")) return region_conv(c, r, X);
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    if (!collect_sources(r, n->inputs[0], 0)) return LOWER_REJECT;
+    /* One zero point and carrier for all sources, and the channels of the
+     * sink's input each from one parameter set (the sets differ in scale
+     * only): the raw carrier the region operators computed serves, with
+     * per-channel scales. */
+    bool uniform = true;
+    const qx_in *f = &r->src[0];
+    for (uint32_t i = 1; i < r->n_src; i++)
+        uniform &= r->src[i].zp == f->zp && r->src[i].t == f->t && r->u8[i] == r->u8[0];
+    uint32_t *cset = NULL;
+    if (uniform && r->n_set > 1) {
+        cset = arena_alloc(lw_arena(c), (size_t)(X->rank >= 2 ? X->shape[1] : 1) * sizeof *cset + 8);
+        if (!cset || !channel_sets(c, r, n->inputs[0], X->rank, X->shape, cset)) cset = NULL;
+    }
+    qx_in raw = *f, *rawp = NULL;
+    if (uniform && (r->n_set == 1 || cset)) {
+        raw.rank = X->rank;
+        memcpy(raw.shape, X->shape, sizeof raw.shape);
+        raw.x = lw_input(c, 0);
+        if (r->u8[0])
+            raw.x = qdq_rescale(c, raw.x, CTOSA_DTYPE_INT8, CTOSA_DTYPE_INT8, raw.rank, raw.shape, 1.0,
+                                raw.zp + 128, raw.zp, true, false);
+        LW_TRY(raw.x);
+        rawp = &raw;
+    }
+    if (qdq_is_op(n, "Conv")) return region_conv(c, r, X, rawp, cset);
     qx_out o;
     if (!qdq_out(c, X->rank, &o)) return LOWER_REJECT;
-    replay_reset(r, &o, 0, 0, o.t);
-    const char *y = replay_value(r, n->inputs[0]);
+    if (rawp && cset) return region_quant_sets(c, r, rawp, cset, &o);
+    const char *y;
+    if (rawp) {
+        y = qdq_requant(c, rawp, &o, X->rank, X->shape);
+    } else {
+        replay_mode(r, RM_QUANT, &o, 0, o.t);
+        y = replay_value(r, n->inputs[0]);
+    }
     LW_TRY(y);
     return qdq_finish(c, y, &o, X->rank, X->shape);
 }

@@ -140,6 +140,20 @@ def shuffle_requant():
          [(lo, q(ref[:, :C], 0.25, 128, np.uint8)), (hi, q(ref[:, C:], 0.0375, 0, np.int8))])
 
 
+# 2b. sources of one zero point and type but different scales: each sink
+# requantises the shuffled carrier channel by channel (exact ties again:
+# 0.125 / 0.25)
+def shuffle_scales():
+    x1, x2 = u8((1, C, H, W)), u8((1, C, H, W))
+    g = G()
+    y = shuffle(g, g.dq("x1", 0.125, np.array(4, np.uint8)), g.dq("x2", 0.1, np.array(4, np.uint8)), C, H, W)
+    lo = g.q(g.node("Slice", [y, g.i64([0]), g.i64([C]), g.i64([1])]), 0.25, np.array(128, np.uint8))
+    hi = g.q(g.node("Slice", [y, g.i64([C]), g.i64([2 * C]), g.i64([1])]), 0.0375, np.array(0, np.int8))
+    ref = shuffle_ref(dq(x1, 0.125, 4), dq(x2, 0.1, 4))
+    save("shuffle_scales", g, [("x1", x1), ("x2", x2)],
+         [(lo, q(ref[:, :C], 0.25, 128, np.uint8)), (hi, q(ref[:, C:], 0.0375, 0, np.int8))])
+
+
 # 3. one source feeding two sinks of different parameters, one of them
 # through a second operator, and the first sink's parameters equal to the
 # source's
@@ -181,13 +195,17 @@ def conv_ref(x, w, b, group):
 
 # 5. a shuffle read by Convs the quantizer left in float (torch: the first
 # convolutions of a downsampling block): float input, int8 weights behind
-# DequantizeLinear, float bias, output quantized (through Relu for one);
-# one integer convolution per source scale. A dense 3x3 and a depthwise 3x3.
-def shuffle_conv():
+# DequantizeLinear, float bias, output quantized (through Relu for one).
+# A dense 3x3 (one integer convolution per source scale, the other scale's
+# weights masked) and a depthwise 3x3 (one, the source scales in the
+# weight scales); with a second zero point (shuffle_conv_zp) each
+# convolution reads the shuffle replayed with the other source at its
+# zero point.
+def shuffle_conv(name, z2):
     x1, x2 = u8((1, C, H, W)), u8((1, C, H, W))
     g = G()
-    y = shuffle(g, g.dq("x1", 0.03, np.array(0, np.uint8)), g.dq("x2", 0.045, np.array(0, np.uint8)), C, H, W)
-    xr = shuffle_ref(dq(x1, 0.03, 0), dq(x2, 0.045, 0))
+    y = shuffle(g, g.dq("x1", 0.03, np.array(0, np.uint8)), g.dq("x2", 0.045, np.array(z2, np.uint8)), C, H, W)
+    xr = shuffle_ref(dq(x1, 0.03, 0), dq(x2, 0.045, z2))
     outs = []
     for group, relu, ys in ((1, True, 0.11), (2 * C, False, 0.05)):
         M, cg = 2 * C, 2 * C // group
@@ -203,11 +221,13 @@ def shuffle_conv():
         if relu:
             r = np.maximum(r, 0)
         outs.append((out, q(r, ys, 128, np.uint8) if relu else q(r, ys, 0, np.int8)))
-    save("shuffle_conv", g, [("x1", x1), ("x2", x2)], outs)
+    save(name, g, [("x1", x1), ("x2", x2)], outs)
 
 
 shuffle_equal()
 shuffle_requant()
+shuffle_scales()
 one_source_two_sinks()
 concat_two_scales()
-shuffle_conv()
+shuffle_conv("shuffle_conv", 0)
+shuffle_conv("shuffle_conv_zp", 9)
