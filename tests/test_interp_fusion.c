@@ -13,6 +13,8 @@
  *    the plain loops, on every dot-product instruction set the CPU has,
  *    and a REQUIRE it breaks fails with the RESCALE's own message; the
  *    same with the quantized lowering's tie-to-even chain in between;
+ *  - the int8 depthwise kernels give the plain loops' bytes (or error)
+ *    over kernel sizes, strides, dilations, pads, zero points and biases;
  *  - results do not depend on the thread count (the spinning pool). */
 #include <math.h>
 
@@ -534,6 +536,149 @@ static void test_rescale_fusion(void) {
     CHECK(failed_alike > 0);
 }
 
+/* ------------------------------------------- int8 depthwise geometries */
+
+typedef struct dw_case {
+    int32_t N, H, W, C, KH, KW, sy, sx, dy, dx, pad[4];
+    int8_t izp, wzp, ozp;
+    int8_t wlo, whi;   /* weight range: w - wzp outside [-128, 127] takes the fp32 path */
+    int32_t bias_base; /* near INT32_MAX: the epilogue's REQUIRE (overflow) fails */
+    bool rescale, dbl;
+    int shift_lo;
+} dw_case;
+
+/* x int8 [N,H,W,C] -> DEPTHWISE_CONV2D KH x KW (int32) [-> RESCALE -> int8]
+ * -> y; out gets y's bytes. */
+static ctosa_error *run_dw(const dw_case *c, int threads, void *out, size_t bytes) {
+    static int8_t x[2 * 14 * 14 * 48], w[7 * 7 * 48];
+    static int32_t bias[48], mult[48];
+    static int8_t shift[48];
+    int32_t OH = (c->H - 1 + c->pad[0] + c->pad[1] - (c->KH - 1) * c->dy) / c->sy + 1;
+    int32_t OW = (c->W - 1 + c->pad[2] + c->pad[3] - (c->KW - 1) * c->dx) / c->sx + 1;
+    rq_rng = (uint32_t)(c->H * 131 + c->W * 17 + c->C * 7 + c->KH * 3 + c->KW);
+    for (int32_t i = 0; i < c->N * c->H * c->W * c->C; i++) x[i] = (int8_t)rq_rand(-128, 127);
+    for (int32_t i = 0; i < c->KH * c->KW * c->C; i++) w[i] = (int8_t)rq_rand(c->wlo, c->whi);
+    for (int32_t i = 0; i < c->C; i++) {
+        bias[i] = c->bias_base + rq_rand(-30000, 30000);
+        mult[i] = rq_rand(1 << 30, 0x7fffffff);
+        shift[i] = (int8_t)rq_rand(c->shift_lo, 40);
+    }
+    gb q;
+    gstart(&q);
+    int32_t xs[4] = {c->N, c->H, c->W, c->C}, ws[4] = {c->KH, c->KW, c->C, 1}, bs[1] = {c->C}, one[1] = {1};
+    int32_t ys[4] = {c->N, OH, OW, c->C}, st[2] = {c->sy, c->sx}, dil[2] = {c->dy, c->dx}, pad[4];
+    memcpy(pad, c->pad, sizeof pad);
+    int32_t zero32 = 0;
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", CTOSA_DTYPE_INT8, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
+    const char *wt = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, w, (size_t)(c->KH * c->KW * c->C), false);
+    const char *bt = gconst(&q, CTOSA_DTYPE_INT32, 1, bs, bias, (size_t)c->C * 4, false);
+    const char *zi = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->izp, 1, false);
+    const char *zw = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->wzp, 1, false);
+    const char *acc = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys), *y = acc;
+    ctosa_attr a = conv_attr(pad, st, dil, CTOSA_DTYPE_INT32);
+    const char *in[5] = {"x", wt, bt, zi, zw};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_DEPTHWISE_CONV2D, 5, in, 1, &acc, &a, NULL);
+    if (c->rescale) {
+        int32_t cs[1] = {c->C};
+        const char *rin[5] = {acc, gconst(&q, CTOSA_DTYPE_INT32, 1, cs, mult, (size_t)c->C * 4, false),
+                              gconst(&q, CTOSA_DTYPE_INT8, 1, cs, shift, (size_t)c->C, false),
+                              gconst(&q, CTOSA_DTYPE_INT32, 1, one, &zero32, 4, false),
+                              gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->ozp, 1, false)};
+        y = gtensor(&q, CTOSA_DTYPE_INT8, 4, ys);
+        ctosa_attr r = {0};
+        r.scale32 = true;
+        r.rounding_mode = c->dbl ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE;
+        r.per_channel = true;
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, rin, 1, &y, &r, NULL);
+    }
+    int64_t xs64[4] = {c->N, c->H, c->W, c->C};
+    gin xi = {"x", CTOSA_DTYPE_INT8, 4, xs64, x, (size_t)(c->N * c->H * c->W * c->C)};
+    size_t n = (size_t)(c->N * OH * OW * c->C) * (c->rescale ? 1 : 4);
+    if (n > bytes) return ctosa_error_new(CTOSA_ERR_INVALID, "test output buffer too small");
+    return grun(&q, threads, use_reference, 1, &xi, 2, y, out, n);
+}
+
+/* The int8 depthwise kernels (VPDPBUSD on prepared rows, the fp32 one on
+ * widened bytes) against the plain loops over kernel sizes 1x1 to 7x7,
+ * strides, dilations, uneven pads, batches, channel tails, extreme zero
+ * points, weights that do or do not fit a signed byte after their zero
+ * point, with and without a fused RESCALE (shifts from 32, where the
+ * single-round store needs no range check, and small ones whose REQUIRE
+ * fails), and biases whose sums overflow int32 (the epilogue's REQUIRE):
+ * the same bytes, or the same error. */
+static void test_depthwise_int8(void) {
+    static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
+    static int32_t ref[2 * 14 * 14 * 48], got[2 * 14 * 14 * 48];
+    static const int32_t cs[] = {5, 16, 20, 32, 48};
+    static const int8_t zps[] = {-128, 127, 0, 3};
+    int compared = 0, failed_alike = 0;
+    for (int i = 0; i < 60; i++) {
+        rq_rng = (uint32_t)i * 2246822519u + 7;
+        dw_case c = {.N = rq_rand(1, 2),
+                     .H = rq_rand(1, 14),
+                     .W = rq_rand(1, 14),
+                     .C = cs[rq_rand(0, 4)],
+                     .KH = rq_rand(1, 7),
+                     .KW = rq_rand(1, 7),
+                     .sy = rq_rand(1, 2),
+                     .sx = rq_rand(1, 3),
+                     .dy = rq_rand(1, 2),
+                     .dx = rq_rand(1, 2),
+                     .izp = zps[rq_rand(0, 3)],
+                     .wzp = i % 5 == 4 ? (int8_t)rq_rand(-60, 60) : 0,
+                     .wlo = -128,
+                     .whi = 127,
+                     .rescale = i % 2 == 1,
+                     .dbl = i % 8 == 5,
+                     .shift_lo = i % 12 == 7 ? 8 : 32};
+        c.ozp = (int8_t)rq_rand(-128, 127);
+        if (i % 10 == 9) c.wlo = -60, c.whi = 60; /* a zero point the weights still fit around */
+        if (i % 15 == 14) c.bias_base = INT32_MAX - (1 << 23);
+        /* pads top / left up to the kernel's extent, bottom / right the
+         * smallest that make (size - 1 + pads - extent) a multiple of the
+         * stride */
+        int32_t eh = (c.KH - 1) * c.dy, ew = (c.KW - 1) * c.dx;
+        c.pad[0] = rq_rand(0, eh);
+        c.pad[2] = rq_rand(0, ew);
+        for (c.pad[1] = 0; c.H - 1 + c.pad[0] + c.pad[1] < eh || (c.H - 1 + c.pad[0] + c.pad[1] - eh) % c.sy;)
+            c.pad[1]++;
+        for (c.pad[3] = 0; c.W - 1 + c.pad[2] + c.pad[3] < ew || (c.W - 1 + c.pad[2] + c.pad[3] - ew) % c.sx;)
+            c.pad[3]++;
+        use_reference = true;
+        memset(ref, 0x5a, sizeof ref);
+        ctosa_error *er = run_dw(&c, 1, ref, sizeof ref);
+        use_reference = false;
+        for (int l = 0; l < 3; l++) {
+            kg_q8_limit(levels[l]);
+            if (kg_q8_isa() != levels[l]) continue;
+            for (int threads = 1; threads <= 2; threads++) {
+                memset(got, 0x5a, sizeof got);
+                ctosa_error *eg = run_dw(&c, threads, got, sizeof got);
+                CHECK_MSG((er == NULL) == (eg == NULL), "dw case %d isa %d threads %d: reference %s, fast %s",
+                          i, levels[l], threads, er ? ctosa_error_message(er) : "ok",
+                          eg ? ctosa_error_message(eg) : "ok");
+                if (er && eg) {
+                    CHECK_MSG(strcmp(ctosa_error_message(er), ctosa_error_message(eg)) == 0,
+                              "dw case %d: '%s' vs '%s'", i, ctosa_error_message(er),
+                              ctosa_error_message(eg));
+                    failed_alike++;
+                } else if (!er && !eg) {
+                    CHECK_MSG(memcmp(ref, got, sizeof ref) == 0,
+                              "dw case %d isa %d threads %d: outputs differ", i, levels[l], threads);
+                    compared++;
+                }
+                ctosa_error_free(eg);
+            }
+        }
+        ctosa_error_free(er);
+    }
+    kg_q8_limit(-1);
+    printf("int8 depthwise: %d runs compared, %d failed alike\n", compared, failed_alike);
+    CHECK(compared >= 60 * 2 * 3 / 4);
+    CHECK(failed_alike > 0);
+}
+
 int main(void) {
     fill();
     RUN(test_clamp_fusion_bits);
@@ -543,5 +688,6 @@ int main(void) {
     RUN(test_cached_matmul_int8);
     RUN(test_reference_option);
     RUN(test_rescale_fusion);
+    RUN(test_depthwise_int8);
     return th_finish();
 }

@@ -684,6 +684,8 @@ bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requa
                            .hi = (int32_t)j.hi,
                            .out = fr->out->data,
                            .ldo = nc};
+        rq->fast = !tie;
+        for (uint64_t i = 0; i < j.nc; i++) rq->fast &= j.dbl[i] == 0 && j.shift[i] >= 32;
     }
     if (tie) rs_free(&t);
     rs_free(&j);

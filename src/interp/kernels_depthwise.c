@@ -1,6 +1,7 @@
 /* kernels_depthwise.c - DEPTHWISE_CONV2D: a channel-vectorised direct
- * loop for fp32 and the integer types (int8 read directly when the sums
- * provably fit), on the geometry and helpers of kernels_conv.h. */
+ * loop for fp32 and the integer types (int8 on VPDPBUSD, or read directly
+ * into fp32 sums, when the sums provably fit), on the geometry and helpers
+ * of kernels_conv.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +445,7 @@ typedef struct dw8_ctx {
     int32_t *out;
     float izp;
     kg_requant *rq; /* a fused RESCALE: bytes into rq->out instead of out */
+    bool tail_only; /* only the channels past the last full 16 (dwq_rows did the rest) */
 } dw8_ctx;
 
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_rows(void *arg, size_t begin,
@@ -476,7 +478,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
             rp[ky] = y >= 0 && y < g->IH ? in + ((n * g->IH + y) * g->IW) * C : NULL;
             all_rows &= rp[ky] != NULL;
         }
-        int64_t cb = 0;
+        int64_t cb = d->tail_only ? C - C % 16 : 0;
         for (; cb + 16 <= C; cb += 16) {
             dw_vf wv[DW_MAX_TAPS], zsw;
             dw_vi bv;
@@ -532,12 +534,196 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void dw8_ro
     }
     if (rbad || rbad1) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
 }
+
+/* int8 depthwise, multiplier 1, on VPDPBUSD (unsigned byte times signed
+ * byte, four products summed into each int32 lane): the kernel row's taps
+ * are taken four at a time, so a 3x3 kernel costs three instructions per
+ * sixteen outputs. The input row is turned once into the instruction's
+ * layout: for output column ox and tap group gi, sixteen channels times the
+ * four input bytes at x = ox*sx - pl + (4gi + j)*dx, j < 4, each as x + 128
+ * (the sign bit flipped), with izp + 128 in the padding and a weight of 0
+ * past the kernel's width. The padding so contributes (izp + 128) * w like
+ * an input equal to the zero point, and the sum is corrected once per
+ * channel: acc = bias - (128 + izp) * sum(w - wzp) + sum((x + 128) * (w -
+ * wzp)), which is bias + sum((x - izp) * (w - wzp)) over the taps inside
+ * the input, exactly (no partial sum can leave int32 under the bias bound
+ * dw_run_int8 checks). Prepared rows are kept per worker in KH * dy slots
+ * (the rows one output row reads fall in distinct slots), so with stride 1
+ * each input row is prepared once per chunk of output rows. */
+typedef struct dwq_ctx {
+    const cgeom *g;
+    const int8_t *in;
+    const int8_t *wq;    /* [C16 / 16][KH][G] blocks of 16 lanes x 4 bytes */
+    const int32_t *ib;   /* bias - (128 + izp) * sum over taps of (w - wzp), [C16] */
+    const uint8_t *padq; /* a prepared row of padding: qbytes of izp + 128 */
+    int32_t *out;
+    int64_t C16, G, qbytes;
+    uint8_t pad16[16]; /* (izp + 128) ^ 0x80, which is izp as a byte */
+    kg_requant *rq;
+    dw8_ctx *tail; /* channels past C16, or NULL */
+    int failed;
+} dwq_ctx;
+
+/* Input row (n, y) in dwq layout into q. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dwq_prep(const dwq_ctx *d, int64_t n,
+                                                                          int64_t y, uint8_t *restrict q) {
+    const cgeom *g = d->g;
+    const int64_t C = g->IC, C16 = d->C16, OW = g->OW, G = d->G;
+    const int8_t *src = d->in + (n * g->IH + y) * g->IW * C;
+    const int8_t *padv = (const int8_t *)d->pad16; /* 16 bytes of pad ^ 0x80 */
+    const __m128i flip = _mm_set1_epi8((char)0x80);
+    for (int64_t ox = 0; ox < OW; ox++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            const int8_t *p[4];
+            int64_t pst[4];
+            for (int j = 0; j < 4; j++) {
+                int64_t x = ox * g->sx - g->pl + (4 * gi + j) * g->dx;
+                bool in = x >= 0 && x < g->IW;
+                p[j] = in ? src + x * C : padv;
+                pst[j] = in ? 16 : 0;
+            }
+            uint8_t *o = q + (ox * G + gi) * 64;
+            for (int64_t cb = 0; cb < C16; cb += 16, o += OW * G * 64) {
+                __m128i a = _mm_loadu_si128((const __m128i *)(p[0] + cb / 16 * pst[0]));
+                __m128i b = _mm_loadu_si128((const __m128i *)(p[1] + cb / 16 * pst[1]));
+                __m128i c = _mm_loadu_si128((const __m128i *)(p[2] + cb / 16 * pst[2]));
+                __m128i e = _mm_loadu_si128((const __m128i *)(p[3] + cb / 16 * pst[3]));
+                __m128i abl = _mm_unpacklo_epi8(a, b), abh = _mm_unpackhi_epi8(a, b);
+                __m128i cel = _mm_unpacklo_epi8(c, e), ceh = _mm_unpackhi_epi8(c, e);
+                __m128i *ov = (__m128i *)o;
+                _mm_storeu_si128(ov, _mm_xor_si128(_mm_unpacklo_epi16(abl, cel), flip));
+                _mm_storeu_si128(ov + 1, _mm_xor_si128(_mm_unpackhi_epi16(abl, cel), flip));
+                _mm_storeu_si128(ov + 2, _mm_xor_si128(_mm_unpacklo_epi16(abh, ceh), flip));
+                _mm_storeu_si128(ov + 3, _mm_xor_si128(_mm_unpackhi_epi16(abh, ceh), flip));
+            }
+        }
+}
+
+#define DWQ_UNROLL 4
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))) static void
+dwq_rows(void *arg, size_t begin, size_t end) {
+    dwq_ctx *d = arg;
+    const cgeom *g = d->g;
+    const int64_t KH = g->KH, G = d->G, OW = g->OW, S = KH * g->dy, qb = d->qbytes;
+    uint8_t *buf = malloc((size_t)(S * qb) + 64);
+    int64_t *tags = malloc((size_t)S * sizeof(int64_t));
+    if (!buf || !tags) {
+        free(buf);
+        free(tags);
+        __atomic_store_n(&d->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t s = 0; s < S; s++) tags[s] = -1;
+    kg_requant *rq = d->rq;
+    const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
+                  rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
+    __mmask16 rbad = 0;
+    for (size_t row = begin; row < end; row++) {
+        int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
+        const uint8_t *q[DW_MAX_TAPS];
+        for (int64_t ky = 0; ky < KH; ky++) {
+            int64_t y = oy * g->sy - g->pt + ky * g->dy;
+            if (y < 0 || y >= g->IH) {
+                q[ky] = d->padq;
+                continue;
+            }
+            int64_t s = y % S, tag = n * g->IH + y;
+            if (tags[s] != tag) {
+                dwq_prep(d, n, y, buf + s * qb);
+                tags[s] = tag;
+            }
+            q[ky] = buf + s * qb;
+        }
+        int32_t *orow = d->out + ((n * g->OH) + oy) * OW * g->IC;
+        uint8_t *orow8 = rq ? rq->out + ((n * g->OH) + oy) * OW * g->IC : NULL;
+        for (int64_t cb = 0; cb < d->C16; cb += 16) {
+            __m512i wv[DW_MAX_TAPS * 2];
+            const int64_t KG = KH * G;
+            for (int64_t t = 0; t < KG; t++) wv[t] = _mm512_loadu_si512(d->wq + (cb / 16 * KG + t) * 64);
+            const __m512i ibv = _mm512_loadu_si512(d->ib + cb);
+            kg_rqf rf;
+            memset(&rf, 0, sizeof rf);
+            if (rq && rq->fast) kg_rqf_load(&rf, rq->blk + cb / 16);
+            const int64_t blk = cb / 16 * OW * G * 64;
+            for (int64_t ox = 0; ox < OW; ox += DWQ_UNROLL) {
+                const int nu = OW - ox < DWQ_UNROLL ? (int)(OW - ox) : DWQ_UNROLL;
+                __m512i acc[DWQ_UNROLL];
+                _Pragma("GCC unroll 4") for (int i = 0; i < DWQ_UNROLL; i++) acc[i] = ibv;
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    const uint8_t *p = q[ky] + blk + ox * G * 64;
+                    for (int64_t gi = 0; gi < G; gi++) {
+                        const __m512i w = wv[ky * G + gi];
+                        if (nu == DWQ_UNROLL) {
+                            _Pragma("GCC unroll 4") for (int i = 0; i < DWQ_UNROLL; i++) acc[i] =
+                                _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(p + (i * G + gi) * 64), w);
+                        } else {
+                            for (int i = 0; i < nu; i++)
+                                acc[i] =
+                                    _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(p + (i * G + gi) * 64), w);
+                        }
+                    }
+                }
+                for (int i = 0; i < nu; i++) {
+                    if (rq)
+                        _mm_storeu_si128((__m128i *)(orow8 + (ox + i) * g->IC + cb),
+                                         _mm512_cvtepi32_epi8(
+                                             rq->fast ? kg_rqf16(acc[i], &rf, rzp, rlo, rhi)
+                                                      : kg_rqs16(acc[i], rq, cb / 16, rzp, rlo, rhi, &rbad)));
+                    else _mm512_storeu_si512(orow + (ox + i) * g->IC + cb, acc[i]);
+                }
+            }
+        }
+    }
+    if (rbad) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
+    free(buf);
+    free(tags);
+    if (d->tail) dw8_rows(d->tail, begin, end);
+}
+/* The dwq weights of a constant weight tensor, prepared once and kept in
+ * the op cache: [64-byte header: fits][sum over taps of (w - wzp), C16
+ * int32, padded to 64 bytes][wq]. NULL when out of memory; *fits false
+ * when some weight minus its zero point is not a signed byte. */
+enum { DW_CACHE_Q8 = 16 }; /* op cache tag (kernels_conv.c uses 1..4) */
+static const char *dwq_weights(const interp_op *o, const cgeom *g, const cargs *c, int64_t C16, int64_t G,
+                               bool *fits) {
+    const int64_t C = g->IC, KH = g->KH, KW = g->KW;
+    size_t ssz = ((size_t)C16 * sizeof(int32_t) + 63) & ~(size_t)63, wsz = (size_t)(C16 * KH * G * 4);
+    int64_t key[KG_CACHE_KEY] = {DW_CACHE_Q8, C, KH, KW, c->wzp, 0};
+    const char *blk = c->w->is_const ? kg_cache_find(o, key) : NULL;
+    if (!blk) {
+        char *p = c->w->is_const ? kg_cache_new(o, key, 64 + ssz + wsz) : NULL;
+        if (!p) p = kg_scratch(3, 64 + ssz + wsz);
+        if (!p) return NULL;
+        int64_t ok = 1;
+        int32_t *sw = (int32_t *)(p + 64);
+        int8_t *wq = (int8_t *)(p + 64 + ssz);
+        memset(wq, 0, wsz);
+        const int8_t *w8 = c->w->data;
+        for (int64_t ch = 0; ch < C16; ch++) {
+            int32_t s = 0;
+            for (int64_t ky = 0; ky < KH; ky++)
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    int32_t v = (int32_t)(w8[(ky * KW + kx) * C + ch] - c->wzp);
+                    ok &= v >= -128 && v <= 127;
+                    s += v;
+                    wq[((ch / 16 * KH + ky) * G + kx / 4) * 64 + (ch % 16) * 4 + kx % 4] = (int8_t)v;
+                }
+            sw[ch] = s;
+        }
+        memcpy(p, &ok, sizeof ok);
+        blk = p;
+    }
+    int64_t ok;
+    memcpy(&ok, blk, sizeof ok);
+    *fits = ok != 0;
+    return blk;
+}
 #endif
 
-/* Runs the int8 path above when it applies (int8 in, int32 out, multiplier
- * 1, at most DW_MAX_TAPS taps, and a bias that cannot overflow int32 with a
- * sum below 2^24, so neither REQUIRE of the epilogue can fail); *done false
- * otherwise. */
+/* Runs the int8 paths above when they apply (int8 in, int32 out,
+ * multiplier 1, at most DW_MAX_TAPS taps, and a bias that cannot overflow
+ * int32 with a sum below 2^24, so neither REQUIRE of the epilogue can
+ * fail); *done false otherwise. */
 static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs *c, bool par, bool *done) {
     *done = false;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -550,16 +736,36 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
     bool b1 = c->bias->count == 1;
     for (int64_t j = 0; j < (b1 ? 1 : C); j++)
         if (llabs((long long)b[j]) > INT32_MAX - (INT64_C(1) << 24)) return NULL;
+    /* the VPDPBUSD path when every weight minus its zero point is a signed
+     * byte and the padding value izp + 128 an unsigned one */
+    dwq_ctx q = {.g = g, .in = c->in->data, .out = c->out->data, .C16 = C - C % 16, .G = (g->KW + 3) / 4};
+    const char *qw = NULL;
+    if (kg_q8_isa() == KG_Q8_AVX512VNNI && q.C16 > 0 && c->izp >= -128 && c->izp <= 127) {
+        bool fits;
+        if (!(qw = dwq_weights(o, g, c, q.C16, q.G, &fits))) return interp_conv_nomem(o);
+        if (!fits) qw = NULL;
+    }
+    bool use_q = qw != NULL;
+    /* the fp32 path's operands: every channel, or the tail past C16 */
+    int64_t c0 = use_q ? q.C16 : 0;
     float *wf = malloc((size_t)(T * C + C) * sizeof(float));
     int32_t *bias = malloc((size_t)C * sizeof(int32_t));
-    if (!wf || !bias) {
+    uint8_t *padq = NULL;
+    if (use_q) {
+        q.qbytes = q.C16 * g->OW * q.G * 4;
+        memset(q.pad16, (int)(uint8_t)(int8_t)c->izp, sizeof q.pad16);
+        padq = malloc((size_t)q.qbytes);
+    }
+    if (!wf || !bias || (use_q && !padq)) {
         free(wf);
         free(bias);
+        free(padq);
         return interp_conv_nomem(o);
     }
     float *zsw = wf + T * C;
     const int8_t *w8 = c->w->data;
-    for (int64_t ch = 0; ch < C; ch++) {
+    for (int64_t ch = 0; ch < C; ch++) bias[ch] = b[b1 ? 0 : ch];
+    for (int64_t ch = c0; ch < C; ch++) {
         int64_t sw = 0;
         for (int64_t t = 0; t < T; t++) {
             int64_t v = (int64_t)w8[t * C + ch] - c->wzp;
@@ -567,7 +773,6 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
             sw += v;
         }
         zsw[ch] = (float)(c->izp * sw);
-        bias[ch] = b[b1 ? 0 : ch];
     }
     dw8_ctx d = {.g = g,
                  .in = c->in->data,
@@ -575,26 +780,50 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
                  .zsw = zsw,
                  .bias = bias,
                  .out = c->out->data,
-                 .izp = (float)c->izp};
+                 .izp = (float)c->izp,
+                 .tail_only = use_q};
+    int32_t *ib = NULL;
+    if (use_q) {
+        /* ib = bias - (128 + izp) * sum(w - wzp), into the bias buffer */
+        size_t ssz = ((size_t)q.C16 * sizeof(int32_t) + 63) & ~(size_t)63;
+        const int32_t *sw = (const int32_t *)(qw + 64);
+        if (!(ib = malloc((size_t)q.C16 * sizeof(int32_t)))) {
+            free(wf), free(bias), free(padq);
+            return interp_conv_nomem(o);
+        }
+        for (int64_t ch = 0; ch < q.C16; ch++)
+            ib[ch] = (int32_t)(bias[ch] - (128 + c->izp) * (int64_t)sw[ch]);
+        memset(padq, (int)(uint8_t)(c->izp + 128), (size_t)q.qbytes);
+        q.wq = (const int8_t *)(qw + 64 + ssz);
+        q.ib = ib;
+        q.padq = padq;
+        q.tail = C % 16 ? &d : NULL;
+    }
     size_t nrows = (size_t)(g->N * g->OH);
+    void (*fn)(void *, size_t, size_t) = use_q ? dwq_rows : dw8_rows;
+    void *arg = use_q ? (void *)&q : (void *)&d;
     /* a fused RESCALE (interp_op.rescale) is applied as the rows are
      * stored; if a value breaks its REQUIRE the int32 output is computed
      * after all and the RESCALE runs and reports it */
     kg_requant rq;
     if (o->rescale && interp_rescale_requant(o->rescale, C, &rq)) {
-        d.rq = &rq;
-        if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
-        else dw8_rows(&d, 0, nrows);
+        d.rq = q.rq = &rq;
+        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+        else fn(arg, 0, nrows);
         free((void *)rq.blk);
-        d.rq = NULL;
-        o->rescale->done = !rq.bad;
+        d.rq = q.rq = NULL;
+        o->rescale->done = !rq.bad && !q.failed;
     }
     if (!o->rescale || !o->rescale->done) {
-        if (par) interp_parallel_for(o->ctx, nrows, dw8_rows, &d);
-        else dw8_rows(&d, 0, nrows);
+        q.failed = 0;
+        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+        else fn(arg, 0, nrows);
     }
     free(wf);
     free(bias);
+    free(ib);
+    free(padq);
+    if (q.failed) return interp_conv_nomem(o);
     *done = true;
 #else
     (void)o, (void)g, (void)c, (void)par;

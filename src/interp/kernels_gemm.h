@@ -52,7 +52,8 @@ typedef struct kg_requant {
     int32_t ozp, lo, hi;  /* output zero point and clamp range */
     uint8_t *out;         /* 8-bit output, ldo bytes between rows */
     int64_t ldo;
-    int bad; /* set (atomically) when a value broke the REQUIRE: the output is then incomplete */
+    int bad;   /* set (atomically) when a value broke the REQUIRE: the output is then incomplete */
+    bool fast; /* no tie step, SINGLE_ROUND and every shift >= 32: kg_rqf16 applies */
 } kg_requant;
 
 /* Fills rq for the fused RESCALE fr applied to an int32 output of nc
@@ -190,6 +191,32 @@ kg_rq16(__m512i v, const kg_rq_blk *p, __m512i ozp, __m512i lo, __m512i hi, __mm
     __m512i qe = _mm512_srav_epi64(_mm512_add_epi64(pe, re), _mm512_loadu_si512(p->sh_e));
     __m512i qo = _mm512_srav_epi64(_mm512_add_epi64(po, ro), _mm512_loadu_si512(p->sh_o));
     __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
+}
+
+/* kg_rq16 for the common case kg_requant.fast, with one block's
+ * constants held in registers (kg_rqf_load once per panel): with shifts of
+ * 32 or more apply_scale_32's REQUIRE holds for every int32 value, there
+ * is no DOUBLE_ROUND term, and the odd lanes' quotient is the high half of
+ * the product shifted by s - 32, so no shift back is needed. */
+typedef struct kg_rqf {
+    __m512i m, mo, be, bo, se, so;
+} kg_rqf;
+static inline __attribute__((always_inline, target("avx512f"))) void kg_rqf_load(kg_rqf *f,
+                                                                                 const kg_rq_blk *p) {
+    f->m = _mm512_loadu_si512(p->mult);
+    f->mo = _mm512_srli_epi64(f->m, 32);
+    f->be = _mm512_loadu_si512(p->base_e);
+    f->bo = _mm512_loadu_si512(p->base_o);
+    f->se = _mm512_loadu_si512(p->sh_e);
+    f->so = _mm512_sub_epi64(_mm512_loadu_si512(p->sh_o), _mm512_set1_epi64(32));
+}
+static inline __attribute__((always_inline, target("avx512f"))) __m512i
+kg_rqf16(__m512i v, const kg_rqf *f, __m512i ozp, __m512i lo, __m512i hi) {
+    __m512i qe = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, f->m), f->be), f->se);
+    __m512i qo =
+        _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), f->mo), f->bo), f->so);
+    __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, qo);
     return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
 }
 

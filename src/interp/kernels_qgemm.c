@@ -141,6 +141,9 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
     kg_requant *rq = job->rq;
     const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
                   rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
+    kg_rqf rf;
+    memset(&rf, 0, sizeof rf);
+    if (rq && rq->fast) kg_rqf_load(&rf, rq->blk + panel);
     for (int64_t r = 0; r < nrows; r += KQ_MR512) {
         const int mr = nrows - r < KQ_MR512 ? (int)(nrows - r) : KQ_MR512;
         __m512i acc[KQ_MR512];
@@ -162,9 +165,14 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
         if (rq) {
             __mmask16 bad = 0, cols = (__mmask16)((1u << ncols) - 1);
             uint8_t *o8 = rq->out + (row0 + r) * rq->ldo + n0;
-            for (int m = 0; m < mr; m++)
-                _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
-                                                 kg_rqs16(acc[m], rq, panel, rzp, rlo, rhi, &bad));
+            if (rq->fast)
+                for (int m = 0; m < mr; m++)
+                    _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
+                                                     kg_rqf16(acc[m], &rf, rzp, rlo, rhi));
+            else
+                for (int m = 0; m < mr; m++)
+                    _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
+                                                     kg_rqs16(acc[m], rq, panel, rzp, rlo, rhi, &bad));
             if (bad & cols) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
             continue;
         }
