@@ -195,6 +195,7 @@ static const struct {
     DM("Slice"),
     DM("Split"),
     DM("Tile"),
+    DM("TopK"),
     DM("Trilu"),
     ST("Constant"),
     ST("ConstantOfShape"),

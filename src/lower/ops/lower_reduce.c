@@ -1,6 +1,6 @@
 /*
  * lower_reduce.c - ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/
- * SumSquare and ArgMax/ArgMin.
+ * SumSquare, ArgMax/ArgMin and TopK.
  *
  * TOSA reduces one axis per operator and keeps it as size 1, so a
  * multi-axis reduction is a chain of REDUCE_* followed by a RESHAPE when
@@ -18,9 +18,12 @@
  * exactly reversed and never overflows). ONNX wants int64: under specs with
  * int64 the i32 result is CAST; otherwise the i32 tensor is bound and the
  * framework's int64 rules apply to it.
+ *
+ * TopK: k rounds of REDUCE_MAX (or MIN) and a lowest-index pick (below).
  */
 #include "lower/lower_build.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef enum red_kind {
@@ -323,6 +326,116 @@ static lower_status lower_arg(lower_ctx *c, bool is_min) {
 static lower_status lower_argmax(lower_ctx *c) { return lower_arg(c, false); }
 static lower_status lower_argmin(lower_ctx *c) { return lower_arg(c, true); }
 
+/* ----------------------------------------------------------------- TopK */
+
+/* TOSA has no sort: TopK takes k rounds, each picking the extreme value
+ * among the elements not yet taken and, among equal ones, the lowest index
+ * (ONNX's order for ties):
+ *     m     = REDUCE_MAX(SELECT(taken, fill, x))        (MIN when smallest)
+ *     pick  = REDUCE_MIN(SELECT(x == m AND NOT taken, iota, L))
+ *     taken = taken OR (iota == pick)
+ * The taken test keeps values equal to the fill (-inf for largest) right.
+ * Values are the m of each round, indices the picks, CONCATenated along the
+ * axis. k is limited to TOPK_MAX_K rounds; NaN inputs are not ordered. */
+#define TOPK_MAX_K 64
+
+static lower_status lower_topk(lower_ctx *c) {
+    lower_status st = LOWER_REJECT;
+    const ctosa_onnx_node *nd = lw_node(c);
+    const lower_value *v = lw_data_input(c, 0, &st);
+    if (!v) return st;
+    const uint32_t r = v->rank;
+    if (r == 0) return lw_reject(c, LOWER_UNSUPPORTED_ATTR, v->name, "TopK: scalar input");
+    if (v->t == CTOSA_DTYPE_BOOL) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, v->name, "TopK: bool input");
+    int32_t axis;
+    if (!lw_axis(c, lw_attr_int(c, "axis", -1), r, "axis", &axis)) return LOWER_REJECT;
+    int64_t k;
+    if (lw_opset(c) < 10) {
+        k = lw_attr_int(c, "k", -1);
+    } else {
+        const int64_t *kv;
+        if (lw_const_i64(c, 1, &kv) != 1)
+            return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->n_inputs > 1 ? nd->inputs[1] : NULL,
+                             "TopK: k must be a one-element compile-time constant");
+        k = kv[0];
+    }
+    const int64_t L = v->shape[axis];
+    if (k < 1 || k > L)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TopK: k %lld for an axis of %lld", (long long)k,
+                         (long long)L);
+    if (k > TOPK_MAX_K)
+        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL,
+                         "TopK: k %lld needs one round of TOSA operators per element (at most %d)",
+                         (long long)k, TOPK_MAX_K);
+    const bool largest = lw_attr_int(c, "largest", 1) != 0;
+    lw_v x;
+    LW_V_IN(c, 0, &x);
+    const ctosa_dtype vt = x.t;
+    const bool fl = ctosa_dtype_is_float(vt);
+    x = lw_v_widen(c, x); /* EQUAL and SELECT on int8/int16 go through int32 */
+    /* indices are counted in fp32 for float data (exact below 2^24; no
+     * integer rows needed under PRO-FP), in int32 otherwise */
+    const ctosa_dtype J = fl ? CTOSA_DTYPE_FP32 : CTOSA_DTYPE_INT32;
+    if (fl && L > (1 << 24)) return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "TopK: axis of %lld", (long long)L);
+    lw_v iota = lw_v_none();
+    iota.t = J;
+    iota.r = r;
+    for (uint32_t i = 0; i < r; i++) iota.s[i] = (int32_t)i == axis ? L : 1;
+    double *seq = arena_alloc(lw_arena(c), (size_t)L * sizeof *seq);
+    if (!seq) return lw_failed(c);
+    for (int64_t i = 0; i < L; i++) seq[i] = (double)i;
+    iota.n = lw_const_from_f64(c, J, r, iota.s, seq);
+    iota.cin = 0;
+    double lo, hi;
+    if (fl) lo = -INFINITY, hi = INFINITY;
+    else lo = -2147483648.0, hi = 2147483647.0;
+    lw_v fill = lw_v_k(c, x, largest ? lo : hi), beyond = lw_v_kt(c, J, r, (double)L);
+    int64_t ks[LOWER_MAX_RANK];
+    for (uint32_t i = 0; i < r; i++) ks[i] = (int32_t)i == axis ? 1 : v->shape[i];
+    const char **vals = arena_alloc(lw_arena(c), (size_t)k * sizeof *vals);
+    const char **idxs = arena_alloc(lw_arena(c), (size_t)k * sizeof *idxs);
+    if (!vals || !idxs) return lw_failed(c);
+    ctosa_attr ra = {0};
+    ra.axis = axis;
+    ra.nan_mode = CTOSA_NAN_IGNORE;
+    lw_v taken = lw_v_none();
+    for (int64_t j = 0; j < k; j++) {
+        lw_v cand = j ? lw_v_select(c, taken, fill, x) : x;
+        lw_v m = cand;
+        m.cin = 0;
+        memcpy(m.s, ks, sizeof ks);
+        m.n = cand.n
+                  ? lw_unary(c, largest ? CTOSA_OP_REDUCE_MAX : CTOSA_OP_REDUCE_MIN, cand.n, x.t, r, ks, &ra)
+                  : NULL;
+        lw_v elig = lw_v_bin(c, CTOSA_OP_EQUAL, cand, m);
+        if (j) elig = lw_v_bin(c, CTOSA_OP_LOGICAL_AND, elig, lw_v_un(c, CTOSA_OP_LOGICAL_NOT, taken));
+        lw_v at = lw_v_select(c, elig, iota, beyond), pick = at;
+        pick.cin = 0;
+        memcpy(pick.s, ks, sizeof ks);
+        pick.n = at.n ? lw_unary(c, CTOSA_OP_REDUCE_MIN, at.n, J, r, ks, &ra) : NULL;
+        if (j + 1 < k) {
+            lw_v hit = lw_v_bin(c, CTOSA_OP_EQUAL, iota, pick);
+            taken = j ? lw_v_bin(c, CTOSA_OP_LOGICAL_OR, taken, hit) : hit;
+        }
+        if (!m.n || !pick.n) return lw_failed(c);
+        vals[j] = lw_v_narrow(c, m, vt).n;
+        idxs[j] = pick.n;
+        if (!vals[j]) return lw_failed(c);
+    }
+    const char *yv = k > 1 ? lw_concat(c, (uint32_t)k, vals, vt, r, axis) : vals[0];
+    const char *yi = k > 1 ? lw_concat(c, (uint32_t)k, idxs, J, r, axis) : idxs[0];
+    int64_t os[LOWER_MAX_RANK];
+    memcpy(os, ks, sizeof os);
+    os[axis] = k;
+    if (yi && fl) yi = lw_cast(c, yi, J, CTOSA_DTYPE_INT32, r, os);
+    if (yi && lw_tosa_dtype(c, CTOSA_ONNX_INT64) == CTOSA_DTYPE_INT64)
+        yi = lw_cast(c, yi, CTOSA_DTYPE_INT32, CTOSA_DTYPE_INT64, r, os);
+    if (!yv || !yi) return lw_failed(c);
+    lw_set_output(c, 0, yv);
+    lw_set_output(c, 1, yi);
+    return LOWER_OK;
+}
+
 const lower_entry lower_table_reduce[] = {
     {"ReduceSum", 1, 0, lower_reduce_sum},
     {"ReduceMean", 1, 0, lower_reduce_mean},
@@ -335,6 +448,7 @@ const lower_entry lower_table_reduce[] = {
     {"ReduceLogSumExp", 1, 0, lower_reduce_lse},
     {"ReduceSumSquare", 1, 0, lower_reduce_sumsq},
     {"ArgMax", 1, 0, lower_argmax},
+    {"TopK", 1, 0, lower_topk},
     {"ArgMin", 1, 0, lower_argmin},
     {0},
 };

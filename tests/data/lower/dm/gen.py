@@ -466,10 +466,14 @@ def gathernd_onehot():
          [("d", d)], [("y", gather_nd(d, ip, 1))], inits=[("i", ic)])
     ir = np.array([[1, 2, 3, 4], [0, -1, -2, 0], [1, 0, 3, -5]], np.int32)  # full tuples: C = 1
     irp = np.where(ir < 0, ir + np.array([2, 3, 4, 5]), ir)
-    case("gathernd_runtime_full", "int", 13, [N("GatherND", ["d", "i"], ["y"])],
+    # GatherND takes int64 indices: int32 graph inputs Cast up, which the
+    # int64 rules carry as i32
+    case("gathernd_runtime_full", "int", 13,
+         [N("Cast", ["i"], ["i64"], to=TensorProto.INT64), N("GatherND", ["d", "i64"], ["y"])],
          [("d", d), ("i", ir)], [("y", gather_nd(d, irp, 0))])
     ib = np.array([[[2], [0]], [[-1], [1]]], np.int32)  # [2, 2, 1], batch 1, runtime
-    case("gathernd_runtime_batch", "int", 13, [N("GatherND", ["d", "i"], ["y"], batch_dims=1)],
+    case("gathernd_runtime_batch", "int", 13,
+         [N("Cast", ["i"], ["i64"], to=TensorProto.INT64), N("GatherND", ["d", "i64"], ["y"], batch_dims=1)],
          [("d", d), ("i", ib)], [("y", gather_nd(d, np.where(ib < 0, ib + 3, ib), 1))])
 
     def one_hot(ind, depth, values, axis, wrap):
@@ -492,6 +496,38 @@ def gathernd_onehot():
     case("onehot_float_indices", "int", 11, [N("OneHot", ["i", "dp", "v"], ["y"], axis=0)],
          [("i", of)], [("y", one_hot(of, 3, vi, 0, True))],
          inits=[("dp", np.array([3.0], np.float32)), ("v", vi)])
+
+    def top_k(a, k, axis, largest):
+        # stable sort: equal values keep their order (the lowest index first)
+        order = np.argsort(-a if largest else a, axis=axis, kind="stable")
+        idx = np.take(order, np.arange(k), axis=axis)
+        return np.take_along_axis(a, idx, axis=axis), idx
+
+    # ties, and values equal to the fill (-inf / +inf) among the picks
+    tx = np.array([[3.0, -np.inf, 3.0, 1.0, -np.inf, 7.0],
+                   [-np.inf, -np.inf, -np.inf, 2.0, np.inf, 2.0]], np.float32)
+    for largest, k in ((1, 5), (0, 4)):
+        tv, ti = top_k(tx, k, 1, largest)
+        case("topk_ties_%s" % ("largest" if largest else "smallest"), "fp", 11,
+             [N("TopK", ["x", "k"], ["v", "i64"], axis=-1, largest=largest),
+              N("Cast", ["i64"], ["i"], to=TensorProto.INT32)],
+             [("x", tx)], [("v", tv), ("i", ti.astype(np.int32))],
+             inits=[("k", np.array([k], np.int64))])
+    t8 = rng.integers(-128, 128, (3, 7, 2)).astype(np.int8)
+    tv, ti = top_k(t8, 3, 1, 1)
+    case("topk_int8_axis1", "int", 11,
+         [N("TopK", ["x", "k"], ["v", "i64"], axis=1), N("Cast", ["i64"], ["i"], to=TensorProto.INT32)],
+         [("x", t8)], [("v", tv), ("i", ti.astype(np.int32))], inits=[("k", np.array([3], np.int64))])
+    tx10 = rng.standard_normal((2, 9)).astype(np.float32)
+    tv, ti = top_k(tx10, 2, 1, 1)
+    case("topk_opset9_attr", "fp", 9,
+         [N("TopK", ["x"], ["v", "i64"], k=2), N("Cast", ["i64"], ["i"], to=TensorProto.INT32)],
+         [("x", tx10)], [("v", tv), ("i", ti.astype(np.int32))])
+
+    xk = rng.standard_normal((2, 80)).astype(np.float32)
+    case("rej_topk_too_many", "reject:level_limit:", 11,
+         [N("TopK", ["x", "k"], ["v", "i"])], [("x", xk)], [("v", xk[:, :65])],
+         inits=[("k", np.array([65], np.int64))])
 
     x = np.array([[1.0, np.inf, -np.inf], [np.nan, 0.0, -3.0]], np.float32)
     case("isnan", "fp", 13, [N("IsNaN", ["x"], ["y"])], [("x", x)], [("y", np.isnan(x))])
