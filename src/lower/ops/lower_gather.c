@@ -98,6 +98,83 @@ static const char *index_for(lower_ctx *c, const char *idx, ctosa_dtype values_t
     return idx;
 }
 
+/* Linear positions of `rows` index tuples of length kd (input 1, read
+ * row-major as [rows, kd]) into data dims first .. first+kd-1, negative
+ * entries wrapped: an i32 tensor of shape out_shape (rank 2, rows
+ * elements). Constant indices also give the positions in *cpos (NULL for
+ * runtime ones: MUL by the strides, REDUCE_SUM over the tuple). */
+static const char *tuple_positions(lower_ctx *c, const lower_value *v, int64_t first, int64_t kd,
+                                   int64_t rows, const int64_t *out_shape, const int32_t **cpos,
+                                   lower_status *st) {
+    *cpos = NULL;
+    int64_t stride[LOWER_MAX_RANK];
+    stride[kd - 1] = 1;
+    for (int64_t j = kd - 1; j > 0; j--) stride[j - 1] = stride[j] * v->shape[first + j];
+    const int64_t *ci;
+    if (const_indices(c, 1, &ci) >= 0) {
+        int32_t *pos = arena_alloc(lw_arena(c), (size_t)rows * sizeof *pos);
+        if (!pos) {
+            *st = lw_failed(c);
+            return NULL;
+        }
+        for (int64_t w = 0; w < rows; w++) {
+            int64_t p = 0;
+            for (int64_t j = 0; j < kd; j++) {
+                int64_t d = v->shape[first + j], x = ci[w * kd + j];
+                int64_t y = x < 0 ? x + d : x;
+                if (y < 0 || y >= d) {
+                    *st = index_range(c, x, d);
+                    return NULL;
+                }
+                p += y * stride[j];
+            }
+            pos[w] = (int32_t)p;
+        }
+        *cpos = pos;
+        const char *r = lw_const_i32(c, 2, out_shape, pos);
+        if (!r) *st = lw_failed(c);
+        return r;
+    }
+    const lower_value *rv;
+    const char *idx = runtime_indices(c, 1, &rv, st);
+    if (!idx) return NULL;
+    const ctosa_dtype I = CTOSA_DTYPE_INT32;
+    int64_t wk[2] = {rows, kd}, w1[2] = {rows, 1}, one_k[2] = {1, kd};
+    int32_t dims[LOWER_MAX_RANK], strd[LOWER_MAX_RANK];
+    for (int64_t j = 0; j < kd; j++) {
+        dims[j] = (int32_t)v->shape[first + j];
+        strd[j] = (int32_t)stride[j];
+    }
+    idx = lw_reshape(c, idx, I, 2, wk);
+    if (idx) idx = wrap_runtime(c, idx, 2, wk, lw_const_i32(c, 2, one_k, dims));
+    if (idx) idx = lw_mul(c, idx, lw_const_i32(c, 2, one_k, strd), I, 2, wk);
+    if (idx && kd > 1) {
+        ctosa_attr a = {0};
+        a.axis = 1;
+        idx = lw_unary(c, CTOSA_OP_REDUCE_SUM, idx, I, 2, w1, &a);
+    }
+    if (idx) idx = lw_reshape(c, idx, I, 2, out_shape);
+    if (!idx) *st = lw_failed(c);
+    return idx;
+}
+
+/* GATHER of data (input 0) as [N, K, C] with indices [N, W], reshaped to
+ * the node's output 0. */
+static lower_status emit_gather(lower_ctx *c, const lower_value *v, const char *idx, int64_t N, int64_t K,
+                                int64_t W, int64_t C, uint32_t out_rank, const int64_t *out_shape) {
+    int64_t vals_shape[3] = {N, K, C}, g_shape[3] = {N, W, C};
+    const char *vals = lw_input(c, 0);
+    if (vals) vals = lw_reshape(c, vals, v->t, 3, vals_shape);
+    if (!vals || !idx) return lw_failed(c);
+    const char *in[2] = {vals, idx};
+    const char *g = lw_tensor(c, v->t, 3, g_shape);
+    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
+    const char *o = lw_reshape(c, g, v->t, out_rank, out_shape);
+    if (!o) return lw_failed(c);
+    lw_set_output(c, 0, o);
+    return LOWER_OK;
+}
+
 /* --------------------------------------------------------------- Gather */
 
 static lower_status lower_gather(lower_ctx *c) {
@@ -184,20 +261,8 @@ static lower_status lower_gather(lower_ctx *c) {
             idx = lw_tile(c, idx, I, 2, one_w, mult);
         }
     }
-    if (!idx) return lw_failed(c);
-    if (!wide) idx = index_for(c, idx, v->t, 2, nw);
-    if (!idx) return lw_failed(c);
-    int64_t vals_shape[3] = {N, K, C}, g_shape[3] = {N, W, C};
-    const char *vals = lw_input(c, 0);
-    if (vals) vals = lw_reshape(c, vals, v->t, 3, vals_shape);
-    if (!vals) return lw_failed(c);
-    const char *in[2] = {vals, idx};
-    const char *g = lw_tensor(c, v->t, 3, g_shape);
-    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
-    const char *o = lw_reshape(c, g, v->t, out_rank, out_shape);
-    if (!o) return lw_failed(c);
-    lw_set_output(c, 0, o);
-    return LOWER_OK;
+    if (idx && !wide) idx = index_for(c, idx, v->t, 2, nw);
+    return emit_gather(c, v, idx, N, K, W, C, out_rank, out_shape);
 }
 
 /* ------------------------------------------- element-wise index forms */
@@ -572,53 +637,14 @@ static lower_status lower_scatter_nd(lower_ctx *c) {
         lw_set_output(c, 0, o);
         return LOWER_OK;
     }
-    int64_t stride[LOWER_MAX_RANK];
-    stride[kd - 1] = 1;
-    for (int64_t i = kd - 1; i > 0; i--) stride[i - 1] = stride[i] * v->shape[i];
-    const ctosa_dtype I = CTOSA_DTYPE_INT32;
     int64_t one_w[2] = {1, W};
-    const char *idx;
-    const int64_t *ci;
-    if (const_indices(c, 1, &ci) >= 0) {
-        int32_t *pos = arena_alloc(lw_arena(c), (size_t)W * sizeof *pos);
-        if (!pos) return lw_failed(c);
-        for (int64_t w = 0; w < W; w++) {
-            int64_t p = 0;
-            for (int64_t j = 0; j < kd; j++) {
-                int64_t d = v->shape[j], x = ci[w * kd + j];
-                int64_t y = x < 0 ? x + d : x;
-                if (y < 0 || y >= d) return index_range(c, x, d);
-                p += y * stride[j];
-            }
-            pos[w] = (int32_t)p;
-        }
-        bool oom = false;
-        if (red != RD_NONE || has_duplicates(c, pos, W, &oom))
-            return emit_scatter_reduce(c, v, pos, K, W, C, red);
-        if (oom) return lw_failed(c);
-        idx = lw_const_i32(c, 2, one_w, pos);
-    } else {
-        const lower_value *rv;
-        idx = runtime_indices(c, 1, &rv, &st);
-        if (!idx) return st;
-        int64_t wk[2] = {W, kd}, w1[2] = {W, 1};
-        int32_t dims[LOWER_MAX_RANK], strd[LOWER_MAX_RANK];
-        for (int64_t j = 0; j < kd; j++) {
-            dims[j] = (int32_t)v->shape[j];
-            strd[j] = (int32_t)stride[j];
-        }
-        int64_t one_k[2] = {1, kd};
-        idx = lw_reshape(c, idx, I, 2, wk);
-        if (idx) idx = wrap_runtime(c, idx, 2, wk, lw_const_i32(c, 2, one_k, dims));
-        if (idx) idx = lw_mul(c, idx, lw_const_i32(c, 2, one_k, strd), I, 2, wk);
-        if (idx && kd > 1) {
-            ctosa_attr a = {0};
-            a.axis = 1;
-            idx = lw_unary(c, CTOSA_OP_REDUCE_SUM, idx, I, 2, w1, &a);
-        }
-        if (idx) idx = lw_reshape(c, idx, I, 2, one_w);
-    }
-    if (!idx) return lw_failed(c);
+    const int32_t *pos;
+    const char *idx = tuple_positions(c, v, 0, kd, W, one_w, &pos, &st);
+    if (!idx) return st;
+    bool oom = false;
+    if (pos && (red != RD_NONE || has_duplicates(c, pos, W, &oom)))
+        return emit_scatter_reduce(c, v, pos, K, W, C, red);
+    if (oom) return lw_failed(c);
     return emit_scatter(c, v, idx, K, W, C);
 }
 
@@ -669,60 +695,12 @@ static lower_status lower_gather_nd(lower_ctx *c) {
     }
     if (!fits_i32(N * K * C) || !fits_i32(N * W * kd))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "GatherND: tensor too large for i32 indices");
-    int64_t stride[LOWER_MAX_RANK];
-    stride[kd - 1] = 1;
-    for (int64_t j = kd - 1; j > 0; j--) stride[j - 1] = stride[j] * v->shape[b + j];
-    const ctosa_dtype I = CTOSA_DTYPE_INT32;
     int64_t nw[2] = {N, W};
-    const char *idx;
-    const int64_t *ci;
-    if (const_indices(c, 1, &ci) >= 0) {
-        int32_t *pos = arena_alloc(lw_arena(c), (size_t)(N * W) * sizeof *pos);
-        if (!pos) return lw_failed(c);
-        for (int64_t w = 0; w < N * W; w++) {
-            int64_t p = 0;
-            for (int64_t j = 0; j < kd; j++) {
-                int64_t d = v->shape[b + j], x = ci[w * kd + j];
-                int64_t y = x < 0 ? x + d : x;
-                if (y < 0 || y >= d) return index_range(c, x, d);
-                p += y * stride[j];
-            }
-            pos[w] = (int32_t)p;
-        }
-        idx = lw_const_i32(c, 2, nw, pos);
-    } else {
-        const lower_value *rv;
-        idx = runtime_indices(c, 1, &rv, &st);
-        if (!idx) return st;
-        int64_t wk[2] = {N * W, kd}, w1[2] = {N * W, 1}, one_k[2] = {1, kd};
-        int32_t dims[LOWER_MAX_RANK], strd[LOWER_MAX_RANK];
-        for (int64_t j = 0; j < kd; j++) {
-            dims[j] = (int32_t)v->shape[b + j];
-            strd[j] = (int32_t)stride[j];
-        }
-        idx = lw_reshape(c, idx, I, 2, wk);
-        if (idx) idx = wrap_runtime(c, idx, 2, wk, lw_const_i32(c, 2, one_k, dims));
-        if (idx) idx = lw_mul(c, idx, lw_const_i32(c, 2, one_k, strd), I, 2, wk);
-        if (idx && kd > 1) {
-            ctosa_attr a = {0};
-            a.axis = 1;
-            idx = lw_unary(c, CTOSA_OP_REDUCE_SUM, idx, I, 2, w1, &a);
-        }
-        if (idx) idx = lw_reshape(c, idx, I, 2, nw);
-    }
-    if (idx) idx = index_for(c, idx, v->t, 2, nw);
-    if (!idx) return lw_failed(c);
-    int64_t vals_shape[3] = {N, K, C}, g_shape[3] = {N, W, C};
-    const char *vals = lw_input(c, 0);
-    if (vals) vals = lw_reshape(c, vals, v->t, 3, vals_shape);
-    if (!vals) return lw_failed(c);
-    const char *in[2] = {vals, idx};
-    const char *g = lw_tensor(c, v->t, 3, g_shape);
-    if (!g || !lw_op(c, CTOSA_OP_GATHER, 2, in, 1, &g, NULL)) return lw_failed(c);
-    const char *o = lw_reshape(c, g, v->t, out_rank, out_shape);
-    if (!o) return lw_failed(c);
-    lw_set_output(c, 0, o);
-    return LOWER_OK;
+    const int32_t *pos;
+    const char *idx = tuple_positions(c, v, b, kd, N * W, nw, &pos, &st);
+    if (!idx) return st;
+    idx = index_for(c, idx, v->t, 2, nw);
+    return emit_gather(c, v, idx, N, K, W, C, out_rank, out_shape);
 }
 
 const lower_entry lower_table_gather[] = {
