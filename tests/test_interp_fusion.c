@@ -550,9 +550,9 @@ typedef struct dw_case {
 /* x int8 [N,H,W,C] -> DEPTHWISE_CONV2D KH x KW (int32) [-> RESCALE -> int8]
  * -> y; out gets y's bytes. */
 static ctosa_error *run_dw(const dw_case *c, int threads, void *out, size_t bytes) {
-    static int8_t x[2 * 14 * 14 * 48], w[7 * 7 * 48];
-    static int32_t bias[48], mult[48];
-    static int8_t shift[48];
+    static int8_t x[2 * 14 * 14 * 80], w[7 * 7 * 80];
+    static int32_t bias[80], mult[80];
+    static int8_t shift[80];
     int32_t OH = (c->H - 1 + c->pad[0] + c->pad[1] - (c->KH - 1) * c->dy) / c->sy + 1;
     int32_t OW = (c->W - 1 + c->pad[2] + c->pad[3] - (c->KW - 1) * c->dx) / c->sx + 1;
     rq_rng = (uint32_t)(c->H * 131 + c->W * 17 + c->C * 7 + c->KH * 3 + c->KW);
@@ -609,8 +609,8 @@ static ctosa_error *run_dw(const dw_case *c, int threads, void *out, size_t byte
  * the same bytes, or the same error. */
 static void test_depthwise_int8(void) {
     static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
-    static int32_t ref[2 * 14 * 14 * 48], got[2 * 14 * 14 * 48];
-    static const int32_t cs[] = {5, 16, 20, 32, 48};
+    static int32_t ref[2 * 14 * 14 * 80], got[2 * 14 * 14 * 80];
+    static const int32_t cs[] = {5, 16, 20, 48, 64, 80}; /* 64 and up: VBMI blocks */
     static const int8_t zps[] = {-128, 127, 0, 3};
     int compared = 0, failed_alike = 0;
     for (int i = 0; i < 60; i++) {
@@ -618,7 +618,7 @@ static void test_depthwise_int8(void) {
         dw_case c = {.N = rq_rand(1, 2),
                      .H = rq_rand(1, 14),
                      .W = rq_rand(1, 14),
-                     .C = cs[rq_rand(0, 4)],
+                     .C = cs[rq_rand(0, 5)],
                      .KH = rq_rand(1, 7),
                      .KW = rq_rand(1, 7),
                      .sy = rq_rand(1, 2),

@@ -132,10 +132,25 @@ static void c_rows(const void *rc, int64_t m0, int64_t nrows, const void **ptrs)
     int64_t t0 = r->t0, t1 = r->t1 ? r->t1 : INT64_MAX;
     size_t coff = (size_t)r->c0 * r->esz;
     const char *zero = (const char *)r->zero + coff;
+    /* every tap of a 2-D window inside the input: the taps' offsets from
+     * the window's corner, computed once */
+    enum { C_ROWS_TOFF = 64 };
+    ptrdiff_t toff[C_ROWS_TOFF];
+    const int64_t T = g->KH * g->KW;
+    bool fast = g->kind != CK_TRANSPOSE && g->KD == 1 && t0 == 0 && !r->t1 && T <= C_ROWS_TOFF;
+    for (int64_t ky = 0, tt = 0; fast && ky < g->KH; ky++)
+        for (int64_t kx = 0; kx < g->KW; kx++, tt++)
+            toff[tt] = (ptrdiff_t)((ky * g->dy * g->IW + kx * g->dx) * g->IC) * (ptrdiff_t)r->esz;
+    const int64_t ey = (g->KH - 1) * g->dy, ex = (g->KW - 1) * g->dx;
     int i = 0;
     for (int64_t row = 0; row < nrows; row++) {
         int64_t tap = 0;
-        if (g->kind == CK_TRANSPOSE) {
+        int64_t z0 = od * g->sd - g->pd, y0 = oy * g->sy - g->pt, x0 = ox * g->sx - g->pl;
+        if (fast && z0 >= 0 && z0 < g->ID && y0 >= 0 && y0 + ey < g->IH && x0 >= 0 && x0 + ex < g->IW) {
+            const char *pb =
+                r->base + (size_t)((((n * g->ID + z0) * g->IH + y0) * g->IW + x0) * g->IC) * r->esz + coff;
+            for (int64_t tt = 0; tt < T; tt++) ptrs[i++] = pb + toff[tt];
+        } else if (g->kind == CK_TRANSPOSE) {
             for (int64_t ky = 0; ky < g->KH; ky++)
                 for (int64_t kx = 0; kx < g->KW; kx++, tap++) {
                     if (tap < t0 || tap >= t1) continue;
@@ -145,7 +160,6 @@ static void c_rows(const void *rc, int64_t m0, int64_t nrows, const void **ptrs)
                     else ptrs[i++] = zero;
                 }
         } else {
-            int64_t z0 = od * g->sd - g->pd, y0 = oy * g->sy - g->pt, x0 = ox * g->sx - g->pl;
             for (int64_t kd = 0; kd < g->KD; kd++) {
                 int64_t z = z0 + kd * g->dd;
                 bool zin = z >= 0 && z < g->ID;

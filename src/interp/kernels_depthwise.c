@@ -558,44 +558,104 @@ typedef struct dwq_ctx {
     const uint8_t *padq; /* a prepared row of padding: qbytes of izp + 128 */
     int32_t *out;
     int64_t C16, G, qbytes;
-    uint8_t pad16[16]; /* (izp + 128) ^ 0x80, which is izp as a byte */
+    uint8_t pad64[64]; /* (izp + 128) ^ 0x80, which is izp as a byte */
+    bool vbmi;         /* dwq_prep_vbmi */
     kg_requant *rq;
     dw8_ctx *tail; /* channels past C16, or NULL */
     int failed;
 } dwq_ctx;
 
+/* The four input pointers of output column ox, tap group gi of input row
+ * src (pst: bytes per 16-channel block, 0 for the padding vector). */
+static inline __attribute__((always_inline)) void dwq_ptrs(const dwq_ctx *d, const int8_t *src, int64_t ox,
+                                                           int64_t gi, const int8_t *p[4], int64_t pst[4]) {
+    const cgeom *g = d->g;
+    for (int j = 0; j < 4; j++) {
+        int64_t x = ox * g->sx - g->pl + (4 * gi + j) * g->dx;
+        bool in = x >= 0 && x < g->IW;
+        p[j] = in ? src + x * g->IC : (const int8_t *)d->pad64;
+        pst[j] = in ? 16 : 0;
+    }
+}
+
+/* 16-channel blocks [c0, C16) of one column and tap group into o (block
+ * cb at o + cb / 16 * step): four loads, eight unpacks. */
+static inline __attribute__((always_inline)) void dwq_cols16(const int8_t *const p[4], const int64_t pst[4],
+                                                             uint8_t *o, int64_t step, int64_t c0,
+                                                             int64_t C16) {
+    const __m128i flip = _mm_set1_epi8((char)0x80);
+    for (int64_t cb = c0; cb < C16; cb += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(p[0] + cb / 16 * pst[0]));
+        __m128i b = _mm_loadu_si128((const __m128i *)(p[1] + cb / 16 * pst[1]));
+        __m128i c = _mm_loadu_si128((const __m128i *)(p[2] + cb / 16 * pst[2]));
+        __m128i e = _mm_loadu_si128((const __m128i *)(p[3] + cb / 16 * pst[3]));
+        __m128i abl = _mm_unpacklo_epi8(a, b), abh = _mm_unpackhi_epi8(a, b);
+        __m128i cel = _mm_unpacklo_epi8(c, e), ceh = _mm_unpackhi_epi8(c, e);
+        __m128i *ov = (__m128i *)(o + cb / 16 * step);
+        _mm_storeu_si128(ov, _mm_xor_si128(_mm_unpacklo_epi16(abl, cel), flip));
+        _mm_storeu_si128(ov + 1, _mm_xor_si128(_mm_unpackhi_epi16(abl, cel), flip));
+        _mm_storeu_si128(ov + 2, _mm_xor_si128(_mm_unpacklo_epi16(abh, ceh), flip));
+        _mm_storeu_si128(ov + 3, _mm_xor_si128(_mm_unpackhi_epi16(abh, ceh), flip));
+    }
+}
+
 /* Input row (n, y) in dwq layout into q. */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dwq_prep(const dwq_ctx *d, int64_t n,
                                                                           int64_t y, uint8_t *restrict q) {
     const cgeom *g = d->g;
-    const int64_t C = g->IC, C16 = d->C16, OW = g->OW, G = d->G;
-    const int8_t *src = d->in + (n * g->IH + y) * g->IW * C;
-    const int8_t *padv = (const int8_t *)d->pad16; /* 16 bytes of pad ^ 0x80 */
-    const __m128i flip = _mm_set1_epi8((char)0x80);
+    const int64_t OW = g->OW, G = d->G, step = OW * G * 64;
+    const int8_t *src = d->in + (n * g->IH + y) * g->IW * g->IC;
     for (int64_t ox = 0; ox < OW; ox++)
         for (int64_t gi = 0; gi < G; gi++) {
             const int8_t *p[4];
             int64_t pst[4];
-            for (int j = 0; j < 4; j++) {
-                int64_t x = ox * g->sx - g->pl + (4 * gi + j) * g->dx;
-                bool in = x >= 0 && x < g->IW;
-                p[j] = in ? src + x * C : padv;
-                pst[j] = in ? 16 : 0;
-            }
+            dwq_ptrs(d, src, ox, gi, p, pst);
+            dwq_cols16(p, pst, q + (ox * G + gi) * 64, step, 0, d->C16);
+        }
+}
+
+/* The same with AVX512-VBMI: 64 channels per step, each 16-channel block
+ * put together by two two-table byte permutes and a byte blend (against
+ * eight unpacks per 16 channels); the channels past the last multiple of
+ * 64 as above. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+dwq_prep_vbmi(const dwq_ctx *d, int64_t n, int64_t y, uint8_t *restrict q) {
+    const cgeom *g = d->g;
+    const int64_t OW = g->OW, G = d->G, step = OW * G * 64, C16 = d->C16, C64 = C16 - C16 % 64;
+    const int8_t *src = d->in + (n * g->IH + y) * g->IW * g->IC;
+    /* block k, lane i: bytes 0, 1 from (a, b)[16k + i], bytes 2, 3 from
+     * (c, e)[16k + i]; one index table picks (x, y)[16k + i] for both
+     * halves of every lane */
+    __m512i ix[4];
+    for (int k = 0; k < 4; k++) {
+        int8_t t[64];
+        for (int i = 0; i < 16; i++) {
+            t[4 * i] = t[4 * i + 2] = (int8_t)(16 * k + i);
+            t[4 * i + 1] = t[4 * i + 3] = (int8_t)(64 + 16 * k + i);
+        }
+        ix[k] = _mm512_loadu_si512(t);
+    }
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __mmask64 upper = 0xCCCCCCCCCCCCCCCCull; /* bytes 2 and 3 of every lane */
+    for (int64_t ox = 0; ox < OW; ox++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            const int8_t *p[4];
+            int64_t pst[4];
+            dwq_ptrs(d, src, ox, gi, p, pst);
             uint8_t *o = q + (ox * G + gi) * 64;
-            for (int64_t cb = 0; cb < C16; cb += 16, o += OW * G * 64) {
-                __m128i a = _mm_loadu_si128((const __m128i *)(p[0] + cb / 16 * pst[0]));
-                __m128i b = _mm_loadu_si128((const __m128i *)(p[1] + cb / 16 * pst[1]));
-                __m128i c = _mm_loadu_si128((const __m128i *)(p[2] + cb / 16 * pst[2]));
-                __m128i e = _mm_loadu_si128((const __m128i *)(p[3] + cb / 16 * pst[3]));
-                __m128i abl = _mm_unpacklo_epi8(a, b), abh = _mm_unpackhi_epi8(a, b);
-                __m128i cel = _mm_unpacklo_epi8(c, e), ceh = _mm_unpackhi_epi8(c, e);
-                __m128i *ov = (__m128i *)o;
-                _mm_storeu_si128(ov, _mm_xor_si128(_mm_unpacklo_epi16(abl, cel), flip));
-                _mm_storeu_si128(ov + 1, _mm_xor_si128(_mm_unpackhi_epi16(abl, cel), flip));
-                _mm_storeu_si128(ov + 2, _mm_xor_si128(_mm_unpacklo_epi16(abh, ceh), flip));
-                _mm_storeu_si128(ov + 3, _mm_xor_si128(_mm_unpackhi_epi16(abh, ceh), flip));
+            for (int64_t cb = 0; cb < C64; cb += 64) {
+                __m512i a = _mm512_loadu_si512(p[0] + cb / 16 * pst[0]);
+                __m512i b = _mm512_loadu_si512(p[1] + cb / 16 * pst[1]);
+                __m512i c = _mm512_loadu_si512(p[2] + cb / 16 * pst[2]);
+                __m512i e = _mm512_loadu_si512(p[3] + cb / 16 * pst[3]);
+                for (int k = 0; k < 4; k++) {
+                    __m512i ab = _mm512_permutex2var_epi8(a, ix[k], b);
+                    __m512i ce = _mm512_permutex2var_epi8(c, ix[k], e);
+                    _mm512_storeu_si512(o + (cb / 16 + k) * step,
+                                        _mm512_xor_si512(_mm512_mask_mov_epi8(ab, upper, ce), flip));
+                }
             }
+            dwq_cols16(p, pst, o, step, C64, C16);
         }
 }
 
@@ -629,7 +689,8 @@ dwq_rows(void *arg, size_t begin, size_t end) {
             }
             int64_t s = y % S, tag = n * g->IH + y;
             if (tags[s] != tag) {
-                dwq_prep(d, n, y, buf + s * qb);
+                if (d->vbmi) dwq_prep_vbmi(d, n, y, buf + s * qb);
+                else dwq_prep(d, n, y, buf + s * qb);
                 tags[s] = tag;
             }
             q[ky] = buf + s * qb;
@@ -641,8 +702,7 @@ dwq_rows(void *arg, size_t begin, size_t end) {
             const int64_t KG = KH * G;
             for (int64_t t = 0; t < KG; t++) wv[t] = _mm512_loadu_si512(d->wq + (cb / 16 * KG + t) * 64);
             const __m512i ibv = _mm512_loadu_si512(d->ib + cb);
-            kg_rqf rf;
-            memset(&rf, 0, sizeof rf);
+            kg_rqf rf = {0};
             if (rq && rq->fast) kg_rqf_load(&rf, rq->blk + cb / 16);
             const int64_t blk = cb / 16 * OW * G * 64;
             for (int64_t ox = 0; ox < OW; ox += DWQ_UNROLL) {
@@ -753,7 +813,8 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
     uint8_t *padq = NULL;
     if (use_q) {
         q.qbytes = q.C16 * g->OW * q.G * 4;
-        memset(q.pad16, (int)(uint8_t)(int8_t)c->izp, sizeof q.pad16);
+        memset(q.pad64, (int)(uint8_t)(int8_t)c->izp, sizeof q.pad64);
+        q.vbmi = __builtin_cpu_supports("avx512vbmi");
         padq = malloc((size_t)q.qbytes);
     }
     if (!wf || !bias || (use_q && !padq)) {

@@ -141,8 +141,7 @@ kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nro
     kg_requant *rq = job->rq;
     const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
                   rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
-    kg_rqf rf;
-    memset(&rf, 0, sizeof rf);
+    kg_rqf rf = {0};
     if (rq && rq->fast) kg_rqf_load(&rf, rq->blk + panel);
     for (int64_t r = 0; r < nrows; r += KQ_MR512) {
         const int mr = nrows - r < KQ_MR512 ? (int)(nrows - r) : KQ_MR512;
