@@ -203,6 +203,19 @@ static void conv_case(int op, uint64_t seed) {
         IC = coin(50) ? 16 * ri(1, 2) : ri(16, 40);
         OC = IC * M;
     }
+    if (op == OP_CONV2D && coin(15)) { /* a network's stem: few channels, a large kernel */
+        IC = ri(1, 4);
+        int64_t k = ri(4, 11);
+        ay = (axis){ri(k, k + 14), k, ri(1, 4), 1, ri(0, 3), 0, 0};
+        ax = (axis){ri(k, k + 14), k, ri(1, 4), 1, ri(0, 3), 0, 0};
+        axis *v[2] = {&ay, &ax};
+        for (int i = 0; i < 2; i++) {
+            int64_t num = v[i]->in - 1 + v[i]->pa - (k - 1), pb = 0;
+            while ((num + pb) % v[i]->s) pb++;
+            v[i]->pb = pb;
+            v[i]->out = (num + pb) / v[i]->s + 1;
+        }
+    }
     int64_t KD = ad.k, KH = ay.k, KW = ax.k;
     int64_t OD = ad.out, OH = ay.out, OW = ax.out;
     int32_t opad[4];
@@ -757,6 +770,151 @@ static void arith_case(uint64_t seed) {
     kt_free_all();
 }
 
+/* ------------------------------------------------ fp32 engine, exactly */
+
+/* acc + a * b rounded once (fused) or twice */
+static float mac(bool fused, float acc, float a, float b) {
+    if (fused) return fmaf(a, b, acc);
+    volatile float p = a * b;
+    return acc + p;
+}
+
+/* The fast paths write acc += a * b; an optimising build for an FMA
+ * instruction set fuses it (one rounding), an unoptimised or pre-FMA one
+ * does not. So a case's outputs must all equal the in-order sum of one of
+ * the two kinds: *mode (0 at the start of a case) records which. */
+static bool same_chain(int *mode, float got, float fused, float sep) {
+    bool f = memcmp(&got, &fused, sizeof got) == 0, s = memcmp(&got, &sep, sizeof got) == 0;
+    if (*mode == 0 && f != s) *mode = f ? 1 : 2;
+    return *mode == 1 ? f : *mode == 2 ? s : f;
+}
+
+typedef struct gemm_rows {
+    const float *a;
+    const int64_t *off; /* per row and tap: offset of its Kt values in a */
+    int32_t T;
+} gemm_rows;
+
+static void gemm_rows_fn(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
+    const gemm_rows *g = rc;
+    for (int64_t r = 0; r < nrows; r++)
+        for (int32_t t = 0; t < g->T; t++) ptrs[r * g->T + t] = g->a + g->off[(m0 + r) * g->T + t];
+}
+
+/* The blocked engine (every tile shape: groups of four column panels and
+ * the narrower ones for the last 1-3 panels, rows left over, K split in
+ * chunks that end inside a tap) against a plain loop that sums each output
+ * in k order with the same multiply-adds, then adds the bias and clamps:
+ * the bits must be the same. */
+static void gemm_case(uint64_t seed) {
+    kt_rng = seed;
+    static const int64_t ns[] = {1, 5, 16, 17, 31, 32, 48, 63, 64, 65, 80, 96, 112, 128, 130, 200};
+    int64_t M = coin(30) ? ri(1, 7) : ri(1, 100), N = ns[ri(0, CTOSA_ARRAY_LEN(ns) - 1)];
+    int32_t T = (int32_t)(coin(40) ? 1 : ri(2, 9));
+    int64_t Kt = coin(3) ? 0 : ri(1, 80); /* K = 0: the output is the bias */
+    if (coin(30)) {                       /* K past a chunk (1024 per panel of a group of four) */
+        T = (int32_t)ri(1, 4);
+        Kt = T == 1 ? ri(1000, 5000) : ri(300, 1400);
+        M = ri(1, 16);
+        N = ns[ri(0, 8)];
+    }
+    int64_t K = Kt * T;
+    float *a = malloc(((size_t)(M * T + 8) * (size_t)Kt + 1) * sizeof(float));
+    float *b = malloc((size_t)(K * N + 1) * sizeof(float));
+    float *bp =
+        aligned_alloc(64, (kg_pack_elems(K, N) + 16) * sizeof(float)); /* the engine's vectors are aligned */
+    float *bias = malloc((size_t)N * sizeof(float));
+    float *out = malloc((size_t)(M * N) * sizeof(float));
+    int64_t *off = malloc((size_t)(M * T) * sizeof(int64_t));
+    int64_t na = (M * T + 8) * Kt;
+    for (int64_t i = 0; i < na; i++) a[i] = kt_randf();
+    for (int64_t i = 0; i < K * N; i++) b[i] = kt_randf();
+    for (int64_t i = 0; i < N; i++) bias[i] = kt_randf();
+    for (int64_t i = 0; i < M * T; i++) off[i] = ri(0, M * T + 7) * Kt; /* rows shared, out of order */
+    interp_post post = {(float)-ri(0, 3) / 2, (float)ri(0, 3) / 2, false};
+    bool use_bias = coin(60), use_post = coin(40);
+    kg_pack_f(bp, K, N, b, N, 1); /* B[k][n] = b[k*N + n] */
+    gemm_rows rc = {a, off, T};
+    kg_job job = {.M = M,
+                  .N = N,
+                  .Kt = Kt,
+                  .T = T,
+                  .rows = gemm_rows_fn,
+                  .rctx = &rc,
+                  .bpack = bp,
+                  .bias = use_bias ? bias : NULL,
+                  .out = out,
+                  .ldo = N,
+                  .post = use_post ? &post : NULL};
+    CHECK_MSG(kg_run_f(NULL, &job), "kg_run_f failed");
+    int mode = 0;
+    for (int64_t m = 0; m < M && th_failures < 5; m++)
+        for (int64_t n = 0; n < N; n++) {
+            float v[2];
+            for (int f = 0; f < 2; f++) {
+                float acc = 0.0f;
+                for (int32_t t = 0; t < T; t++)
+                    for (int64_t k = 0; k < Kt; k++)
+                        acc = mac(f == 0, acc, a[off[m * T + t] + k], b[(t * Kt + k) * N + n]);
+                v[f] = use_bias ? acc + bias[n] : acc + 0.0f;
+                if (use_post) v[f] = interp_post_f(&post, v[f]);
+            }
+            if (!same_chain(&mode, out[m * N + n], v[0], v[1])) {
+                CHECK_MSG(0,
+                          "GEMM M%lld N%lld Kt%lld T%d (seed %llu): [%lld][%lld] engine %.9g, in-order sum "
+                          "%.9g (fused) %.9g (not)",
+                          (long long)M, (long long)N, (long long)Kt, T, (unsigned long long)seed,
+                          (long long)m, (long long)n, out[m * N + n], v[0], v[1]);
+                break;
+            }
+        }
+    g_compared++;
+    free(a);
+    free(b);
+    free(bp);
+    free(bias);
+    free(out);
+    free(off);
+}
+
+/* The few-row MATMUL (GEMV: B streamed in column ranges, four rows of B
+ * per pass, C not always a multiple of four, more than one range when
+ * H x W passes the range size) against the in-order sum, bit for bit. */
+static void gemv_case(uint64_t seed) {
+    kt_rng = seed;
+    int64_t N = ri(1, 2), H = ri(1, 4), C = coin(20) ? ri(1, 7) : ri(8, 300);
+    int64_t W = coin(50) ? ri(1, 300) : ri(2000, 9000);
+    itensor *A = kt_new(CTOSA_DTYPE_FP32, 3, KT_DIMS(N, H, C)),
+            *B = kt_new(CTOSA_DTYPE_FP32, 3, KT_DIMS(N, C, W));
+    itensor *out = kt_new(CTOSA_DTYPE_FP32, 3, KT_DIMS(N, H, W));
+    fill(A, false);
+    fill(B, false);
+    B->is_const = coin(50);
+    itensor *ins[4] = {A, B, zp(CTOSA_DTYPE_FP32, false), zp(CTOSA_DTYPE_FP32, false)};
+    ctosa_error *e = kt_run(interp_k_MATMUL, CTOSA_OP_MATMUL, NULL, 4, ins, 1, &out);
+    CHECK_MSG(e == NULL, "GEMV: %s", e ? ctosa_error_message(e) : "");
+    ctosa_error_free(e);
+    const float *a = A->data, *b = B->data, *o = out->data;
+    int mode = 0;
+    for (int64_t i = 0; i < N * H * W; i++) {
+        int64_t n = i / (H * W), h = i / W % H, w = i % W;
+        float acc[2] = {0.0f, 0.0f};
+        for (int f = 0; f < 2; f++)
+            for (int64_t c = 0; c < C; c++)
+                acc[f] = mac(f == 0, acc[f], a[(n * H + h) * C + c], b[(n * C + c) * W + w]);
+        if (!same_chain(&mode, o[i], acc[0], acc[1])) {
+            CHECK_MSG(0,
+                      "GEMV N%lld H%lld C%lld W%lld (seed %llu): element %lld fast %.9g, in-order sum %.9g "
+                      "(fused) %.9g (not)",
+                      (long long)N, (long long)H, (long long)C, (long long)W, (unsigned long long)seed,
+                      (long long)i, o[i], acc[0], acc[1]);
+            break;
+        }
+    }
+    g_compared++;
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static uint64_t case_seed(int op, int i) {
@@ -776,6 +934,8 @@ static void run_op(const char *name, int op) {
         else if (op == 16) reduce_case(seed);
         else if (op == 9) select_case(seed);
         else if (op == 10) arith_case(seed);
+        else if (op == 17) gemm_case(seed);
+        else if (op == 18) gemv_case(seed);
         else pool_case(op == 5, seed);
     }
     printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
@@ -800,6 +960,8 @@ static void test_vec_math(void) {
 }
 static void test_select(void) { run_op("SELECT", 9); }
 static void test_arith(void) { run_op("ADD/SUB/CAST", 10); }
+static void test_gemm_exact(void) { run_op("fp32 GEMM engine", 17); }
+static void test_gemv_exact(void) { run_op("fp32 GEMV", 18); }
 
 /* The int8 dot-product engine, once per instruction set this CPU has (the
  * tests above run with it switched off, so they cover the fp32 / int16
@@ -846,6 +1008,8 @@ int main(void) {
     RUN(test_reduce);
     RUN(test_select);
     RUN(test_arith);
+    RUN(test_gemm_exact);
+    RUN(test_gemv_exact);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
     kt_free_all();

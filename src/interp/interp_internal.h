@@ -139,6 +139,9 @@ ctosa_error *interp_fail(const interp_op *o, const char *fmt, ...) __attribute__
  * (or inline when single-threaded). fn must be thread-safe. */
 void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t begin, size_t end),
                          void *arg);
+/* Threads interp_parallel_for runs on (the caller included; 1 without a
+ * pool), for kernels that split work into one range per thread. */
+int interp_threads(const interp_ctx *ctx);
 
 /* ------------------------------------------------------------ kernels */
 /* Every kernel is ctosa_error *interp_k_<OP>(const interp_op *o), with the

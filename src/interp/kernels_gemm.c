@@ -1,10 +1,14 @@
 /* kernels_gemm.c - blocked indirect GEMM engine (see kernels_gemm.h).
  *
- * The inner tile computes MR rows x KG_NR columns with the accumulators held
- * in registers; it is written once with GCC vector extensions and
- * instantiated per instruction set (the vector code maps onto zmm, ymm or
- * xmm registers), with MR chosen so the accumulators fill most of the
- * register file without spilling. */
+ * The inner tile computes MR rows x NP column panels of KG_NR columns with
+ * the accumulators held in registers; it is written once with GCC vector
+ * extensions and instantiated per instruction set (the vector code maps
+ * onto zmm, ymm or xmm registers), with MR and NP chosen so the
+ * accumulators fill most of the register file without spilling: with
+ * AVX-512, 6 rows x 4 panels (24 of the 32 zmm registers), so each
+ * broadcast A value and each loaded B vector serve four and six
+ * multiply-adds. Constant B is packed once and kept in the operator's
+ * cache by the callers. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,41 +125,99 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
         (kg_vf) r_;                                                                         \
     })
 
-/* One row block x one column panel. ptrs holds nrows*T row pointers. */
-#define KG_TILE_F(NAME, ATTR, MR)                                                                  \
+#ifndef KG_KC
+#define KG_KC 4096 /* K values of one column panel per chunk (NP panels: KG_KC / NP each) */
+#endif
+
+/* MR rows x NP column panels (NP vectors of KG_NR columns) of one row
+ * block, from panel p0 on; ptrs holds nrows*T row pointers. Each output
+ * element is summed over k in the same order with the same multiply-adds
+ * whatever MR and NP are, so every tile shape gives the same bits; wider
+ * tiles only reuse each broadcast A value over NP vectors of B. */
+#define KG_TILE_F_PART(NAME, ATTR, MR, NP)                                                                  \
+    ATTR static inline __attribute__((always_inline)) void NAME(const kg_job *job, const void *const *ptrs, \
+                                                                int64_t nrows, int64_t p0, float *out) {    \
+        const int64_t Kt = job->Kt, K = Kt * job->T;                                                        \
+        const int32_t T = job->T;                                                                           \
+        const kg_vf *bp = (const kg_vf *)job->bpack + p0 * K;                                               \
+        kg_vf bias[NP];                                                                                     \
+        int ncols[NP];                                                                                      \
+        for (int j = 0; j < NP; j++) {                                                                      \
+            const int64_t n0 = (p0 + j) * KG_NR;                                                            \
+            ncols[j] = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;                                    \
+            bias[j] = (kg_vf){0};                                                                           \
+            if (job->bias)                                                                                  \
+                for (int i = 0; i < ncols[j]; i++) bias[j][i] = job->bias[n0 + i];                          \
+        }                                                                                                   \
+        /* K in chunks whose NP panels of B stay in L2 while every row of    \
+         * the block passes over them; partial sums wait in the output     \
+         * (stored and reloaded exactly, so the bits do not change) */                              \
+        const int64_t kc = KG_KC / NP;                                                                      \
+        for (int64_t c0 = 0; c0 < K || c0 == 0; c0 += kc) { /* K = 0: one pass for the bias */              \
+            const int64_t c1 = K - c0 < kc ? K : c0 + kc;                                                   \
+            const int32_t t0 = K ? (int32_t)(c0 / Kt) : 0, t1 = K ? (int32_t)((c1 - 1) / Kt + 1) : 0;       \
+            for (int64_t r = 0; r < nrows; r += MR) {                                                       \
+                const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                                      \
+                kg_vf acc[MR][NP];                                                                          \
+                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++)                                       \
+                    _Pragma("GCC unroll 4") for (int j = 0; j < NP; j++) acc[m][j] = (kg_vf){0};            \
+                if (c0 > 0)                                                                                 \
+                    for (int m = 0; m < mr; m++)                                                            \
+                        for (int j = 0; j < NP; j++) {                                                      \
+                            const float *o = out + (r + m) * job->ldo + (p0 + j) * KG_NR;                   \
+                            if (ncols[j] == KG_NR) memcpy(&acc[m][j], o, sizeof acc[m][j]);                 \
+                            else                                                                            \
+                                for (int i = 0; i < ncols[j]; i++) acc[m][j][i] = o[i];                     \
+                        }                                                                                   \
+                for (int32_t t = t0; t < t1; t++) {                                                         \
+                    const float *a[MR];                                                                     \
+                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) a[m] =                            \
+                        (const float *)ptrs[(r + (m < mr ? m : 0)) * T + t];                                \
+                    const kg_vf *b = bp + t * Kt;                                                           \
+                    const int64_t k0 = c0 > t * Kt ? c0 - t * Kt : 0;                                       \
+                    const int64_t k1 = c1 < (t + 1) * Kt ? c1 - t * Kt : Kt;                                \
+                    for (int64_t k = k0; k < k1; k++) {                                                     \
+                        kg_vf bv[NP];                                                                       \
+                        _Pragma("GCC unroll 4") for (int j = 0; j < NP; j++) bv[j] = b[j * K + k];          \
+                        _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) {                             \
+                            const float av = a[m][k];                                                       \
+                            _Pragma("GCC unroll 4") for (int j = 0; j < NP; j++) acc[m][j] += av * bv[j];   \
+                        }                                                                                   \
+                    }                                                                                       \
+                }                                                                                           \
+                const bool last = c1 == K;                                                                  \
+                for (int m = 0; m < mr; m++)                                                                \
+                    for (int j = 0; j < NP; j++) {                                                          \
+                        float *o = out + (r + m) * job->ldo + (p0 + j) * KG_NR;                             \
+                        kg_vf v = acc[m][j];                                                                \
+                        if (last) {                                                                         \
+                            v += bias[j];                                                                   \
+                            if (job->post) v = KG_POST(v, job->post);                                       \
+                        }                                                                                   \
+                        if (ncols[j] == KG_NR) memcpy(o, &v, sizeof v);                                     \
+                        else                                                                                \
+                            for (int i = 0; i < ncols[j]; i++) o[i] = v[i];                                 \
+                    }                                                                                       \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
+/* One row block x one group of NP column panels: the widest tile where the
+ * group is whole, narrower ones (more rows each) for the last panels. */
+#define KG_TILE_F(NAME, ATTR, NP, MR4, MR3, MR2, MR1)                                              \
+    KG_TILE_F_PART(NAME##_4, ATTR, MR4, 4)                                                         \
+    KG_TILE_F_PART(NAME##_3, ATTR, MR3, 3)                                                         \
+    KG_TILE_F_PART(NAME##_2, ATTR, MR2, 2)                                                         \
+    KG_TILE_F_PART(NAME##_1, ATTR, MR1, 1)                                                         \
     ATTR static void NAME(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nrows, \
-                          int64_t panel) {                                                         \
-        const int64_t Kt = job->Kt, K = Kt * job->T;                                               \
-        const int32_t T = job->T;                                                                  \
-        const float *bp = (const float *)job->bpack + panel * K * KG_NR;                           \
-        const int64_t n0 = panel * KG_NR;                                                          \
-        const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;                        \
-        kg_vf bias = {0};                                                                          \
-        if (job->bias)                                                                             \
-            for (int j = 0; j < ncols; j++) bias[j] = job->bias[n0 + j];                           \
-        for (int64_t r = 0; r < nrows; r += MR) {                                                  \
-            const int mr = nrows - r < MR ? (int)(nrows - r) : MR;                                 \
-            kg_vf acc[MR];                                                                         \
-            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = (kg_vf){0};             \
-            for (int32_t t = 0; t < T; t++) {                                                      \
-                const float *a[MR];                                                                \
-                _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) a[m] =                       \
-                    (const float *)ptrs[(r + (m < mr ? m : 0)) * T + t];                           \
-                const kg_vf *b = (const kg_vf *)(bp + t * Kt * KG_NR);                             \
-                for (int64_t k = 0; k < Kt; k++) {                                                 \
-                    kg_vf bv = b[k];                                                               \
-                    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] += a[m][k] * bv;  \
-                }                                                                                  \
-            }                                                                                      \
-            float *o = (float *)job->out + (row0 + r) * job->ldo + n0;                             \
-            for (int m = 0; m < mr; m++) {                                                         \
-                kg_vf v = acc[m] + bias;                                                           \
-                if (job->post) v = KG_POST(v, job->post);                                          \
-                if (ncols == KG_NR) memcpy(o + m * job->ldo, &v, sizeof v);                        \
-                else                                                                               \
-                    for (int j = 0; j < ncols; j++) o[m * job->ldo + j] = v[j];                    \
-            }                                                                                      \
-        }                                                                                          \
+                          int64_t group) {                                                         \
+        const int64_t npanels = (job->N + KG_NR - 1) / KG_NR;                                      \
+        int64_t p = group * NP, left = npanels - p < NP ? npanels - p : NP;                        \
+        float *out = (float *)job->out + row0 * job->ldo;                                          \
+        if (left >= 4) NAME##_4(job, ptrs, nrows, p, out), p += 4, left -= 4;                      \
+        if (left == 3) NAME##_3(job, ptrs, nrows, p, out);                                         \
+        else if (left == 2) NAME##_2(job, ptrs, nrows, p, out);                                    \
+        else if (left == 1) NAME##_1(job, ptrs, nrows, p, out);                                    \
     }
 
 #define KG_TILE_I(NAME, ATTR, MR, VACC, ACC_T)                                                           \
@@ -186,7 +248,7 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
         }                                                                                                \
     }
 
-KG_TILE_F(kg_f_base, , 3)
+KG_TILE_F(kg_f_base, , 1, 1, 1, 1, 3)
 KG_TILE_I(kg_i_base, , 3, kg_vi, int32_t)
 KG_TILE_I(kg_l_base, , 2, kg_vl, int64_t)
 
@@ -194,8 +256,11 @@ KG_TILE_I(kg_l_base, , 2, kg_vl, int64_t)
 #define KG_X86 1
 #define KG_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #define KG_AVX2 __attribute__((target("avx2,fma")))
-KG_TILE_F(kg_f_avx512, KG_AVX512, 12)
-KG_TILE_F(kg_f_avx2, KG_AVX2, 6)
+#ifndef KG_F512_NP
+#define KG_F512_NP 4
+#endif
+KG_TILE_F(kg_f_avx512, KG_AVX512, KG_F512_NP, 6, 8, 12, 12)
+KG_TILE_F(kg_f_avx2, KG_AVX2, 1, 1, 1, 1, 6)
 KG_TILE_I(kg_i_avx512, KG_AVX512, 12, kg_vi, int32_t)
 KG_TILE_I(kg_i_avx2, KG_AVX2, 6, kg_vi, int32_t)
 KG_TILE_I(kg_l_avx512, KG_AVX512, 6, kg_vl, int64_t)
@@ -217,7 +282,7 @@ static int kg_isa(void) {
 typedef struct kg_run {
     kg_job *job;
     kg_tile_fn tile;
-    int64_t block_rows, nblocks, npanels;
+    int64_t block_rows, nblocks, ngroups;
 } kg_run;
 
 static void kg_worker(void *arg, size_t begin, size_t end) {
@@ -230,7 +295,7 @@ static void kg_worker(void *arg, size_t begin, size_t end) {
     }
     int64_t cur = -1;
     for (size_t i = begin; i < end; i++) {
-        int64_t mb = (int64_t)i / r->npanels, p = (int64_t)i % r->npanels;
+        int64_t mb = (int64_t)i / r->ngroups, p = (int64_t)i % r->ngroups;
         int64_t row0 = mb * r->block_rows;
         int64_t nrows = job->M - row0 < r->block_rows ? job->M - row0 : r->block_rows;
         if (mb != cur) {
@@ -242,26 +307,31 @@ static void kg_worker(void *arg, size_t begin, size_t end) {
     free(ptrs);
 }
 
-bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr) {
+/* Work items are row blocks x groups of np column panels (the tile's
+ * last argument is then the group). */
+static bool kg_dispatch_np(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int block_rows, int np) {
     if (job->M <= 0 || job->N <= 0) return true;
-    kg_run r = {.job = job, .tile = tile};
-    /* rows per block: several tiles so the block's A rows stay in L2 while
-     * every panel of B passes over them */
-    r.block_rows = (int64_t)mr * 4;
+    kg_run r = {.job = job, .tile = tile, .block_rows = block_rows};
     r.nblocks = (job->M + r.block_rows - 1) / r.block_rows;
-    r.npanels = (job->N + KG_NR - 1) / KG_NR;
+    r.ngroups = ((job->N + KG_NR - 1) / KG_NR + np - 1) / np;
     job->failed = 0;
-    size_t n = (size_t)(r.nblocks * r.npanels);
+    size_t n = (size_t)(r.nblocks * r.ngroups);
     if ((double)job->M * (double)job->N * (double)(job->Kt * job->T) < IM_PAR_MIN_MACS) ctx = NULL;
     if (ctx) interp_parallel_for(ctx, n, kg_worker, &r);
     else kg_worker(&r, 0, n);
     return !job->failed;
 }
 
+bool kg_dispatch(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int mr) {
+    /* rows per block: several tiles so the block's A rows stay in L2 while
+     * every panel of B passes over them */
+    return kg_dispatch_np(ctx, job, tile, mr * 4, 1);
+}
+
 bool kg_run_f(interp_ctx *ctx, kg_job *job) {
     switch (kg_isa()) {
 #ifdef KG_X86
-    case KG_ISA_AVX512: return kg_dispatch(ctx, job, kg_f_avx512, 12);
+    case KG_ISA_AVX512: return kg_dispatch_np(ctx, job, kg_f_avx512, 48, KG_F512_NP);
     case KG_ISA_AVX2: return kg_dispatch(ctx, job, kg_f_avx2, 6);
 #endif
     default: return kg_dispatch(ctx, job, kg_f_base, 3);

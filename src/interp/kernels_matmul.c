@@ -131,30 +131,54 @@ static ctosa_error *mm_float_zp(const interp_op *o, const itensor *t, int64_t *z
 /* Few rows of A (a fully-connected layer on one sample: GEMV): every
  * element of B is used by only H products, so packing B (a full copy) would
  * cost as much as the product itself, for the weights of a single run.
- * Instead B streams once, row by row: each worker owns a range of
- * MM_GEMV_COLS columns, whose H output rows stay in L1/L2 while every row of B
- * adds A[h][c] times its contiguous segment (c in order, as the
- * reference). */
+ * Instead B streams once from memory: each thread owns one range of
+ * columns (the whole rows on one thread, so the reads are sequential),
+ * whose H output rows stay in L1/L2 while MM_GEMV_ROWS rows of B at a time
+ * add A[h][c] times their segments. Each output is still summed over c in
+ * order with one multiply-add per step, as the reference loop does; taking
+ * several rows per pass only keeps the sum in a register between them. */
 #define MM_GEMV_MAX_H 4
-#define MM_GEMV_COLS 2048
+#define MM_GEMV_OUT 8192 /* output floats (H x columns) of one range: 32 KiB, L1 */
+#define MM_GEMV_ROWS 4
 typedef struct mm_gemv {
     const float *a, *b;
     float *out;
-    int64_t H, C, W;
+    int64_t H, C, W, cols; /* cols: columns per range, a multiple of 16 */
 } mm_gemv;
 
 static inline IM_INLINE void mm_gemv_impl(void *arg, size_t begin, size_t end) {
     const mm_gemv *g = arg;
     const int64_t H = g->H, C = g->C, W = g->W;
     for (size_t chunk = begin; chunk < end; chunk++) {
-        int64_t w0 = (int64_t)chunk * MM_GEMV_COLS, nw = W - w0 < MM_GEMV_COLS ? W - w0 : MM_GEMV_COLS;
+        int64_t w0 = (int64_t)chunk * g->cols, nw = W - w0 < g->cols ? W - w0 : g->cols;
         for (int64_t h = 0; h < H; h++) memset(g->out + h * W + w0, 0, (size_t)nw * sizeof(float));
-        for (int64_t c = 0; c < C; c++) {
+        int64_t c = 0;
+        for (; c + MM_GEMV_ROWS <= C; c += MM_GEMV_ROWS) {
+            const float *restrict b0 = g->b + c * W + w0, *restrict b1 = b0 + W, *restrict b2 = b1 + W,
+                                  *restrict b3 = b2 + W;
+            /* rows of B are W apart, so a range narrower than a row starts
+             * a new page the hardware prefetchers do not follow: fetch the
+             * next group of rows ahead */
+            if (nw < W && c + 2 * MM_GEMV_ROWS <= C)
+                for (int64_t w = 0; w < nw; w += 16)
+                    for (int r = 0; r < MM_GEMV_ROWS; r++)
+                        __builtin_prefetch(b0 + (MM_GEMV_ROWS + r) * W + w, 0, 0);
+            for (int64_t h = 0; h < H; h++) {
+                float *restrict o = g->out + h * W + w0;
+                const float *ah = g->a + h * C + c;
+                const float a0 = ah[0], a1 = ah[1], a2 = ah[2], a3 = ah[3];
+                for (int64_t w = 0; w < nw; w++) {
+                    float v = o[w];
+                    v += a0 * b0[w];
+                    v += a1 * b1[w];
+                    v += a2 * b2[w];
+                    v += a3 * b3[w];
+                    o[w] = v;
+                }
+            }
+        }
+        for (; c < C; c++) {
             const float *restrict b = g->b + c * W + w0;
-            /* rows of B are W apart, so each segment starts a new page the
-             * hardware prefetchers do not follow: fetch two rows ahead */
-            if (c + 2 < C)
-                for (int64_t w = 0; w < nw; w += 16) __builtin_prefetch(b + 2 * W + w, 0, 0);
             for (int64_t h = 0; h < H; h++) {
                 float *restrict o = g->out + h * W + w0;
                 const float av = g->a[h * C + c];
@@ -240,15 +264,22 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
     if (ta == CTOSA_DTYPE_INT8) return mm_int8_float(o, A, B, out, azp, bzp);
     if (!is_int && H <= MM_GEMV_MAX_H) {
         for (int64_t n = 0; n < N; n++) {
+            /* one range per thread (threads that would get too few
+             * columns stay idle), ranges small enough for L1 */
+            int64_t nthr =
+                o->ctx && (double)H * (double)C * (double)W >= IM_PAR_MIN_MACS ? interp_threads(o->ctx) : 1;
+            if (nthr > (W + 255) / 256) nthr = (W + 255) / 256;
+            int64_t cols = ((W + nthr - 1) / nthr + 15) / 16 * 16;
+            if (cols * H > MM_GEMV_OUT) cols = MM_GEMV_OUT / H / 16 * 16;
             mm_gemv g = {(const float *)A->data + n * H * C,
                          (const float *)B->data + n * C * W,
                          (float *)out->data + n * H * W,
                          H,
                          C,
-                         W};
-            size_t chunks = (size_t)((W + MM_GEMV_COLS - 1) / MM_GEMV_COLS);
-            if (o->ctx && (double)H * (double)C * (double)W >= IM_PAR_MIN_MACS)
-                interp_parallel_for(o->ctx, chunks, mm_gemv_rows, &g);
+                         W,
+                         cols};
+            size_t chunks = (size_t)((W + cols - 1) / cols);
+            if (chunks > 1) interp_parallel_for(o->ctx, chunks, mm_gemv_rows, &g);
             else mm_gemv_rows(&g, 0, chunks);
         }
         return NULL;

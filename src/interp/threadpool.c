@@ -236,6 +236,8 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
      * that saw them leave was an acquire */
 }
 
+int interp_threads(const interp_ctx *ctx) { return ctx && ctx->pool ? ctx->pool->started + 1 : 1; }
+
 void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t begin, size_t end),
                          void *arg) {
     tpool_run(ctx ? ctx->pool : NULL, n, fn, arg);
