@@ -127,9 +127,13 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
             (void)i0_;                                    \
         }                                                 \
     }
-/* Binary loop: a from X, b from Y, result r into Z. */
+/* Binary loop: a from X, b from Y, result r into Z; compiled for AVX-512,
+ * AVX2 and baseline and picked at run time (IM_MULTIVERSION), so the row
+ * loops use the CPU's widest vectors. Every statement is one operation
+ * per element (no a * b + c the compiler could contract), so the results
+ * are the same bits on every instruction set. */
 #define BIN_FN(NAME, T1, T2, TO, STMT)                                                                     \
-    static void NAME(void *vp, size_t begin, size_t end) {                                                 \
+    static inline IM_INLINE void NAME##_impl(void *vp, size_t begin, size_t end) {                         \
         typedef T1 T1_T;                                                                                   \
         typedef T2 T2_T;                                                                                   \
         typedef TO TO_T;                                                                                   \
@@ -173,7 +177,8 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
             bc_next(A, idx, off);                                                                          \
         }                                                                                                  \
         if (ovf_) __atomic_store_n(&A->ovf, 1, __ATOMIC_RELAXED);                                          \
-    }
+    }                                                                                                      \
+    IM_MULTIVERSION(NAME, NAME##_impl)
 
 /* Unary loop (same shape in and out). b is a dummy for FAIL. */
 #define UN_FN(NAME, T1, TO, STMT)                          \
