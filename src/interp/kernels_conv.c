@@ -262,7 +262,7 @@ static int32_t c_wget(const void *cc, int64_t k, int64_t n) {
 
 enum { CW_FLOAT = 1, CW_INT8 = 2, CW_INT16 = 3, CW_Q8 = 4 }; /* op cache tags */
 
-/* Small input-channel convolutions (the RGB stem: 3 channels, 3x3): an
+/* Small input-channel convolutions (RGB stems: 3 channels, 3x3 to 11x11): an
  * indirect tap of only IC floats starves the GEMM micro-kernel, so for each
  * row block the engine asks for, the KD*KH*KW*IC patch of every output pixel is
  * copied into one contiguous row (zeros for padding) of a per-thread buffer
@@ -277,7 +277,8 @@ typedef struct c_patch_ctx {
     int *failed; /* set when a thread could not get its buffer */
 } c_patch_ctx;
 
-static const float c_patch_zero[64];
+#define C_PATCH_MAX_K 1024 /* patch rows of up to 4 KiB (AlexNet's 11x11x3 stem: 363 values) */
+static const float c_patch_zero[C_PATCH_MAX_K];
 
 static void c_patch_ptrs(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
     const c_patch_ctx *p = rc;
@@ -376,7 +377,7 @@ static ctosa_error *c_run_gemm_float(const interp_op *o, const cgeom *g, const c
                   .post = fp32_out ? o->post : NULL};
     int patch_failed = 0;
     c_patch_ctx pc = {.g = g, .in = c->in->data, .K = K, .failed = &patch_failed};
-    if (g->kind == CK_CONV && g->IC <= 4 && T > 1 && K <= 64) {
+    if (g->kind == CK_CONV && g->IC <= 4 && T > 1 && K <= C_PATCH_MAX_K) {
         job.Kt = K;
         job.T = 1;
         job.rows = c_patch_ptrs;
