@@ -573,10 +573,10 @@ static bool channel_sets(lower_ctx *c, const rg_replay *r, const char *name, uin
  * fraction bits keep the rounding of each share and of the float bias far
  * below the float32 rounding of the float convolution it stands for
  * (whole units moved about 0.2% of shufflenet's float-Conv outputs by one
- * step). |acc| <= 255 * 255 per product term, over all accumulators
- * together (each term belongs to one). */
+ * step). Over all accumulators together each product term counts once,
+ * with |x - z| <= xmax. */
 typedef const char *(*rg_acc_fn)(lower_ctx *c, void *arg, uint32_t g);
-static lower_status conv_sum(lower_ctx *c, uint32_t n, const double *fac, const double *in_s,
+static lower_status conv_sum(lower_ctx *c, uint32_t n, const double *fac, const double *in_s, double xmax,
                              const int64_t *wsh, uint32_t wrank, const qx_w *w, const double *bias,
                              const qx_out *o, rg_acc_fn conv, void *arg) {
     int64_t M = wsh[0], kvol = 1;
@@ -588,9 +588,17 @@ static lower_status conv_sum(lower_ctx *c, uint32_t n, const double *fac, const 
         bu[m] = bias ? bias[m] / (in_s[m] * w->scale[w->n > 1 ? m : 0]) : 0;
         bmax = fmax(bmax, fabs(bu[m]));
     }
-    double amax = 65025.0 * (double)wsh[1] * (double)kvol;
+    /* the largest |sum of (x - z) (w - z_w)| of an output channel */
+    double amax = 0;
+    for (int64_t m = 0; m < M; m++) {
+        double a = 0;
+        for (int64_t i = 0; i < wsh[1] * kvol; i++)
+            a += fabs((double)w->data[m * wsh[1] * kvol + i] - (double)w->zp);
+        amax = fmax(amax, a * xmax);
+    }
+    /* RESCALE by up to 2^k has shift 30 - k and REQUIREs |acc| < 2^(29 - k) */
     int k = 0;
-    while (k < 20 && (amax + bmax + 1) * ldexp(1.0, k + 1) < 2147483647.0) k++;
+    while (k < 20 && (amax + bmax + 1) * ldexp(1.0, k + 3) < 2147483647.0) k++;
     const char *sum = NULL;
     const ctosa_tensor *at = NULL;
     int64_t fs[LOWER_MAX_RANK];
@@ -721,15 +729,22 @@ static lower_status region_conv(lower_ctx *c, rg_replay *r, const lower_value *X
     for (uint32_t g = 0; g < r->n_set; g++) s0 = fmax(s0, r->src[r->set_src[g]].s);
     for (uint32_t g = 0; g < r->n_set; g++) fac[g] = r->src[r->set_src[g]].s / s0;
     for (int64_t m = 0; m < M; m++) in_s[m] = s0;
+    /* |x - z| over the sets (replayed: the other sets' elements are z) */
+    double xmax = 0;
+    for (uint32_t g = 0; g < r->n_set; g++) {
+        const qx_in *a = &r->src[r->set_src[g]];
+        double lo = a->t == CTOSA_DTYPE_INT16 ? -32768 : -128, hi = a->t == CTOSA_DTYPE_INT16 ? 32767 : 127;
+        xmax = fmax(xmax, fmax(fabs(lo - (double)a->zp), fabs(hi - (double)a->zp)));
+    }
     if (raw && (r->n_set == 1 || (group == C && M == C))) {
         /* one set, or depthwise: output channel m reads input channel m
          * only, in the unit of its own set */
         for (int64_t m = 0; raw && r->n_set > 1 && m < M; m++) in_s[m] = r->src[r->set_src[cset[m]]].s;
         fac[0] = 1.0;
-        return conv_sum(c, 1, fac, in_s, W->shape, W->rank, &w, bias, &o, acc_raw, &v);
+        return conv_sum(c, 1, fac, in_s, xmax, W->shape, W->rank, &w, bias, &o, acc_raw, &v);
     }
-    return conv_sum(c, r->n_set, fac, in_s, W->shape, W->rank, &w, bias, &o, raw ? acc_masked : acc_replayed,
-                    &v);
+    return conv_sum(c, r->n_set, fac, in_s, xmax, W->shape, W->rank, &w, bias, &o,
+                    raw ? acc_masked : acc_replayed, &v);
 }
 
 /* A QuantizeLinear sink whose input channels come from known parameter
