@@ -217,9 +217,9 @@ static void test_regions(void) {
     static const struct {
         const char *name;
         bool exact;
-    } models[] = {{"shuffle_equal", true},        {"shuffle_requant", true},   {"shuffle_scales", true},
-                  {"one_source_two_sinks", true}, {"concat_two_scales", true}, {"shuffle_conv", false},
-                  {"shuffle_conv_zp", false}};
+    } models[] = {{"shuffle_equal", true},        {"shuffle_requant", true},      {"shuffle_scales", true},
+                  {"one_source_two_sinks", true}, {"concat_two_scales", true},    {"shuffle_conv", false},
+                  {"shuffle_conv_zp", false},     {"shuffle_conv_extreme", false}};
     static const char *const specs[] = {"TOSA-1.0+INT", "TOSA-1.0+INT+int16+int4+u55",
                                         "TOSA-1.0+INT+int16+int4+cf"};
     for (size_t i = 0; i < sizeof models / sizeof *models; i++)

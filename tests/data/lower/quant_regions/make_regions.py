@@ -224,6 +224,27 @@ def shuffle_conv(name, z2):
     save(name, g, [("x1", x1), ("x2", x2)], outs)
 
 
+# 6. the accumulator bound: every weight -128 with zero point 127 and the
+# first source at 255 (|x - z| (w - z_w) = 255 * 255 in every term): the
+# fraction bits of the sum must keep the RESCALE by 2^k inside what it
+# REQUIREs
+def shuffle_conv_extreme():
+    x1, x2 = np.full((1, C, H, W), 255, np.uint8), u8((1, C, H, W))
+    g = G()
+    y = shuffle(g, g.dq("x1", 0.03, np.array(0, np.uint8)), g.dq("x2", 0.045, np.array(0, np.uint8)), C, H, W)
+    xr = shuffle_ref(dq(x1, 0.03, 0), dq(x2, 0.045, 0))
+    outs = []
+    for group in (1, 2 * C):  # dense, depthwise
+        wq = np.full((2 * C, 2 * C // group, 3, 3), -128, np.int8)
+        b = rng.normal(0, 0.3, size=2 * C).astype(np.float32)
+        wd = g.dq(g.const(wq), 0.01, np.array(127, np.int8))
+        cv = g.node("Conv", [y, wd, g.const(b)], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=group)
+        r = conv_ref(xr, dq(wq, 0.01, 127), b.astype(np.float64), group)
+        ys = float(np.abs(r).max() / 120.0)
+        outs.append((g.q(cv, ys, np.array(0, np.int8)), q(r, ys, 0, np.int8)))
+    save("shuffle_conv_extreme", g, [("x1", x1), ("x2", x2)], outs)
+
+
 shuffle_equal()
 shuffle_requant()
 shuffle_scales()
@@ -231,3 +252,4 @@ one_source_two_sinks()
 concat_two_scales()
 shuffle_conv("shuffle_conv", 0)
 shuffle_conv("shuffle_conv_zp", 9)
+shuffle_conv_extreme()
