@@ -275,6 +275,12 @@ bool qdq_moves_data(const ctosa_onnx_node *n);
 bool qdq_region_op(const ctosa_onnx_node *n);
 /* Whether n is the default-domain operator op. */
 bool qdq_is_op(const ctosa_onnx_node *n, const char *op);
+/* The node producing value `name`; -1 for graph inputs, initializers,
+ * unknown and empty names. */
+int32_t qdq_producer(lower_session *s, const char *name);
+/* The one consumer of node ni's output 0; -1 when it has other outputs in
+ * use, is a graph output, or has not exactly one consumer. */
+int32_t qdq_sole_consumer(lower_session *s, uint32_t ni);
 ctosa_error *qdq_region_prepass(lower_session *s);
 /* One pass of the resolve fixpoint; true when it dropped a candidate.
  * consumer_ok(s, u): node u may read a folded DequantizeLinear. */

@@ -37,13 +37,12 @@ static bool can_fuse_act(const ctosa_onnx_node *h) {
     return row && row->fuse_act;
 }
 
-static int32_t producer_of(lower_session *s, const char *name) {
-    lw_val *v = lw_lookup(s, name);
+int32_t qdq_producer(lower_session *s, const char *name) {
+    lw_val *v = name && name[0] ? lw_lookup(s, name) : NULL;
     return v ? v->producer : -1;
 }
 
-/* The sole consumer of node ni's output 0, -1 when not exactly one. */
-static int32_t sole_consumer(lower_session *s, uint32_t ni) {
+int32_t qdq_sole_consumer(lower_session *s, uint32_t ni) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     if (n->n_outputs < 1) return -1;
     for (uint32_t k = 1; k < n->n_outputs; k++)
@@ -75,7 +74,7 @@ ctosa_error *qdq_prepass(lower_session *s) {
              * one where a quantized tensor is requantized, or re-observed
              * with the same parameters): the QuantizeLinear heads its own
              * group, one RESCALE or nothing */
-            int32_t p = n->n_inputs >= 1 ? producer_of(s, n->inputs[0]) : -1;
+            int32_t p = n->n_inputs >= 1 ? qdq_producer(s, n->inputs[0]) : -1;
             if (p >= 0 && qdq_is_op(&s->g->nodes[p], "DequantizeLinear")) {
                 q->n[i].cand = true;
                 q->n[i].q = (int32_t)i;
@@ -87,10 +86,10 @@ ctosa_error *qdq_prepass(lower_session *s) {
             uint32_t ch[QDQ_CHAIN_MAX], k = 0;
             int32_t next = (int32_t)i;
             while (p >= 0 && k < QDQ_CHAIN_MAX && qdq_moves_data(&s->g->nodes[p]) &&
-                   sole_consumer(s, (uint32_t)p) == next && s->g->nodes[p].n_inputs >= 1) {
+                   qdq_sole_consumer(s, (uint32_t)p) == next && s->g->nodes[p].n_inputs >= 1) {
                 ch[k++] = (uint32_t)p;
                 next = p;
-                p = producer_of(s, s->g->nodes[p].inputs[0]);
+                p = qdq_producer(s, s->g->nodes[p].inputs[0]);
             }
             if (k >= 2 && p >= 0 && qdq_is_op(&s->g->nodes[p], "DequantizeLinear")) {
                 q->n[i].chain = arena_alloc(&s->a, k * sizeof *q->n[i].chain);
@@ -106,17 +105,17 @@ ctosa_error *qdq_prepass(lower_session *s) {
         if (!head_inputs(n, &count)) continue;
         bool ok = count > 0 && n->n_inputs >= count;
         for (uint32_t k = 0; ok && k < count; k++) {
-            int32_t p = producer_of(s, n->inputs[k]);
+            int32_t p = qdq_producer(s, n->inputs[k]);
             ok = p >= 0 && qdq_is_op(&s->g->nodes[p], "DequantizeLinear");
         }
         if (!ok) continue;
-        int32_t nx = sole_consumer(s, i);
+        int32_t nx = qdq_sole_consumer(s, i);
         if (nx < 0) continue;
         int32_t act = -1;
         const ctosa_onnx_node *cn = &s->g->nodes[nx];
         if (can_fuse_act(n) && (qdq_is_op(cn, "Relu") || qdq_is_op(cn, "Clip"))) {
             act = nx;
-            nx = sole_consumer(s, (uint32_t)nx);
+            nx = qdq_sole_consumer(s, (uint32_t)nx);
             if (nx < 0) continue;
             cn = &s->g->nodes[nx];
         }
@@ -130,7 +129,7 @@ ctosa_error *qdq_prepass(lower_session *s) {
      * and a QuantizeLinear, whose other operands are constants. */
     for (uint32_t i = 0; i < nn; i++) {
         if (q->n[i].cand || !qdq_island_op(&s->g->nodes[i])) continue;
-        int32_t nx = sole_consumer(s, i);
+        int32_t nx = qdq_sole_consumer(s, i);
         if (nx < 0 || !qdq_is_op(&s->g->nodes[nx], "QuantizeLinear")) continue;
         qdq_island *isl = arena_alloc(&s->a, sizeof *isl);
         if (!isl) return ctosa_error_nomem();
@@ -194,7 +193,7 @@ static void resolve(lower_session *s) {
         } else {
             head_inputs(n, &count);
             for (uint32_t k = 0; !custom && k < count; k++)
-                custom = lw_custom_find(s, (uint32_t)producer_of(s, n->inputs[k])) != NULL;
+                custom = lw_custom_find(s, (uint32_t)qdq_producer(s, n->inputs[k])) != NULL;
         }
         if (custom) q->n[i].cand = false;
     }
@@ -224,7 +223,7 @@ static void resolve(lower_session *s) {
             } else {
                 head_inputs(n, &count);
                 for (uint32_t k = 0; ok && k < count; k++) {
-                    int32_t p = producer_of(s, n->inputs[k]);
+                    int32_t p = qdq_producer(s, n->inputs[k]);
                     lw_val *dv = lw_lookup(s, s->g->nodes[p].outputs[0]);
                     if (!dv || dv->graph_output) ok = false;
                     for (uint32_t u = 0; ok && u < dv->n_consumers; u++)
@@ -262,7 +261,7 @@ static void resolve(lower_session *s) {
             }
         } else {
             head_inputs(n, &count);
-            for (uint32_t k = 0; k < count; k++) q->n[producer_of(s, n->inputs[k])].role = QR_DQ;
+            for (uint32_t k = 0; k < count; k++) q->n[qdq_producer(s, n->inputs[k])].role = QR_DQ;
         }
         if (q->n[i].act >= 0) {
             q->n[q->n[i].act].role = QR_ACT;
@@ -450,7 +449,7 @@ void qdq_post_decide(lower_session *s) {
                 dqs[nd++] = q->n[i].chain_dq;
             } else {
                 for (uint32_t k = 0; k < n->n_inputs && nd < QDQ_ISLAND_MAX + 8; k++) {
-                    int32_t p = producer_of(s, n->inputs[k]);
+                    int32_t p = qdq_producer(s, n->inputs[k]);
                     if (p >= 0 && q->n[p].role == QR_DQ) dqs[nd++] = p;
                 }
             }

@@ -118,11 +118,6 @@ typedef struct walk {
     const char *why;
 } walk;
 
-static int32_t producer(lower_session *s, const char *name) {
-    lw_val *v = lw_lookup(s, name);
-    return v ? v->producer : -1;
-}
-
 static bool visit(walk *w, uint32_t ni, int depth);
 
 /* Operand `name` of an island node: the integer input x (through a
@@ -130,7 +125,7 @@ static bool visit(walk *w, uint32_t ni, int depth);
 static bool operand(walk *w, const char *name, qdq_src *src, int depth) {
     lower_session *s = w->s;
     qdq_island *isl = w->isl;
-    int32_t p = producer(s, name);
+    int32_t p = qdq_producer(s, name);
     if (!w->structural) {
         const lw_val *cv = qdq_const(s, w->a, name);
         if (cv && cv->v.data) {

@@ -45,21 +45,6 @@ bool qdq_region_op(const ctosa_onnx_node *n) {
  * shapes, starts, indices: constants). */
 static uint32_t data_inputs(const ctosa_onnx_node *n) { return qdq_is_op(n, "Concat") ? n->n_inputs : 1; }
 
-static int32_t producer(lower_session *s, const char *name) {
-    lw_val *v = name[0] ? lw_lookup(s, name) : NULL;
-    return v ? v->producer : -1;
-}
-
-static int32_t sole_consumer(lower_session *s, uint32_t ni) {
-    const ctosa_onnx_node *n = &s->g->nodes[ni];
-    if (n->n_outputs < 1) return -1;
-    for (uint32_t k = 1; k < n->n_outputs; k++)
-        if (n->outputs[k][0]) return -1;
-    lw_val *v = lw_lookup(s, n->outputs[0]);
-    if (!v || v->graph_output || v->n_consumers != 1) return -1;
-    return (int32_t)v->consumers[0];
-}
-
 /* Whether node u reads value `name` only as input 0 (and reads it). */
 static bool reads_only_as_first(const ctosa_onnx_node *u, const char *name) {
     if (u->n_inputs < 1 || strcmp(u->inputs[0], name) != 0) return false;
@@ -81,13 +66,13 @@ static bool sink_of(lower_session *s, uint32_t u, const char *name, int32_t *act
         return n->n_inputs >= 2;
     }
     if (!qdq_is_op(n, "Conv") || n->n_inputs < 2) return false;
-    int32_t w = producer(s, n->inputs[1]);
+    int32_t w = qdq_producer(s, n->inputs[1]);
     if (w < 0 || !qdq_is_op(&s->g->nodes[w], "DequantizeLinear")) return false;
-    int32_t nx = sole_consumer(s, u);
+    int32_t nx = qdq_sole_consumer(s, u);
     if (nx < 0) return false;
     if (qdq_is_op(&s->g->nodes[nx], "Relu") || qdq_is_op(&s->g->nodes[nx], "Clip")) {
         *act = nx;
-        nx = sole_consumer(s, (uint32_t)nx);
+        nx = qdq_sole_consumer(s, (uint32_t)nx);
         if (nx < 0) return false;
     }
     if (!qdq_is_op(&s->g->nodes[nx], "QuantizeLinear") || s->qdq->n[nx].cand) return false;
@@ -135,7 +120,7 @@ ctosa_error *qdq_region_prepass(lower_session *s) {
             const ctosa_onnx_node *n = &s->g->nodes[i];
             bool ok = n->n_inputs >= 1;
             for (uint32_t k = 0; ok && k < data_inputs(n); k++) {
-                int32_t p = producer(s, n->inputs[k]);
+                int32_t p = qdq_producer(s, n->inputs[k]);
                 ok = p >= 0 && (q->n[p].rnode || qdq_is_op(&s->g->nodes[p], "DequantizeLinear"));
             }
             if (!ok || !readers_ok(s, i, true)) {
@@ -171,7 +156,7 @@ bool qdq_region_check(lower_session *s, bool (*consumer_ok)(lower_session *s, ui
         const ctosa_onnx_node *n = &s->g->nodes[i];
         bool ok = !lw_custom_find(s, i);
         for (uint32_t k = 0; ok && k < data_inputs(n); k++) {
-            int32_t p = producer(s, n->inputs[k]);
+            int32_t p = qdq_producer(s, n->inputs[k]);
             if (p < 0) {
                 ok = false;
             } else if (!q->n[p].rnode) {
@@ -188,7 +173,7 @@ bool qdq_region_check(lower_session *s, bool (*consumer_ok)(lower_session *s, ui
     }
     for (uint32_t i = 0; i < q->count; i++) {
         if (!q->n[i].cand || q->n[i].reg != -2) continue;
-        int32_t p = producer(s, s->g->nodes[i].inputs[0]);
+        int32_t p = qdq_producer(s, s->g->nodes[i].inputs[0]);
         if (p < 0 || !q->n[p].rnode) {
             q->n[i].cand = false;
             changed = true;
@@ -225,9 +210,9 @@ void qdq_region_number(lower_session *s) {
         const ctosa_onnx_node *n = &s->g->nodes[i];
         if (q->n[i].rnode) {
             for (uint32_t k = 0; k < data_inputs(n); k++)
-                uf_unite(par, (int32_t)i, producer(s, n->inputs[k]));
+                uf_unite(par, (int32_t)i, qdq_producer(s, n->inputs[k]));
         } else if (q->n[i].cand && q->n[i].reg == -2) {
-            uf_unite(par, (int32_t)i, producer(s, n->inputs[0]));
+            uf_unite(par, (int32_t)i, qdq_producer(s, n->inputs[0]));
             if (q->n[i].act >= 0) uf_unite(par, (int32_t)i, q->n[i].act);
             uf_unite(par, (int32_t)i, q->n[i].q);
         }
@@ -246,7 +231,7 @@ void qdq_region_number(lower_session *s) {
         if (q->n[i].rnode) {
             q->n[i].role = QR_REGION;
             for (uint32_t k = 0; k < data_inputs(n); k++) {
-                int32_t p = producer(s, n->inputs[k]);
+                int32_t p = qdq_producer(s, n->inputs[k]);
                 if (q->n[p].rnode) continue;
                 q->n[p].role = QR_DQ;
                 q->n[p].reg = id[r];
@@ -344,7 +329,7 @@ static bool source_operand(lower_ctx *c, uint32_t d, qx_in *a) {
 static bool collect_sources(rg_replay *r, const char *name, uint32_t depth) {
     lower_ctx *c = r->c;
     lower_session *s = c->s;
-    int32_t p = producer(s, name);
+    int32_t p = qdq_producer(s, name);
     if (p < 0 || depth > RG_DEPTH_MAX) {
         lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized region too deep");
         return false;
@@ -472,7 +457,7 @@ static const char *replay_value(rg_replay *r, const char *name) {
     if (have) return have;
     lower_ctx *c = r->c;
     lower_session *s = c->s;
-    int32_t p = producer(s, name);
+    int32_t p = qdq_producer(s, name);
     if (p < 0) return NULL;
     if (++r->depth > RG_DEPTH_MAX) {
         lw_fail(c, LOWER_UNSUPPORTED_ATTR, NULL, "quantized region too deep");
