@@ -306,7 +306,9 @@ def gather():
          [("d", di), ("u", ui)], [("y", ref)], inits=[("i", nia)])
     ni3 = np.array([[2, 1], [0, 0], [3, 2]], np.int32)
     u3 = rnd(3, 2)
-    case("scatternd_runtime", "int", 13, [N("ScatterND", ["d", "i", "u"], ["y"])],
+    # ScatterND takes int64 indices: an int32 input Cast up (carried as i32)
+    case("scatternd_runtime", "int", 13,
+         [N("Cast", ["i"], ["i64"], to=TensorProto.INT64), N("ScatterND", ["d", "i64", "u"], ["y"])],
          [("d", d), ("i", ni3), ("u", u3)], [("y", scatter_nd(d, ni3, u3))])
 
 
