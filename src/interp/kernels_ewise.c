@@ -181,38 +181,27 @@ static ctosa_error *bc_setup(const interp_op *o, uint32_t n_in, ew_arg *A) {
     IM_MULTIVERSION(NAME, NAME##_impl)
 
 /* Unary loop (same shape in and out). b is a dummy for FAIL. */
-#define UN_FN(NAME, T1, TO, STMT)                          \
-    static void NAME(void *vp, size_t begin, size_t end) { \
-        ew_arg *A = vp;                                    \
-        const T1 *X = A->x;                                \
-        TO *Z = A->out;                                    \
-        for (size_t i = begin; i < end; i++) {             \
-            T1 a = X[i];                                   \
-            int b = 0;                                     \
-            TO r;                                          \
-            STMT;                                          \
-            (void)b;                                       \
-            Z[i] = r;                                      \
-        }                                                  \
+#define UN_LOOP(T1, TO, STMT)              \
+    ew_arg *A = vp;                        \
+    const T1 *X = A->x;                    \
+    TO *Z = A->out;                        \
+    for (size_t i = begin; i < end; i++) { \
+        T1 a = X[i];                       \
+        int b = 0;                         \
+        TO r;                              \
+        STMT;                              \
+        (void)b;                           \
+        Z[i] = r;                          \
     }
-
+#define UN_FN(NAME, T1, TO, STMT) \
+    static void NAME(void *vp, size_t begin, size_t end) { UN_LOOP(T1, TO, STMT) }
 /* The same, compiled per instruction set (IM_MULTIVERSION) for the
  * statements that cannot fail and are exact on every instruction set
  * (FLOOR, CEIL, ABS, NEGATE on floats: without SSE4.1, floorf is a call
  * per element). */
-#define UN_FN_V(NAME, T1, TO, STMT)                                                \
-    static inline IM_INLINE void NAME##_impl(void *vp, size_t begin, size_t end) { \
-        ew_arg *A = vp;                                                            \
-        const T1 *X = A->x;                                                        \
-        TO *Z = A->out;                                                            \
-        for (size_t i = begin; i < end; i++) {                                     \
-            T1 a = X[i];                                                           \
-            TO r;                                                                  \
-            STMT;                                                                  \
-            Z[i] = r;                                                              \
-        }                                                                          \
-    }                                                                              \
-    IM_MULTIVERSION(NAME, NAME##_impl)
+#define UN_FN_V(NAME, T1, TO, STMT)                                               \
+    static inline IM_INLINE void NAME##_impl(void *vp, size_t begin, size_t end){ \
+        UN_LOOP(T1, TO, STMT)} IM_MULTIVERSION(NAME, NAME##_impl)
 
 typedef void (*ew_fn)(void *, size_t, size_t);
 
