@@ -7,6 +7,8 @@
  *    same results on the second run as on the first, and as the same graph
  *    with the weights fed as a graph input (never cached): fp32 and int8
  *    convolutions, int16 convolution, fp32 and int8 MATMUL;
+ *  - int8 MATMUL on the dot-product engine gives the plain loops' values
+ *    (or error) over shapes, zero points and every instruction set;
  *  - an invalid CLAMP (min > max) is not fused and still fails;
  *  - a RESCALE fused into the int8 CONV2D / DEPTHWISE_CONV2D before it
  *    (applied as the convolution stores its results) gives the bytes of the unfused pair and of
@@ -536,6 +538,101 @@ static void test_rescale_fusion(void) {
     CHECK(failed_alike > 0);
 }
 
+/* int8 MATMUL on the dot-product engine (kg_matmul_q8): shapes with C a
+ * multiple of 4 (A read in place) and not (A copied), 1..17 rows (the 12-,
+ * 4- and 1-row tiles), W across panel tails, zero points, B constant
+ * (cached) or an input, 1 and 2 threads, every instruction set; bytes equal
+ * to the plain loops'. The last cases: C = 70000 with extreme values (the
+ * scan of A; the second overflows int32 and must fail as the plain loop
+ * does). */
+typedef struct mm8_case {
+    int32_t N, H, C, W;
+    int8_t azp, bzp;
+    bool b_input, extreme;
+} mm8_case;
+
+static ctosa_error *run_mm8c(const mm8_case *c, int threads, int32_t *out) {
+    static int8_t A[2 * 17 * 70000], B[2 * 70000 * 40];
+    int32_t N = c->N, H = c->H, C = c->C, W = c->W;
+    rq_rng = (uint32_t)(N * 7 + H * 131 + C * 17 + W);
+    for (int32_t i = 0; i < N * H * C; i++)
+        A[i] = (int8_t)(c->extreme ? (i % 3 ? 127 : 126) : rq_rand(-128, 127));
+    /* b - bzp must fit int8 for the engine */
+    for (int32_t i = 0; i < N * C * W; i++)
+        B[i] = (int8_t)(c->extreme
+                            ? -128 + (c->bzp > 0 ? c->bzp : 0)
+                            : rq_rand(c->bzp > 0 ? -128 + c->bzp : -128, c->bzp < 0 ? 127 + c->bzp : 127));
+    gb q;
+    gstart(&q);
+    int32_t as[3] = {N, H, C}, bsh[3] = {N, C, W}, os[3] = {N, H, W}, one[1] = {1};
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "a", CTOSA_DTYPE_INT8, 3, as, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "a");
+    const char *b = gconst(&q, CTOSA_DTYPE_INT8, 3, bsh, B, (size_t)(N * C * W), c->b_input);
+    const char *za = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->azp, 1, false);
+    const char *zb = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->bzp, 1, false);
+    const char *y = gtensor(&q, CTOSA_DTYPE_INT32, 3, os), *in[4] = {"a", b, za, zb};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_MATMUL, 4, in, 1, &y, NULL, NULL);
+    int64_t as64[3] = {N, H, C}, bs64[3] = {N, C, W};
+    gin ab[2] = {{"a", CTOSA_DTYPE_INT8, 3, as64, A, (size_t)(N * H * C)},
+                 {b, CTOSA_DTYPE_INT8, 3, bs64, B, (size_t)(N * C * W)}};
+    return grun(&q, threads, use_reference, c->b_input ? 2 : 1, ab, 2, y, out,
+                sizeof(int32_t) * (size_t)(N * H * W));
+}
+
+static void test_matmul_int8_engine(void) {
+    static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
+    static int32_t ref[2 * 17 * 40], got[2 * 17 * 40];
+    static const mm8_case fixed[] = {{1, 1, 70000, 3, 126, 0, false, true},
+                                     {1, 1, 70000, 3, -128, 0, false, true}};
+    int compared = 0, failed = 0;
+    uint64_t q8 = kg_q8_runs();
+    for (int i = 0; i < 26; i++) {
+        mm8_case c;
+        if (i < 24) {
+            rq_rng = (uint32_t)i * 2654435761u + 7;
+            static const int32_t hs[] = {1, 3, 12, 13, 17}, cs[] = {1, 3, 4, 5, 64, 300},
+                                 ws[] = {1, 5, 16, 40};
+            c = (mm8_case){.N = rq_rand(1, 2),
+                           .H = hs[rq_rand(0, 4)],
+                           .C = cs[rq_rand(0, 5)],
+                           .W = ws[rq_rand(0, 3)],
+                           .azp = (int8_t)rq_rand(-128, 127),
+                           .bzp = (int8_t)(i % 3 ? rq_rand(-20, 20) : 0),
+                           .b_input = i % 4 == 1};
+        } else {
+            c = fixed[i - 24];
+        }
+        size_t n = (size_t)(c.N * c.H * c.W);
+        use_reference = true;
+        ctosa_error *er = run_mm8c(&c, 1, ref);
+        use_reference = false;
+        for (int l = 0; l < 3; l++) {
+            kg_q8_limit(levels[l]);
+            if (kg_q8_isa() != levels[l]) continue;
+            for (int t = 1; t <= 2; t++) {
+                memset(got, 0x5a, sizeof got);
+                ctosa_error *eg = run_mm8c(&c, t, got);
+                CHECK_MSG((er == NULL) == (eg == NULL), "case %d isa %d threads %d: reference %s, fast %s", i,
+                          levels[l], t, er ? ctosa_error_message(er) : "ok",
+                          eg ? ctosa_error_message(eg) : "ok");
+                if (!er && !eg) {
+                    CHECK_MSG(memcmp(ref, got, n * sizeof(int32_t)) == 0, "case %d isa %d threads %d differ",
+                              i, levels[l], t);
+                    compared++;
+                }
+                failed += er && eg;
+                ctosa_error_free(eg);
+            }
+        }
+        ctosa_error_free(er);
+    }
+    kg_q8_limit(-1);
+    printf("int8 MATMUL: %d runs compared, %d failed alike\n", compared, failed);
+    CHECK(compared >= 25 * 2);
+    CHECK(failed > 0);
+    if (kg_q8_isa() != KG_Q8_NONE) CHECK(kg_q8_runs() > q8);
+}
+
 /* ------------------------------------------- int8 depthwise geometries */
 
 typedef struct dw_case {
@@ -686,6 +783,7 @@ int main(void) {
     RUN(test_cached_weights_int);
     RUN(test_cached_matmul);
     RUN(test_cached_matmul_int8);
+    RUN(test_matmul_int8_engine);
     RUN(test_reference_option);
     RUN(test_rescale_fusion);
     RUN(test_depthwise_int8);

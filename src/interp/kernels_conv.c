@@ -592,20 +592,12 @@ done:
  * neither REQUIRE of the epilogue can fail and the wrapping int32 sums are
  * exact. *done is false when it does not apply (the caller then takes the
  * fp32 path). Channels are padded to a multiple of 4 (the instruction's
- * group); padding taps read a row of (izp + 128), which the column-sum
- * correction cancels like any other value equal to the zero point. */
-/* Row pointers of a 1x1 convolution that reads every input pixel once in
- * order (c_run_int8_q8): row m at base + m * stride. */
-typedef struct flat_rows {
-    const uint8_t *base;
-    int64_t stride;
-} flat_rows;
-
-static void c_rows_flat(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
-    const flat_rows *f = rc;
-    for (int64_t r = 0; r < nrows; r++) ptrs[r] = f->base + (m0 + r) * f->stride;
-}
-
+ * group) in a copy of bytes x + 128, or, with a multiple of 4 channels,
+ * the tiles read the input itself and flip the sign bits (kg_job.xa);
+ * padding taps read a row of the zero point, which the column-sum
+ * correction cancels like any other value equal to it. A 1x1 convolution
+ * with stride 1 and no padding reads every pixel once in order: its rows
+ * are one stride apart (kg_rows_flat). */
 static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const cargs *c, bool *done) {
     *done = false;
     if (kg_q8_isa() == KG_Q8_NONE || g->kind == CK_DEPTHWISE || c->out->dtype != CTOSA_DTYPE_INT32)
@@ -654,10 +646,15 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
      * (|x - izp| <= max(127 - izp, izp + 128)) could pass int32 */
     int64_t aworst = 127 - c->izp > c->izp + 128 ? 127 - c->izp : c->izp + 128;
     bool scan = (double)K * (double)aworst * (double)wmax + (double)bmax > 2147483647.0;
+    /* channels a multiple of 4 and no scan: the tiles read the int8 input
+     * itself and flip its sign bits in registers (kg_job.xa) */
+    bool xa = IC == IC4 && !scan;
+    if (xa) in8 = (uint8_t *)c->in->data;
     int64_t amax =
-        kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8, scan);
+        xa ? 0
+           : kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8, scan);
     if (scan && (double)K * (double)amax * (double)wmax + (double)bmax > 2147483647.0) goto out;
-    memset(zero, (int)(uint8_t)(c->izp + 128), (size_t)IC4 + 64);
+    memset(zero, (int)(uint8_t)(xa ? c->izp : c->izp + 128), (size_t)IC4 + 64);
     /* ibias = bias - (128 + izp) * colsum, in wrapping int32 */
     for (int64_t j = 0; j < OC; j++)
         ib[j] = (int32_t)((uint32_t)bias[b1 ? 0 : j] - (uint32_t)(128 + c->izp) * (uint32_t)colsum[j]);
@@ -673,11 +670,12 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
                   .bpack = bpk,
                   .out = c->out->data,
                   .ldo = OC,
-                  .ibias = ib};
-    flat_rows fr = {in8, IC4};
+                  .ibias = ib,
+                  .xa = xa};
+    kg_flat fr = {in8, IC4};
     if (T == 1 && g->kind != CK_TRANSPOSE && g->sd == 1 && g->sy == 1 && g->sx == 1 && g->pd == 0 &&
         g->pt == 0 && g->pl == 0 && g->OD == g->ID && g->OH == g->IH && g->OW == g->IW) {
-        job.rows = c_rows_flat;
+        job.rows = kg_rows_flat;
         job.rctx = &fr;
     }
     /* a fused RESCALE: the tiles are requantised as they are stored; if a

@@ -76,6 +76,7 @@ typedef struct kg_job {
     const interp_post *post; /* float engine: fused CLAMP applied as tiles are stored, or NULL */
     const int32_t *ibias;    /* int8 dot-product engine: N values added to every row */
     kg_requant *rq;          /* int8 dot-product engine: store RESCALE(sum) as bytes, or NULL */
+    bool xa;                 /* int8 dot-product engine: A holds int8 x, used as the byte x + 128 */
     int failed;              /* set when a worker could not allocate */
 } kg_job;
 
@@ -131,8 +132,21 @@ size_t kg_q8_pack_bytes(int64_t T, int64_t Kt4, int64_t N);
 bool kg_q8_pack(int8_t *dst, int64_t T, int64_t Kt, int64_t Kt4, int64_t N, const int8_t *src, int64_t sn,
                 int64_t sk, int64_t zp, int32_t *colsum, int64_t *maxabs);
 /* Runs the job: job->Kt is Kt4, every A row pointer covers Kt4 bytes,
- * job->out is int32 and job->ibias required. false when out of memory. */
+ * job->out is int32 and job->ibias required; with job->xa the rows may be
+ * the int8 tensor itself (Kt4 == its channel count, padding rows of the
+ * zero point's int8 bytes). false when out of memory. */
 bool kg_run_q8(interp_ctx *ctx, kg_job *job);
+/* Row pointers of a matrix: row m at base + m * stride (rctx: kg_flat). */
+typedef struct kg_flat {
+    const uint8_t *base;
+    int64_t stride;
+} kg_flat;
+void kg_rows_flat(const void *rc, int64_t m0, int64_t nrows, const void **ptrs);
+/* int8 MATMUL (A [N,H,C], B [N,C,W], int32 out) on the engine when it is
+ * exact for these operands; *done false (and NULL) leaves it to the
+ * caller's path. */
+ctosa_error *kg_matmul_q8(const interp_op *o, const itensor *A, const itensor *B, itensor *out, int64_t azp,
+                          int64_t bzp, bool *done);
 /* d[i] = (uint8)(s[i] + 128) for n values, stride-padded: rows of ic values
  * become rows of ic4 bytes (the extra bytes 0). With scan, returns max
  * |s[i] - zp| (0 without). */

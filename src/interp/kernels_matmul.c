@@ -261,7 +261,11 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
         return NULL;
     }
 
-    if (ta == CTOSA_DTYPE_INT8) return mm_int8_float(o, A, B, out, azp, bzp);
+    if (ta == CTOSA_DTYPE_INT8) {
+        bool done;
+        if ((e = kg_matmul_q8(o, A, B, out, azp, bzp, &done)) || done) return e;
+        return mm_int8_float(o, A, B, out, azp, bzp);
+    }
     if (!is_int && H <= MM_GEMV_MAX_H) {
         for (int64_t n = 0; n < N; n++) {
             /* one range per thread (threads that would get too few

@@ -127,60 +127,86 @@ int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32
 }
 
 #ifdef KQ_X86
+#define KQ_T512 __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define KQ_MR512 12
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
-kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nrows, int64_t panel) {
-    const int64_t Kt = job->Kt, K = Kt * job->T;
+/* Rows r .. r+mr-1 (mr <= MR) of one column panel, with MR accumulators
+ * (a compile-time constant once inlined: 12, or 4 and 1 for the last rows
+ * of a block, so a GEMV or a 49-row layer does not compute 12 rows for
+ * one). xa: the A bytes are int8 values whose sign bit is flipped here
+ * (x ^ 0x80 == x + 128 as a byte) instead of in a copy of the input. */
+static inline __attribute__((always_inline)) KQ_T512 void
+kq_rows512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t r, int mr, const int MR,
+           const bool xa, const int8_t *bp, int64_t panel, int ncols, __m512i bias, const kg_rqf *rf) {
+    const int64_t Kt = job->Kt, n0 = panel * KG_NR;
     const int32_t T = job->T;
-    const int8_t *bp = (const int8_t *)job->bpack + panel * K * KG_NR;
+    const __m512i flip = _mm512_set1_epi32((int32_t)0x80808080u);
+    __m512i acc[KQ_MR512];
+    _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) acc[m] = bias;
+    for (int32_t t = 0; t < T; t++) {
+        const uint8_t *a[KQ_MR512];
+        _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) a[m] =
+            (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
+        const int8_t *b = bp + t * Kt * KG_NR;
+        for (int64_t k = 0; k < Kt; k += 4) {
+            __m512i bv = _mm512_loadu_si512(b + k * KG_NR);
+            _Pragma("GCC unroll 16") for (int m = 0; m < MR; m++) {
+                int32_t av;
+                memcpy(&av, a[m] + k, 4);
+                __m512i va = _mm512_set1_epi32(av);
+                if (xa) va = _mm512_xor_si512(va, flip);
+                acc[m] = _mm512_dpbusd_epi32(acc[m], va, bv);
+            }
+        }
+    }
+    kg_requant *rq = job->rq;
+    if (rq) {
+        const __m512i rzp = _mm512_set1_epi32(rq->ozp), rlo = _mm512_set1_epi32(rq->lo),
+                      rhi = _mm512_set1_epi32(rq->hi);
+        __mmask16 bad = 0, cols = (__mmask16)((1u << ncols) - 1);
+        uint8_t *o8 = rq->out + (row0 + r) * rq->ldo + n0;
+        if (rq->fast)
+            for (int m = 0; m < mr; m++)
+                _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols, kg_rqf16(acc[m], rf, rzp, rlo, rhi));
+        else
+            for (int m = 0; m < mr; m++)
+                _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
+                                                 kg_rqs16(acc[m], rq, panel, rzp, rlo, rhi, &bad));
+        if (bad & cols) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int32_t *o = (int32_t *)job->out + (row0 + r) * job->ldo + n0;
+    for (int m = 0; m < mr; m++) {
+        if (ncols == KG_NR) _mm512_storeu_si512(o + m * job->ldo, acc[m]);
+        else _mm512_mask_storeu_epi32(o + m * job->ldo, (__mmask16)((1u << ncols) - 1), acc[m]);
+    }
+}
+
+static inline __attribute__((always_inline)) KQ_T512 void kq_tile512_x(const kg_job *job,
+                                                                       const void *const *ptrs, int64_t row0,
+                                                                       int64_t nrows, int64_t panel,
+                                                                       const bool xa) {
+    const int8_t *bp = (const int8_t *)job->bpack + panel * job->Kt * job->T * KG_NR;
     const int64_t n0 = panel * KG_NR;
     const int ncols = job->N - n0 < KG_NR ? (int)(job->N - n0) : KG_NR;
     int32_t bb[KG_NR] = {0};
     for (int j = 0; j < ncols; j++) bb[j] = job->ibias[n0 + j];
     const __m512i bias = _mm512_loadu_si512(bb);
-    kg_requant *rq = job->rq;
-    const __m512i rzp = _mm512_set1_epi32(rq ? rq->ozp : 0), rlo = _mm512_set1_epi32(rq ? rq->lo : 0),
-                  rhi = _mm512_set1_epi32(rq ? rq->hi : 0);
     kg_rqf rf = {0};
-    if (rq && rq->fast) kg_rqf_load(&rf, rq->blk + panel);
-    for (int64_t r = 0; r < nrows; r += KQ_MR512) {
-        const int mr = nrows - r < KQ_MR512 ? (int)(nrows - r) : KQ_MR512;
-        __m512i acc[KQ_MR512];
-        _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) acc[m] = bias;
-        for (int32_t t = 0; t < T; t++) {
-            const uint8_t *a[KQ_MR512];
-            _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) a[m] =
-                (const uint8_t *)ptrs[(r + (m < mr ? m : 0)) * T + t];
-            const int8_t *b = bp + t * Kt * KG_NR;
-            for (int64_t k = 0; k < Kt; k += 4) {
-                __m512i bv = _mm512_loadu_si512(b + k * KG_NR);
-                _Pragma("GCC unroll 16") for (int m = 0; m < KQ_MR512; m++) {
-                    int32_t av;
-                    memcpy(&av, a[m] + k, 4);
-                    acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_set1_epi32(av), bv);
-                }
-            }
-        }
-        if (rq) {
-            __mmask16 bad = 0, cols = (__mmask16)((1u << ncols) - 1);
-            uint8_t *o8 = rq->out + (row0 + r) * rq->ldo + n0;
-            if (rq->fast)
-                for (int m = 0; m < mr; m++)
-                    _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
-                                                     kg_rqf16(acc[m], &rf, rzp, rlo, rhi));
-            else
-                for (int m = 0; m < mr; m++)
-                    _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols,
-                                                     kg_rqs16(acc[m], rq, panel, rzp, rlo, rhi, &bad));
-            if (bad & cols) __atomic_store_n(&rq->bad, 1, __ATOMIC_RELAXED);
-            continue;
-        }
-        int32_t *o = (int32_t *)job->out + (row0 + r) * job->ldo + n0;
-        for (int m = 0; m < mr; m++) {
-            if (ncols == KG_NR) _mm512_storeu_si512(o + m * job->ldo, acc[m]);
-            else _mm512_mask_storeu_epi32(o + m * job->ldo, (__mmask16)((1u << ncols) - 1), acc[m]);
-        }
+    if (job->rq && job->rq->fast) kg_rqf_load(&rf, job->rq->blk + panel);
+    int64_t r = 0;
+    for (; nrows - r >= KQ_MR512; r += KQ_MR512)
+        kq_rows512(job, ptrs, row0, r, KQ_MR512, KQ_MR512, xa, bp, panel, ncols, bias, &rf);
+    for (; nrows - r > 1; r += 4) {
+        int mr = nrows - r < 4 ? (int)(nrows - r) : 4;
+        kq_rows512(job, ptrs, row0, r, mr, 4, xa, bp, panel, ncols, bias, &rf);
     }
+    if (r < nrows) kq_rows512(job, ptrs, row0, r, 1, 1, xa, bp, panel, ncols, bias, &rf);
+}
+
+KQ_T512 static void kq_tile512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t nrows,
+                               int64_t panel) {
+    if (job->xa) kq_tile512_x(job, ptrs, row0, nrows, panel, true);
+    else kq_tile512_x(job, ptrs, row0, nrows, panel, false);
 }
 
 #define KQ_MR256 6
@@ -195,6 +221,7 @@ __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job
     for (int j = 0; j < ncols; j++) bb[j] = job->ibias[n0 + j];
     const __m256i bias0 = _mm256_loadu_si256((const __m256i *)bb);
     const __m256i bias1 = _mm256_loadu_si256((const __m256i *)(bb + 8));
+    const __m256i flip = _mm256_set1_epi32(job->xa ? (int32_t)0x80808080u : 0);
     for (int64_t r = 0; r < nrows; r += KQ_MR256) {
         const int mr = nrows - r < KQ_MR256 ? (int)(nrows - r) : KQ_MR256;
         __m256i acc0[KQ_MR256], acc1[KQ_MR256];
@@ -210,7 +237,7 @@ __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job
                 _Pragma("GCC unroll 8") for (int m = 0; m < KQ_MR256; m++) {
                     int32_t av;
                     memcpy(&av, a[m] + k, 4);
-                    __m256i va = _mm256_set1_epi32(av);
+                    __m256i va = _mm256_xor_si256(_mm256_set1_epi32(av), flip);
                     acc0[m] = _mm256_dpbusd_avx_epi32(acc0[m], va, b0);
                     acc1[m] = _mm256_dpbusd_avx_epi32(acc1[m], va, b1);
                 }
@@ -243,4 +270,89 @@ bool kg_run_q8(interp_ctx *ctx, kg_job *job) {
 #endif
     default: return false; /* callers check kg_q8_isa() first */
     }
+}
+
+void kg_rows_flat(const void *rc, int64_t m0, int64_t nrows, const void **ptrs) {
+    const kg_flat *f = rc;
+    for (int64_t r = 0; r < nrows; r++) ptrs[r] = f->base + (m0 + r) * f->stride;
+}
+
+/* int8 MATMUL [N,H,C] x [N,C,W] -> int32 on the engine: B - bzp packed per
+ * batch (a constant B once, into the op cache), A used in place when C is
+ * a multiple of 4 (kg_job.xa), else copied as bytes x + 128 with rows
+ * padded to C4. Taken only when the worst sum fits int32 (from the zero
+ * points and B's largest |b - bzp|, else from A's actual values), so the
+ * engine's wrapping sums are exact and no REQUIRE can fail. */
+enum { KQ_MM_TAG = 0x71386d6d }; /* op cache key tag */
+
+ctosa_error *kg_matmul_q8(const interp_op *o, const itensor *A, const itensor *B, itensor *out, int64_t azp,
+                          int64_t bzp, bool *done) {
+    *done = false;
+    int64_t N = A->shape[0], H = A->shape[1], C = A->shape[2], W = B->shape[2], C4 = (C + 3) & ~(int64_t)3;
+    if (kg_q8_isa() == KG_Q8_NONE || C4 > INT32_MAX / 64 || N <= 0 || H <= 0 || W <= 0) return NULL;
+    size_t csz = ((size_t)W * sizeof(int32_t) + 63) & ~(size_t)63, pbytes = kg_q8_pack_bytes(1, C4, W);
+    size_t per = csz + pbytes; /* one batch: column sums, packed B */
+    if ((uint64_t)N > (SIZE_MAX - 64) / per) return NULL;
+    /* [wmax, ok] then N x (colsum, packed) */
+    int64_t key[KG_CACHE_KEY] = {KQ_MM_TAG, N, C, W, bzp, C4};
+    const char *blk = B->is_const ? kg_cache_find(o, key) : NULL;
+    int64_t hdr[2] = {0, 0};
+    if (blk) {
+        memcpy(hdr, blk, sizeof hdr);
+    } else {
+        char *nb = B->is_const ? kg_cache_new(o, key, 64 + (size_t)N * per) : NULL;
+        char *p = nb ? nb : kg_scratch(4, 64 + (size_t)N * per);
+        if (!p) return interp_fail(o, "out of memory");
+        hdr[1] = 1;
+        for (int64_t n = 0; n < N && hdr[1]; n++) {
+            int64_t mx = 0;
+            char *q = p + 64 + (size_t)n * per;
+            hdr[1] = kg_q8_pack((int8_t *)(q + csz), 1, C, C4, W, (const int8_t *)B->data + n * C * W, 1, W,
+                                bzp, (int32_t *)(void *)q, &mx);
+            hdr[0] = mx > hdr[0] ? mx : hdr[0];
+        }
+        memcpy(p, hdr, sizeof hdr);
+        blk = p;
+    }
+    if (!hdr[1]) return NULL; /* some b - bzp does not fit int8 */
+    int64_t aworst = 127 - azp > azp + 128 ? 127 - azp : azp + 128;
+    bool scan = (double)C * (double)aworst * (double)hdr[0] > 2147483647.0;
+    bool xa = C == C4 && !scan;
+    uint8_t *a8 = xa ? (uint8_t *)A->data : kg_scratch(0, (size_t)(N * H * C4) + 64);
+    int32_t *ib = malloc((size_t)W * sizeof(int32_t));
+    ctosa_error *e = NULL;
+    if (!a8 || !ib) {
+        e = interp_fail(o, "out of memory");
+        goto out;
+    }
+    if (!xa) {
+        int64_t amax = kg_q8_convert(A->data, (size_t)(N * H), (size_t)C, (size_t)C4, (int32_t)azp, a8, scan);
+        if (scan && (double)C * (double)amax * (double)hdr[0] > 2147483647.0) goto out;
+    }
+    for (int64_t n = 0; n < N; n++) {
+        const char *q = blk + 64 + (size_t)n * per;
+        const int32_t *colsum = (const int32_t *)(const void *)q;
+        /* ibias = -(128 + azp) * colsum, in wrapping int32 */
+        for (int64_t j = 0; j < W; j++) ib[j] = (int32_t)(0u - (uint32_t)(128 + azp) * (uint32_t)colsum[j]);
+        kg_flat fr = {a8 + n * H * C4, C4};
+        kg_job job = {.M = H,
+                      .N = W,
+                      .Kt = C4,
+                      .T = 1,
+                      .rows = kg_rows_flat,
+                      .rctx = &fr,
+                      .bpack = q + csz,
+                      .out = (int32_t *)out->data + n * H * W,
+                      .ldo = W,
+                      .ibias = ib,
+                      .xa = xa};
+        if (!kg_run_q8(o->ctx, &job)) {
+            e = interp_fail(o, "out of memory");
+            goto out;
+        }
+    }
+    *done = true;
+out:
+    free(ib);
+    return e;
 }
