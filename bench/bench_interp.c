@@ -6,7 +6,9 @@
  * CONV2D through the kernels directly with a thread pool, printing GFLOP/s
  * (int8: GOP/s) and the fraction of peak, then runs a MobileNetV2-shaped fp32
  * graph through the public interpreter API.
- * Run: build/bench/bench_interp [threads] [mobilenet] */
+ * Run: build/bench/bench_interp [threads] [mobilenet | NAME-PART]: with
+ * NAME-PART only the kernel cases whose name contains it (e.g. "DEPTHWISE"),
+ * and no MobileNetV2 graph. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +282,7 @@ int main(int argc, char **argv) {
         bench_mobilenet(threads);
         return 0;
     }
+    const char *only = argc > 2 ? argv[2] : NULL; /* only the cases whose name contains it */
     double peak = bench_fma_peak(threads, true);
     printf("percentages below are of %.1f GFLOP/s\n\n", peak);
     interp_ctx ctx = {.it = NULL, .pool = threads > 1 ? tpool_create(threads) : NULL, .depth = 0};
@@ -300,8 +303,26 @@ int main(int argc, char **argv) {
          128, 128, 3, 1},
         {"DEPTHWISE 1x112x112x32 3x3 s1 int8", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
          CTOSA_DTYPE_INT8, 112, 112, 32, 32, 3, 1},
+        /* EfficientNet-B0's and MobileNetV3's depthwise layers */
+        {"DEPTHWISE 1x112x112x96 3x3 s2 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 112, 112, 96, 96, 3, 2},
+        {"DEPTHWISE 1x56x56x144 5x5 s2 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 56, 56, 144, 144, 5, 2},
+        {"DEPTHWISE 1x28x28x240 5x5 s1 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 28, 28, 240, 240, 5, 1},
+        {"DEPTHWISE 1x28x28x120 5x5 s1 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 28, 28, 120, 120, 5, 1},
+        {"DEPTHWISE 1x14x14x672 5x5 s1 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 14, 14, 672, 672, 5, 1},
+        {"DEPTHWISE 1x7x7x1152 5x5 s1 fp32", CTOSA_OP_DEPTHWISE_CONV2D, interp_k_DEPTHWISE_CONV2D,
+         CTOSA_DTYPE_FP32, 7, 7, 1152, 1152, 5, 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&ctx, &cases[i], peak);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!only || strstr(cases[i].name, only)) run_case(&ctx, &cases[i], peak);
+    if (only) {
+        tpool_free(ctx.pool);
+        return 0;
+    }
 
     /* MATMUL 512 x 512 x 512 */
     itensor *A = mk(CTOSA_DTYPE_FP32, 3, D(1, 512, 512)), *B = mk(CTOSA_DTYPE_FP32, 3, D(1, 512, 512));

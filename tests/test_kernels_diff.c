@@ -915,6 +915,79 @@ static void gemv_case(uint64_t seed) {
     kt_free_all();
 }
 
+/* fp32 DEPTHWISE_CONV2D, multiplier 1, at least 16 channels, kernels
+ * other than 3x3 (the row kernel of kernels_depthwise_f32.c: groups of
+ * eight and four interior columns with the kernel widths 3, 5 and 7 at
+ * strides 1 and 2 loading each input once, the generic group for other
+ * widths, strides and dilations, border columns, a last channel block that
+ * overlaps the one before) against the in-order sum bias + taps in (ky, kx)
+ * order, bit for bit. */
+static void dwf_case(uint64_t seed) {
+    kt_rng = seed;
+    static const int64_t ks[] = {1, 2, 3, 4, 5, 7};
+    int64_t C = coin(30) ? 16 * ri(1, 4) : ri(16, 80), N = coin(80) ? 1 : 2;
+    int64_t k[2], s[2], d[2], in[2], pa[2], pb[2], out[2];
+    do {
+        k[0] = ks[ri(0, 5)];
+        k[1] = ks[ri(0, 5)];
+    } while (k[0] == 3 && k[1] == 3); /* 3x3 has its own loops */
+    for (int i = 0; i < 2; i++) {
+        s[i] = coin(60) ? 1 : ri(2, 3);
+        d[i] = coin(75) ? 1 : 2;
+        in[i] = coin(50) ? ri(1, 12) : ri(13, 40);
+        pa[i] = ri(0, (k[i] - 1) * d[i] + 1);
+        int64_t num = in[i] - 1 + pa[i] - (k[i] - 1) * d[i];
+        pb[i] = num >= 0 ? ri(0, 2) : -num + ri(0, 2);
+        while ((num + pb[i]) % s[i]) pb[i]++;
+        out[i] = (num + pb[i]) / s[i] + 1;
+    }
+    itensor *x = kt_new(CTOSA_DTYPE_FP32, 4, KT_DIMS(N, in[0], in[1], C));
+    itensor *w = kt_new(CTOSA_DTYPE_FP32, 4, KT_DIMS(k[0], k[1], C, 1));
+    itensor *b = kt_new(CTOSA_DTYPE_FP32, 1, KT_DIMS(C));
+    itensor *o = kt_new(CTOSA_DTYPE_FP32, 4, KT_DIMS(N, out[0], out[1], C));
+    fill(x, false);
+    fill(w, false);
+    fill(b, false);
+    int32_t pad[4] = {(int32_t)pa[0], (int32_t)pb[0], (int32_t)pa[1], (int32_t)pb[1]};
+    int32_t st[2] = {(int32_t)s[0], (int32_t)s[1]}, dil[2] = {(int32_t)d[0], (int32_t)d[1]};
+    ctosa_attr a = {0};
+    a.acc_type = CTOSA_DTYPE_FP32;
+    a.pad = (ctosa_i32s){pad, 4};
+    a.stride = (ctosa_i32s){st, 2};
+    a.dilation = (ctosa_i32s){dil, 2};
+    itensor *ins[5] = {x, w, b, zp(CTOSA_DTYPE_FP32, false), zp(CTOSA_DTYPE_FP32, false)};
+    ctosa_error *e = kt_run(interp_k_DEPTHWISE_CONV2D, CTOSA_OP_DEPTHWISE_CONV2D, &a, 5, ins, 1, &o);
+    CHECK_MSG(e == NULL, "depthwise: %s", e ? ctosa_error_message(e) : "");
+    ctosa_error_free(e);
+    const float *xv = x->data, *wv = w->data, *bv = b->data, *ov = o->data;
+    int mode = 0;
+    for (int64_t i = 0; i < (int64_t)o->count; i++) {
+        int64_t c = i % C, ox = i / C % out[1], oy = i / C / out[1] % out[0], n = i / C / out[1] / out[0];
+        float acc[2] = {bv[c], bv[c]};
+        for (int f = 0; f < 2; f++)
+            for (int64_t ky = 0; ky < k[0]; ky++)
+                for (int64_t kx = 0; kx < k[1]; kx++) {
+                    int64_t y = oy * s[0] - pa[0] + ky * d[0], xx = ox * s[1] - pa[1] + kx * d[1];
+                    if (y < 0 || y >= in[0] || xx < 0 || xx >= in[1]) continue;
+                    acc[f] = mac(f == 0, acc[f], xv[((n * in[0] + y) * in[1] + xx) * C + c],
+                                 wv[(ky * k[1] + kx) * C + c]);
+                }
+        if (!same_chain(&mode, ov[i], acc[0], acc[1])) {
+            CHECK_MSG(0,
+                      "depthwise N%lld in[%lld,%lld]x%lld k[%lld,%lld] s[%lld,%lld] d[%lld,%lld] "
+                      "pad[%lld,%lld,%lld,%lld] (seed %llu): element %lld fast %.9g, in-order sum %.9g "
+                      "(fused) %.9g (not)",
+                      (long long)N, (long long)in[0], (long long)in[1], (long long)C, (long long)k[0],
+                      (long long)k[1], (long long)s[0], (long long)s[1], (long long)d[0], (long long)d[1],
+                      (long long)pa[0], (long long)pb[0], (long long)pa[1], (long long)pb[1],
+                      (unsigned long long)seed, (long long)i, ov[i], acc[0], acc[1]);
+            break;
+        }
+    }
+    g_compared++;
+    kt_free_all();
+}
+
 /* ------------------------------------------------------------ driver */
 
 static uint64_t case_seed(int op, int i) {
@@ -936,6 +1009,7 @@ static void run_op(const char *name, int op) {
         else if (op == 10) arith_case(seed);
         else if (op == 17) gemm_case(seed);
         else if (op == 18) gemv_case(seed);
+        else if (op == 19) dwf_case(seed);
         else pool_case(op == 5, seed);
     }
     printf("%-18s %d random cases: %d compared, %d refused by both paths\n", name, g_cases, g_compared,
@@ -962,6 +1036,7 @@ static void test_select(void) { run_op("SELECT", 9); }
 static void test_arith(void) { run_op("ADD/SUB/CAST", 10); }
 static void test_gemm_exact(void) { run_op("fp32 GEMM engine", 17); }
 static void test_gemv_exact(void) { run_op("fp32 GEMV", 18); }
+static void test_dwf_exact(void) { run_op("fp32 depthwise rows", 19); }
 
 /* The int8 dot-product engine, once per instruction set this CPU has (the
  * tests above run with it switched off, so they cover the fp32 / int16
@@ -1010,6 +1085,7 @@ int main(void) {
     RUN(test_arith);
     RUN(test_gemm_exact);
     RUN(test_gemv_exact);
+    RUN(test_dwf_exact);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
     kt_free_all();

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "interp/kernels_conv.h"
+#include "interp/kernels_depthwise_f32.h"
 #include "util/floatfmt.h"
 
 /* ------------------------------------------------------------ DEPTHWISE */
@@ -990,12 +991,14 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
             for (int64_t i = 0; i < g.OC; i++) bias[i] = b[c.bias->count == 1 ? 0 : i];
         }
         d.bias = bias;
+        dwf_job fj = {&g, c.in->data, c.w->data, bias, c.out->data};
         void (*fn)(void *, size_t, size_t) = g.M != 1                     ? dw_float_rows
                                              : g.KH == 3 && g.KW == 3     ? dw3_f_rows
+                                             : g.IC >= 16                 ? dwf_rows
                                              : g.KH * g.KW <= DW_MAX_TAPS ? dw_f_blocked
                                                                           : dw_float_rows;
-        void *arg = &d;
-        dw_post_job pj = {fn, &d, o->post, c.out->data, (size_t)(g.OW * g.OC)};
+        void *arg = fn == dwf_rows ? (void *)&fj : (void *)&d;
+        dw_post_job pj = {fn, arg, o->post, c.out->data, (size_t)(g.OW * g.OC)};
         if (o->post && c.out->dtype == CTOSA_DTYPE_FP32) {
             fn = dw_post_rows;
             arg = &pj;
