@@ -831,7 +831,7 @@ static void gemm_case(uint64_t seed) {
     for (int64_t i = 0; i < K * N; i++) b[i] = kt_randf();
     for (int64_t i = 0; i < N; i++) bias[i] = kt_randf();
     for (int64_t i = 0; i < M * T; i++) off[i] = ri(0, M * T + 7) * Kt; /* rows shared, out of order */
-    interp_post post = {(float)-ri(0, 3) / 2, (float)ri(0, 3) / 2, false};
+    interp_post post = {(float)-ri(0, 3) / 2, (float)ri(0, 3) / 2, false, false};
     bool use_bias = coin(60), use_post = coin(40);
     kg_pack_f(bp, K, N, b, N, 1); /* B[k][n] = b[k*N + n] */
     gemm_rows rc = {a, off, T};

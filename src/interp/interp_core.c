@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "interp/kernels_gemm.h"
 #include "interp_runtime.h"
 #include "util/floatfmt.h"
 
@@ -448,7 +449,7 @@ static void fuse_clamps(rplan *p) {
         memcpy(&lo, &ulo, 4);
         memcpy(&hi, &uhi, 4);
         if (isnan(lo) || isnan(hi) || hi < lo) continue;
-        pv->post = (interp_post){lo, hi, a->nan_mode == CTOSA_NAN_IGNORE};
+        pv->post = (interp_post){lo, hi, a->nan_mode == CTOSA_NAN_IGNORE, false};
         pv->has_post = true;
         pv->out[0] = &dst->t;
         dst->def = mid->def;
@@ -537,6 +538,34 @@ static int64_t match_tie(rplan *p, pop *sel, interp_fused_rescale *fr, int64_t c
     return sa->def;
 }
 
+/* A SiLU just fused (op i, reading x twice) whose x is the fp32 output of a
+ * CONV2D or DEPTHWISE_CONV2D that nothing else reads (the skipped SIGMOID
+ * and the SiLU's two operands) is applied by the convolution as it stores
+ * its results (interp_op.post with silu: the same vector sigmoid and
+ * product, so the same bits), which then writes y directly: x is never
+ * stored. */
+static void fold_silu(rplan *p, uint32_t i) {
+    pop *pm = &p->ops[i];
+    slot *mid = slot_of(pm->in[0]), *dst = slot_of(pm->out[0]);
+    bool local = mid >= p->slots && mid < p->slots + p->n_slots;
+    if (!local || mid->kind != SLOT_ACT || mid->is_output || mid->last != (int64_t)i || mid->def < 0 ||
+        mid->def >= (int64_t)i || dst->kind != SLOT_ACT || dst->def != (int64_t)i)
+        return;
+    pop *pv = &p->ops[mid->def];
+    if (pv->skip || pv->fused || pv->has_post || pv->n_out != 1 || pv->out[0] != &mid->t ||
+        (pv->op->kind != CTOSA_OP_CONV2D && pv->op->kind != CTOSA_OP_DEPTHWISE_CONV2D) ||
+        readers_of(p, &mid->t) != 3)
+        return;
+    pv->post = (interp_post){0.0f, 0.0f, false, true};
+    pv->has_post = true;
+    pv->out[0] = &dst->t;
+    dst->def = mid->def;
+    mid->kind = SLOT_UNUSED;
+    mid->t.data = NULL;
+    pm->skip = true;
+    pm->fused = true;
+}
+
 /* Plan-time fusion of y = MUL(x, SIGMOID(x)) (SiLU / swish; efficientnet and
  * YOLO-style networks have one per convolution) into one pass that reads x
  * and writes y (interp_k_fused_SILU): the sigmoid's output is never
@@ -575,6 +604,7 @@ static void fuse_silus(rplan *p, bool reference) {
             mid->t.data = NULL;
             ps->skip = true;
             ps->fused = true;
+            fold_silu(p, i);
             break;
         }
     }
@@ -629,7 +659,9 @@ static void fuse_rescales(rplan *p) {
 
 void interp_post_apply(const interp_post *p, float *d, size_t n) {
     if (!p) return;
-    for (size_t i = 0; i < n; i++) d[i] = interp_post_f(p, d[i]);
+    if (p->silu) kg_post_rows(p, d, n);
+    else
+        for (size_t i = 0; i < n; i++) d[i] = interp_post_f(p, d[i]);
 }
 
 void *interp_cache_get(const interp_op *o) { return o->cache ? *o->cache : NULL; }

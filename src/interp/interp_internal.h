@@ -99,10 +99,14 @@ typedef struct interp_op {
 /* The fused CLAMP of interp_op.post: out = v < lo ? lo : v > hi ? hi : v,
  * and with ignore_nan a NaN becomes lo (CLAMP's nan_mode IGNORE). The
  * runtime fuses only when CLAMP's own checks would pass (same shape,
- * dtype fp32, lo <= hi, neither NaN). */
+ * dtype fp32, lo <= hi, neither NaN). With silu the post is instead the
+ * fused SiLU, v * sigmoid(v) with the vector sigmoid of the SIGMOID fast
+ * path (kg_post_rows in kernels_gemm.h applies either; interp_post_f is
+ * the clamp alone). */
 typedef struct interp_post {
     float lo, hi;
     bool ignore_nan;
+    bool silu;
 } interp_post;
 
 static inline float interp_post_f(const interp_post *p, float v) {

@@ -893,8 +893,9 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
     return NULL;
 }
 
-/* A fused CLAMP (interp_op.post) on fp32 output rows, applied by the same
- * worker right after it computed them (the rows are still in cache). */
+/* A fused CLAMP or SiLU (interp_op.post) on fp32 output rows, applied by
+ * the same worker right after it computed them (the rows are still in
+ * cache). */
 typedef struct dw_post_job {
     void (*fn)(void *, size_t, size_t);
     void *d;
@@ -903,29 +904,10 @@ typedef struct dw_post_job {
     size_t row_elems;
 } dw_post_job;
 
-static inline IM_INLINE void dw_post_range_impl(void *arg, size_t begin, size_t end) {
-    const dw_post_job *j = arg;
-    const interp_post p = *j->post;
-    float *restrict d = j->out;
-    if (p.ignore_nan) {
-        for (size_t i = begin; i < end; i++) {
-            float v = d[i];
-            float r = v < p.lo ? p.lo : v > p.hi ? p.hi : v;
-            d[i] = v != v ? p.lo : r;
-        }
-    } else {
-        for (size_t i = begin; i < end; i++) {
-            float v = d[i];
-            d[i] = v < p.lo ? p.lo : v > p.hi ? p.hi : v;
-        }
-    }
-}
-IM_MULTIVERSION(dw_post_range, dw_post_range_impl)
-
 static void dw_post_rows(void *arg, size_t begin, size_t end) {
     const dw_post_job *j = arg;
     j->fn(j->d, begin, end);
-    dw_post_range(arg, begin * j->row_elems, end * j->row_elems);
+    kg_post_rows(j->post, j->out + begin * j->row_elems, (end - begin) * j->row_elems);
 }
 
 ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {

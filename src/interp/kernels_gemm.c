@@ -15,6 +15,7 @@
 
 #include "interp/int_math.h"
 #include "interp/kernels_gemm.h"
+#include "interp/vec_math.h"
 
 typedef float kg_vf __attribute__((vector_size(KG_NR * 4)));
 typedef int32_t kg_vi __attribute__((vector_size(KG_NR * 4)));
@@ -112,18 +113,57 @@ void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c,
 
 /* The fused CLAMP (interp_post_f) on a vector, lane for lane the same
  * selects: v < lo -> lo, else v > hi -> hi, else v; NaN -> lo when
- * ignore_nan. A macro: vector arguments would differ in ABI per ISA. */
-#define KG_POST(V, P)                                                                       \
-    ({                                                                                      \
-        kg_vf v_ = (V), lo_ = (kg_vf){0} + (P)->lo, hi_ = (kg_vf){0} + (P)->hi;             \
-        kg_vi lt_ = v_<lo_, gt_ = v_> hi_;                                                  \
-        kg_vi r_ = (lt_ & (kg_vi)lo_) | (~lt_ & ((gt_ & (kg_vi)hi_) | (~gt_ & (kg_vi)v_))); \
-        if ((P)->ignore_nan) {                                                              \
-            kg_vi nan_ = v_ != v_;                                                          \
-            r_ = (nan_ & (kg_vi)lo_) | (~nan_ & r_);                                        \
-        }                                                                                   \
-        (kg_vf) r_;                                                                         \
+ * ignore_nan. Or the fused SiLU: v * sigmoid(v), the expression of the
+ * SiLU pass (kernels_activation.c) on the same vector sigmoid, so the
+ * same bits. A macro: vector arguments would differ in ABI per ISA. */
+#define KG_POST(V, P)                                                                           \
+    ({                                                                                          \
+        kg_vf v_ = (V);                                                                         \
+        if ((P)->silu) {                                                                        \
+            v_ = v_ * VM_SIGMOID(v_);                                                           \
+        } else {                                                                                \
+            kg_vf lo_ = (kg_vf){0} + (P)->lo, hi_ = (kg_vf){0} + (P)->hi;                       \
+            kg_vi lt_ = v_<lo_, gt_ = v_> hi_;                                                  \
+            kg_vi r_ = (lt_ & (kg_vi)lo_) | (~lt_ & ((gt_ & (kg_vi)hi_) | (~gt_ & (kg_vi)v_))); \
+            if ((P)->ignore_nan) {                                                              \
+                kg_vi nan_ = v_ != v_;                                                          \
+                r_ = (nan_ & (kg_vi)lo_) | (~nan_ & r_);                                        \
+            }                                                                                   \
+            v_ = (kg_vf)r_;                                                                     \
+        }                                                                                       \
+        v_;                                                                                     \
     })
+
+typedef struct kg_post_job {
+    const interp_post *p;
+    float *d;
+    size_t n;
+} kg_post_job;
+
+/* Elements [begin, end) of a kg_post_job, a vector at a time (the last one
+ * partial). */
+static inline IM_INLINE void kg_post_impl(void *arg, size_t begin, size_t end) {
+    const kg_post_job *j = arg;
+    size_t i = begin;
+    for (; i + KG_NR <= end; i += KG_NR) {
+        kg_vf v;
+        memcpy(&v, j->d + i, sizeof v);
+        v = KG_POST(v, j->p);
+        memcpy(j->d + i, &v, sizeof v);
+    }
+    if (i < end) {
+        kg_vf v = {0};
+        memcpy(&v, j->d + i, (end - i) * sizeof(float));
+        v = KG_POST(v, j->p);
+        memcpy(j->d + i, &v, (end - i) * sizeof(float));
+    }
+}
+IM_MULTIVERSION(kg_post_v, kg_post_impl)
+
+void kg_post_rows(const interp_post *p, float *d, size_t n) {
+    kg_post_job j = {p, d, n};
+    if (p) kg_post_v(&j, 0, n);
+}
 
 #ifndef KG_KC
 #define KG_KC 4096 /* K values of one column panel per chunk (NP panels: KG_KC / NP each) */

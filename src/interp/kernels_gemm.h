@@ -93,6 +93,10 @@ void kg_pack_f_par(interp_ctx *ctx, float *dst, int64_t K, int64_t N, const floa
 void kg_pack_i(int32_t *dst, int64_t K, int64_t N, int32_t (*get)(const void *c, int64_t k, int64_t n),
                const void *c);
 
+/* Applies the post p (the fused CLAMP or SiLU) to n floats in place, with
+ * the float engine's tile-store arithmetic (the same bits). */
+void kg_post_rows(const interp_post *p, float *d, size_t n);
+
 /* Runs the job; returns false when out of memory. */
 bool kg_run_f(interp_ctx *ctx, kg_job *job);
 /* A values are int16. */
