@@ -15,12 +15,15 @@
  *    the plain loops, on every dot-product instruction set the CPU has,
  *    and a REQUIRE it breaks fails with the RESCALE's own message; the
  *    same with the quantized lowering's tie-to-even chain in between;
+ *  - the int8 lowering's residual addition (RESCALE, RESCALE, ADD, RESCALE)
+ *    run as one pass gives the four operators' bytes, or their error;
  *  - the int8 depthwise kernels give the plain loops' bytes (or error)
  *    over kernel sizes, strides, dilations, pads, zero points and biases;
  *  - results do not depend on the thread count (the spinning pool). */
 #include <math.h>
 
 #include "harness.h"
+#include "interp/int_math.h"
 #include "interp/kernels_gemm.h"
 
 typedef struct gb {
@@ -79,6 +82,9 @@ typedef struct gin {
 /* Adds output y, runs the graph `runs` times on one interpreter (threads 0:
  * the default; reference: the plain loops), copies y's `bytes` bytes to out
  * and frees the graph. An output of another size is an error. */
+static bool grun_profile;      /* grun: profile the run ... */
+static uint64_t grun_add_runs; /* ... and count the ADD operators that ran */
+
 static ctosa_error *grun(gb *q, int threads, bool reference, int nin, const gin *in, int runs, const char *y,
                          void *out, size_t bytes) {
     ctosa_interp *it = NULL;
@@ -86,6 +92,7 @@ static ctosa_error *grun(gb *q, int threads, bool reference, int nin, const gin 
     ctosa_interp_options_init(&opt);
     opt.threads = threads;
     opt.reference = reference;
+    opt.profile = grun_profile;
     ctosa_error *e = q->e;
     if (!e) e = ctosa_block_add_output(q->g, q->b, y);
     if (!e) e = ctosa_interp_create(q->g, &opt, &it);
@@ -93,6 +100,11 @@ static ctosa_error *grun(gb *q, int threads, bool reference, int nin, const gin 
         e = ctosa_interp_set_input(it, in[i].name, in[i].type, in[i].rank, in[i].shape, in[i].data,
                                    in[i].bytes);
     for (int i = 0; !e && i < runs; i++) e = ctosa_interp_run(it);
+    grun_add_runs = 0;
+    for (uint32_t i = 0; it && grun_profile && i < ctosa_interp_profile_count(it); i++) {
+        ctosa_interp_op_profile pr;
+        if (!ctosa_interp_profile_get(it, i, &pr) && pr.kind == CTOSA_OP_ADD) grun_add_runs += pr.runs;
+    }
     ctosa_interp_tensor t;
     if (!e) e = ctosa_interp_get_output(it, y, &t);
     if (!e && t.size == bytes) memcpy(out, t.data, bytes);
@@ -633,6 +645,129 @@ static void test_matmul_int8_engine(void) {
     if (kg_q8_isa() != KG_Q8_NONE) CHECK(kg_q8_runs() > q8);
 }
 
+/* ------------------------------------------ fused residual addition */
+
+/* y = RESCALE3(ADD(RESCALE1(a), RESCALE2(b))), int8 a and b [1,H,W,C] to
+ * int32 and back (the int8 lowering's residual addition). expose: the ADD's
+ * output is a graph output too (no fusion); late_b: b is a CLAMP of an
+ * input placed after RESCALE1 (no fusion either: b does not exist at the
+ * host). big: multipliers and shifts that make the int32 values reach
+ * 2^30, so RESCALE1, RESCALE2 or RESCALE3's REQUIRE fails on some cases. */
+typedef struct res_case {
+    int32_t H, W, C;
+    int8_t za, zb, ozp;
+    bool dbl, big, late_b;
+} res_case;
+
+static ctosa_error *run_res(const res_case *c, bool expose, int threads, int8_t *out) {
+    static int8_t a[16 * 16 * 40], b[16 * 16 * 40];
+    int32_t n = c->H * c->W * c->C;
+    rq_rng = (uint32_t)(c->H * 131 + c->W * 17 + c->C * 7 + c->za);
+    for (int32_t i = 0; i < n; i++) a[i] = (int8_t)rq_rand(-128, 127), b[i] = (int8_t)rq_rand(-128, 127);
+    int32_t mult[3];
+    int8_t shift[3];
+    for (int k = 0; k < 3; k++) {
+        mult[k] = rq_rand(1 << 30, 0x7fffffff);
+        shift[k] = (int8_t)(k < 2    ? (c->big ? rq_rand(8, 10) : rq_rand(20, 40))
+                            : c->big ? rq_rand(28, 40)
+                                     : rq_rand(14, 50));
+    }
+    gb q;
+    gstart(&q);
+    int32_t xs[4] = {1, c->H, c->W, c->C}, one[1] = {1};
+    int32_t zero32 = 0;
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "a", CTOSA_DTYPE_INT8, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "a");
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "b", CTOSA_DTYPE_INT8, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "b");
+    const char *z32 = gconst(&q, CTOSA_DTYPE_INT32, 1, one, &zero32, 4, false);
+    const char *t[2];
+    ctosa_attr r = {0};
+    r.scale32 = true;
+    r.rounding_mode = c->dbl ? CTOSA_ROUND_DOUBLE : CTOSA_ROUND_SINGLE;
+    const char *src[2] = {"a", "b"};
+    const int8_t *zps[2] = {&c->za, &c->zb};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && c->late_b) {
+            /* b' = CLAMP(b), made after RESCALE1 */
+            ctosa_attr ca = {0};
+            int8_t lo = -128, hi = 127;
+            ca.min_val = (ctosa_bytes){(const uint8_t *)&lo, 1};
+            ca.max_val = (ctosa_bytes){(const uint8_t *)&hi, 1};
+            const char *bc = gtensor(&q, CTOSA_DTYPE_INT8, 4, xs);
+            if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CLAMP, 1, &src[1], 1, &bc, &ca, NULL);
+            src[1] = bc;
+        }
+        const char *mt = gconst(&q, CTOSA_DTYPE_INT32, 1, one, &mult[k], 4, false);
+        const char *st = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &shift[k], 1, false);
+        const char *zi = gconst(&q, CTOSA_DTYPE_INT8, 1, one, zps[k], 1, false);
+        const char *rin[5] = {src[k], mt, st, zi, z32};
+        t[k] = gtensor(&q, CTOSA_DTYPE_INT32, 4, xs);
+        if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, rin, 1, &t[k], &r, NULL);
+    }
+    const char *s = gtensor(&q, CTOSA_DTYPE_INT32, 4, xs);
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_ADD, 2, t, 1, &s, NULL, NULL);
+    const char *mt = gconst(&q, CTOSA_DTYPE_INT32, 1, one, &mult[2], 4, false);
+    const char *st = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &shift[2], 1, false);
+    const char *zo = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &c->ozp, 1, false);
+    const char *y = gtensor(&q, CTOSA_DTYPE_INT8, 4, xs), *rin[5] = {s, mt, st, z32, zo};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_RESCALE, 5, rin, 1, &y, &r, NULL);
+    if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, s);
+    int64_t xs64[4] = {1, c->H, c->W, c->C};
+    gin in[2] = {{"a", CTOSA_DTYPE_INT8, 4, xs64, a, (size_t)n},
+                 {"b", CTOSA_DTYPE_INT8, 4, xs64, b, (size_t)n}};
+    return grun(&q, threads, use_reference, 2, in, 2, y, out, (size_t)n);
+}
+
+static void test_residual_fusion(void) {
+    static int8_t ref[16 * 16 * 40], got[16 * 16 * 40];
+    int compared = 0, failed_alike = 0, fused = 0;
+    for (int i = 0; i < 40; i++) {
+        rq_rng = (uint32_t)i * 2654435761u + 3;
+        static const int32_t cs[] = {1, 3, 16, 24, 40};
+        res_case c = {.H = rq_rand(1, 16),
+                      .W = rq_rand(1, 16),
+                      .C = cs[rq_rand(0, 4)],
+                      .za = (int8_t)rq_rand(-128, 127),
+                      .zb = (int8_t)rq_rand(-128, 127),
+                      .ozp = (int8_t)rq_rand(-128, 127),
+                      .dbl = rq_rand(0, 1),
+                      .big = i % 4 == 3,
+                      .late_b = i % 9 == 8};
+        size_t n = (size_t)(c.H * c.W * c.C);
+        use_reference = true;
+        ctosa_error *er = run_res(&c, true, 1, ref);
+        use_reference = false;
+        for (int v = 0; v < 3; v++) {
+            memset(got, 0x5a, sizeof got);
+            grun_profile = true;
+            ctosa_error *eg = run_res(&c, v == 0, v == 2 ? 2 : 1, got);
+            grun_profile = false;
+            fused += !eg && v > 0 && grun_add_runs == 0;
+            /* without an error: fused unless the ADD's output is exposed or b comes late */
+            CHECK_MSG(eg || (grun_add_runs == 0) == (v > 0 && !c.late_b),
+                      "case %d variant %d: %llu ADD runs, %s", i, v, (unsigned long long)grun_add_runs,
+                      eg ? ctosa_error_message(eg) : "ok");
+            CHECK_MSG((er == NULL) == (eg == NULL), "case %d variant %d: reference %s, fast %s", i, v,
+                      er ? ctosa_error_message(er) : "ok", eg ? ctosa_error_message(eg) : "ok");
+            if (er && eg) {
+                CHECK_MSG(strcmp(ctosa_error_message(er), ctosa_error_message(eg)) == 0,
+                          "case %d: '%s' vs '%s'", i, ctosa_error_message(er), ctosa_error_message(eg));
+                failed_alike++;
+            } else if (!er && !eg) {
+                CHECK_MSG(memcmp(ref, got, n) == 0, "case %d variant %d: outputs differ", i, v);
+                compared++;
+            }
+            ctosa_error_free(eg);
+        }
+        ctosa_error_free(er);
+    }
+    printf("fused residual: %d runs compared (%d fused), %d failed alike\n", compared, fused, failed_alike);
+    CHECK(compared >= 60);
+    CHECK(failed_alike > 0);
+    CHECK(fused >= 30 || im_isa() != 2);
+}
+
 /* ------------------------------------------- int8 depthwise geometries */
 
 typedef struct dw_case {
@@ -786,6 +921,7 @@ int main(void) {
     RUN(test_matmul_int8_engine);
     RUN(test_reference_option);
     RUN(test_rescale_fusion);
+    RUN(test_residual_fusion);
     RUN(test_depthwise_int8);
     return th_finish();
 }

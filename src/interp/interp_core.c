@@ -657,6 +657,67 @@ static void fuse_rescales(rplan *p) {
     }
 }
 
+/* Plan-time offer of a residual addition of the int8 lowering, RESCALE(
+ * ADD(r1(a), r2(b))) with r1, r2 RESCALEs of int8 tensors to int32, every
+ * intermediate int32 and read only inside the group, constant RESCALE
+ * operands and one shape throughout, to the earlier of r1 and r2 (the
+ * host, interp_fused_rescale.r2): its kernel stores the last RESCALE's
+ * output in one pass when it can, else the four operators run as usual.
+ * That output is defined at the host, so its memory shares no bytes with
+ * a, b or anything alive there; b must exist by then. Not in blocks with
+ * control flow, nor with the plain reference loops. */
+static bool consts_1_4(pop *po) {
+    for (uint32_t k = 1; k < 5; k++)
+        if (slot_of(po->in[k])->kind != SLOT_CONST) return false;
+    return true;
+}
+
+static void fuse_residuals(rplan *p, bool reference) {
+    if (reference) return;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const ctosa_op *op = p->ops[i].op;
+        if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP) return;
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        pop *pr = &p->ops[i];
+        if (pr->skip || pr->rescale_by >= 0 || pr->has_rescale || pr->op->kind != CTOSA_OP_RESCALE ||
+            pr->n_in != 5 || pr->n_out != 1 || !consts_1_4(pr))
+            continue;
+        itensor *mid = pr->in[0], *y = pr->out[0];
+        slot *dst = slot_of(y);
+        pop *pa = chain_def(p, mid, CTOSA_OP_ADD, 2, 1);
+        if (!pa || pa->rescale_by >= 0 || pa->has_rescale || dst->kind != SLOT_ACT ||
+            dst->def != (int64_t)i || mid->dtype != CTOSA_DTYPE_INT32 || y->dtype != CTOSA_DTYPE_INT8 ||
+            !interp_same_shape(mid, y) || pa->in[0] == pa->in[1])
+            continue;
+        pop *r[2];
+        bool ok = true;
+        for (int k = 0; k < 2 && ok; k++) {
+            r[k] = chain_def(p, pa->in[k], CTOSA_OP_RESCALE, 5, 1);
+            ok = r[k] && r[k]->rescale_by < 0 && !r[k]->has_rescale && consts_1_4(r[k]) &&
+                 r[k]->in[0]->dtype == CTOSA_DTYPE_INT8 && pa->in[k]->dtype == CTOSA_DTYPE_INT32 &&
+                 interp_same_shape(r[k]->in[0], y) && interp_same_shape(pa->in[k], y);
+        }
+        if (!ok) continue;
+        pop *host = r[0] < r[1] ? r[0] : r[1], *other = r[0] < r[1] ? r[1] : r[0];
+        int64_t ih = host - p->ops;
+        slot *sb = slot_of(other->in[0]);
+        bool local = sb >= p->slots && sb < p->slots + p->n_slots;
+        if (local && sb->kind == SLOT_ACT && sb->def >= ih) continue; /* b made after the host */
+        host->has_rescale = true;
+        host->rescale = (interp_fused_rescale){.op = pr->op,
+                                               .where = pr->where,
+                                               .in = pr->in,
+                                               .out = y,
+                                               .r2 = other->op,
+                                               .r2_where = other->where,
+                                               .r2_in = other->in,
+                                               .r2_out = other->out[0]};
+        other->rescale_by = pa->rescale_by = pr->rescale_by = ih;
+        dst->def = ih;
+    }
+}
+
 void interp_post_apply(const interp_post *p, float *d, size_t n) {
     if (!p) return;
     if (p->silu) kg_post_rows(p, d, n);
@@ -957,6 +1018,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
     fuse_clamps(p);
     fuse_silus(p, it->opt.reference);
     fuse_rescales(p);
+    fuse_residuals(p, it->opt.reference);
     /* Memory: constants that are used, inputs, activations. */
     for (uint32_t i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];

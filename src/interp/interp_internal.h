@@ -55,7 +55,12 @@ typedef struct interp_ctx interp_ctx; /* defined by the runtime */
  * tie-to-even chain of the convolution's output acc: y = tie (a RESCALE
  * to int32 of acc), then SELECT((acc & mask) == half, y - (y & odd), y); the
  * chain's operators (two BITWISE_AND, EQUAL, SUB, SELECT) and tie do not
- * run either when done is set. */
+ * run either when done is set.
+ * With r2 set it is instead offered to a RESCALE r1 (int8 a -> int32) of
+ * a residual addition out = RESCALE(ADD(r1(a), r2(b))), r2 the other
+ * input's RESCALE (int8 b -> int32), op / in / out the last RESCALE: r1's
+ * kernel may store out in one pass (done: r2, the ADD and the last RESCALE
+ * do not run). */
 typedef struct interp_fused_rescale {
     const ctosa_op *op; /* the RESCALE */
     const char *where;  /* its place, for messages */
@@ -67,6 +72,10 @@ typedef struct interp_fused_rescale {
     itensor *const *tie_in;                       /* its five inputs, tie_in[0] the convolution's output */
     itensor *tie_out;                             /* y */
     const itensor *tie_mask, *tie_half, *tie_odd; /* constants: one value, or one per channel */
+    const ctosa_op *r2;                           /* the residual's other RESCALE, or NULL */
+    const char *r2_where;                         /* its place */
+    itensor *const *r2_in;                        /* its five inputs, r2_in[0] = b */
+    itensor *r2_out;                              /* its output */
 } interp_fused_rescale;
 
 /* What a kernel is told about the operator it runs. */

@@ -588,7 +588,13 @@ static void rs_free(rs_job *j) {
     free(j->dbl);
 }
 
+static bool rs_residual(const interp_op *o);
+
 ctosa_error *interp_k_RESCALE(const interp_op *o) {
+    if (o->rescale && o->rescale->r2 && !o->reference && rs_residual(o)) {
+        o->rescale->done = true;
+        return NULL;
+    }
     rs_job j;
     ctosa_error *e = rs_setup(o, &j);
     if (e) {
@@ -690,4 +696,108 @@ bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requa
     if (tie) rs_free(&t);
     rs_free(&j);
     return mem != NULL;
+}
+
+/* ------------------------------------------------ residual addition */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* out = R3(R1(a) + R2(b)) (interp_fused_rescale.r2), 16 elements per step:
+ * each RESCALE through kg_rq16 as rs_rows16 applies it, the int32 ADD
+ * with its overflow test (the REQUIRE of apply_add_s). */
+typedef struct rs_res {
+    const int8_t *a, *b;
+    uint8_t *out;
+    size_t n;
+    kg_rq_blk blk[3];
+    int32_t za, zb, ozp, lo, hi;
+    int bad;
+} rs_res;
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void rs_res_rows(void *arg, size_t b,
+                                                                                      size_t e) {
+    rs_res *w = arg;
+    const __m512i za = _mm512_set1_epi32(w->za), zb = _mm512_set1_epi32(w->zb), z = _mm512_setzero_si512();
+    const __m512i i32lo = _mm512_set1_epi32(INT32_MIN), i32hi = _mm512_set1_epi32(INT32_MAX);
+    const __m512i ozp = _mm512_set1_epi32(w->ozp), lo = _mm512_set1_epi32(w->lo),
+                  hi = _mm512_set1_epi32(w->hi);
+    __mmask16 bad = 0;
+    for (size_t g = b; g < e; g++) {
+        size_t i = g * 16;
+        __mmask16 m = w->n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (w->n - i)) - 1);
+        __m512i va = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, w->a + i)), za);
+        __m512i vb = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, w->b + i)), zb);
+        __mmask16 bd = 0;
+        __m512i y1 = kg_rq16(va, &w->blk[0], z, i32lo, i32hi, &bd);
+        __m512i y2 = kg_rq16(vb, &w->blk[1], z, i32lo, i32hi, &bd);
+        __m512i s = _mm512_add_epi32(y1, y2);
+        /* apply_add_s's REQUIRE (signed overflow: both addends' signs
+         * differ from the sum's); 8-bit inputs cannot reach it */
+        bd |= _mm512_cmplt_epi32_mask(_mm512_and_si512(_mm512_xor_si512(y1, s), _mm512_xor_si512(y2, s)), z);
+        __m512i r = kg_rq16(s, &w->blk[2], ozp, lo, hi, &bd);
+        bad |= bd & m;
+        _mm512_mask_cvtepi32_storeu_epi8(w->out + i, m, r);
+    }
+    if (bad) __atomic_store_n(&w->bad, 1, __ATOMIC_RELAXED);
+}
+#endif
+
+/* The job of RESCALE op (inputs in, output out), checked as the kernel
+ * checks it; false (nothing to free) when a check fails. */
+static bool rs_job_of(const ctosa_op *op, const char *where, itensor *const *in, itensor *out, rs_job *j) {
+    itensor *outs[1] = {out};
+    interp_op ro = {.op = op, .where = where, .in = in, .n_in = op->n_inputs, .out = outs, .n_out = 1};
+    ctosa_error *e = rs_setup(&ro, j);
+    if (e) rs_free(j);
+    ctosa_error_free(e);
+    return !e;
+}
+
+/* The residual addition offered to RESCALE o (interp_fused_rescale.r2):
+ * true when out has been stored; false when it does not apply or a value
+ * breaks a REQUIRE (the four operators then run and report it). Only
+ * per-tensor scale32 RESCALEs, signed int8 a and b, on AVX-512. */
+static bool rs_residual(const interp_op *o) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const interp_fused_rescale *fr = o->rescale;
+    if (im_isa() != 2 || o->n_in != 5 || o->n_out != 1) return false;
+    rs_job j[3];
+    bool have[3] = {rs_job_of(o->op, o->where, o->in, o->out[0], &j[0]), false, false};
+    have[1] = have[0] && rs_job_of(fr->r2, fr->r2_where, fr->r2_in, fr->r2_out, &j[1]);
+    have[2] = have[1] && rs_job_of(fr->op, fr->where, fr->in, fr->out, &j[2]);
+    const ctosa_op *ops[3] = {o->op, fr->r2, fr->op};
+    bool ok = have[2];
+    for (int k = 0; k < 3 && ok; k++)
+        ok = ops[k]->attr.scale32 && !ops[k]->attr.per_channel && !j[k].iu &&
+             j[k].ti == (k < 2 ? CTOSA_DTYPE_INT8 : CTOSA_DTYPE_INT32) &&
+             j[k].to == (k < 2 ? CTOSA_DTYPE_INT32 : CTOSA_DTYPE_INT8);
+    ok = ok && o->in[0]->count == fr->r2_in[0]->count && o->in[0]->count == fr->out->count;
+    rs_res *w = ok ? aligned_alloc(64, (sizeof(rs_res) + 63) & ~(size_t)63) : NULL;
+    if (w) {
+        *w = (rs_res){.a = o->in[0]->data,
+                      .b = fr->r2_in[0]->data,
+                      .out = fr->out->data,
+                      .n = (size_t)fr->out->count,
+                      .za = (int32_t)j[0].izp,
+                      .zb = (int32_t)j[1].izp,
+                      .ozp = (int32_t)j[2].ozp,
+                      .lo = (int32_t)j[2].lo,
+                      .hi = (int32_t)j[2].hi};
+        for (int k = 0; k < 3; k++)
+            for (int l = 0; l < 16; l++)
+                kg_rq_lane(&w->blk[k], l, j[k].mult[0], (int)j[k].shift64[0], j[k].dbl[0]);
+        size_t groups = (w->n + 15) / 16;
+        if (o->ctx && (double)w->n >= IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, groups, rs_res_rows, w);
+        else rs_res_rows(w, 0, groups);
+        ok = !w->bad;
+        free(w);
+    } else {
+        ok = false;
+    }
+    for (int k = 0; k < 3; k++)
+        if (have[k]) rs_free(&j[k]);
+    return ok;
+#else
+    (void)o;
+    return false;
+#endif
 }
