@@ -605,7 +605,10 @@ ctosa_error *interp_k_RESCALE(const interp_op *o) {
     uint64_t lanes = j.nc, nc = o->op->attr.per_channel ? lanes : 1;
     ctosa_dtype ti = in->dtype;
     size_t rows = lanes ? (size_t)(in->count / lanes) : 0;
-    if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 && in->count >= 1024 && rs_table(o, &j, in->count))
+    /* int8 input, one scale: a 256-entry table (to int32 on AVX-512 the
+     * 16-lane step below is faster than the table's scalar loop) */
+    if (!o->reference && nc == 1 && ti == CTOSA_DTYPE_INT8 && in->count >= 1024 &&
+        (j.to != CTOSA_DTYPE_INT32 || im_isa() != 2) && rs_table(o, &j, in->count))
         goto done;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (rs_try16(o, &j, rows)) goto checked;
@@ -692,6 +695,7 @@ bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requa
                            .ldo = nc};
         rq->fast = !tie;
         for (uint64_t i = 0; i < j.nc; i++) rq->fast &= j.dbl[i] == 0 && j.shift[i] >= 32;
+        rq->sat = rq->fast && rq->lo == -128 && rq->hi == 127;
     }
     if (tie) rs_free(&t);
     rs_free(&j);

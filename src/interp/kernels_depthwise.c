@@ -725,7 +725,10 @@ dwq_rows(void *arg, size_t begin, size_t end) {
                     }
                 }
                 for (int i = 0; i < nu; i++) {
-                    if (rq)
+                    if (rq && rq->sat)
+                        _mm_storeu_si128((__m128i *)(orow8 + (ox + i) * g->IC + cb),
+                                         _mm512_cvtsepi32_epi8(kg_rqf16n(acc[i], &rf, rzp)));
+                    else if (rq)
                         _mm_storeu_si128((__m128i *)(orow8 + (ox + i) * g->IC + cb),
                                          _mm512_cvtepi32_epi8(
                                              rq->fast ? kg_rqf16(acc[i], &rf, rzp, rlo, rhi)

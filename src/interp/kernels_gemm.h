@@ -54,6 +54,7 @@ typedef struct kg_requant {
     int64_t ldo;
     int bad;   /* set (atomically) when a value broke the REQUIRE: the output is then incomplete */
     bool fast; /* no tie step, SINGLE_ROUND and every shift >= 32: kg_rqf16 applies */
+    bool sat;  /* fast, and the clamp is int8's range: kg_rqf16n and a saturating store */
 } kg_requant;
 
 /* Fills rq for the fused RESCALE fr applied to an int32 output of nc
@@ -229,13 +230,19 @@ static inline __attribute__((always_inline, target("avx512f"))) void kg_rqf_load
     f->se = _mm512_loadu_si512(p->sh_e);
     f->so = _mm512_sub_epi64(_mm512_loadu_si512(p->sh_o), _mm512_set1_epi64(32));
 }
-static inline __attribute__((always_inline, target("avx512f"))) __m512i
-kg_rqf16(__m512i v, const kg_rqf *f, __m512i ozp, __m512i lo, __m512i hi) {
+/* The value before the clamp (|value| < 2^30 + 128, so no overflow): with
+ * kg_requant.sat the caller stores it with signed saturation (VPMOVSDB),
+ * which is the clamp to [-128, 127]. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512i kg_rqf16n(__m512i v, const kg_rqf *f,
+                                                                                  __m512i ozp) {
     __m512i qe = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, f->m), f->be), f->se);
     __m512i qo =
         _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), f->mo), f->bo), f->so);
-    __m512i r = _mm512_mask_blend_epi32(0xAAAA, qe, qo);
-    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, ozp), lo), hi);
+    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, qe, qo), ozp);
+}
+static inline __attribute__((always_inline, target("avx512f"))) __m512i
+kg_rqf16(__m512i v, const kg_rqf *f, __m512i ozp, __m512i lo, __m512i hi) {
+    return _mm512_min_epi32(_mm512_max_epi32(kg_rqf16n(v, f, ozp), lo), hi);
 }
 
 /* The whole store of 16 accumulators of column panel k: rq's tie step

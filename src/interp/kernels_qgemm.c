@@ -164,7 +164,10 @@ kq_rows512(const kg_job *job, const void *const *ptrs, int64_t row0, int64_t r, 
                       rhi = _mm512_set1_epi32(rq->hi);
         __mmask16 bad = 0, cols = (__mmask16)((1u << ncols) - 1);
         uint8_t *o8 = rq->out + (row0 + r) * rq->ldo + n0;
-        if (rq->fast)
+        if (rq->sat)
+            for (int m = 0; m < mr; m++)
+                _mm512_mask_cvtsepi32_storeu_epi8(o8 + m * rq->ldo, cols, kg_rqf16n(acc[m], rf, rzp));
+        else if (rq->fast)
             for (int m = 0; m < mr; m++)
                 _mm512_mask_cvtepi32_storeu_epi8(o8 + m * rq->ldo, cols, kg_rqf16(acc[m], rf, rzp, rlo, rhi));
         else
