@@ -17,6 +17,7 @@
  *    same with the quantized lowering's tie-to-even chain in between;
  *  - the int8 lowering's residual addition (RESCALE, RESCALE, ADD, RESCALE)
  *    run as one pass gives the four operators' bytes, or their error;
+ *  - int32 REDUCE_SUM's fast path gives the plain loop's sums, or its error;
  *  - the int8 depthwise kernels give the plain loops' bytes (or error)
  *    over kernel sizes, strides, dilations, pads, zero points and biases;
  *  - results do not depend on the thread count (the spinning pool). */
@@ -768,6 +769,70 @@ static void test_residual_fusion(void) {
     CHECK(fused >= 30 || im_isa() != 2);
 }
 
+/* ------------------------------------------- int32 REDUCE_SUM */
+
+/* int32 REDUCE_SUM (an int8 global average pool's sums) over shapes and
+ * axes against the plain loop: values, and the REQUIRE of a partial sum
+ * leaving int32 (also when the final sum is back in range). */
+static ctosa_error *run_rsum(const int32_t *shape, int axis, const int32_t *x, int threads, int32_t *out,
+                             size_t n_out) {
+    gb q;
+    gstart(&q);
+    int32_t os[4] = {shape[0], shape[1], shape[2], shape[3]};
+    os[axis] = 1;
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", CTOSA_DTYPE_INT32, 4, shape, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
+    const char *y = gtensor(&q, CTOSA_DTYPE_INT32, 4, os), *in[1] = {"x"};
+    ctosa_attr a = {0};
+    a.axis = axis;
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_REDUCE_SUM, 1, in, 1, &y, &a, NULL);
+    int64_t s64[4] = {shape[0], shape[1], shape[2], shape[3]};
+    gin xi = {"x", CTOSA_DTYPE_INT32,
+              4,   s64,
+              x,   sizeof(int32_t) * (size_t)(shape[0] * shape[1] * shape[2] * shape[3])};
+    return grun(&q, threads, use_reference, 1, &xi, 1, y, out, n_out * sizeof(int32_t));
+}
+
+static void test_reduce_sum_int32(void) {
+    static int32_t x[2 * 9 * 9 * 300], ref[2 * 9 * 9 * 300], got[2 * 9 * 9 * 300];
+    int compared = 0, failed_alike = 0;
+    for (int i = 0; i < 24; i++) {
+        rq_rng = (uint32_t)i * 2654435761u + 11;
+        int32_t shape[4] = {rq_rand(1, 2), rq_rand(1, 9), rq_rand(1, 9), i % 2 ? 300 : rq_rand(1, 70)};
+        int axis = rq_rand(0, 3);
+        int32_t total = shape[0] * shape[1] * shape[2] * shape[3];
+        /* i % 6 == 5: values near 2^30 whose running sums pass int32 (the
+         * last element brings some back in range) */
+        for (int32_t k = 0; k < total; k++)
+            x[k] = i % 6 == 5 ? (k % 3 == 2 ? -(1 << 30) : (1 << 30) - rq_rand(0, 5))
+                              : rq_rand(-(1 << 20), 1 << 20);
+        size_t n_out = (size_t)(total / shape[axis]);
+        use_reference = true;
+        ctosa_error *er = run_rsum(shape, axis, x, 1, ref, n_out);
+        use_reference = false;
+        for (int t = 1; t <= 2; t++) {
+            memset(got, 0x5a, sizeof got);
+            ctosa_error *eg = run_rsum(shape, axis, x, t, got, n_out);
+            CHECK_MSG((er == NULL) == (eg == NULL), "case %d threads %d: reference %s, fast %s", i, t,
+                      er ? ctosa_error_message(er) : "ok", eg ? ctosa_error_message(eg) : "ok");
+            if (er && eg && t == 1) {
+                CHECK_MSG(strcmp(ctosa_error_message(er), ctosa_error_message(eg)) == 0,
+                          "case %d: '%s' vs '%s'", i, ctosa_error_message(er), ctosa_error_message(eg));
+            }
+            failed_alike += er && eg;
+            if (!er && !eg) {
+                CHECK_MSG(memcmp(ref, got, n_out * sizeof(int32_t)) == 0, "case %d threads %d differ", i, t);
+                compared++;
+            }
+            ctosa_error_free(eg);
+        }
+        ctosa_error_free(er);
+    }
+    printf("int32 REDUCE_SUM: %d runs compared, %d failed alike\n", compared, failed_alike);
+    CHECK(compared >= 30);
+    CHECK(failed_alike > 0);
+}
+
 /* ------------------------------------------- int8 depthwise geometries */
 
 typedef struct dw_case {
@@ -922,6 +987,7 @@ int main(void) {
     RUN(test_reference_option);
     RUN(test_rescale_fusion);
     RUN(test_residual_fusion);
+    RUN(test_reduce_sum_int32);
     RUN(test_depthwise_int8);
     return th_finish();
 }

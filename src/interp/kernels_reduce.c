@@ -193,6 +193,35 @@ static inline IM_INLINE void freduce_impl(void *vp, size_t begin, size_t end) {
 }
 IM_MULTIVERSION(freduce_rows, freduce_impl)
 
+/* int32 SUM: RF_LANES neighbouring outputs at a time in int64 (a loop the
+ * compiler vectorises), every partial sum checked against int32's range as
+ * apply_add_s requires; a unit where a check fails is redone by reduce_fn,
+ * which reports it. */
+static inline IM_INLINE void ireduce_impl(void *vp, size_t begin, size_t end) {
+    rarg *R = vp;
+    const int32_t *x = R->in->data;
+    int32_t *y = R->out->data;
+    const uint64_t n = R->n, inner = R->inner, chunks = (inner + RF_LANES - 1) / RF_LANES;
+    for (size_t u = begin; u < end; u++) {
+        uint64_t o = (uint64_t)u / chunks, j0 = (uint64_t)u % chunks * RF_LANES;
+        uint64_t nl = inner - j0 < RF_LANES ? inner - j0 : RF_LANES;
+        const int32_t *p = x + o * n * inner + j0;
+        int64_t a[RF_LANES];
+        int bad = 0;
+        for (uint64_t j = 0; j < nl; j++) a[j] = 0;
+        for (uint64_t i = 0; i < n; i++)
+            for (uint64_t j = 0; j < nl; j++) {
+                a[j] += p[i * inner + j];
+                bad |= (a[j] < INT32_MIN) | (a[j] > INT32_MAX);
+            }
+        size_t q0 = (size_t)(o * inner + j0);
+        if (bad) reduce_fn(R, q0, q0 + (size_t)nl);
+        else
+            for (uint64_t j = 0; j < nl; j++) y[q0 + j] = (int32_t)a[j];
+    }
+}
+IM_MULTIVERSION(ireduce_rows, ireduce_impl)
+
 static ctosa_error *reduce(const interp_op *o, rkind kind) {
     const itensor *in = o->in[0], *out = o->out[0];
     ctosa_dtype dt = in->dtype;
@@ -237,8 +266,16 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
         else if (units) freduce_rows(&R, 0, (size_t)units);
         return NULL;
     }
-    if (n_out * R.n >= (1u << 16)) interp_parallel_for(o->ctx, (size_t)n_out, reduce_fn, &R);
-    else if (n_out) reduce_fn(&R, 0, (size_t)n_out);
+    if (!o->reference && dt == CTOSA_DTYPE_INT32 && kind == R_SUM && R.n >= 1 && R.inner > 1) {
+        uint64_t units = R.outer * ((R.inner + RF_LANES - 1) / RF_LANES);
+        if (n_out * R.n >= (1u << 16) && units > 1)
+            interp_parallel_for(o->ctx, (size_t)units, ireduce_rows, &R);
+        else if (units) ireduce_rows(&R, 0, (size_t)units);
+    } else if (n_out * R.n >= (1u << 16)) {
+        interp_parallel_for(o->ctx, (size_t)n_out, reduce_fn, &R);
+    } else if (n_out) {
+        reduce_fn(&R, 0, (size_t)n_out);
+    }
     if (R.err)
         return interp_fail(o, "REQUIRE failed at output element %llu: the sum does not fit %s",
                            (unsigned long long)R.err_at, ctosa_dtype_short(dt));
