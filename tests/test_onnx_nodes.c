@@ -178,6 +178,8 @@ static const struct {
     DM("GridSample"),
     DM("OneHot"),
     DM("Pad"),
+    DM("NonMaxSuppression"),
+    DM("NonZero"),
     DM("Range"),
     DM("ReduceL1"),
     DM("ReduceL2"),

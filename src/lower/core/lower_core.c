@@ -758,6 +758,41 @@ static bool fold_too_big(lower_session *s, const ctosa_onnx_node *n, const lower
     return out > FOLD_SMALL_BYTES && (out > in || in > FOLD_LARGE_INPUT);
 }
 
+/* The ONNX type of folded output i, carried in TOSA dtype t. */
+static int32_t folded_onnx_type(lower_session *s, const ctosa_onnx_node *n, uint32_t i, ctosa_dtype t,
+                                const ctosa_spec *spec) {
+    const ctosa_onnx_type *ty = declared_type(s, n->outputs[i]);
+    if (t == CTOSA_DTYPE_INT32 && narrowed_int64(s, n, i) &&
+        ((ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type == CTOSA_ONNX_INT64) ||
+         !lw_spec_has_int64(spec)))
+        return CTOSA_ONNX_INT64;
+    return lw_onnx_of_tosa(t);
+}
+
+/* Every output of the lowered node has no element (a Split of the empty
+ * result of a NonZero, say): TOSA has no empty tensors, so the operators
+ * would not validate, but the values are known: they are bound as empty
+ * constants. */
+static bool fold_empty(lower_session *s, const ctosa_onnx_node *n, lower_ctx *c, const ctosa_spec *spec) {
+    for (uint32_t i = 0; i < n->n_outputs; i++) {
+        if (!c->out_names[i]) continue;
+        const ctosa_tensor *t = ctosa_block_find_tensor(c->g, c->b, c->out_names[i]);
+        uint64_t cnt;
+        if (!t || !ctosa_tensor_elements(t, &cnt) || cnt != 0 || t->rank > LOWER_MAX_RANK ||
+            !folded_onnx_type(s, n, i, t->dtype, spec))
+            return false;
+    }
+    for (uint32_t i = 0; i < n->n_outputs; i++) {
+        if (!c->out_names[i]) continue;
+        const ctosa_tensor *t = ctosa_block_find_tensor(c->g, c->b, c->out_names[i]);
+        int64_t shape[LOWER_MAX_RANK];
+        for (uint32_t d = 0; d < t->rank; d++) shape[d] = t->shape[d];
+        static const uint8_t none[1];
+        lw_set_output_const(c, i, folded_onnx_type(s, n, i, t->dtype, spec), t->rank, shape, none, 0);
+    }
+    return true;
+}
+
 static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent, const ctosa_spec *spec) {
     const ctosa_onnx_node *n = &s->g->nodes[ni];
     arena scratch;
@@ -776,7 +811,9 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
                     s->nodes[ni].label);
         ok = false;
     }
-    if (ok && any_tensor) {
+    if (ok && any_tensor && fold_empty(s, n, &c, spec)) {
+        any_tensor = false; /* bound: nothing to validate or run */
+    } else if (ok && any_tensor) {
         ctosa_error *e = ctosa_validate(g, spec, NULL);
         ctosa_interp_options io;
         ctosa_interp_options_init(&io);
@@ -798,13 +835,10 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
                 e = ctosa_error_new(CTOSA_ERR_LIMIT, "folded output too large");
                 break;
             }
-            int32_t od = lw_onnx_of_tosa(t.dtype);
-            const ctosa_onnx_type *ty = declared_type(s, n->outputs[i]);
+            int32_t od = folded_onnx_type(s, n, i, t.dtype, spec);
             void *data = t.data;
             uint64_t nbytes = t.size;
-            if (t.dtype == CTOSA_DTYPE_INT32 && narrowed_int64(s, n, i) &&
-                ((ty && ty->kind == CTOSA_ONNX_TYPE_TENSOR && ty->elem_type == CTOSA_ONNX_INT64) ||
-                 !lw_spec_has_int64(spec))) {
+            if (t.dtype == CTOSA_DTYPE_INT32 && od == CTOSA_ONNX_INT64) {
                 uint8_t *w = arena_alloc(&scratch, (size_t)t.count * 8 + 1);
                 if (!w) {
                     e = ctosa_error_nomem();
@@ -814,7 +848,6 @@ static bool try_fold_spec(lower_session *s, uint32_t ni, const lower_entry *ent,
                     wr_u64(w + 8 * k, (uint64_t)(int64_t)((int32_t *)t.data)[k]);
                 data = w;
                 nbytes = t.count * 8;
-                od = CTOSA_ONNX_INT64;
             }
             if (!od) {
                 e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "folded output type");

@@ -19,11 +19,13 @@
  * int64 the i32 result is CAST; otherwise the i32 tensor is bound and the
  * framework's int64 rules apply to it.
  *
- * TopK: k rounds of REDUCE_MAX (or MIN) and a lowest-index pick (below).
+ * TopK: k rounds of REDUCE_MAX (or MIN) and a lowest-index pick (below);
+ * a constant input without NaN is sorted at compile time instead (any k).
  */
 #include "lower/lower_build.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum red_kind {
@@ -339,6 +341,72 @@ static lower_status lower_argmin(lower_ctx *c) { return lower_arg(c, true); }
  * axis. k is limited to TOPK_MAX_K rounds; NaN inputs are not ordered. */
 #define TOPK_MAX_K 64
 
+/* One element of an axis being sorted: the key orders it (negated, or
+ * bit-inverted for integers, when the largest come first), the index breaks
+ * ties the ONNX way. */
+typedef struct topk_item {
+    double f;
+    int64_t i, at;
+} topk_item;
+
+static int topk_cmp(const void *pa, const void *pb) {
+    const topk_item *a = pa, *b = pb;
+    if (a->f != b->f) return a->f < b->f ? -1 : 1;
+    if (a->i != b->i) return a->i < b->i ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* TopK of a constant: every slice along the axis sorted now. Returns false
+ * when it does not apply (not a constant, NaN, too large). */
+static bool topk_fold(lower_ctx *c, const lower_value *v, int32_t axis, int64_t k, bool largest,
+                      lower_status *st) {
+    const int32_t dt = v->onnx_dtype;
+    const bool fl = lw_onnx_is_float(dt);
+    const double *xf = NULL;
+    const int64_t *xi = NULL;
+    int64_t n = fl ? lw_const_f64(c, 0, &xf) : lw_const_i64(c, 0, &xi);
+    size_t es = lw_onnx_elem_size(dt);
+    if (n < 0 || n > (1 << 24) || !es || dt == CTOSA_ONNX_UINT64) return false;
+    for (int64_t i = 0; fl && i < n; i++)
+        if (isnan(xf[i])) return false; /* ONNX leaves NaN's place open */
+    const int64_t L = v->shape[axis];
+    int64_t outer = 1, inner = 1;
+    for (int32_t d = 0; d < axis; d++) outer *= v->shape[d];
+    for (uint32_t d = (uint32_t)axis + 1; d < v->rank; d++) inner *= v->shape[d];
+    topk_item *it = arena_alloc(lw_arena(c), (size_t)L * sizeof *it);
+    uint8_t *yv = arena_alloc(lw_arena(c), (size_t)(outer * k * inner) * es + 1);
+    int64_t *yi = arena_alloc(lw_arena(c), (size_t)(outer * k * inner + 1) * sizeof *yi);
+    if (!it || !yv || !yi) {
+        *st = lw_failed(c);
+        return true;
+    }
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            for (int64_t j = 0; j < L; j++) {
+                int64_t src = (o * L + j) * inner + q;
+                it[j] = (topk_item){.at = j};
+                if (fl) it[j].f = largest ? -xf[src] : xf[src];
+                else it[j].i = largest ? ~xi[src] : xi[src];
+            }
+            qsort(it, (size_t)L, sizeof *it, topk_cmp);
+            for (int64_t j = 0; j < k; j++) {
+                int64_t dst = (o * k + j) * inner + q, src = (o * L + it[j].at) * inner + q;
+                yi[dst] = it[j].at;
+                if (fl) lw_onnx_encode(dt, xf[src], yv + (size_t)dst * es);
+                else if (es == 8) memcpy(yv + (size_t)dst * es, &xi[src], 8);
+                else lw_onnx_encode(dt, (double)xi[src], yv + (size_t)dst * es);
+            }
+        }
+    int64_t os[LOWER_MAX_RANK];
+    memcpy(os, v->shape, v->rank * sizeof *os);
+    os[axis] = k;
+    uint64_t cnt = (uint64_t)(outer * k * inner);
+    lw_set_output_const(c, 0, dt, v->rank, os, yv, cnt * es);
+    lw_set_output_const(c, 1, CTOSA_ONNX_INT64, v->rank, os, yi, cnt * sizeof *yi);
+    *st = LOWER_OK;
+    return true;
+}
+
 static lower_status lower_topk(lower_ctx *c) {
     lower_status st = LOWER_REJECT;
     const ctosa_onnx_node *nd = lw_node(c);
@@ -360,9 +428,21 @@ static lower_status lower_topk(lower_ctx *c) {
         k = kv[0];
     }
     const int64_t L = v->shape[axis];
-    if (k < 1 || k > L)
+    if (k < 0 || k > L)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TopK: k %lld for an axis of %lld", (long long)k,
                          (long long)L);
+    if (k == 0 || topk_fold(c, v, axis, k, lw_attr_int(c, "largest", 1) != 0, &st)) {
+        if (k == 0) { /* empty results, whatever the values */
+            int64_t os[LOWER_MAX_RANK];
+            memcpy(os, v->shape, r * sizeof *os);
+            os[axis] = 0;
+            static const uint8_t none[1];
+            lw_set_output_const(c, 0, v->onnx_dtype, r, os, none, 0);
+            lw_set_output_const(c, 1, CTOSA_ONNX_INT64, r, os, none, 0);
+            return LOWER_OK;
+        }
+        return st;
+    }
     if (k > TOPK_MAX_K)
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL,
                          "TopK: k %lld needs one round of TOSA operators per element (at most %d)",

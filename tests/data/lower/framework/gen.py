@@ -58,7 +58,8 @@ save("fold",
      [vi("x", F, [3, 4])], [vi("y", F, [3, 4])],
      [numpy_helper.from_array(np.array([[0.5, 0.5, 0.5, 0.5]], np.float32), "w")])
 
-# 4. no lowering in the middle: A -> X(cpu) -> B and A -> B directly.
+# 4. a CPU node in the middle (NonZero: its shape depends on the data):
+#    A -> X(cpu) -> B and A -> B directly.
 #    A and B must end in different partitions.
 save("split",
      [helper.make_node("Relu", ["x"], ["a"], name="A"),
