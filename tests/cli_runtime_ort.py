@@ -150,8 +150,13 @@ for d in sorted(glob.glob(os.path.join(I, "*", "model.onnx"))):
 R = os.path.join(src, "tests", "data", "runtime")
 for spec in ("TOSA-1.0+FP", "TOSA-1.0+INT"):
     add("float_mid " + spec[9:], os.path.join(R, "float_mid.onnx"), spec, [os.path.join(R, "float_mid_in.npy")])
-add("nonzero_mid FP", os.path.join(R, "nonzero_mid.onnx"), "TOSA-1.0+FP", [os.path.join(R, "float_mid_in.npy")],
-    error="node 'nonzero' (NonZero) cannot run on the host executor: unsupported_op")
+# shapes that depend on the data: lowered on each run with its values
+add("nonzero_mid FP", os.path.join(R, "nonzero_mid.onnx"), "TOSA-1.0+FP", [os.path.join(R, "float_mid_in.npy")])
+for spec in ("TOSA-1.0+FP", "TOSA-1.0+INT"):
+    for inp in ("detect", "detect_none"):
+        add("%s %s" % (inp, spec[9:]), os.path.join(R, "detect_mid.onnx"), spec, [os.path.join(R, inp + "_in.npy")])
+add("unique_mid FP", os.path.join(R, "unique_mid.onnx"), "TOSA-1.0+FP", [os.path.join(R, "float_mid_in.npy")],
+    error="node 'unique' (Unique) cannot run on the host executor: unsupported_op")
 C = os.path.join(src, "tests", "data", "lower", "custom")
 if PLUGIN and os.path.exists(PLUGIN):
     # ORT has no kernels for these operators: the generator's numpy results
@@ -163,6 +168,7 @@ if not os.environ.get("CTOSA_LONG_TESTS"):
     keep = ("mobilenet_v2_x0_25_qnnpack", "llm_tiny_int8", "quant/a16w8_conv_gemm", "quant/cascade_grouped_conv",
             "quant/tables_u8", "int64/const_expand INT", "int64/reduceprod INT", "int64/shape_reshape INT",
             "int64/symbolic FP", "int64/where_const INT", "float_mid FP", "float_mid INT", "nonzero_mid FP",
+            "detect FP", "detect_none FP", "detect INT", "unique_mid FP",
             "custom/swish_split")
     cases = [c for c in cases if c[0] in keep]
 failed = 0

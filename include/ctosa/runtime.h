@@ -9,6 +9,7 @@
  *     ctosa_error *e = ctosa_runtime_load("out/model.partitioned.onnx", &opt, &rt);
  *     // every partition is prepared and every CPU node is checked here:
  *     // a node that cannot run is an error now, not halfway through a run
+ *     // (except one whose shapes depend on the run's values, below)
  *     e = ctosa_runtime_set_input(rt, "x", "float32", 4, shape, data, bytes);
  *     e = ctosa_runtime_run(rt);
  *     ctosa_runtime_tensor y;
@@ -25,9 +26,17 @@
  *   lowered on its own, at load, under the widest specification (TOSA 1.1,
  *   both profiles, every extension, int64 included) and runs on the
  *   reference interpreter. A node that no TOSA graph can express (strings,
- *   output shapes that depend on data, operators without a lowering) makes
- *   ctosa_runtime_load fail with CTOSA_ERR_UNSUPPORTED naming the node, its
- *   operator and the lowering's reason.
+ *   operators without a lowering) makes ctosa_runtime_load fail with
+ *   CTOSA_ERR_UNSUPPORTED naming the node, its operator and the lowering's
+ *   reason.
+ * - a node whose lowering lacks only values (an output shape that depends on
+ *   the data, as NonZero's, NonMaxSuppression's or a TopK's whose k comes
+ *   from a Shape; an input whose shape such a node decides) and an If: on
+ *   each run, the node is lowered with that run's input values as constants
+ *   (an If runs the branch its condition picks, node by node). Its outputs
+ *   take their shape in the run; ctosa_runtime_output_info gives the shape
+ *   of the last run (rank 0 before the first). If the lowering then fails,
+ *   ctosa_runtime_run returns that error, naming the node.
  *
  * Values at the model's interface have the ONNX types the report gives
  * (numpy names: "float32", "uint8", "int64", "bool"...), in the model's own

@@ -203,7 +203,7 @@ static ctosa_error *put_initializer(const rt_host_src *src, strbuf *g, const cto
 
 /* The ModelProto of node n alone. */
 static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
-                               strbuf *out) {
+                               strbuf *out, bool *later) {
     const ctosa_onnx_model_info *info = ctosa_onnx_info(src->m);
     strbuf g;
     sb_init(&g);
@@ -221,6 +221,7 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
         }
         rt_vtype vt;
         if (!src->type_of(src->ctx, nm, &vt)) {
+            *later = true; /* a value whose shape only a run tells */
             e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
                                 "node '%s' (%s): the type and shape of input '%s' are not "
                                 "known (not in the report)",
@@ -266,12 +267,20 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
     return NULL;
 }
 
+/* Reasons that the values of a run can remove: with every input a
+ * constant, shapes are static and a data-dependent shape is known. */
+static bool value_dependent(const char *code) {
+    return strcmp(code, "dynamic_shape") == 0 || strcmp(code, "needs_constant") == 0 ||
+           strcmp(code, "input_not_available") == 0;
+}
+
 ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
-                           ctosa_lower_result **out, bool *folded) {
+                           ctosa_lower_result **out, bool *folded, bool *later) {
     *out = NULL;
     *folded = false;
+    *later = false;
     strbuf mb;
-    ctosa_error *e = node_model(src, n, label, &mb);
+    ctosa_error *e = node_model(src, n, label, &mb, later);
     if (e) return e;
     ctosa_spec spec;
     rt_widest_spec(&spec);
@@ -301,6 +310,7 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
         return NULL;
     } else if (s->n_fallback) {
         const ctosa_lower_fallback *f = &s->fallback[0];
+        *later = value_dependent(f->code);
         e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s) cannot run on the host executor: %s: %s",
                             label, n->op_type, f->code, f->reason);
     } else if (s->n_partitions != 1) {

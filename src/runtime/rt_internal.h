@@ -38,12 +38,14 @@ typedef struct rt_host_src {
 /* Lowers node n (labelled label in messages) on its own under the widest
  * spec: *out holds its TOSA graph as partition 0 (inputs: the node's
  * non-constant inputs; outputs: its outputs). CTOSA_ERR_UNSUPPORTED naming
- * the node and the reason when TOSA cannot express it. Values known at
- * load are initializers. When the lowering computed every output at compile time
- * (nothing left to run), *folded is set and *out holds the values
- * (ctosa_lower_result_constant). */
+ * the node and the reason when TOSA cannot express it; *later is then set
+ * when the reason is one that known input values remove (an input whose
+ * shape is not known, a shape that depends on the data, an input that must
+ * be a constant). Values type_of gives data for are initializers. When the
+ * lowering computed every output at compile time (nothing left to run),
+ * *folded is set and *out holds the values (ctosa_lower_result_constant). */
 ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
-                           ctosa_lower_result **out, bool *folded);
+                           ctosa_lower_result **out, bool *folded, bool *later);
 
 /* The widest specification: TOSA 1.1 draft, INT and FP, every extension. */
 void rt_widest_spec(ctosa_spec *s);

@@ -6,8 +6,14 @@
  * (rt_host.c) and prepared on the interpreter. Every value crossing a step
  * boundary gets one buffer of its static size, allocated at load; a run
  * only copies inputs in, calls the steps in order and leaves the outputs in
- * their buffers. Nothing about a node's ability to run is decided at run
- * time. */
+ * their buffers.
+ *
+ * The one exception is a node whose lowering fails only for want of values
+ * (its output's shape depends on the data, as NonZero's does, or an input's
+ * shape comes from such a node): it becomes a deferred step, lowered again
+ * on each run with that run's input values as constants, and its outputs
+ * are dynamic values whose shape and buffer each run sets. Whether such a
+ * node can run is still decided by the lowering alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +34,12 @@ typedef struct rt_value {
     int64_t zero_point;
     bool is_input, set; /* a model input; given since load */
     bool is_const;      /* known at load (a Constant node, an initializer, a node run at load) */
+    bool dynamic;       /* set by a deferred step on each run: shape, size and data change */
+    int64_t *dims;      /* dynamic: room for RT_MAX_RANK dimensions (shape points here) */
     int32_t producer;   /* step index; -1 for model inputs */
 } rt_value;
+
+#define RT_MAX_RANK 16
 
 typedef struct rt_step {
     ctosa_runtime_step pub;
@@ -37,6 +47,7 @@ typedef struct rt_step {
     void *state;
     bool prepared;
     bool at_load;                /* all inputs known at load: ran once then, skipped by runs */
+    const ctosa_onnx_node *node; /* deferred: lowered on each run with the run's values */
     ctosa_graph *graph;          /* partitions: read from the .tosa file (owned) */
     ctosa_lower_result *lowered; /* host nodes: owns the graph */
     uint32_t n_in, n_out;
@@ -62,6 +73,7 @@ struct ctosa_runtime {
     uint32_t n_steps;
     rt_value **inputs, **outputs;
     uint32_t n_inputs, n_outputs;
+    bool with_values; /* type_of gives every value's data (a deferred step's lowering) */
 };
 
 void ctosa_runtime_options_init(ctosa_runtime_options *opt) { memset(opt, 0, sizeof *opt); }
@@ -85,8 +97,10 @@ static const ctosa_onnx_tensor *find_init(const ctosa_onnx_graph *g, const char 
 static bool type_of(void *ctx, const char *name, rt_vtype *out) {
     ctosa_runtime *rt = ctx;
     rt_value *v = strmap_get(&rt->values, name);
+    if (v && v->dynamic && !rt->with_values) return false; /* its shape is known only in a run */
     if (v) {
-        *out = (rt_vtype){v->onnx_dtype, v->rank, v->shape, v->is_const ? v->data : NULL, v->size};
+        bool data = v->is_const || rt->with_values;
+        *out = (rt_vtype){v->onnx_dtype, v->rank, v->shape, data ? v->data : NULL, v->size};
         return true;
     }
     ctosa_runtime_tensor t;
@@ -95,6 +109,23 @@ static bool type_of(void *ctx, const char *name, rt_vtype *out) {
         if (t.shape[i] < 0) return false;
     *out = (rt_vtype){rt_onnx_dtype_of(t.dtype), t.rank, t.shape, NULL, 0};
     return true;
+}
+
+/* Puts v in the runtime's lists (its buffer, if any, is freed with it). */
+static ctosa_error *register_value(ctosa_runtime *rt, rt_value *v) {
+    if (rt->n_all == rt->cap_all) {
+        uint32_t nc = rt->cap_all ? rt->cap_all * 2 : 16;
+        rt_value **na = realloc(rt->all, nc * sizeof *na);
+        if (!na) {
+            free(v->data);
+            return ctosa_error_nomem();
+        }
+        rt->all = na;
+        rt->cap_all = nc;
+    }
+    rt->all[rt->n_all++] = v;
+    if (!strmap_put(&rt->values, v->name, v)) return ctosa_error_nomem();
+    return NULL;
 }
 
 static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
@@ -111,19 +142,7 @@ static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: tensor '%s' is too large", rt->path, v->name);
     v->data = calloc(1, v->size ? v->size : 1);
     if (!v->data) return ctosa_error_nomem();
-    if (rt->n_all == rt->cap_all) {
-        uint32_t nc = rt->cap_all ? rt->cap_all * 2 : 16;
-        rt_value **na = realloc(rt->all, nc * sizeof *na);
-        if (!na) {
-            free(v->data);
-            return ctosa_error_nomem();
-        }
-        rt->all = na;
-        rt->cap_all = nc;
-    }
-    rt->all[rt->n_all++] = v;
-    if (!strmap_put(&rt->values, v->name, v)) return ctosa_error_nomem();
-    return NULL;
+    return register_value(rt, v);
 }
 
 /* A value known at load: dense ONNX bytes, which for every type the
@@ -250,6 +269,30 @@ static bool is_int_carrier(ctosa_dtype t) {
            t == CTOSA_DTYPE_INT64 || t == CTOSA_DTYPE_SHAPE || t == CTOSA_DTYPE_BOOL;
 }
 
+/* Input k of a partition is a dynamic value: the graph's shape is what
+ * each run must deliver; a conversion buffer is kept for integer carriers
+ * that may differ. */
+static ctosa_error *bind_dynamic_in(ctosa_runtime *rt, rt_step *st, uint32_t k, rt_value *v,
+                                    const ctosa_tensor *t) {
+    int64_t *shp = arena_alloc(&rt->a, (t->rank + 1) * sizeof *shp);
+    if (!shp) return ctosa_error_nomem();
+    uint64_t count = 1;
+    for (uint32_t d = 0; d < t->rank; d++) {
+        shp[d] = t->shape[d];
+        count *= (uint64_t)t->shape[d];
+    }
+    st->in[k] = v;
+    st->tin[k] = (ctosa_interp_tensor){.name = v->name,
+                                       .dtype = t->dtype,
+                                       .rank = t->rank,
+                                       .shape = shp,
+                                       .count = count,
+                                       .size = count * ctosa_host_elem_size(t->dtype)};
+    if (is_int_carrier(t->dtype) && !(st->conv[k] = malloc(st->tin[k].size ? st->tin[k].size : 1)))
+        return ctosa_error_nomem();
+    return NULL;
+}
+
 /* Binds the graph's main block I/O to values; creates the output values. */
 static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n) {
     rt_step *st = &rt->steps[si];
@@ -267,6 +310,7 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
     st->tout = arena_zalloc(&rt->a, (b->n_outputs + 1) * sizeof *st->tout);
     st->conv = arena_zalloc(&rt->a, (b->n_inputs + 1) * sizeof *st->conv);
     if (!st->in || !st->out || !st->tin || !st->tout || !st->conv) return ctosa_error_nomem();
+    ctosa_error *e = NULL;
     for (uint32_t k = 0; k < b->n_inputs; k++) {
         const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->inputs[k]);
         rt_value *v = strmap_get(&rt->values, b->inputs[k]);
@@ -279,6 +323,10 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
             return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph input '%s' is not %s", st->pub.name,
                                    b->inputs[k],
                                    !named ? "an input of its node in the model" : "computed before it runs");
+        if (v->dynamic) { /* checked on each run (check_dynamic_in) */
+            if ((e = bind_dynamic_in(rt, st, k, v, t))) return e;
+            continue;
+        }
         if (!same_tosa_shape(v->rank, v->shape, t))
             return ctosa_error_new(CTOSA_ERR_FORMAT,
                                    "%s: input '%s': the graph's shape differs from the "
@@ -358,8 +406,7 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
                                          "ONNX type",
                                          st->pub.name, b->outputs[k], ctosa_dtype_short(t->dtype))
                        : ctosa_error_nomem();
-        ctosa_error *e = add_value(rt, v);
-        if (e) return e;
+        if ((e = add_value(rt, v))) return e;
         st->out[k] = v;
         st->tout[k] = (ctosa_interp_tensor){.name = v->name,
                                             .dtype = t->dtype,
@@ -414,20 +461,83 @@ static ctosa_error *load_partition(ctosa_runtime *rt, uint32_t si, const ctosa_o
     return NULL;
 }
 
+static rt_host_src host_src(ctosa_runtime *rt) {
+    return (rt_host_src){.m = rt->m,
+                         .g = rt->g,
+                         .base = rt->fm.data,
+                         .size = rt->fm.size,
+                         .path = rt->path,
+                         .custom_ops = rt->opt.custom_ops,
+                         .type_of = type_of,
+                         .ctx = rt};
+}
+
+/* The ONNX type a deferred node's output has before any run: the report's,
+ * else the model's declaration (value_info or graph output), else 0 until
+ * the first run. */
+static void declared_type(ctosa_runtime *rt, rt_value *v) {
+    ctosa_runtime_tensor rep;
+    if (ctosa_report_tensor(rt->report, v->name, &rep) && rt_onnx_dtype_of(rep.dtype)) {
+        v->onnx_dtype = rt_onnx_dtype_of(rep.dtype);
+        v->quantized = rep.quantized;
+        v->scale = rep.scale;
+        v->zero_point = rep.zero_point;
+        return;
+    }
+    const ctosa_onnx_graph *g = rt->g;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        const ctosa_onnx_value_info *vi = pass ? g->outputs : g->value_infos;
+        uint32_t n = pass ? g->n_outputs : g->n_value_infos;
+        for (uint32_t i = 0; i < n; i++)
+            if (strcmp(vi[i].name, v->name) == 0 && vi[i].type &&
+                vi[i].type->kind == CTOSA_ONNX_TYPE_TENSOR && rt_numpy_name(vi[i].type->elem_type)) {
+                v->onnx_dtype = vi[i].type->elem_type;
+                return;
+            }
+    }
+}
+
+/* The outputs of node n (labelled label), run by step si, as dynamic
+ * values. again: values made by an earlier run of the same branch stay. */
+static ctosa_error *dynamic_outputs(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n,
+                                    const char *label, bool again) {
+    for (uint32_t k = 0; k < n->n_outputs; k++) {
+        if (!n->outputs[k][0]) continue;
+        rt_value *old = strmap_get(&rt->values, n->outputs[k]);
+        if (old && again && old->dynamic && old->producer == (int32_t)si) continue;
+        if (old)
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s': output '%s' is computed twice", rt->path,
+                                   label, n->outputs[k]);
+        rt_value *v = arena_zalloc(&rt->a, sizeof *v);
+        int64_t *dims = arena_zalloc(&rt->a, RT_MAX_RANK * sizeof *dims);
+        if (!v || !dims) return ctosa_error_nomem();
+        v->name = n->outputs[k];
+        v->dynamic = true;
+        v->dims = dims;
+        v->shape = dims;
+        v->producer = (int32_t)si;
+        declared_type(rt, v);
+        v->carrier = rt_carrier_of(v->onnx_dtype);
+        ctosa_error *e = register_value(rt, v);
+        if (e) return e;
+    }
+    return NULL;
+}
+
+/* Node n's lowering failed for want of values (or n is an If): it runs as
+ * a deferred step, its outputs dynamic values. */
+static ctosa_error *defer_node(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n) {
+    rt->steps[si].node = n;
+    return dynamic_outputs(rt, si, n, rt->steps[si].pub.name, false);
+}
+
 static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n,
                                    const char *label) {
     rt_step *st = &rt->steps[si];
     st->pub.partition = false;
     st->pub.name = label;
     st->pub.op_type = n->op_type;
-    rt_host_src src = {.m = rt->m,
-                       .g = rt->g,
-                       .base = rt->fm.data,
-                       .size = rt->fm.size,
-                       .path = rt->path,
-                       .custom_ops = rt->opt.custom_ops,
-                       .type_of = type_of,
-                       .ctx = rt};
+    rt_host_src src = host_src(rt);
     /* A node whose inputs are all known at load runs once, at load: its
      * outputs are then constants for the nodes that read them (a
      * ConstantOfShape's shape, a DequantizeLinear's scale). */
@@ -436,8 +546,13 @@ static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_o
         const rt_value *v = n->inputs[k][0] ? strmap_get(&rt->values, n->inputs[k]) : NULL;
         all_const = !n->inputs[k][0] || find_init(rt->g, n->inputs[k]) || (v && v->is_const);
     }
-    bool folded = false;
-    ctosa_error *e = rt_host_lower(&src, n, label, &st->lowered, &folded);
+    bool folded = false, later = false;
+    ctosa_error *e = rt_host_lower(&src, n, label, &st->lowered, &folded, &later);
+    if (e && later && !all_const) {
+        /* The run's values decide; the lowering is tried again with them. */
+        ctosa_error_free(e);
+        return defer_node(rt, si, n);
+    }
     if (!e && folded) {
         /* Computed at compile time (a Shape of a static tensor, a
          * ConstantOfShape): the values are constants, nothing runs. */
@@ -504,7 +619,12 @@ static ctosa_error *load(ctosa_runtime *rt) {
             continue;
         }
         uint32_t si = rt->n_steps++;
-        e = is_ep_context(n) ? load_partition(rt, si, n, label) : load_host_node(rt, si, n, label);
+        if (strcmp(n->op_type, "If") == 0 && !n->domain[0]) { /* control flow: the runtime picks the branch */
+            rt->steps[si].pub = (ctosa_runtime_step){.name = label, .op_type = n->op_type};
+            e = defer_node(rt, si, n);
+        } else {
+            e = is_ep_context(n) ? load_partition(rt, si, n, label) : load_host_node(rt, si, n, label);
+        }
         if (e) return e;
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) {
@@ -727,6 +847,190 @@ static ctosa_error *convert_in(const rt_step *st, uint32_t k) {
     return NULL;
 }
 
+/* A deferred step's output for this run: type, shape and a buffer of that
+ * size (data copied when given). */
+static ctosa_error *set_dynamic(ctosa_runtime *rt, rt_value *v, int32_t onnx_dtype, uint32_t rank,
+                                const int64_t *shape, const void *data, uint64_t nbytes) {
+    ctosa_dtype carrier = rt_carrier_of(onnx_dtype);
+    uint64_t esz = ctosa_host_elem_size(carrier), count = 1;
+    if (carrier == CTOSA_DTYPE_UNKNOWN || !esz)
+        return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
+                               "%s: value '%s' has type %s, which no TOSA type carries", rt->path, v->name,
+                               ctosa_onnx_dtype_name(onnx_dtype) ? ctosa_onnx_dtype_name(onnx_dtype) : "?");
+    if (rank > RT_MAX_RANK)
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: value '%s' has rank %u (at most %d)", rt->path, v->name,
+                               rank, RT_MAX_RANK);
+    for (uint32_t i = 0; i < rank; i++)
+        if (shape[i] < 0 || !mul_u64(count, (uint64_t)shape[i], &count))
+            return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: value '%s' is too large", rt->path, v->name);
+    uint64_t size;
+    if (!mul_u64(count, esz, &size))
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: value '%s' is too large", rt->path, v->name);
+    if (data && nbytes != size)
+        return ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: value '%s' holds %llu bytes, its shape needs %llu",
+                               rt->path, v->name, (unsigned long long)nbytes, (unsigned long long)size);
+    if (!v->data || v->size != size) {
+        void *p = realloc(v->data, size ? size : 1);
+        if (!p) return ctosa_error_nomem();
+        v->data = p;
+    }
+    v->onnx_dtype = onnx_dtype;
+    v->carrier = carrier;
+    v->rank = rank;
+    for (uint32_t i = 0; i < rank; i++) v->dims[i] = shape[i];
+    v->count = count;
+    v->size = size;
+    if (data && size) memcpy(v->data, data, size);
+    return NULL;
+}
+
+/* The TOSA graph of a deferred step's run: every input was a constant, so
+ * it has none; its outputs take the shapes the graph declares. */
+static ctosa_error *run_deferred_graph(ctosa_runtime *rt, rt_step *st, const char *label,
+                                       const ctosa_lower_result *r) {
+    const ctosa_lower_partition *hp = &ctosa_lower_result_summary(r)->partitions[0];
+    const ctosa_graph *g = hp->graph;
+    const ctosa_region *rg = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
+    const ctosa_block *b = rg && rg->n_blocks ? rg->blocks[0] : NULL;
+    if (!b || b->n_inputs)
+        return ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': its graph for this run still has inputs",
+                               rt->path, label);
+    ctosa_interp_tensor *tout = calloc(b->n_outputs + 1, sizeof *tout);
+    if (!tout) return ctosa_error_nomem();
+    ctosa_error *e = NULL;
+    for (uint32_t k = 0; k < b->n_outputs && !e; k++) {
+        const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->outputs[k]);
+        rt_value *v = strmap_get(&rt->values, b->outputs[k]);
+        if (!t || !v || !v->dynamic || v->producer != (int32_t)(st - rt->steps)) {
+            e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': graph output '%s' is not its output",
+                                rt->path, label, b->outputs[k]);
+            break;
+        }
+        int32_t od = rt_onnx_of_carrier(t->dtype);
+        for (uint32_t j = 0; j < hp->n_outputs; j++)
+            if (strcmp(hp->outputs[j].name, v->name) == 0 && strcmp(hp->outputs[j].dtype, "uint8") == 0 &&
+                t->dtype == CTOSA_DTYPE_INT8)
+                od = 2;
+        int64_t shp[RT_MAX_RANK];
+        for (uint32_t d = 0; d < t->rank && d < RT_MAX_RANK; d++) shp[d] = t->shape[d];
+        if ((e = set_dynamic(rt, v, od, t->rank, shp, NULL, 0))) break;
+        tout[k] = (ctosa_interp_tensor){.name = v->name,
+                                        .dtype = t->dtype,
+                                        .rank = v->rank,
+                                        .shape = v->shape,
+                                        .count = v->count,
+                                        .data = v->data,
+                                        .size = v->size};
+    }
+    const ctosa_backend *be = ctosa_backend_interpreter();
+    void *state = NULL;
+    if (!e) {
+        ctosa_backend_partition bp = {
+            .name = label, .graph = g, .custom_ops = rt->opt.custom_ops, .interp = &rt->iopt_host};
+        e = be->prepare(be->user, &bp, &state);
+        if (!e) e = be->run(be->user, state, NULL, 0, tout, b->n_outputs);
+        be->release(be->user, state);
+    }
+    free(tout);
+    return e;
+}
+
+static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_node *n, const char *label,
+                             uint32_t depth);
+
+/* An If: the branch its condition picks, node by node, each as a deferred
+ * node; the branch's outputs become the If's. */
+static ctosa_error *run_if(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_node *n, const char *label,
+                           uint32_t depth) {
+    const rt_value *cv = n->n_inputs ? strmap_get(&rt->values, n->inputs[0]) : NULL;
+    if (!cv || cv->count != 1 || cv->carrier != CTOSA_DTYPE_BOOL)
+        return ctosa_error_new(CTOSA_ERR_INVALID, "%s: node '%s' (If): the condition is not one bool",
+                               rt->path, label);
+    bool cond = ((const uint8_t *)cv->data)[0] != 0;
+    const ctosa_onnx_attr *a = ctosa_onnx_node_attr(n, cond ? "then_branch" : "else_branch");
+    const ctosa_onnx_graph *g = a && a->type == CTOSA_ONNX_ATTR_GRAPH ? a->g : NULL;
+    if (!g || g->n_outputs != n->n_outputs)
+        return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s' (If): no %s with %u outputs", rt->path, label,
+                               cond ? "then_branch" : "else_branch", n->n_outputs);
+    ctosa_error *e = NULL;
+    for (uint32_t i = 0; i < g->n_initializers && !e; i++) {
+        const ctosa_onnx_tensor *t = &g->initializers[i];
+        if (strmap_has(&rt->values, t->name)) continue; /* made by an earlier run */
+        const void *data;
+        uint64_t nb;
+        if (!(e = ctosa_onnx_tensor_data(rt->m, t, &data, &nb)))
+            e = add_const(rt, t->name, t->dtype, t->rank, t->dims, data, nb);
+    }
+    for (uint32_t i = 0; i < g->n_nodes && !e; i++) {
+        const ctosa_onnx_node *bn = &g->nodes[i];
+        const char *bl = node_label(rt, bn, i);
+        if (!bl) return ctosa_error_nomem();
+        if (!(e = dynamic_outputs(rt, (uint32_t)(st - rt->steps), bn, bl, true)))
+            e = run_node(rt, st, bn, bl, depth + 1);
+    }
+    for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
+        const rt_value *bv = strmap_get(&rt->values, g->outputs[k].name);
+        rt_value *v = n->outputs[k][0] ? strmap_get(&rt->values, n->outputs[k]) : NULL;
+        if (!v) continue;
+        if (!bv)
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: node '%s' (If): branch output '%s' is not computed",
+                                   rt->path, label, g->outputs[k].name);
+        e = set_dynamic(rt, v, bv->onnx_dtype, bv->rank, bv->shape, bv->data, bv->size);
+    }
+    return e;
+}
+
+/* A deferred node: lowered with this run's values as constants, then
+ * folded or run (an If: its branch). */
+static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_node *n, const char *label,
+                             uint32_t depth) {
+    if (depth > 64)
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: node '%s': If nested more than 64 deep", rt->path,
+                               label);
+    if (strcmp(n->op_type, "If") == 0 && !n->domain[0]) return run_if(rt, st, n, label, depth);
+    rt_host_src src = host_src(rt);
+    ctosa_lower_result *r = NULL;
+    bool folded = false, later = false;
+    rt->with_values = true;
+    ctosa_error *e = rt_host_lower(&src, n, label, &r, &folded, &later);
+    rt->with_values = false;
+    if (e) return ctosa_error_prefix(e, "%s", rt->path);
+    if (folded) {
+        for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
+            ctosa_lower_constant c;
+            if (!n->outputs[k][0]) continue;
+            if (!ctosa_lower_result_constant(r, n->outputs[k], &c))
+                e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': output '%s' was not computed",
+                                    rt->path, label, n->outputs[k]);
+            else
+                e = set_dynamic(rt, strmap_get(&rt->values, n->outputs[k]), c.onnx_dtype, c.rank, c.shape,
+                                c.data, c.nbytes);
+        }
+    } else {
+        e = run_deferred_graph(rt, st, label, r);
+    }
+    ctosa_lower_result_free(r);
+    return e;
+}
+
+/* A dynamic value read by a partition: the shape its graph was made for,
+ * and a carrier it can take. */
+static ctosa_error *check_dynamic_in(ctosa_runtime *rt, const rt_step *st, uint32_t k) {
+    const rt_value *v = st->in[k];
+    const ctosa_interp_tensor *t = &st->tin[k];
+    char a[256], b[256];
+    if (!same_shape(v->rank, v->shape, t->rank, t->shape))
+        return ctosa_error_new(CTOSA_ERR_INVALID,
+                               "%s: partition %s: input '%s' is %s in this run, the graph needs %s", rt->path,
+                               st->pub.name, v->name, shape_text(a, sizeof a, v->rank, v->shape),
+                               shape_text(b, sizeof b, t->rank, t->shape));
+    if (v->carrier != t->dtype && !(st->conv[k] && is_int_carrier(v->carrier)))
+        return ctosa_error_new(
+            CTOSA_ERR_INVALID, "%s: partition %s: input '%s' is %s in this run, the graph needs %s", rt->path,
+            st->pub.name, v->name, ctosa_dtype_short(v->carrier), ctosa_dtype_short(t->dtype));
+    return NULL;
+}
+
 ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
     char sbuf[256];
     for (uint32_t i = 0; i < rt->n_inputs; i++) {
@@ -739,9 +1043,16 @@ ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
     for (uint32_t s = 0; s < rt->n_steps; s++) {
         rt_step *st = &rt->steps[s];
         if (st->at_load) continue;
+        if (st->node) {
+            ctosa_error *e = run_node(rt, st, st->node, st->pub.name, 0);
+            if (e) return e;
+            continue;
+        }
         for (uint32_t k = 0; k < st->n_in; k++) {
-            if (st->conv[k]) {
-                ctosa_error *e = convert_in(st, k);
+            ctosa_error *e = st->in[k]->dynamic ? check_dynamic_in(rt, st, k) : NULL;
+            if (e) return e;
+            if (st->conv[k] && st->in[k]->carrier != st->tin[k].dtype) {
+                e = convert_in(st, k);
                 if (e) return e;
                 st->tin[k].data = st->conv[k];
             } else {
