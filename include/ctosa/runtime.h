@@ -31,7 +31,8 @@
  *   reason.
  * - a node whose lowering lacks only values (an output shape that depends on
  *   the data, as NonZero's, NonMaxSuppression's or a TopK's whose k comes
- *   from a Shape; an input whose shape such a node decides) and an If: on
+ *   from a Shape; an input whose shape such a node decides; a graph too
+ *   large for a level limit, as a TopK of k above 64) and an If: on
  *   each run, the node is lowered with that run's input values as constants
  *   (an If runs the branch its condition picks, node by node). Its outputs
  *   take their shape in the run; ctosa_runtime_output_info gives the shape

@@ -268,10 +268,12 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
 }
 
 /* Reasons that the values of a run can remove: with every input a
- * constant, shapes are static and a data-dependent shape is known. */
+ * constant, shapes are static, a data-dependent shape is known, and a
+ * lowering that would need too many operators (a TopK of large k) can
+ * compute the result instead. */
 static bool value_dependent(const char *code) {
     return strcmp(code, "dynamic_shape") == 0 || strcmp(code, "needs_constant") == 0 ||
-           strcmp(code, "input_not_available") == 0;
+           strcmp(code, "input_not_available") == 0 || strcmp(code, "level_limit") == 0;
 }
 
 ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
