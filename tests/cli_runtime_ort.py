@@ -155,6 +155,7 @@ add("nonzero_mid FP", os.path.join(R, "nonzero_mid.onnx"), "TOSA-1.0+FP", [os.pa
 for spec in ("TOSA-1.0+FP", "TOSA-1.0+INT"):
     for inp in ("detect", "detect_none"):
         add("%s %s" % (inp, spec[9:]), os.path.join(R, "detect_mid.onnx"), spec, [os.path.join(R, inp + "_in.npy")])
+add("topk_big FP", os.path.join(R, "topk_big.onnx"), "TOSA-1.0+FP", [os.path.join(R, "float_mid_in.npy")])
 add("unique_mid FP", os.path.join(R, "unique_mid.onnx"), "TOSA-1.0+FP", [os.path.join(R, "float_mid_in.npy")],
     error="node 'unique' (Unique) cannot run on the host executor: unsupported_op")
 C = os.path.join(src, "tests", "data", "lower", "custom")
@@ -168,7 +169,7 @@ if not os.environ.get("CTOSA_LONG_TESTS"):
     keep = ("mobilenet_v2_x0_25_qnnpack", "llm_tiny_int8", "quant/a16w8_conv_gemm", "quant/cascade_grouped_conv",
             "quant/tables_u8", "int64/const_expand INT", "int64/reduceprod INT", "int64/shape_reshape INT",
             "int64/symbolic FP", "int64/where_const INT", "float_mid FP", "float_mid INT", "nonzero_mid FP",
-            "detect FP", "detect_none FP", "detect INT", "unique_mid FP",
+            "detect FP", "detect_none FP", "detect INT", "topk_big FP", "unique_mid FP",
             "custom/swish_split")
     cases = [c for c in cases if c[0] in keep]
 failed = 0

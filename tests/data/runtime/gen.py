@@ -20,6 +20,10 @@ Debian's /usr/bin/python3 (onnx, numpy):
   here with numpy, following ONNX's definitions.
 - unique_mid.onnx: a Unique in the middle: no lowering at all, so loading
   the partitioned model fails, naming the node.
+- topk_big.onnx: a TopK with a constant k of 100 on a runtime tensor: as a
+  TOSA graph it passes the 64-round limit, so the runtime sorts the run's
+  values; expected outputs topk_big_out<i>.npy from numpy (float_mid_in.npy
+  as input).
 Inputs: <name>_in.npy. Deterministic (fixed seed)."""
 import os
 import numpy as np
@@ -199,3 +203,17 @@ for name, xin in (("detect", xd), ("detect_none", np.zeros((1, 3, 8, 8), np.floa
     np.save(os.path.join(HERE, name + "_in.npy"), xin)
     for i, a in enumerate(detect(xin)):
         np.save(os.path.join(HERE, "%s_out%d.npy" % (name, i)), a)
+
+
+g = helper.make_graph([
+    helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+    helper.make_node("Flatten", ["c1"], ["f"], name="flatten"),
+    helper.make_node("TopK", ["f", "k100"], ["vals", "idx"], name="topk"),
+], "topk_big", [helper.make_tensor_value_info("x", F, [1, 3, 16, 16])],
+    [helper.make_tensor_value_info("vals", F, [1, 100]), helper.make_tensor_value_info("idx", I64, [1, 100])],
+    [init("w1", w1), init("b1", b1), init("k100", np.array([100], np.int64))])
+save(g, "topk_big.onnx")
+f = conv_same(x, w1, b1).astype(np.float32).reshape(1, -1)
+order = np.array(sorted(range(f.shape[1]), key=lambda i: (-f[0, i], i))[:100], np.int64)
+np.save(os.path.join(HERE, "topk_big_out0.npy"), f[:, order])
+np.save(os.path.join(HERE, "topk_big_out1.npy"), order.reshape(1, -1))
