@@ -35,6 +35,7 @@ typedef struct rt_value {
     bool is_input, set; /* a model input; given since load */
     bool is_const;      /* known at load (a Constant node, an initializer, a node run at load) */
     bool dynamic;       /* set by a deferred step on each run: shape, size and data change */
+    int32_t declared;   /* dynamic: the ONNX type the model gives it (0 when none) */
     int64_t *dims;      /* dynamic: room for RT_MAX_RANK dimensions (shape points here) */
     int32_t producer;   /* step index; -1 for model inputs */
 } rt_value;
@@ -517,6 +518,7 @@ static ctosa_error *dynamic_outputs(ctosa_runtime *rt, uint32_t si, const ctosa_
         v->shape = dims;
         v->producer = (int32_t)si;
         declared_type(rt, v);
+        v->declared = v->onnx_dtype;
         v->carrier = rt_carrier_of(v->onnx_dtype);
         ctosa_error *e = register_value(rt, v);
         if (e) return e;
@@ -851,6 +853,8 @@ static ctosa_error *convert_in(const rt_step *st, uint32_t k) {
  * size (data copied when given). */
 static ctosa_error *set_dynamic(ctosa_runtime *rt, rt_value *v, int32_t onnx_dtype, uint32_t rank,
                                 const int64_t *shape, const void *data, uint64_t nbytes) {
+    /* a uint8 value is computed as INT8 holding the same bits */
+    if (onnx_dtype == 3 && v->declared == 2) onnx_dtype = 2;
     ctosa_dtype carrier = rt_carrier_of(onnx_dtype);
     uint64_t esz = ctosa_host_elem_size(carrier), count = 1;
     if (carrier == CTOSA_DTYPE_UNKNOWN || !esz)

@@ -29,6 +29,7 @@ extern const lower_entry lower_table_attention[];
 extern const lower_entry lower_table_mvn[];
 extern const lower_entry lower_table_gridsample[];
 extern const lower_entry lower_table_misc[];
+extern const lower_entry lower_table_detect[];
 
 /* One family per line (tests/cli_lower_families.sh reads this list). */
 /* clang-format off */
@@ -52,6 +53,7 @@ static const lower_entry *const tables[] = {
     lower_table_mvn,
     lower_table_gridsample,
     lower_table_misc,
+    lower_table_detect,
     NULL};
 /* clang-format on */
 

@@ -1,6 +1,5 @@
 /*
- * lower_misc.c - Trilu, EyeLike, CumSum, Range, OneHot, NonZero,
- * NonMaxSuppression.
+ * lower_misc.c - Trilu, EyeLike, CumSum, Range, OneHot.
  *
  * Trilu: SELECT(constant triangular bool mask, x, 0); the mask has shape
  *   [1,...,1,N,M] and broadcasts over the batch dims.
@@ -16,19 +15,10 @@
  *   along axis) SELECTs on or off; negative indices are wrapped by depth
  *   first (from opset 11), and an index still outside [0, depth) matches nothing (all off),
  *   as ONNX defines.
- * NonZero: its output's shape is the number of non-zero elements, so TOSA
- *   can express it only for a constant input, where it is folded. Any other
- *   input is rejected as dynamic_shape; the partitioned model's host
- *   executor lowers such a node again on each run, with the values of that
- *   run as constants.
- * NonMaxSuppression: the same (the number of boxes kept depends on the
- *   values); folded when every input is a constant, in fp32 arithmetic as
- *   ONNX's reference computes it.
  */
 #include "lower/lower_build.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- Trilu */
@@ -149,136 +139,6 @@ static lower_status lower_range(lower_ctx *c) {
     }
     int64_t shp[1] = {n};
     lw_set_output_const(c, 0, dt, 1, shp, buf, (uint64_t)n * es);
-    return LOWER_OK;
-}
-
-/* -------------------------------------------------------------- NonZero */
-
-static lower_status lower_nonzero(lower_ctx *c) {
-    const lower_value *v = lw_has_input(c, 0) ? lw_in(c, 0) : NULL;
-    if (!v) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "NonZero: the input is unknown");
-    const double *x;
-    int64_t n = lw_const_f64(c, 0, &x);
-    if (n < 0)
-        return lw_reject(c, LOWER_DYNAMIC_SHAPE, lw_node(c)->inputs[0],
-                         "NonZero: the output's shape depends on the input's values");
-    uint32_t r = v->rank;
-    if (r == 0) /* numpy has deprecated nonzero of a 0-d array; ONNX leaves it open */
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, lw_node(c)->inputs[0], "NonZero of a scalar");
-    int64_t nz = 0;
-    for (int64_t i = 0; i < n; i++) nz += x[i] != 0; /* NaN counts: it is not zero */
-    /* [rank, nz] int64, the indices of each non-zero element in row-major order */
-    uint64_t cols = (uint64_t)nz, rows = r;
-    if (cols * rows > (1u << 26))
-        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "NonZero: %lld non-zero elements", (long long)nz);
-    int64_t *out = arena_alloc(lw_arena(c), (size_t)(rows * cols + 1) * sizeof *out);
-    if (!out) return lw_failed(c);
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (x[i] == 0) continue;
-        int64_t rem = i;
-        for (uint32_t d = r; d-- > 0;) {
-            out[(uint64_t)d * cols + (uint64_t)k] = rem % v->shape[d];
-            rem /= v->shape[d];
-        }
-        k++;
-    }
-    int64_t shp[2] = {(int64_t)rows, nz};
-    lw_set_output_const(c, 0, CTOSA_ONNX_INT64, 2, shp, out, rows * cols * sizeof *out);
-    return LOWER_OK;
-}
-
-/* ---------------------------------------------------- NonMaxSuppression */
-
-/* Do boxes a and b (4 floats each, in the center_point_box layout) overlap
- * by more than thr? fp32 throughout, degenerate boxes never suppress. */
-static bool nms_suppress(const float *a, const float *b, bool center, float thr) {
-    float ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
-    if (center) {
-        ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
-        bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
-    } else { /* [y1, x1, y2, x2], either diagonal */
-        ax0 = fminf(a[1], a[3]), ax1 = fmaxf(a[1], a[3]), ay0 = fminf(a[0], a[2]), ay1 = fmaxf(a[0], a[2]);
-        bx0 = fminf(b[1], b[3]), bx1 = fmaxf(b[1], b[3]), by0 = fminf(b[0], b[2]), by1 = fmaxf(b[0], b[2]);
-    }
-    float ix0 = fmaxf(ax0, bx0), ix1 = fminf(ax1, bx1), iy0 = fmaxf(ay0, by0), iy1 = fminf(ay1, by1);
-    if (ix1 <= ix0 || iy1 <= iy0) return false;
-    float inter = (ix1 - ix0) * (iy1 - iy0);
-    float area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
-    float uni = area_a + area_b - inter;
-    if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return false;
-    return inter / uni > thr;
-}
-
-typedef struct nms_cand {
-    float score;
-    int64_t box;
-} nms_cand;
-
-static int nms_cmp(const void *pa, const void *pb) { /* highest score first, then lowest index */
-    const nms_cand *a = pa, *b = pb;
-    if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    return a->box < b->box ? -1 : a->box > b->box;
-}
-
-static lower_status lower_nms(lower_ctx *c) {
-    const ctosa_onnx_node *nd = lw_node(c);
-    const lower_value *bv = lw_has_input(c, 0) ? lw_in(c, 0) : NULL;
-    const lower_value *sv = lw_has_input(c, 1) ? lw_in(c, 1) : NULL;
-    if (!bv || !sv) return lw_reject(c, LOWER_INPUT_FALLBACK, NULL, "NonMaxSuppression: an input is unknown");
-    if (bv->rank != 3 || sv->rank != 3 || bv->shape[2] != 4 || bv->shape[0] != sv->shape[0] ||
-        bv->shape[1] != sv->shape[2])
-        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, bv->name,
-                         "NonMaxSuppression: boxes must be [B, N, 4] and scores [B, C, N]");
-    if (bv->onnx_dtype != CTOSA_ONNX_FLOAT || sv->onnx_dtype != CTOSA_ONNX_FLOAT)
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, bv->name,
-                         "NonMaxSuppression: fp32 boxes and scores only");
-    const double *box, *score, *iou = NULL, *sth = NULL;
-    const int64_t *mo = NULL; /* exporters pass INT64_MAX for no limit */
-    bool known = lw_const_f64(c, 0, &box) >= 0 && lw_const_f64(c, 1, &score) >= 0;
-    int64_t n_mo = lw_has_input(c, 2) ? lw_const_i64(c, 2, &mo) : 0;
-    int64_t n_iou = lw_has_input(c, 3) ? lw_const_f64(c, 3, &iou) : 0;
-    int64_t n_sth = lw_has_input(c, 4) ? lw_const_f64(c, 4, &sth) : 0;
-    if (!known || n_mo < 0 || n_iou < 0 || n_sth < 0)
-        return lw_reject(c, LOWER_DYNAMIC_SHAPE, nd->inputs[0],
-                         "NonMaxSuppression: the number of boxes kept depends on the input's values");
-    const int64_t B = bv->shape[0], N = bv->shape[1], C = sv->shape[1];
-    const bool center = lw_attr_int(c, "center_point_box", 0) != 0;
-    const int64_t max_out = n_mo > 0 && mo[0] > 0 ? mo[0] : 0;
-    const float thr = n_iou > 0 ? (float)iou[0] : 0.0f, sthr = n_sth > 0 ? (float)sth[0] : 0.0f;
-    if (B * C * N > (1 << 24))
-        return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "NonMaxSuppression: too many boxes");
-    arena *a = lw_arena(c);
-    float *fb = arena_alloc(a, (size_t)(B * N * 4 + 1) * sizeof *fb);
-    nms_cand *cand = arena_alloc(a, (size_t)(N + 1) * sizeof *cand);
-    int64_t *kept = arena_alloc(a, (size_t)(N + 1) * sizeof *kept);
-    int64_t *out = arena_alloc(a, (size_t)(B * C * (max_out < N ? max_out : N) * 3 + 1) * sizeof *out);
-    /* (B * C * N is at most 2^24 here, so the product above fits) */
-    if (!fb || !cand || !kept || !out) return lw_failed(c);
-    for (int64_t i = 0; i < B * N * 4; i++) fb[i] = (float)box[i];
-    int64_t n_sel = 0;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t k = 0; k < C; k++) {
-            int64_t nc = 0;
-            for (int64_t i = 0; i < N; i++) {
-                float sc = (float)score[(b * C + k) * N + i];
-                if (n_sth <= 0 || sc > sthr) cand[nc++] = (nms_cand){sc, i};
-            }
-            qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
-            int64_t nk = 0;
-            for (int64_t i = 0; i < nc && nk < max_out; i++) {
-                const float *bi = fb + (b * N + cand[i].box) * 4;
-                bool keep = true;
-                for (int64_t j = 0; j < nk && keep; j++)
-                    keep = !nms_suppress(bi, fb + (b * N + kept[j]) * 4, center, thr);
-                if (!keep) continue;
-                kept[nk++] = cand[i].box;
-                out[n_sel * 3] = b, out[n_sel * 3 + 1] = k, out[n_sel * 3 + 2] = cand[i].box;
-                n_sel++;
-            }
-        }
-    int64_t shp[2] = {n_sel, 3};
-    lw_set_output_const(c, 0, CTOSA_ONNX_INT64, 2, shp, out, (uint64_t)n_sel * 3 * sizeof *out);
     return LOWER_OK;
 }
 
@@ -448,8 +308,6 @@ static lower_status lower_onehot(lower_ctx *c) {
 }
 
 const lower_entry lower_table_misc[] = {
-    {"Trilu", 14, 0, lower_trilu},           {"EyeLike", 9, 0, lower_eyelike},
-    {"Range", 11, 0, lower_range},           {"CumSum", 11, 0, lower_cumsum},
-    {"OneHot", 9, 0, lower_onehot},          {"NonZero", 9, 0, lower_nonzero},
-    {"NonMaxSuppression", 10, 0, lower_nms}, {0},
+    {"Trilu", 14, 0, lower_trilu},   {"EyeLike", 9, 0, lower_eyelike}, {"Range", 11, 0, lower_range},
+    {"CumSum", 11, 0, lower_cumsum}, {"OneHot", 9, 0, lower_onehot},   {0},
 };
