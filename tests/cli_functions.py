@@ -15,10 +15,10 @@ onnx >= 1.12), lowers them with `ctosa lower`, and checks:
     functions left, passes onnx.checker; the pieces (part0, numpy
     ReverseSequence, part1) chained give the numpy reference;
   - const_export: Dropout's mask (a compile-time value of a delegated node)
-    read by a CPU node (Compress) and a graph output: it is an initializer
-    of the partitioned ONNX, which passes onnx.checker and in which every
-    node input is produced by a node, an initializer or a graph input;
-    part0 + numpy Compress give the reference.
+    read by a delegated Compress, a CPU node (Unique) and a graph output: it
+    is an initializer of the partitioned ONNX, which passes onnx.checker and
+    in which every node input is produced by a node, an initializer or a
+    graph input; part0 (Relu, Compress as SLICE) gives the numpy reference.
 Every report is checked for the contract: each node in exactly one
 partition or in fallback; the "inlined_functions" section maps every call
 to the nodes and partitions of its body.
@@ -261,27 +261,31 @@ v = rng.standard_normal(16).astype(np.float32)
 drop = helper.make_node("Dropout", ["v"], ["d", "mask"], name="drop")
 relu = helper.make_node("Relu", ["d"], ["r"], name="relu")
 cmp_ = helper.make_node("Compress", ["r", "mask"], ["c"], name="cmp", axis=0)
-g = helper.make_graph([drop, relu, cmp_], "g", [helper.make_tensor_value_info("v", TensorProto.FLOAT, [16])],
+uq = helper.make_node("Unique", ["mask"], ["u"], name="uq")
+g = helper.make_graph([drop, relu, cmp_, uq], "g", [helper.make_tensor_value_info("v", TensorProto.FLOAT, [16])],
                       [helper.make_tensor_value_info("c", TensorProto.FLOAT, [None]),
+                       helper.make_tensor_value_info("u", TensorProto.BOOL, [None]),
                        helper.make_tensor_value_info("mask", TensorProto.BOOL, [16])])
 model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
 path = save(model, "const_export")
 out, rep = lower(path, "const_export")
 if rep:
-    accounting("const_export", rep, ["drop", "relu", "cmp"])
+    accounting("const_export", rep, ["drop", "relu", "cmp", "uq"])
     fb = [(f["node"], f["code"]) for f in rep["fallback"]]
-    check("const_export: Dropout+Relu delegated, Compress falls back", fb == [("cmp", "unsupported_op")], str(fb))
+    # the mask is folded (Dropout at inference keeps everything), so the
+    # Compress is SLICEs of r, delegated with it; Unique stays on the CPU
+    check("const_export: Dropout, Relu and Compress delegated, Unique falls back", fb == [("uq", "unsupported_op")],
+          str(fb))
     m = structural("const_export", os.path.join(out, "const_export.partitioned.onnx"))
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     check("const_export: the mask is an initializer (all true, bool [16])",
           "mask" in inits and inits["mask"].dtype == np.bool_ and inits["mask"].shape == (16,)
           and bool(inits["mask"].all()), str(inits.get("mask")))
-    p0 = run_part(out, "const_export", 0, {"v": v}, ["r"])
+    p0 = run_part(out, "const_export", 0, {"v": v}, ["c"])
     if p0 and "mask" in inits:
-        c = p0["r"][inits["mask"]]
-        check("const_export: part0 + Compress with the exported mask matches numpy",
-              np.array_equal(c, np.maximum(v, 0)))
+        check("const_export: part0 (Relu, Compress) matches numpy with the exported mask",
+              np.array_equal(p0["c"], np.maximum(v, 0)[inits["mask"]]))
 
 # ------------------------------------------------------------ shape chain
 # Shape of a delegated value -> ConstantOfShape (both folded) read by a CPU

@@ -62,6 +62,43 @@ static lower_status lower_nonzero(lower_ctx *c) {
 
 /* ------------------------------------------------------------- Compress */
 
+/* A constant condition on a runtime input: each run of kept slices along
+ * the axis is one SLICE, CONCATenated (axis -1: the input flattened). */
+#define COMPRESS_MAX_RUNS 64
+static lower_status compress_slices(lower_ctx *c, const lower_value *v, const double *cond, int64_t nc,
+                                    int32_t axis, int64_t kept) {
+    lower_status st = LOWER_REJECT;
+    if (!lw_data_input(c, 0, &st)) return st;
+    if (kept == 0)
+        return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "Compress: nothing is kept (an empty output)");
+    const char *x = lw_input(c, 0);
+    ctosa_dtype t = v->t;
+    uint32_t r = v->rank;
+    int64_t shape[LOWER_MAX_RANK];
+    memcpy(shape, v->shape, r * sizeof *shape);
+    if (axis < 0) {
+        shape[0] = lw_count(r, v->shape);
+        r = 1;
+        axis = 0;
+        x = x ? lw_reshape(c, x, t, 1, shape) : NULL;
+    }
+    const char *parts[COMPRESS_MAX_RUNS];
+    uint32_t np = 0;
+    for (int64_t i = 0; i < nc; i++) {
+        if (cond[i] == 0 || (i > 0 && cond[i - 1] != 0)) continue;
+        int64_t e = i;
+        while (e < nc && cond[e] != 0) e++;
+        if (np == COMPRESS_MAX_RUNS)
+            return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "Compress: more than %d runs of kept slices",
+                             COMPRESS_MAX_RUNS);
+        parts[np++] = x ? lw_slice_axis(c, x, t, r, shape, axis, i, e - i) : NULL;
+    }
+    const char *y = np == 1 ? parts[0] : lw_concat(c, np, parts, t, r, axis);
+    if (!y) return lw_failed(c);
+    lw_set_output(c, 0, y);
+    return LOWER_OK;
+}
+
 static lower_status lower_compress(lower_ctx *c) {
     const ctosa_onnx_node *nd = lw_node(c);
     const lower_value *v = lw_has_input(c, 0) ? lw_in(c, 0) : NULL;
@@ -74,9 +111,6 @@ static lower_status lower_compress(lower_ctx *c) {
     if (nc < 0)
         return lw_reject(c, LOWER_DYNAMIC_SHAPE, nd->inputs[1],
                          "Compress: the output's shape depends on the condition's values");
-    if (!v->data)
-        return lw_reject(c, LOWER_NEEDS_CONSTANT, nd->inputs[0],
-                         "Compress: computed only for a constant input");
     /* no axis: the input flattened, as one axis */
     bool flat = !lw_has_attr(c, "axis");
     int32_t axis = 0;
@@ -93,6 +127,7 @@ static lower_status lower_compress(lower_ctx *c) {
                          "Compress: %lld conditions for an axis of %lld", (long long)nc, (long long)len);
     int64_t kept = 0;
     for (int64_t i = 0; i < nc; i++) kept += cond[i] != 0; /* only the first nc slices can be kept */
+    if (!v->data) return compress_slices(c, v, cond, nc, flat ? -1 : axis, kept);
     uint8_t *out = arena_alloc(lw_arena(c), (size_t)(outer * kept * inner) * es + 1);
     if (!out) return lw_failed(c);
     const uint8_t *in = v->data;

@@ -531,6 +531,19 @@ def gathernd_onehot():
          [N("TopK", ["x", "k"], ["v", "i"])], [("x", xk)], [("v", xk[:, :65])],
          inits=[("k", np.array([65], np.int64))])
 
+    # Compress with a constant condition on a runtime input: SLICEs
+    cx = rng.standard_normal((3, 5)).astype(np.float32)
+    cc = np.array([True, False, True, True, False])
+    case("compress_const_cond_axis1", "fp", 11, [N("Compress", ["x", "cond"], ["y"], axis=1)],
+         [("x", cx)], [("y", np.compress(cc, cx, axis=1))], inits=[("cond", cc)])
+    cf = np.array([False, True, True, False, False, True, True])  # shorter than the 15 elements
+    case("compress_const_cond_flat", "fp", 11, [N("Compress", ["x", "cond"], ["y"])],
+         [("x", cx)], [("y", np.compress(cf, cx.ravel()))], inits=[("cond", cf)])
+    case("rej_compress_runtime_cond", "reject:dynamic_shape:", 11, [N("Compress", ["x", "cond"], ["y"], axis=1)],
+         [("x", cx), ("cond", cc)], [("y", np.compress(cc, cx, axis=1))])
+    case("rej_nonzero_runtime", "reject:dynamic_shape:", 13, [N("NonZero", ["x"], ["y"])],
+         [("x", cx)], [("y", np.array(np.nonzero(cx)))])
+
     x = np.array([[1.0, np.inf, -np.inf], [np.nan, 0.0, -3.0]], np.float32)
     case("isnan", "fp", 13, [N("IsNaN", ["x"], ["y"])], [("x", x)], [("y", np.isnan(x))])
     for pos, neg in ((1, 1), (1, 0), (0, 1), (0, 0)):
