@@ -166,7 +166,7 @@ if PLUGIN and os.path.exists(PLUGIN):
 
 # The default suite runs a sample; CTOSA_LONG_TESTS=1 runs every case.
 if not os.environ.get("CTOSA_LONG_TESTS"):
-    keep = ("mobilenet_v2_x0_25_qnnpack", "llm_tiny_int8", "quant/a16w8_conv_gemm", "quant/cascade_grouped_conv",
+    keep = ("mobilenet_v2_x0_25_qnnpack", "llm_tiny_int8", "quant/a16w8_conv_gemm", "quant/a16_split", "quant/cascade_grouped_conv",
             "quant/tables_u8", "int64/const_expand INT", "int64/reduceprod INT", "int64/shape_reshape INT",
             "int64/symbolic FP", "int64/where_const INT", "float_mid FP", "float_mid INT", "nonzero_mid FP",
             "detect FP", "detect_none FP", "detect INT", "topk_big FP", "unique_mid FP",

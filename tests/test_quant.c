@@ -252,6 +252,11 @@ static void test_edge_models(void) {
     /* a16w8 grouped convolutions (not depthwise): each group's int48
      * accumulator requantised before the CONCAT, one partition */
     edge_model_spec("a16w8_conv_group", false, "TOSA-1.0+INT+int16");
+    /* mixed int8 / int16 activations: without EXT-INT16 each int16 input
+     * is split into two int8 halves (two int8 convolutions, int32
+     * accumulators): exact; with it, int48 accumulators (one step) */
+    edge_model_spec("a16_split", true, "TOSA-1.0+INT");
+    edge_model_spec("a16_split", false, "TOSA-1.0+INT+int16");
     /* grouped (one convolution per group), 1-D (height 1) and 3-D (CONV3D) */
     edge_model("conv_group2", true);
     edge_model("conv_group4_pc", true);

@@ -598,6 +598,28 @@ static const char *qconv_part(lower_ctx *c, void *arg, int64_t g, const char *y,
                          p->ratio + (pc ? g * p->Mg : 0), 0, p->o->zp, false, false);
 }
 
+/* An int16 activation (zero point 0) as two int8 halves, for a spec
+ * without EXT-INT16 (no 16x8 convolution): x = 256 hi + lo with hi = x >> 8
+ * (ARITHMETIC_RIGHT_SHIFT, CAST to int8: -128..127) and lo = x & 255
+ * (BITWISE_AND, RESCALE to int8 as lo - 128, read with zero point -128).
+ * Two int8 convolutions then give the int16 one's accumulator exactly:
+ * 256 acc(hi) + acc(lo), in int32 when the weights keep it there. */
+static bool split16(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape, const char **hi,
+                    const char **lo) {
+    const char *eight = lw_scalar(c, CTOSA_DTYPE_INT16, rank, 8.0),
+               *mask = lw_scalar(c, CTOSA_DTYPE_INT16, rank, 255.0);
+    const char *h16 = lw_tensor(c, CTOSA_DTYPE_INT16, rank, shape);
+    if (!x || !eight || !mask || !h16) return false;
+    ctosa_attr at;
+    memset(&at, 0, sizeof at);
+    const char *in[2] = {x, eight};
+    if (!lw_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, 2, in, 1, &h16, &at)) return false;
+    *hi = lw_cast(c, h16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, rank, shape);
+    const char *l16 = lw_binary(c, CTOSA_OP_BITWISE_AND, x, mask, CTOSA_DTYPE_INT16, rank, shape);
+    *lo = qdq_rescale(c, l16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, -128, false, false);
+    return *hi && *lo;
+}
+
 /* Integer convolution of signed x with an int8 view of the weight: 2-D
  * (CONV2D, DEPTHWISE_CONV2D), 1-D (as 2-D with height 1) and 3-D (CONV3D);
  * any group count: a group that is not depthwise gets one convolution per
@@ -612,13 +634,14 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL,
                          "quantized Conv: 1-D, 2-D or 3-D convolutions only");
     /* int8 activations accumulate in int32; int16 (a16w8, EXT-INT16) in
-     * int48 with an int48 bias */
+     * int48 with an int48 bias; without EXT-INT16 an int16 input is split
+     * into two int8 halves whose int32 accumulators add up (split16). The
+     * output may be int8 or int16 either way (mixed precision). */
     bool a16 = a->t == CTOSA_DTYPE_INT16;
-    ctosa_dtype acc_t = a16 ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
-    if ((a->t != CTOSA_DTYPE_INT8 && !a16) || (o && o->t != a->t))
-        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
-                         "quantized Conv: int8/uint8 or int16 activations with "
-                         "the same output type");
+    bool split = a16 && !(lw_spec(c)->extensions & CTOSA_EXT_BIT(INT16));
+    ctosa_dtype acc_t = a16 && !split ? CTOSA_DTYPE_INT48 : CTOSA_DTYPE_INT32;
+    if ((a->t != CTOSA_DTYPE_INT8 && !a16) || (o && o->t != CTOSA_DTYPE_INT8 && o->t != CTOSA_DTYPE_INT16))
+        return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "quantized Conv: int8/uint8 or int16 activations");
     if (!o && a16) return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL, "ConvInteger: int16 input");
     int64_t N = a->shape[0], C = a->shape[1], M = wsh[0], Cg = wsh[1];
     int64_t group = lw_attr_int(c, "group", 1);
@@ -663,8 +686,9 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
         /* keep bias + accumulator inside int32 (CONV2D REQUIRE): a bias at
          * the int32 limit only occurs for channels of tiny weight scale,
          * where the trimmed part is far below one output step */
-        double lim = (a16 ? 140737488355327.0 : 2147483647.0) -
+        double lim = (a16 && !split ? 140737488355327.0 : 2147483647.0) -
                      (a16 ? 65535.0 * 255.0 : 65025.0) * (double)Cg * (double)kvol;
+        if (split) lim = 2147483647.0; /* checked against the weights below */
         if (!(fabs(bq[m]) <= lim)) bq[m] = bq[m] > 0 ? lim : -lim;
         ratio[m] = o ? qdq_acc_ratio(a->s, sw, o->s) : 1.0;
     }
@@ -698,9 +722,24 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
                 for (int64_t k = 0; k < kvol; k++)
                     buf[(m * kvol + k) * Cg + i] = (uint8_t)(src[(m * Cg + i) * kvol + k] - off);
     }
+    if (split) {
+        /* |acc| <= |bias| + 32768 sum |w| per channel (and 256 acc(hi) no
+         * more): inside int32, or the int16 convolution needs EXT-INT16 */
+        for (int64_t m = 0; m < M; m++) {
+            double l1 = 0;
+            for (int64_t k = 0; k < Cg * kvol; k++)
+                l1 += fabs((double)(int8_t)(uint8_t)(src[m * Cg * kvol + k] - off));
+            if (fabs(bq[m]) + 32768.0 * l1 > 2147483647.0)
+                return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                                 "quantized Conv: int16 input as two int8 halves: output channel %lld can "
+                                 "reach %.0f, beyond the int32 accumulator (a 16x8 convolution needs "
+                                 "EXT-INT16)",
+                                 (long long)m, fabs(bq[m]) + 32768.0 * l1);
+        }
+    }
     /* an int48 accumulator (a16w8) is requantised per group before the
      * CONCAT, which has no int48 row; int32 ones after it (one RESCALE) */
-    bool split48 = a16 && !dw && group > 1 && o;
+    bool split48 = a16 && !split && !dw && group > 1 && o;
     qconv_parts qp = {buf, bq, ratio, dw, tr, tsp, M, M / group, Cg, kvol, C, w->n > 1 ? M : 1, ks, acc_t, o};
     lw_conv_attr ab;
     lw_conv cv = {.kind = dw         ? CTOSA_OP_DEPTHWISE_CONV2D
@@ -720,7 +759,24 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
                   .part = split48 ? qconv_part : NULL,
                   .part_t = o ? o->t : acc_t,
                   .arg = &qp};
-    const char *acc = lw_conv_emit(c, &cv);
+    const char *acc;
+    if (split) {
+        /* 256 conv(hi, zero bias) + conv(lo - 128 read at zero point -128) */
+        double *zb = arena_zalloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
+        const char *hi = NULL, *lo = NULL;
+        LW_TRY(zb && split16(c, x, tr, ls, &hi, &lo));
+        qconv_parts qh = qp;
+        qh.bq = zb;
+        lw_conv ch = cv, cl = cv;
+        ch.x = hi, ch.t = CTOSA_DTYPE_INT8, ch.izp = lw_zero_point(c, CTOSA_DTYPE_INT8, 0), ch.arg = &qh;
+        cl.x = lo, cl.t = CTOSA_DTYPE_INT8, cl.izp = lw_zero_point(c, CTOSA_DTYPE_INT8, -128);
+        LW_TRY(ch.izp && cl.izp);
+        const char *ah = lw_conv_emit(c, &ch), *al = lw_conv_emit(c, &cl);
+        acc =
+            lw_add(c, lw_mul_scalar(c, ah, CTOSA_DTYPE_INT32, tr, os, 256.0), al, CTOSA_DTYPE_INT32, tr, os);
+    } else {
+        acc = lw_conv_emit(c, &cv);
+    }
     LW_TRY(acc);
     /* channels-first output shape ([N, M, L] for 1-D) */
     int64_t fs[5];
@@ -743,9 +799,10 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
     }
     /* what each channel's accumulator can hold (exact ties only where one
      * can occur); int48 accumulators keep one RESCALE */
-    const qdq_acc_set *A = split48 || a16 ? qdq_acc_bound(c, 0)
-                                          : qdq_acc_of_weights(c, a->t, a->zp, M, Cg * kvol, Cg * kvol, 1,
-                                                               w->data, w->u8, w->zp, bq);
+    const qdq_acc_set *A =
+        split48 || (a16 && !split)
+            ? qdq_acc_bound(c, 0)
+            : qdq_acc_of_weights(c, a->t, a->zp, M, Cg * kvol, Cg * kvol, 1, w->data, w->u8, w->zp, bq);
     LW_TRY(A);
     const char *y = split48 ? acc
                     : qdq_match_ort(c) && acc_t == CTOSA_DTYPE_INT32 && o->t == CTOSA_DTYPE_INT8
@@ -784,9 +841,11 @@ lower_status qdq_matmul_core(lower_ctx *c, const qx_in *a, int64_t bb, int64_t r
                              const uint8_t *wkn, uint8_t off, int64_t wzp, int64_t wn, const double *wscale,
                              const double *bias, double alpha, const qx_out *o, uint32_t out_rank,
                              const int64_t *out_shape) {
-    if (a->t == CTOSA_DTYPE_INT16 && o && o->t == CTOSA_DTYPE_INT16 && bb == 1) {
-        /* a16w8: as a 1x1 CONV2D, whose int48 accumulator takes the int48
-         * bias (TOSA has no int48 ADD) - one rounding, like the int8 path */
+    if ((a->t == CTOSA_DTYPE_INT16 || (o && o->t == CTOSA_DTYPE_INT16)) && o && bb == 1) {
+        /* a16w8 (or an int16 output): as a 1x1 CONV2D, whose int48
+         * accumulator takes the int48 bias (TOSA has no int48 ADD) - one
+         * rounding, like the int8 path; split into int8 halves without
+         * EXT-INT16 */
         int64_t wsh[4] = {Nn, K, 1, 1};
         uint8_t *wt = arena_alloc(lw_arena(c), (size_t)(K * Nn) + 8);
         if (!wt) return lw_failed(c);

@@ -454,6 +454,15 @@ double qdq_acc_ratio(double sx, double sw, double sy) {
 const char *qdq_clamp(lower_ctx *c, const char *x, ctosa_dtype t, uint32_t rank, const int64_t *shape,
                       int64_t lo, int64_t hi) {
     if (!x) return NULL;
+    if (t == CTOSA_DTYPE_INT16 && !(lw_spec(c)->extensions & CTOSA_EXT_BIT(INT16))) {
+        /* CLAMP of int16 is EXT-INT16: MAXIMUM / MINIMUM in int32 instead */
+        const char *y = lw_cast(c, x, t, CTOSA_DTYPE_INT32, rank, shape);
+        y = lw_binary(c, CTOSA_OP_MAXIMUM, y, lw_scalar(c, CTOSA_DTYPE_INT32, rank, (double)lo),
+                      CTOSA_DTYPE_INT32, rank, shape);
+        y = lw_binary(c, CTOSA_OP_MINIMUM, y, lw_scalar(c, CTOSA_DTYPE_INT32, rank, (double)hi),
+                      CTOSA_DTYPE_INT32, rank, shape);
+        return lw_cast(c, y, CTOSA_DTYPE_INT32, t, rank, shape);
+    }
     uint8_t *b = arena_alloc(lw_arena(c), 16);
     if (!b) return NULL;
     uint32_t w = t == CTOSA_DTYPE_INT8 ? 1 : t == CTOSA_DTYPE_INT16 ? 2 : 4;

@@ -616,4 +616,51 @@ def ewise_ties_model():
 
 
 ewise_ties_model()
+
+# Mixed int8 / int16 activations (ctosa quantize --int16): int8 -> Conv +
+# Relu -> int16 -> depthwise (stride 2) -> int16 -> 1x1 Conv -> int8. Under
+# TOSA-1.0+INT (no EXT-INT16) each int16 input is split into two int8
+# halves, two int8 convolutions with int32 accumulators: exact.
+def a16_split_model():
+    r = np.random.default_rng(20261202)
+    x = r.integers(-128, 128, size=(1, 4, 7, 7)).astype(np.int8)
+    xs, xz = 0.05, -3
+    g = G()
+    z16 = lambda: np.array(0, np.int16)
+    w1 = r.integers(-127, 128, size=(8, 4, 3, 3)).astype(np.int8)
+    w1s = r.uniform(0.005, 0.03, size=8).astype(np.float32)
+    b1s = (np.float32(xs) * w1s).astype(np.float32)
+    b1 = np.rint(r.normal(0, 0.5, size=8) / b1s).astype(np.int32)
+    f1 = lambda v: v.reshape(-1, 1, 1, 1).astype(np.float64)
+    xr = dq(x, np.float64(np.float32(xs)), xz)
+    y1r = np.maximum(conv_ref(xr, dq(w1, f1(w1s), 0), dq(b1, b1s.astype(np.float64), 0), 1, 1, 1), 0)
+    y1s = np.float32(np.abs(y1r).max() / 30000)
+    y = g.node("Conv", [g.dq("x", xs, np.array(xz, np.int8)), g.dq(g.const(w1), w1s, np.zeros(8, np.int8), axis=0),
+                        g.dq(g.const(b1), b1s, np.zeros(8, np.int32), axis=0)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    y1 = g.q(g.node("Relu", [y]), y1s, z16())
+    y1q = q(y1r, np.float64(y1s), 0, np.int16)
+    w2 = r.integers(-127, 128, size=(8, 1, 3, 3)).astype(np.int8)
+    w2s = r.uniform(0.005, 0.03, size=8).astype(np.float32)
+    b2s = (y1s * w2s).astype(np.float32)
+    b2 = np.rint(r.normal(0, 0.5, size=8) / b2s).astype(np.int32)
+    y2r = conv_ref(dq(y1q, np.float64(y1s), 0), dq(w2, f1(w2s), 0), dq(b2, b2s.astype(np.float64), 0), 2, 1, 8)
+    y2s = np.float32(np.abs(y2r).max() / 20000)
+    y2 = g.q(g.node("Conv", [g.dq(y1, y1s, z16()), g.dq(g.const(w2), w2s, np.zeros(8, np.int8), axis=0),
+                             g.dq(g.const(b2), b2s, np.zeros(8, np.int32), axis=0)],
+                    kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2], group=8), y2s, z16())
+    y2q = q(y2r, np.float64(y2s), 0, np.int16)
+    w3 = r.integers(-127, 128, size=(5, 8, 1, 1)).astype(np.int8)
+    w3s = r.uniform(0.005, 0.03, size=5).astype(np.float32)
+    b3s = (y2s * w3s).astype(np.float32)
+    b3 = np.rint(r.normal(0, 0.5, size=5) / b3s).astype(np.int32)
+    y3r = conv_ref(dq(y2q, np.float64(y2s), 0), dq(w3, f1(w3s), 0), dq(b3, b3s.astype(np.float64), 0), 1, 0, 1)
+    zs = np.float32(np.abs(y3r).max() / 100)
+    out = g.q(g.node("Conv", [g.dq(y2, y2s, z16()), g.dq(g.const(w3), w3s, np.zeros(5, np.int8), axis=0),
+                              g.dq(g.const(b3), b3s, np.zeros(5, np.int32), axis=0)], kernel_shape=[1, 1]),
+              zs, np.array(7, np.int8))
+    save("a16_split", g, x, "x", out, np.int8, q(y3r, np.float64(zs), 7, np.int8), opset=21)
+
+
+a16_split_model()
+
 print("wrote models to", OUT)
