@@ -81,6 +81,13 @@ typedef struct ctosa_quantize_options {
      * error at the model's outputs on the calibration samples (runs the
      * quantized model about 2.5 times per quantized tensor: slower). */
     bool range_search;
+    /* Mixed precision in an int8 model: the N tensors whose int16
+     * activations lower the output error most, measured on the calibration
+     * samples (one run of the quantized model per candidate tensor), get
+     * int16 (symmetric, whole range). Under a spec without EXT-INT16 every
+     * convolution reading one runs as two int8 convolutions (NPU time: the
+     * summary gives the MACs added). 0: none. */
+    uint32_t int16_tensors;
 } ctosa_quantize_options;
 
 void ctosa_quantize_options_init(ctosa_quantize_options *opt);
@@ -110,6 +117,14 @@ typedef struct ctosa_quantize_summary {
      * together) before and after the search, before bias correction */
     uint32_t search_groups, search_changed, search_runs;
     double search_sqnr_before, search_sqnr_after;
+    /* int16_tensors: candidates measured, runs, the tensors made int16
+     * (names), the MACs per sample of the convolutions reading them (run
+     * twice without EXT-INT16) and of the whole model, and the calibration
+     * SQNR (all outputs' noise together) before and after */
+    uint32_t int16_candidates, int16_runs, n_int16;
+    const char *const *int16_names;
+    double int16_macs, model_macs;
+    double int16_sqnr_before, int16_sqnr_after;
     uint32_t n_outputs;
     const ctosa_quantize_output *outputs;
     const char *report_json; /* the report text */

@@ -600,7 +600,7 @@ class QuantizeResult:
 
 
 def quantize(model, calibration, output_dir, *, spec=None, target=None, activations="int8", method=None,
-             percentile=None, bias_correction=True, range_search=False, max_samples=0, stem=None):
+             percentile=None, bias_correction=True, range_search=False, int16=0, max_samples=0, stem=None):
     """Post-training quantization (`ctosa quantize`, docs/quantize.md):
     writes <output_dir>/<stem>.qdq.onnx and <stem>.quant.json.
 
@@ -612,7 +612,9 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
     99.99). bias_correction: "float" (default, also True), "sequential" or
     "off" (also False). range_search: adjust each activation range to lower
     the error at the model's outputs on the calibration samples (slower).
-    The GIL is released while quantizing."""
+    int16=N: mixed precision, the N tensors whose int16 activations lower
+    the output error most get int16 (`--int16 N`; result.report["int16"]
+    names them and the MACs they cost). The GIL is released while quantizing."""
     import numpy as np
     if activations not in ("int8", "int16"):
         raise UsageError("activations must be 'int8' or 'int16', got %r" % (activations,))
@@ -634,7 +636,8 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
                             spec=None if spec is None else str(spec), target=target,
                             activation_bits=16 if activations == "int16" else 8, method=method,
                             percentile=float(percentile or 0), bias_correction=bias_correction,
-                            max_samples=int(max_samples), stem=stem, range_search=bool(range_search))
+                            max_samples=int(max_samples), stem=stem, range_search=bool(range_search),
+                            int16=int(int16))
     return QuantizeResult(d)
 
 

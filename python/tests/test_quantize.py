@@ -77,3 +77,14 @@ def test_quantize_range_search(tmp_path):
     changed = [a["name"] for a, b in zip(plain.report["tensors"], r.report["tensors"])
                if a.get("range") != b.get("range")]
     assert len(changed) >= s["changed"], (changed, s)
+
+
+def test_quantize_int16_tensors(tmp_path):
+    calib = np.load(os.path.join(TINY, "calib.npy"))
+    m = os.path.join(TINY, "float.onnx")
+    r = ctosa.quantize(m, {"x": calib}, tmp_path, int16=1)
+    h = r.report["int16"]
+    assert h["candidates"] >= 1 and h["runs"] >= h["candidates"] + 1 and len(h["tensors"]) <= 1, h
+    t = {x["name"]: x for x in r.report["tensors"]}
+    assert all(t[n]["dtype"] == "int16" and t[n]["zero_point"] == 0 for n in h["tensors"]), h
+    assert sum(x.get("dtype") == "int16" for x in r.report["tensors"]) == len(h["tensors"])

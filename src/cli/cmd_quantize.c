@@ -46,6 +46,11 @@ static void help(void) {
            "  --range-search             then adjust each activation range to lower the error at\n"
            "                             the model's outputs (about 2.5 runs of the quantized\n"
            "                             model per quantized tensor: slower)\n"
+           "  --int16 N                  mixed precision: the N tensors whose int16 lowers the\n"
+           "                             error most (one run of the quantized model per\n"
+           "                             candidate) get int16 activations; without EXT-INT16\n"
+           "                             each convolution reading one runs twice (as two int8\n"
+           "                             halves: the summary gives the MACs added)\n"
            "  --max-samples N            use at most N calibration samples\n"
            "  --stem NAME                output file name stem (default: the model's name)\n"
            "  -o, --output-dir DIR       output directory (default ./output, created if missing)\n"
@@ -163,6 +168,16 @@ int cmd_quantize(int argc, char **argv) {
             opt.percentile = p;
             continue;
         }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--int16", NULL, &missing))) {
+            char *end;
+            unsigned long n = strtoul(v, &end, 10);
+            if (*end || !v[0] || n > 100000 || v[0] == '-') {
+                rc = cli_usage(CMD, "--int16 expects a tensor count, got '%s'", v);
+                goto out;
+            }
+            opt.int16_tensors = (uint32_t)n;
+            continue;
+        }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--max-samples", NULL, &missing))) {
             char *end;
             unsigned long n = strtoul(v, &end, 10);
@@ -235,6 +250,17 @@ int cmd_quantize(int argc, char **argv) {
             printf("range search: %u of %u ranges changed in %u runs, calibration SQNR %.2f -> %.2f dB\n",
                    s->search_changed, s->search_groups, s->search_runs, s->search_sqnr_before,
                    s->search_sqnr_after);
+        if (s->int16_runs) {
+            printf("int16: %u tensor%s of %u candidates (%u runs), calibration SQNR %.2f -> %.2f dB\n",
+                   s->n_int16, s->n_int16 == 1 ? "" : "s", s->int16_candidates, s->int16_runs,
+                   s->int16_sqnr_before, s->int16_sqnr_after);
+            for (uint32_t i = 0; i < s->n_int16; i++) printf("  %s\n", s->int16_names[i]);
+            if (s->n_int16)
+                printf("  cost: the convolutions reading them, %.1f M of %.1f M MACs per sample (%.1f%%), "
+                       "run twice without EXT-INT16\n",
+                       s->int16_macs / 1e6, s->model_macs / 1e6,
+                       s->model_macs > 0 ? 100 * s->int16_macs / s->model_macs : 0.0);
+        }
         for (uint32_t i = 0; i < s->n_outputs; i++) {
             if (isinf(s->outputs[i].sqnr_db)) printf("output '%s': exact (SQNR inf)\n", s->outputs[i].name);
             else

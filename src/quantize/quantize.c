@@ -177,7 +177,8 @@ static void on_float(void *user, uint32_t sample, const char *name, const float 
 
 /* x as its QuantizeLinear -> DequantizeLinear pair gives it */
 static void fake_quant(const qz_ctx *c, const qz_tensor *t, const float *v, uint64_t n, float *out) {
-    double qmin = -(double)(1 << (c->bits - 1)), qmax = (double)((1 << (c->bits - 1)) - 1);
+    int bits = qz_bits_of(c, t);
+    double qmin = -(double)(1 << (bits - 1)), qmax = (double)((1 << (bits - 1)) - 1);
     for (uint64_t i = 0; i < n; i++) {
         double q = nearbyint((double)v[i] / t->scale) + t->zp;
         q = q < qmin ? qmin : q > qmax ? qmax : q;
@@ -262,7 +263,7 @@ static ctosa_error *bump_opset(qz_graph *q) {
 static ctosa_error *build_qdq(qz_ctx *c, const char *path) {
     qz_graph q;
     ctosa_error *e = qz_graph_init(&q, c->m, c->path);
-    if (!e && c->bits == 16) e = bump_opset(&q);
+    if (!e && (c->bits == 16 || c->n_wide)) e = bump_opset(&q);
     if (!e) e = qz_plan_emit(c, &q);
     if (!e) e = qz_graph_write(&q, path);
     qz_graph_free(&q);
@@ -429,7 +430,7 @@ static ctosa_error *sequential_bias(qz_ctx *c, run_state *rs, const ctosa_spec *
         arena_init(&names, 0);
         strmap_init(&rs->by_q);
         e = qz_graph_init(&q, c->m, c->path);
-        if (!e && c->bits == 16) e = bump_opset(&q);
+        if (!e && (c->bits == 16 || c->n_wide)) e = bump_opset(&q);
         if (!e) e = qz_plan_emit(c, &q);
         q.n_extra = 0;
         for (uint32_t i = 0; i < g->n_nodes && !e; i++) {
@@ -524,7 +525,8 @@ static ctosa_error *search_ranges(qz_ctx *c, run_state *rs, const ctosa_spec *sp
     s->search_runs = 1;
     s->search_sqnr_before = cur > 0 ? -10 * log10(cur) : INFINITY;
     for (uint32_t r = 0; r < c->n_t && !e; r++) {
-        if (!c->t[r].quant || qz_group_of(c, r) != r || c->t[r].hi - c->t[r].lo <= 0) continue;
+        if (!c->t[r].quant || qz_group_of(c, r) != r || c->t[r].hi - c->t[r].lo <= 0 || c->t[r].wide)
+            continue;
         s->search_groups++;
         double keep = 1;
         for (int k = 0; k < 3 && !e; k++) {
@@ -547,6 +549,117 @@ static ctosa_error *search_ranges(qz_ctx *c, run_state *rs, const ctosa_spec *sp
     s->search_sqnr_after = cur > 0 ? -10 * log10(cur) : INFINITY;
     free(base);
     if (e) e = ctosa_error_prefix(e, "%s: range search", c->path);
+    return e;
+}
+
+/* ------------------------------------------------------------ mixed precision */
+
+/* MACs of one sample through node i (Conv, Gemm, MatMul with a constant
+ * weight): its output elements times the weight elements per output. */
+static double node_macs(const qz_ctx *c, const qz_graph *q, uint32_t i, uint32_t n_samples) {
+    const ctosa_onnx_node *n = &c->g->nodes[i];
+    bool conv = !strcmp(n->op_type, "Conv"), gemm = !strcmp(n->op_type, "Gemm");
+    if (!conv && !gemm && strcmp(n->op_type, "MatMul")) return 0;
+    const qz_init *w = n->n_inputs > 1 ? qz_graph_find_init(q, n->inputs[1]) : NULL;
+    const qz_tensor *y = n->n_outputs ? qz_tensor_of(c, n->outputs[0]) : NULL;
+    if (!w || w->rank < 2 || !y || !y->st.count || !n_samples || w->dims[0] <= 0 || w->dims[1] <= 0) return 0;
+    double we = 1;
+    for (uint32_t d = 0; d < w->rank; d++) we *= (double)w->dims[d];
+    const ctosa_onnx_attr *tb = gemm ? ctosa_onnx_node_attr(n, "transB") : NULL;
+    double per = conv || (tb && tb->i) ? we / (double)w->dims[0] : we / (double)w->dims[1];
+    return (double)y->st.count / n_samples * per;
+}
+
+/* Tensor r can be int16 in an int8 model: alone in its group, made by the
+ * model input or an operator whose RESCALE can give int16, read only by
+ * operators that take an int16 operand (a convolution or Gemm as its data
+ * input, an Add), so that the model still lowers whole under TOSA-1.0+INT. */
+static bool int16_candidate(qz_ctx *c, uint32_t r) {
+    qz_tensor *t = &c->t[r];
+    if (!t->quant || t->is_output || t->is_const || !t->n_cons || qz_group_of(c, r) != r) return false;
+    for (uint32_t i = r + 1; i < c->n_t; i++)
+        if (c->t[i].quant && qz_group_of(c, i) == r) return false;
+    if (t->producer >= 0 &&
+        (!c->node_quant[t->producer] || !qz_node_int16_ok(c, (uint32_t)t->producer, true)))
+        return false;
+    for (uint32_t k = 0; k < t->n_cons; k++) {
+        uint32_t i = t->cons[k];
+        const ctosa_onnx_node *n = &c->g->nodes[i];
+        if (!c->node_quant[i] || !qz_node_int16_ok(c, i, false)) return false;
+        if (strcmp(n->op_type, "Add") && strcmp(n->inputs[0], t->name)) return false;
+        for (uint32_t j = 1; j < n->n_inputs && strcmp(n->op_type, "Add"); j++)
+            if (!strcmp(n->inputs[j], t->name)) return false;
+    }
+    return true;
+}
+
+/* Mixed precision (--int16 N): each candidate tensor is made int16 on its
+ * own and the QDQ model run under the target on the calibration samples;
+ * the N that lower the output noise most (each by more than 1%, as the
+ * range search asks) become int16 together. Bias correction reads a
+ * candidate's float means (int16 with its whole range moves no mean). */
+static ctosa_error *select_int16(qz_ctx *c, run_state *rs, const ctosa_spec *spec, const char *work,
+                                 const qz_samples *smp, uint32_t want, arena *ra, ctosa_quantize_summary *s) {
+    char *path = arena_printf(ra, "%s/mixed.onnx", work);
+    double *gain = calloc(c->n_t + 1, sizeof(double));
+    if (!path || !gain) {
+        free(gain);
+        return ctosa_error_nomem();
+    }
+    double base, cur;
+    ctosa_error *e = output_noise(c, rs, path, spec, work, smp, &base);
+    s->int16_runs = 1;
+    for (uint32_t r = 0; r < c->n_t && !e; r++) {
+        if (!int16_candidate(c, r)) continue;
+        qz_tensor *t = &c->t[r];
+        float *qm = t->qmean;
+        t->qmean = NULL;
+        t->wide = true;
+        c->n_wide = 1;
+        qz_plan_params(c);
+        double v;
+        e = output_noise(c, rs, path, spec, work, smp, &v);
+        t->wide = false;
+        t->qmean = qm;
+        c->n_wide = 0;
+        qz_plan_params(c);
+        gain[r] = base - v;
+        s->int16_candidates++;
+        s->int16_runs++;
+    }
+    const char **names = arena_zalloc(ra, sizeof(char *) * (want + 1));
+    if (!e && !names) e = ctosa_error_nomem();
+    while (!e && c->n_wide < want) {
+        int64_t best = -1;
+        for (uint32_t r = 0; r < c->n_t; r++)
+            if (gain[r] > 0.01 * base && !c->t[r].wide && (best < 0 || gain[r] > gain[best])) best = r;
+        if (best < 0) break;
+        c->t[best].wide = true;
+        free(c->t[best].qmean);
+        c->t[best].qmean = NULL;
+        names[c->n_wide++] = c->t[best].name;
+    }
+    free(gain);
+    qz_plan_params(c);
+    if (!e && c->n_wide) e = output_noise(c, rs, path, spec, work, smp, &cur), s->int16_runs++;
+    else cur = base;
+    s->n_int16 = c->n_wide;
+    s->int16_names = names;
+    s->int16_sqnr_before = base > 0 ? -10 * log10(base) : INFINITY;
+    s->int16_sqnr_after = cur > 0 ? -10 * log10(cur) : INFINITY;
+    /* what it costs: the convolutions reading an int16 tensor run twice */
+    qz_graph q;
+    if (!e) e = qz_graph_init(&q, c->m, c->path);
+    if (!e) {
+        for (uint32_t i = 0; i < c->g->n_nodes; i++) {
+            double m = node_macs(c, &q, i, smp->n_samples);
+            qz_tensor *x = c->g->nodes[i].n_inputs ? qz_tensor_of(c, c->g->nodes[i].inputs[0]) : NULL;
+            s->model_macs += m;
+            if (x && x->wide && c->node_quant[i]) s->int16_macs += m;
+        }
+        qz_graph_free(&q);
+    }
+    if (e) e = ctosa_error_prefix(e, "%s: choosing int16 tensors", c->path);
     return e;
 }
 
@@ -580,6 +693,23 @@ static char *make_report(qz_ctx *c, const ctosa_quantize_summary *s, const char 
         json_num(&b, s->search_sqnr_before);
         sb_puts(&b, ", \"sqnr_db_after\": ");
         json_num(&b, s->search_sqnr_after);
+        sb_puts(&b, "}");
+    }
+    if (s->int16_runs) {
+        sb_printf(&b, ",\n  \"int16\": {\"candidates\": %u, \"runs\": %u, \"tensors\": [",
+                  s->int16_candidates, s->int16_runs);
+        for (uint32_t i = 0; i < s->n_int16; i++) {
+            if (i) sb_puts(&b, ", ");
+            sb_json_str(&b, s->int16_names[i]);
+        }
+        sb_puts(&b, "], \"macs_int16_inputs\": ");
+        json_num(&b, s->int16_macs);
+        sb_puts(&b, ", \"macs_model\": ");
+        json_num(&b, s->model_macs);
+        sb_puts(&b, ", \"sqnr_db_before\": ");
+        json_num(&b, s->int16_sqnr_before);
+        sb_puts(&b, ", \"sqnr_db_after\": ");
+        json_num(&b, s->int16_sqnr_after);
         sb_puts(&b, "}");
     }
     sb_printf(&b,
@@ -628,7 +758,7 @@ static char *make_report(qz_ctx *c, const ctosa_quantize_summary *s, const char 
             json_num(&b, t->hi);
             sb_puts(&b, "], \"scale\": ");
             json_num(&b, t->scale);
-            sb_printf(&b, ", \"zero_point\": %d, \"dtype\": \"int%d\"", t->zp, c->bits);
+            sb_printf(&b, ", \"zero_point\": %d, \"dtype\": \"int%d\"", t->zp, qz_bits_of(c, t));
         } else {
             sb_printf(&b, ", \"quantized\": false%s", t->internal ? ", \"fused\": true" : "");
         }
@@ -908,6 +1038,10 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     }
     /* 3. range search; bias correction: the quantized inputs' per-channel means */
     if (!e && c.bias_correction) e = float_qmeans(&c, &rs, work, &smp, &res->a);
+    if (!e && opt->int16_tensors && bits == 8) {
+        e = select_int16(&c, &rs, &spec, work, &smp, opt->int16_tensors, &res->a, s);
+        if (!e && c.n_wide && c.bias_correction) e = float_qmeans(&c, &rs, work, &smp, &res->a);
+    }
     if (!e && opt->range_search) {
         /* searched with the corrections of the first ranges, which then
          * follow the ranges chosen */
@@ -916,7 +1050,7 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     }
     if (!e && c.bias_correction && bias_mode == CTOSA_QUANT_BIAS_SEQUENTIAL)
         e = sequential_bias(&c, &rs, &spec, work, &smp, &res->a);
-    if (!e && (c.bias_correction || opt->range_search)) {
+    if (!e && (c.bias_correction || opt->range_search || c.n_wide)) {
         uint32_t newly = 0;
         e = build_qdq(&c, qdq_tmp);
         if (!e) e = check_target(&c, qdq_tmp, &spec, &newly, s, &res->a);

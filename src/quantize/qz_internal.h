@@ -159,6 +159,7 @@ typedef struct qz_tensor {
     float *mean;  /* per-channel means (axis 1) in the float run, inputs of weighted layers */
     float *qmean; /* the same of its quantized values (NULL: not measured) */
     uint32_t n_mean;
+    bool wide;           /* int16 in an int8 model (its group: mixed precision) */
     const char *dq_name; /* set while emitting */
     const char *q_name;  /* its QuantizeLinear output (set while emitting) */
 } qz_tensor;
@@ -178,11 +179,18 @@ typedef struct qz_ctx {
     const char **node_reason; /* why (the lowering's reason) */
     bool *node_quant;         /* [n_nodes] decided: quantized */
     bool bias_correction;     /* fold each layer's mean output shift into its bias */
+    uint32_t n_wide;          /* tensors made int16 in an int8 model (mixed precision) */
     const char **label;       /* [n_nodes] node names in the QDQ model */
     arena a;
 } qz_ctx;
 
 qz_tensor *qz_tensor_of(const qz_ctx *c, const char *name);
+/* Activation bits of tensor t: 16 when its group was made int16 in an int8
+ * model, else the model's. */
+int qz_bits_of(const qz_ctx *c, const qz_tensor *t);
+/* Operator facts for mixed precision: whether node i can produce / read an
+ * int16 activation in an int8 model (qz_plan.c's operator table). */
+bool qz_node_int16_ok(const qz_ctx *c, uint32_t node, bool as_producer);
 /* Decides which tensors get Q/DQ and their parameters (from node_float and
  * the statistics). */
 void qz_plan_decide(qz_ctx *c);

@@ -19,12 +19,16 @@
 
 /* Operator facts the quantizer needs, in one table. */
 enum {
-    QT_WEIGHT = 1 << 0,   /* input 1 is a weight: int8 symmetric per channel; input 2 an int32 bias */
-    QT_SHARE = 1 << 1,    /* output keeps input 0's parameters (data movement, max) */
-    QT_CONCAT = 1 << 2,   /* inputs and output may share parameters */
-    QT_HEAD = 1 << 3,     /* a following Relu / Clip fuses into it */
-    QT_UNARY_FN = 1 << 4, /* elementwise function of one input: x * f(x) is one TABLE */
-    QT_FUSED_ACT = 1 << 5 /* Relu / Clip */
+    QT_WEIGHT = 1 << 0,    /* input 1 is a weight: int8 symmetric per channel; input 2 an int32 bias */
+    QT_SHARE = 1 << 1,     /* output keeps input 0's parameters (data movement, max) */
+    QT_CONCAT = 1 << 2,    /* inputs and output may share parameters */
+    QT_HEAD = 1 << 3,      /* a following Relu / Clip fuses into it */
+    QT_UNARY_FN = 1 << 4,  /* elementwise function of one input: x * f(x) is one TABLE */
+    QT_FUSED_ACT = 1 << 5, /* Relu / Clip */
+    /* may read an int16 activation in an int8 model: int16 x int8 (two int8
+     * convolutions without EXT-INT16) with int32 arithmetic after */
+    QT_READ16 = 1 << 6,
+    QT_WRITE16 = 1 << 7 /* may write one: its RESCALE gives int16 */
 };
 typedef struct qz_traits {
     const char *op;
@@ -33,16 +37,16 @@ typedef struct qz_traits {
 } qz_traits;
 
 static const qz_traits TRAITS[] = {
-    {"Conv", QT_WEIGHT | QT_HEAD, 1},
+    {"Conv", QT_WEIGHT | QT_HEAD | QT_READ16 | QT_WRITE16, 1},
     {"ConvTranspose", QT_WEIGHT, 1},
-    {"Gemm", QT_WEIGHT | QT_HEAD, 1},
+    {"Gemm", QT_WEIGHT | QT_HEAD | QT_READ16 | QT_WRITE16, 1},
     {"MatMul", QT_WEIGHT | QT_HEAD, 2},
-    {"Add", QT_HEAD, 2},
+    {"Add", QT_HEAD | QT_READ16 | QT_WRITE16, 2},
     {"Sub", 0, 2},
     {"Mul", 0, 2},
     {"Div", 0, 2},
-    {"Relu", QT_FUSED_ACT, 1},
-    {"Clip", QT_FUSED_ACT, 1},
+    {"Relu", QT_FUSED_ACT | QT_WRITE16, 1},
+    {"Clip", QT_FUSED_ACT | QT_WRITE16, 1},
     {"MaxPool", QT_SHARE, 1},
     {"AveragePool", 0, 1},
     {"GlobalAveragePool", 0, 1},
@@ -91,6 +95,25 @@ static uint32_t flags_of(const ctosa_onnx_node *n) {
 static uint32_t n_data_of(const ctosa_onnx_node *n) {
     const qz_traits *t = traits_of(n);
     return t ? (t->n_data == 255 ? n->n_inputs : t->n_data) : n->n_inputs;
+}
+
+int qz_bits_of(const qz_ctx *c, const qz_tensor *t) { return t && t->wide ? 16 : c->bits; }
+
+bool qz_node_int16_ok(const qz_ctx *c, uint32_t node, bool as_producer) {
+    const ctosa_onnx_node *n = &c->g->nodes[node];
+    uint32_t f = flags_of(n);
+    if (!(f & (as_producer ? QT_WRITE16 : QT_READ16))) return false;
+    if (f & QT_FUSED_ACT) {
+        /* Relu / Clip fused into the operator before it */
+        qz_tensor *x = qz_tensor_of(c, n->inputs[0]);
+        return x && x->internal && x->producer >= 0 && (flags_of(&c->g->nodes[x->producer]) & QT_WRITE16);
+    }
+    if (!strcmp(n->op_type, "Conv")) {
+        /* 1-D and 2-D: the lowering splits an int16 input into int8 halves */
+        const ctosa_onnx_attr *ks = ctosa_onnx_node_attr(n, "kernel_shape");
+        return !ks || ks->count <= 2;
+    }
+    return true;
 }
 
 qz_tensor *qz_tensor_of(const qz_ctx *c, const char *name) {
@@ -192,17 +215,30 @@ void qz_plan_params(qz_ctx *c) {
         for (uint32_t i = 0; i < c->n_t; i++) c->t[i].group = i;
         glo = ghi = NULL;
     }
+    /* an int16 group (mixed precision) takes its members' whole range, as
+     * --activations int16 does by default: 65535 steps make rounding
+     * negligible, so clipping only hurts */
+    for (uint32_t i = 0; i < c->n_t; i++)
+        if (c->t[i].quant && c->t[i].wide) c->t[find(c, i)].wide = true;
+    for (uint32_t i = 0; i < c->n_t; i++) c->t[i].wide = c->t[i].quant && c->t[find(c, i)].wide;
     for (uint32_t i = 0; glo && i < c->n_t; i++) {
         uint32_t r = find(c, i);
         if (!c->t[i].quant) continue;
-        glo[r] = fmin(glo[r], c->t[i].lo);
-        ghi[r] = fmax(ghi[r], c->t[i].hi);
+        const qz_tensor *t = &c->t[i];
+        glo[r] = fmin(glo[r], t->wide ? fmin(t->st.min, 0) : t->lo);
+        ghi[r] = fmax(ghi[r], t->wide ? fmax(t->st.max, 0) : t->hi);
     }
     for (uint32_t i = 0; i < c->n_t; i++) {
-        if (!c->t[i].quant) continue;
+        qz_tensor *t = &c->t[i];
+        if (!t->quant) continue;
         uint32_t r = glo ? find(c, i) : i;
-        double lo = glo ? glo[r] : c->t[i].lo, hi = glo ? ghi[r] : c->t[i].hi;
-        qz_params(lo, hi, c->bits, c->symmetric, &c->t[i].scale, &c->t[i].zp);
+        double lo = glo       ? glo[r]
+                    : t->wide ? fmin(t->st.min, 0)
+                              : t->lo,
+               hi = glo       ? ghi[r]
+                    : t->wide ? fmax(t->st.max, 0)
+                              : t->hi;
+        qz_params(lo, hi, qz_bits_of(c, t), c->symmetric || t->wide, &t->scale, &t->zp);
     }
     free(glo);
     free(ghi);
@@ -383,7 +419,7 @@ static ctosa_error *quant_const(qz_ctx *c, qz_graph *q, const qz_init *k, const 
 /* Q and DQ for tensor t (made by a node writing `src`). */
 static ctosa_error *add_qdq(qz_ctx *c, qz_graph *q, qz_tensor *t, const char *src) {
     const char *sn, *zn;
-    ctosa_error *e = add_scalar_params(q, t->name, t->scale, t->zp, c->bits, &sn, &zn);
+    ctosa_error *e = add_scalar_params(q, t->name, t->scale, t->zp, qz_bits_of(c, t), &sn, &zn);
     if (e) return e;
     const char *qn = qz_fresh_name(q, t->name, "_quantized");
     const char *in[3] = {src, sn, zn};

@@ -5,18 +5,18 @@
 
 PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
-        "path",   "output_dir", "calibration",     "spec",        "target", "activation_bits",
-        "method", "percentile", "bias_correction", "max_samples", "stem",   "range_search",
-        NULL};
+        "path",       "output_dir",      "calibration", "spec", "target",       "activation_bits", "method",
+        "percentile", "bias_correction", "max_samples", "stem", "range_search", "int16",           NULL};
     PyObject *pathb = NULL, *outb = NULL, *cal;
     const char *spec = NULL, *target = NULL, *method = NULL, *stem = NULL, *bias = NULL;
     int bits = 8;
     double pct = 0;
     unsigned int max_samples = 0;
     int range_search = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIzp", kwlist, PyUnicode_FSConverter, &pathb,
+    unsigned int int16 = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIzpI", kwlist, PyUnicode_FSConverter, &pathb,
                                      PyUnicode_FSConverter, &outb, &cal, &spec, &target, &bits, &method, &pct,
-                                     &bias, &max_samples, &stem, &range_search))
+                                     &bias, &max_samples, &stem, &range_search, &int16))
         return NULL;
     PyObject *res = NULL, *seq = NULL;
     ctosa_quantize_calibration *cv = NULL;
@@ -57,6 +57,7 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     opt.max_samples = max_samples;
     opt.stem = stem;
     opt.range_search = range_search != 0;
+    opt.int16_tensors = int16;
     const char *path = PyBytes_AS_STRING(pathb);
     ctosa_quantize_result *r = NULL;
     ctosa_error *e;
