@@ -598,28 +598,6 @@ static const char *qconv_part(lower_ctx *c, void *arg, int64_t g, const char *y,
                          p->ratio + (pc ? g * p->Mg : 0), 0, p->o->zp, false, false);
 }
 
-/* An int16 activation (zero point 0) as two int8 halves, for a spec
- * without EXT-INT16 (no 16x8 convolution): x = 256 hi + lo with hi = x >> 8
- * (ARITHMETIC_RIGHT_SHIFT, CAST to int8: -128..127) and lo = x & 255
- * (BITWISE_AND, RESCALE to int8 as lo - 128, read with zero point -128).
- * Two int8 convolutions then give the int16 one's accumulator exactly:
- * 256 acc(hi) + acc(lo), in int32 when the weights keep it there. */
-static bool split16(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape, const char **hi,
-                    const char **lo) {
-    const char *eight = lw_scalar(c, CTOSA_DTYPE_INT16, rank, 8.0),
-               *mask = lw_scalar(c, CTOSA_DTYPE_INT16, rank, 255.0);
-    const char *h16 = lw_tensor(c, CTOSA_DTYPE_INT16, rank, shape);
-    if (!x || !eight || !mask || !h16) return false;
-    ctosa_attr at;
-    memset(&at, 0, sizeof at);
-    const char *in[2] = {x, eight};
-    if (!lw_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, 2, in, 1, &h16, &at)) return false;
-    *hi = lw_cast(c, h16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, rank, shape);
-    const char *l16 = lw_binary(c, CTOSA_OP_BITWISE_AND, x, mask, CTOSA_DTYPE_INT16, rank, shape);
-    *lo = qdq_rescale(c, l16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, -128, false, false);
-    return *hi && *lo;
-}
-
 /* Integer convolution of signed x with an int8 view of the weight: 2-D
  * (CONV2D, DEPTHWISE_CONV2D), 1-D (as 2-D with height 1) and 3-D (CONV3D);
  * any group count: a group that is not depthwise gets one convolution per
@@ -635,7 +613,7 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
                          "quantized Conv: 1-D, 2-D or 3-D convolutions only");
     /* int8 activations accumulate in int32; int16 (a16w8, EXT-INT16) in
      * int48 with an int48 bias; without EXT-INT16 an int16 input is split
-     * into two int8 halves whose int32 accumulators add up (split16). The
+     * into two int8 halves whose int32 accumulators add up (qdq_split16). The
      * output may be int8 or int16 either way (mixed precision). */
     bool a16 = a->t == CTOSA_DTYPE_INT16;
     bool split = a16 && !(lw_spec(c)->extensions & CTOSA_EXT_BIT(INT16));
@@ -722,21 +700,7 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
                 for (int64_t k = 0; k < kvol; k++)
                     buf[(m * kvol + k) * Cg + i] = (uint8_t)(src[(m * Cg + i) * kvol + k] - off);
     }
-    if (split) {
-        /* |acc| <= |bias| + 32768 sum |w| per channel (and 256 acc(hi) no
-         * more): inside int32, or the int16 convolution needs EXT-INT16 */
-        for (int64_t m = 0; m < M; m++) {
-            double l1 = 0;
-            for (int64_t k = 0; k < Cg * kvol; k++)
-                l1 += fabs((double)(int8_t)(uint8_t)(src[m * Cg * kvol + k] - off));
-            if (fabs(bq[m]) + 32768.0 * l1 > 2147483647.0)
-                return lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
-                                 "quantized Conv: int16 input as two int8 halves: output channel %lld can "
-                                 "reach %.0f, beyond the int32 accumulator (a 16x8 convolution needs "
-                                 "EXT-INT16)",
-                                 (long long)m, fabs(bq[m]) + 32768.0 * l1);
-        }
-    }
+    if (split && !qdq_split16_fits(c, src, off, M, Cg * kvol, bq)) return LOWER_REJECT;
     /* an int48 accumulator (a16w8) is requantised per group before the
      * CONCAT, which has no int48 row; int32 ones after it (one RESCALE) */
     bool split48 = a16 && !split && !dw && group > 1 && o;
@@ -764,7 +728,7 @@ lower_status qdq_conv_core(lower_ctx *c, const qx_in *a, const int64_t *wsh, con
         /* 256 conv(hi, zero bias) + conv(lo - 128 read at zero point -128) */
         double *zb = arena_zalloc(lw_arena(c), (size_t)M * sizeof(double) + 8);
         const char *hi = NULL, *lo = NULL;
-        LW_TRY(zb && split16(c, x, tr, ls, &hi, &lo));
+        LW_TRY(zb && qdq_split16(c, x, tr, ls, &hi, &lo));
         qconv_parts qh = qp;
         qh.bq = zb;
         lw_conv ch = cv, cl = cv;

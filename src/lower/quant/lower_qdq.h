@@ -297,7 +297,16 @@ lower_status qdq_add16(lower_ctx *c);     /* qdq_ops16.c: Add with an int16 side
 lower_status qdq_sub(lower_ctx *c);       /* qdq_ops16.c: Sub, any width */
 lower_status qdq_mul16(lower_ctx *c);     /* qdq_ops16.c: Mul with an int16 side */
 lower_status qdq_matmul_rt(lower_ctx *c); /* qdq_ops16.c: two runtime operands */
-lower_status qdq_pad(lower_ctx *c);       /* qdq_ops8.c */
+/* qdq_ops16.c: an int16 convolution input (zero point 0) as two int8
+ * halves, x = 256 hi + lo (lo read with zero point -128), for a spec
+ * without EXT-INT16; and whether the int32 accumulator holds every output
+ * channel m < M of the int8 weights w (- off, per values a channel) and
+ * integral bias (rejects with the reason otherwise). */
+bool qdq_split16(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape, const char **hi,
+                 const char **lo);
+bool qdq_split16_fits(lower_ctx *c, const uint8_t *w, uint8_t off, int64_t M, int64_t per,
+                      const double *bias);
+lower_status qdq_pad(lower_ctx *c); /* qdq_ops8.c */
 bool qdq_pad_groupable(const ctosa_onnx_node *n);
 lower_status qdq_resize(lower_ctx *c);        /* qdq_ops8.c */
 lower_status qdq_convtranspose(lower_ctx *c); /* qdq_ops8.c */

@@ -11,7 +11,8 @@
  * by s_a s_b / s_y.
  * MatMul of two activations: MATMUL with both zero points (int8 -> int32;
  * int16 -> int48, EXT-INT16), one RESCALE by s_a s_b / s_y (int48: an exact
- * shift into int32 first, so the ratio keeps its 32-bit multiplier). */
+ * shift into int32 first, so the ratio keeps its 32-bit multiplier).
+ * int16 convolution inputs without EXT-INT16: two int8 halves. */
 #include <math.h>
 #include <string.h>
 
@@ -121,4 +122,44 @@ lower_status qdq_matmul_rt(lower_ctx *c) {
     z = lw_reshape_if(c, z, o.t, 3, s3o, r, os);
     LW_TRY(z);
     return qdq_finish(c, z, &o, r, os);
+}
+
+/* An int16 activation (zero point 0) as two int8 halves, for a spec
+ * without EXT-INT16 (no 16x8 convolution): x = 256 hi + lo with hi = x >> 8
+ * (ARITHMETIC_RIGHT_SHIFT, CAST to int8: -128..127) and lo = x & 255
+ * (BITWISE_AND, RESCALE to int8 as lo - 128, read with zero point -128).
+ * Two int8 convolutions then give the int16 one's accumulator exactly:
+ * 256 acc(hi) + acc(lo), in int32 when the weights keep it there. */
+bool qdq_split16(lower_ctx *c, const char *x, uint32_t rank, const int64_t *shape, const char **hi,
+                 const char **lo) {
+    const char *eight = lw_scalar(c, CTOSA_DTYPE_INT16, rank, 8.0),
+               *mask = lw_scalar(c, CTOSA_DTYPE_INT16, rank, 255.0);
+    const char *h16 = lw_tensor(c, CTOSA_DTYPE_INT16, rank, shape);
+    if (!x || !eight || !mask || !h16) return false;
+    ctosa_attr at;
+    memset(&at, 0, sizeof at);
+    const char *in[2] = {x, eight};
+    if (!lw_op(c, CTOSA_OP_ARITHMETIC_RIGHT_SHIFT, 2, in, 1, &h16, &at)) return false;
+    *hi = lw_cast(c, h16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, rank, shape);
+    const char *l16 = lw_binary(c, CTOSA_OP_BITWISE_AND, x, mask, CTOSA_DTYPE_INT16, rank, shape);
+    *lo = qdq_rescale(c, l16, CTOSA_DTYPE_INT16, CTOSA_DTYPE_INT8, rank, shape, 1.0, 0, -128, false, false);
+    return *hi && *lo;
+}
+
+bool qdq_split16_fits(lower_ctx *c, const uint8_t *w, uint8_t off, int64_t M, int64_t per,
+                      const double *bias) {
+    /* |acc| <= |bias| + 32768 sum |w| per channel (and 256 acc(hi) no
+     * more): inside int32, or the int16 convolution needs EXT-INT16 */
+    for (int64_t m = 0; m < M; m++) {
+        double l1 = 0;
+        for (int64_t k = 0; k < per; k++) l1 += fabs((double)(int8_t)(uint8_t)(w[m * per + k] - off));
+        if (fabs(bias[m]) + 32768.0 * l1 > 2147483647.0) {
+            lw_reject(c, LOWER_UNSUPPORTED_DTYPE, NULL,
+                      "quantized Conv: int16 input as two int8 halves: output channel %lld can reach %.0f, "
+                      "beyond the int32 accumulator (a 16x8 convolution needs EXT-INT16)",
+                      (long long)m, fabs(bias[m]) + 32768.0 * l1);
+            return false;
+        }
+    }
+    return true;
 }
