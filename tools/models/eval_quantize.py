@@ -10,6 +10,8 @@ QuantizeLinear / DequantizeLinear should be in one partition).
 Usage: /usr/bin/python3 tools/models/eval_quantize.py [--corpus DIR]
          [--ctosa build/ctosa] [--models a,b] [--activations int8|int16]
          [--extra "ARGS"] [--json FILE]
+(--extra="--int16 8": mixed precision; the rows then give the int16
+tensors chosen and the share of MACs run twice.)
 """
 import argparse
 import json
@@ -78,6 +80,10 @@ def main():
                    "sqnr_ctosa_48": sqnr(yf, yq),
                    "sqnr_calib_report": rep["outputs"][0]["sqnr_db"], "seconds": round(secs, 1),
                    "float_nodes": len(rep["float_nodes"])}
+            if "int16" in rep:  # --int16 N: how many, and the MACs run twice
+                h = rep["int16"]
+                row["int16_tensors"] = len(h["tensors"])
+                row["int16_macs_pct"] = 100 * h["macs_int16_inputs"] / h["macs_model"] if h["macs_model"] else 0
             fx = os.path.join(d, "fx.onnx")
             if os.path.exists(fx):
                 yx = ort(fx, ev48, os.path.join(tmp, "o3"))
