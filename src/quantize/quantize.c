@@ -637,7 +637,8 @@ static ctosa_error *select_int16(qz_ctx *c, run_state *rs, const ctosa_spec *spe
         c->t[best].wide = true;
         free(c->t[best].qmean);
         c->t[best].qmean = NULL;
-        names[c->n_wide++] = c->t[best].name;
+        /* the summary outlives the model, whose arena holds the name */
+        if (!(names[c->n_wide++] = arena_strdup(ra, c->t[best].name))) e = ctosa_error_nomem();
     }
     free(gain);
     qz_plan_params(c);
