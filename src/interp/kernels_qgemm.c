@@ -102,6 +102,22 @@ int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32
         for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(s[i] ^ 0x80);
         return 0;
     }
+    if (!scan) { /* rows padded to ic4, no scan (the 3-channel stem: one 4-byte group per pixel) */
+        if (ic == 3 && ic4 == 4) {
+            for (size_t r = 0; r < rows; r++) {
+                d[4 * r] = (uint8_t)(s[3 * r] ^ 0x80);
+                d[4 * r + 1] = (uint8_t)(s[3 * r + 1] ^ 0x80);
+                d[4 * r + 2] = (uint8_t)(s[3 * r + 2] ^ 0x80);
+                d[4 * r + 3] = 0;
+            }
+            return 0;
+        }
+        for (size_t r = 0; r < rows; r++) {
+            for (size_t i = 0; i < ic; i++) d[r * ic4 + i] = (uint8_t)(s[r * ic + i] ^ 0x80);
+            for (size_t i = ic; i < ic4; i++) d[r * ic4 + i] = 0;
+        }
+        return 0;
+    }
     if (ic == ic4) { /* one flat pass (vectorised) */
         size_t n = rows * ic;
         for (size_t i = 0; i < n; i++) {
