@@ -173,6 +173,17 @@ static void check_against(const ctosa_runtime_tensor *a, const char *file, const
     ctosa_tensor_file_free(&e);
 }
 
+/* model lowered under TOSA-1.0+FP, loaded and run once on float_mid_in.npy
+ * as x; NULL when that fails (the checks have said why). */
+static ctosa_runtime *run_on_float_mid_in(const char *model, const char *name) {
+    ctosa_runtime *rt = NULL;
+    CHECK_OK(ctosa_runtime_load(lower_to(model, "TOSA-1.0+FP", name), NULL, &rt));
+    if (!rt) return NULL;
+    set_file(rt, "x", RDATA "float_mid_in.npy");
+    CHECK_OK(ctosa_runtime_run(rt));
+    return rt;
+}
+
 /* Shapes that depend on the data (NonZero, TopK with k from a Shape,
  * NonMaxSuppression) and an If: those nodes are lowered on each run with
  * its values. One runtime, three runs: boxes kept, none kept (empty
@@ -202,11 +213,7 @@ static void test_dynamic_shapes(void) {
     ctosa_runtime_free(rt);
     /* a constant k of 100: past the 64-round limit of the TOSA form, so the
      * run's values are sorted */
-    pm = lower_to(RDATA "topk_big.onnx", "TOSA-1.0+FP", "topk");
-    CHECK_OK(ctosa_runtime_load(pm, NULL, &rt));
-    if (!rt) return;
-    set_file(rt, "x", RDATA "float_mid_in.npy");
-    CHECK_OK(ctosa_runtime_run(rt));
+    if (!(rt = run_on_float_mid_in(RDATA "topk_big.onnx", "topk"))) return;
     ctosa_runtime_tensor tv, ti;
     CHECK_OK(ctosa_runtime_get_output(rt, "vals", &tv));
     check_against(&tv, RDATA "topk_big_out0.npy", "vals");
@@ -217,11 +224,7 @@ static void test_dynamic_shapes(void) {
     ctosa_tensor_file_free(&ei);
     ctosa_runtime_free(rt);
     /* NonZero's result read by a Cast: [4, n] with n the positive elements */
-    pm = lower_to(RDATA "nonzero_mid.onnx", "TOSA-1.0+FP", "nz");
-    CHECK_OK(ctosa_runtime_load(pm, NULL, &rt));
-    if (!rt) return;
-    set_file(rt, "x", RDATA "float_mid_in.npy");
-    CHECK_OK(ctosa_runtime_run(rt));
+    if (!(rt = run_on_float_mid_in(RDATA "nonzero_mid.onnx", "nz"))) return;
     ctosa_runtime_tensor y;
     CHECK_OK(ctosa_runtime_get_output(rt, "y", &y));
     CHECK_MSG(y.rank == 2 && y.shape[0] == 4 && y.shape[1] > 0 && y.shape[1] < 8 * 16 * 16, "rank %u",

@@ -270,6 +270,27 @@ static bool is_int_carrier(ctosa_dtype t) {
            t == CTOSA_DTYPE_INT64 || t == CTOSA_DTYPE_SHAPE || t == CTOSA_DTYPE_BOOL;
 }
 
+/* The ONNX type of a host node's output carried as TOSA dtype t: its own
+ * lowering says when an INT8 tensor is a uint8 value. */
+static int32_t host_output_type(const ctosa_lower_partition *hp, const char *name, ctosa_dtype t) {
+    for (uint32_t j = 0; j < hp->n_outputs; j++)
+        if (strcmp(hp->outputs[j].name, name) == 0 && strcmp(hp->outputs[j].dtype, "uint8") == 0 &&
+            t == CTOSA_DTYPE_INT8)
+            return 2;
+    return rt_onnx_of_carrier(t);
+}
+
+/* The interpreter's view of value v's buffer, as TOSA dtype t. */
+static ctosa_interp_tensor interp_view(const rt_value *v, ctosa_dtype t) {
+    return (ctosa_interp_tensor){.name = v->name,
+                                 .dtype = t,
+                                 .rank = v->rank,
+                                 .shape = v->shape,
+                                 .count = v->count,
+                                 .data = v->data,
+                                 .size = v->size};
+}
+
 /* Input k of a partition is a dynamic value: the graph's shape is what
  * each run must deliver; a conversion buffer is kept for integer carriers
  * that may differ. */
@@ -379,11 +400,8 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
              * travels as INT8); the report's tensor list gives the types
              * the partitioning saw, which for quantized chains are the
              * carriers. */
-            const ctosa_lower_partition *hp = &ctosa_lower_result_summary(st->lowered)->partitions[0];
-            for (uint32_t j = 0; j < hp->n_outputs; j++)
-                if (strcmp(hp->outputs[j].name, v->name) == 0 && strcmp(hp->outputs[j].dtype, "uint8") == 0 &&
-                    t->dtype == CTOSA_DTYPE_INT8)
-                    v->onnx_dtype = 2;
+            v->onnx_dtype =
+                host_output_type(&ctosa_lower_result_summary(st->lowered)->partitions[0], v->name, t->dtype);
         } else if (known) {
             /* A partition boundary: exactly as the report describes it. */
             int32_t od = rt_onnx_dtype_of(rep.dtype);
@@ -409,13 +427,7 @@ static ctosa_error *bind_step(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_n
                        : ctosa_error_nomem();
         if ((e = add_value(rt, v))) return e;
         st->out[k] = v;
-        st->tout[k] = (ctosa_interp_tensor){.name = v->name,
-                                            .dtype = t->dtype,
-                                            .rank = v->rank,
-                                            .shape = v->shape,
-                                            .count = v->count,
-                                            .data = v->data,
-                                            .size = v->size};
+        st->tout[k] = interp_view(v, t->dtype);
     }
     return NULL;
 }
@@ -910,21 +922,10 @@ static ctosa_error *run_deferred_graph(ctosa_runtime *rt, rt_step *st, const cha
                                 rt->path, label, b->outputs[k]);
             break;
         }
-        int32_t od = rt_onnx_of_carrier(t->dtype);
-        for (uint32_t j = 0; j < hp->n_outputs; j++)
-            if (strcmp(hp->outputs[j].name, v->name) == 0 && strcmp(hp->outputs[j].dtype, "uint8") == 0 &&
-                t->dtype == CTOSA_DTYPE_INT8)
-                od = 2;
         int64_t shp[RT_MAX_RANK];
         for (uint32_t d = 0; d < t->rank && d < RT_MAX_RANK; d++) shp[d] = t->shape[d];
-        if ((e = set_dynamic(rt, v, od, t->rank, shp, NULL, 0))) break;
-        tout[k] = (ctosa_interp_tensor){.name = v->name,
-                                        .dtype = t->dtype,
-                                        .rank = v->rank,
-                                        .shape = v->shape,
-                                        .count = v->count,
-                                        .data = v->data,
-                                        .size = v->size};
+        if ((e = set_dynamic(rt, v, host_output_type(hp, v->name, t->dtype), t->rank, shp, NULL, 0))) break;
+        tout[k] = interp_view(v, t->dtype);
     }
     const ctosa_backend *be = ctosa_backend_interpreter();
     void *state = NULL;
