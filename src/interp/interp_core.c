@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "interp/kernels_gemm.h"
-#include "interp_fuse.h"
 #include "interp_runtime.h"
 #include "util/floatfmt.h"
 
@@ -1032,8 +1031,6 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
                 return ctosa_error_nomem();
         }
     }
-    /* needs the constants' values, changes which tensors get memory */
-    interp_fuse_chains(it, p);
     return place_activations(it, p);
 }
 
@@ -1089,7 +1086,7 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                        .post = po->has_post ? &po->post : NULL,
                        .rescale = po->has_rescale ? &po->rescale : NULL,
                        .reference = it->opt.reference};
-        if (!po->chain && (e = interp_check_arity(&o))) break; /* a group's operators were checked */
+        if ((e = interp_check_arity(&o))) break;
         /* Fresh outputs of kernels that may leave positions unwritten are
          * zeroed so the result is deterministic (CTOSA_OPF_WRITES_ALL). */
         for (uint32_t k = 0; k < po->n_out; k++) {

@@ -61,8 +61,6 @@ typedef struct pop {
     bool has_rescale;
     interp_fused_rescale rescale;
     int64_t rescale_by;
-    /* The element-wise group this operator runs (interp_fuse.h), or NULL. */
-    struct fz_group *chain;
     op_cache cache;
     uint64_t prof_runs; /* options.profile: runs and total seconds */
     double prof_s;
