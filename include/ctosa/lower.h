@@ -129,6 +129,10 @@ typedef struct ctosa_lower_fallback {
     const char *code;   /* stable reason code, e.g. "unsupported_op" */
     const char *reason; /* human reason */
     const char *input;  /* for needs_constant: the input to bind; else NULL */
+    /* Known input values could remove the reason (needs_constant,
+     * dynamic_shape, level_limit, input_not_available): lowered again with
+     * every input a constant, the node may be computed. */
+    bool needs_values;
 } ctosa_lower_fallback;
 
 typedef struct ctosa_lower_summary {

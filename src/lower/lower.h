@@ -63,29 +63,33 @@
 
 #define LOWER_MAX_RANK 8
 
-/* Stable reason codes (report JSON "code"). */
-#define LOWER_REASONS(X)                                                                         \
-    X(UNSUPPORTED_OP, "unsupported_op")          /* no lowering for this op */                   \
-    X(UNSUPPORTED_ATTR, "unsupported_attribute") /* attribute value not handled */               \
-    X(UNSUPPORTED_DTYPE, "unsupported_dtype")    /* dtype not expressible / not in spec */       \
-    X(NEEDS_CONSTANT, "needs_constant")          /* input must be a constant (--bind) */         \
-    X(DYNAMIC_SHAPE, "dynamic_shape")            /* a dimension is not static */                 \
-    X(INT64_NOT_ENABLED, "int64_not_enabled")    /* int64 runtime value, no int64 in spec */     \
-    X(MIXED_WIDTH, "mixed_width")                /* operand widths the table does not pair */    \
-    X(LEVEL_LIMIT, "level_limit")                /* a level limit is exceeded */                 \
-    X(UNREGISTERED_CUSTOM, "unregistered_custom_op")                                             \
-    X(NOT_IN_SPEC, "not_in_spec")            /* emitted TOSA fails the validator */              \
-    X(NO_COMPUTE, "no_compute")              /* partition with only data movement */             \
-    X(INPUT_FALLBACK, "input_not_available") /* an input's type/shape is unknown */              \
-    X(INTERNAL, "internal_error")                                                                \
-    /* added by the framework: */                                                                \
-    X(CPU_CONSUMER, "cpu_consumer") /* folded at compile time, but a CPU node needs the value */ \
-    /* added for custom operators (lower_custom.c): */                                           \
-    X(CUSTOM_REJECTED, "custom_op_rejected") /* a custom op's validate/infer refused the node */
+/* Stable reason codes (report JSON "code"). The third column says whether
+ * known input values can remove the reason: with every input a constant,
+ * shapes are static, a data-dependent shape is known, and a graph that
+ * would be too large is computed instead (the runtime re-lowers such a CPU
+ * node on each run with the run's values). */
+#define LOWER_REASONS(X)                                                                            \
+    X(UNSUPPORTED_OP, "unsupported_op", 0)          /* no lowering for this op */                   \
+    X(UNSUPPORTED_ATTR, "unsupported_attribute", 0) /* attribute value not handled */               \
+    X(UNSUPPORTED_DTYPE, "unsupported_dtype", 0)    /* dtype not expressible / not in spec */       \
+    X(NEEDS_CONSTANT, "needs_constant", 1)          /* input must be a constant (--bind) */         \
+    X(DYNAMIC_SHAPE, "dynamic_shape", 1)            /* a dimension is not static */                 \
+    X(INT64_NOT_ENABLED, "int64_not_enabled", 0)    /* int64 runtime value, no int64 in spec */     \
+    X(MIXED_WIDTH, "mixed_width", 0)                /* operand widths the table does not pair */    \
+    X(LEVEL_LIMIT, "level_limit", 1)                /* a level limit is exceeded */                 \
+    X(UNREGISTERED_CUSTOM, "unregistered_custom_op", 0)                                             \
+    X(NOT_IN_SPEC, "not_in_spec", 0)            /* emitted TOSA fails the validator */              \
+    X(NO_COMPUTE, "no_compute", 0)              /* partition with only data movement */             \
+    X(INPUT_FALLBACK, "input_not_available", 1) /* an input's type/shape is unknown */              \
+    X(INTERNAL, "internal_error", 0)                                                                \
+    /* added by the framework: */                                                                   \
+    X(CPU_CONSUMER, "cpu_consumer", 0) /* folded at compile time, but a CPU node needs the value */ \
+    /* added for custom operators (lower_custom.c): */                                              \
+    X(CUSTOM_REJECTED, "custom_op_rejected", 0) /* a custom op's validate/infer refused the node */
 
 /* clang-format off */
 typedef enum lower_code {
-#define LOWER_X(e, s) LOWER_##e,
+#define LOWER_X(e, s, v) LOWER_##e,
     LOWER_REASONS(LOWER_X)
 #undef LOWER_X
     LOWER_CODE_COUNT
@@ -93,6 +97,7 @@ typedef enum lower_code {
 /* clang-format on */
 
 const char *lower_code_name(lower_code c);
+bool lower_code_needs_values(lower_code c); /* the table's third column */
 
 typedef enum lower_status { LOWER_OK = 0, LOWER_REJECT = 1 } lower_status;
 

@@ -263,6 +263,7 @@ ctosa_error *lw_build_report(ctosa_lower_result *r, const char *model_path) {
         f->op_type = on->op_type;
         f->domain = on->domain;
         f->code = lower_code_name(nd->code);
+        f->needs_values = lower_code_needs_values(nd->code);
         f->reason = nd->reason ? nd->reason : "";
         f->input = nd->code == LOWER_NEEDS_CONSTANT || nd->input ? nd->input : NULL;
     }

@@ -267,15 +267,6 @@ static ctosa_error *node_model(const rt_host_src *src, const ctosa_onnx_node *n,
     return NULL;
 }
 
-/* Reasons that the values of a run can remove: with every input a
- * constant, shapes are static, a data-dependent shape is known, and a
- * lowering that would need too many operators (a TopK of large k) can
- * compute the result instead. */
-static bool value_dependent(const char *code) {
-    return strcmp(code, "dynamic_shape") == 0 || strcmp(code, "needs_constant") == 0 ||
-           strcmp(code, "input_not_available") == 0 || strcmp(code, "level_limit") == 0;
-}
-
 ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, const char *label,
                            ctosa_lower_result **out, bool *folded, bool *later) {
     *out = NULL;
@@ -312,7 +303,7 @@ ctosa_error *rt_host_lower(const rt_host_src *src, const ctosa_onnx_node *n, con
         return NULL;
     } else if (s->n_fallback) {
         const ctosa_lower_fallback *f = &s->fallback[0];
-        *later = value_dependent(f->code);
+        *later = f->needs_values;
         e = ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "node '%s' (%s) cannot run on the host executor: %s: %s",
                             label, n->op_type, f->code, f->reason);
     } else if (s->n_partitions != 1) {

@@ -80,9 +80,18 @@ const lower_entry *lower_entry_at(uint32_t i) {
 
 const char *lower_code_name(lower_code c) {
     static const char *const names[] = {
-#define LOWER_X(e, s) s,
+#define LOWER_X(e, s, v) s,
         LOWER_REASONS(LOWER_X)
 #undef LOWER_X
     };
     return (unsigned)c < LOWER_CODE_COUNT ? names[c] : "internal_error";
+}
+
+bool lower_code_needs_values(lower_code c) {
+    static const bool values[] = {
+#define LOWER_X(e, s, v) v,
+        LOWER_REASONS(LOWER_X)
+#undef LOWER_X
+    };
+    return (unsigned)c < LOWER_CODE_COUNT && values[c];
 }
