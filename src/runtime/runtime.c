@@ -79,6 +79,10 @@ struct ctosa_runtime {
 
 void ctosa_runtime_options_init(ctosa_runtime_options *opt) { memset(opt, 0, sizeof *opt); }
 
+/* ONNX If: control flow the runtime runs itself (the branch its condition
+ * picks, node by node). */
+static bool is_if(const ctosa_onnx_node *n) { return strcmp(n->op_type, "If") == 0 && !n->domain[0]; }
+
 static bool is_ep_context(const ctosa_onnx_node *n) {
     return strcmp(n->op_type, "EPContext") == 0 && strcmp(n->domain, "com.microsoft") == 0;
 }
@@ -129,18 +133,30 @@ static ctosa_error *register_value(ctosa_runtime *rt, rt_value *v) {
     return NULL;
 }
 
-static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
-    uint64_t esz = ctosa_host_elem_size(v->carrier), count = 1;
-    for (uint32_t i = 0; i < v->rank; i++)
-        if (v->shape[i] < 0 || !mul_u64(count, (uint64_t)v->shape[i], &count))
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' has no static shape", rt->path,
-                                   v->name);
+/* Elements and bytes of a value of the given carrier and shape; an error
+ * naming it when a dimension is not static, the carrier has no host
+ * encoding or the size overflows. */
+static ctosa_error *value_bytes(const ctosa_runtime *rt, const char *name, ctosa_dtype carrier, uint32_t rank,
+                                const int64_t *shape, uint64_t *count, uint64_t *size) {
+    uint64_t esz = ctosa_host_elem_size(carrier);
+    *count = 1;
+    for (uint32_t i = 0; i < rank; i++)
+        if (shape[i] < 0 || !mul_u64(*count, (uint64_t)shape[i], count))
+            return shape[i] < 0
+                       ? ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s' has no static shape",
+                                         rt->path, name)
+                       : ctosa_error_new(CTOSA_ERR_LIMIT, "%s: tensor '%s' is too large", rt->path, name);
     if (!esz)
         return ctosa_error_new(CTOSA_ERR_UNSUPPORTED, "%s: tensor '%s': no host encoding for %s", rt->path,
-                               v->name, ctosa_dtype_short(v->carrier));
-    v->count = count;
-    if (!mul_u64(count, esz, &v->size))
-        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: tensor '%s' is too large", rt->path, v->name);
+                               name, ctosa_dtype_short(carrier));
+    if (!mul_u64(*count, esz, size))
+        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: tensor '%s' is too large", rt->path, name);
+    return NULL;
+}
+
+static ctosa_error *add_value(ctosa_runtime *rt, rt_value *v) {
+    ctosa_error *e = value_bytes(rt, v->name, v->carrier, v->rank, v->shape, &v->count, &v->size);
+    if (e) return e;
     v->data = calloc(1, v->size ? v->size : 1);
     if (!v->data) return ctosa_error_nomem();
     return register_value(rt, v);
@@ -633,7 +649,7 @@ static ctosa_error *load(ctosa_runtime *rt) {
             continue;
         }
         uint32_t si = rt->n_steps++;
-        if (strcmp(n->op_type, "If") == 0 && !n->domain[0]) { /* control flow: the runtime picks the branch */
+        if (is_if(n)) {
             rt->steps[si].pub = (ctosa_runtime_step){.name = label, .op_type = n->op_type};
             e = defer_node(rt, si, n);
         } else {
@@ -868,20 +884,16 @@ static ctosa_error *set_dynamic(ctosa_runtime *rt, rt_value *v, int32_t onnx_dty
     /* a uint8 value is computed as INT8 holding the same bits */
     if (onnx_dtype == 3 && v->declared == 2) onnx_dtype = 2;
     ctosa_dtype carrier = rt_carrier_of(onnx_dtype);
-    uint64_t esz = ctosa_host_elem_size(carrier), count = 1;
-    if (carrier == CTOSA_DTYPE_UNKNOWN || !esz)
+    if (carrier == CTOSA_DTYPE_UNKNOWN)
         return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
                                "%s: value '%s' has type %s, which no TOSA type carries", rt->path, v->name,
                                ctosa_onnx_dtype_name(onnx_dtype) ? ctosa_onnx_dtype_name(onnx_dtype) : "?");
     if (rank > RT_MAX_RANK)
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: value '%s' has rank %u (at most %d)", rt->path, v->name,
                                rank, RT_MAX_RANK);
-    for (uint32_t i = 0; i < rank; i++)
-        if (shape[i] < 0 || !mul_u64(count, (uint64_t)shape[i], &count))
-            return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: value '%s' is too large", rt->path, v->name);
-    uint64_t size;
-    if (!mul_u64(count, esz, &size))
-        return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: value '%s' is too large", rt->path, v->name);
+    uint64_t count = 0, size = 0;
+    ctosa_error *e = value_bytes(rt, v->name, carrier, rank, shape, &count, &size);
+    if (e) return e;
     if (data && nbytes != size)
         return ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: value '%s' holds %llu bytes, its shape needs %llu",
                                rt->path, v->name, (unsigned long long)nbytes, (unsigned long long)size);
@@ -992,7 +1004,7 @@ static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_no
     if (depth > 64)
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: node '%s': If nested more than 64 deep", rt->path,
                                label);
-    if (strcmp(n->op_type, "If") == 0 && !n->domain[0]) return run_if(rt, st, n, label, depth);
+    if (is_if(n)) return run_if(rt, st, n, label, depth);
     rt_host_src src = host_src(rt);
     ctosa_lower_result *r = NULL;
     bool folded = false, later = false;
