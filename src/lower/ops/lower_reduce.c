@@ -431,18 +431,16 @@ static lower_status lower_topk(lower_ctx *c) {
     if (k < 0 || k > L)
         return lw_reject(c, LOWER_UNSUPPORTED_ATTR, NULL, "TopK: k %lld for an axis of %lld", (long long)k,
                          (long long)L);
-    if (k == 0 || topk_fold(c, v, axis, k, lw_attr_int(c, "largest", 1) != 0, &st)) {
-        if (k == 0) { /* empty results, whatever the values */
-            int64_t os[LOWER_MAX_RANK];
-            memcpy(os, v->shape, r * sizeof *os);
-            os[axis] = 0;
-            static const uint8_t none[1];
-            lw_set_output_const(c, 0, v->onnx_dtype, r, os, none, 0);
-            lw_set_output_const(c, 1, CTOSA_ONNX_INT64, r, os, none, 0);
-            return LOWER_OK;
-        }
-        return st;
+    if (k == 0) { /* empty results, whatever the values */
+        int64_t os[LOWER_MAX_RANK];
+        memcpy(os, v->shape, r * sizeof *os);
+        os[axis] = 0;
+        static const uint8_t none[1];
+        lw_set_output_const(c, 0, v->onnx_dtype, r, os, none, 0);
+        lw_set_output_const(c, 1, CTOSA_ONNX_INT64, r, os, none, 0);
+        return LOWER_OK;
     }
+    if (topk_fold(c, v, axis, k, lw_attr_int(c, "largest", 1) != 0, &st)) return st;
     if (k > TOPK_MAX_K)
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL,
                          "TopK: k %lld needs one round of TOSA operators per element (at most %d)",
