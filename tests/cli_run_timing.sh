@@ -56,8 +56,32 @@ for v in 0 -1 x 1000001; do
   out=$("$ctosa" run "$g" $in -o "$tmp/e" --runs "$v" 2>&1); rc=$?
   [ $rc = 2 ] && grep -q -- "--runs expects" <<<"$out" || bad "--runs $v: exit $rc: $out"
 done
-out=$("$ctosa" run "$tmp/low/model.partitioned.onnx" $in -o "$tmp/e" --profile 2>&1); rc=$?
-[ $rc = 2 ] && grep -q "applies to a .tosa graph" <<<"$out" || bad "--profile on .onnx: exit $rc: $out"
+# --profile on a partitioned model times its steps: one partition here
+out=$("$ctosa" run "$tmp/low/model.partitioned.onnx" $in -o "$tmp/pp" --runs 2 --profile -q 2>&1); rc=$?
+[ $rc = 0 ] && grep -Eq "^profile: 1 steps ran, [0-9.]+ ms per run in steps \(2 runs profiled\)$" <<<"$out" &&
+  grep -Eq "^  partition +1 +[0-9.]+ +100.0%$" <<<"$out" || bad "--profile on .onnx: exit $rc: $out"
+# and a detector's tail: partitions, CPU nodes, nodes lowered at run time;
+# kind counts add up to the header's, outputs as without --profile
+d=$src/tests/data/runtime
+if "$ctosa" lower "$d/detect_mid.onnx" --spec TOSA-1.0+FP -o "$tmp/det" -q; then
+  dm=$tmp/det/detect_mid.partitioned.onnx
+  "$ctosa" run "$dm" --input x="$d/detect_in.npy" -o "$tmp/dplain" -q || bad "detect_mid plain run"
+  out=$("$ctosa" run "$dm" --input x="$d/detect_in.npy" -o "$tmp/dprof" --runs 3 --profile 2>&1); rc=$?
+  [ $rc = 0 ] || bad "--profile on detect_mid: exit $rc: $out"
+  for f in "$tmp"/dplain/*.npy; do cmp -s "$f" "$tmp/dprof/${f##*/}" || bad "--profile changes ${f##*/}"; done
+  nsteps=$(sed -n 's/^profile: \([0-9]*\) steps ran, [0-9.]* ms per run in steps (3 runs profiled)$/\1/p' <<<"$out")
+  [ -n "$nsteps" ] || bad "detect_mid --profile header: $out"
+  kinds=$(awk '/step kind/{k=1; next} k && NF==0 {exit} k {print}' <<<"$out")
+  grep -q "^  partition " <<<"$kinds" || bad "no partition row: $out"
+  grep -q "^  NonZero (CPU, lowered at run time) " <<<"$kinds" || bad "no NonZero row lowered at run time: $out"
+  grep -q "^  If (CPU, lowered at run time) " <<<"$kinds" || bad "no If row: $out"
+  sum=$(awk '{s += $(NF-2)} END {print s}' <<<"$kinds")
+  [ "$sum" = "$nsteps" ] || bad "step kind counts add up to $sum, header says $nsteps"
+  grep -Eq "^ +[0-9.]+ +[0-9.]+% +[0-9.]+%  nonzero \(NonZero, CPU, lowered at run time\)$" <<<"$out" ||
+    bad "no per-step row for the NonZero: $out"
+else
+  bad "lowering detect_mid"
+fi
 # a partitioned model is timed through the runtime
 out=$("$ctosa" run "$tmp/low/model.partitioned.onnx" $in -o "$tmp/pm" --runs 2 2>&1); rc=$?
 [ $rc = 0 ] && grep -Eq "2 runs: best [0-9.]+ ms, median [0-9.]+ ms, mean [0-9.]+ ms, CPU median [0-9.]+ ms \(1 partition, 0 CPU nodes" <<<"$out" ||

@@ -185,17 +185,18 @@ static ctosa_runtime *run_on_float_mid_in(const char *model, const char *name) {
 }
 
 /* Shapes that depend on the data (NonZero, TopK with k from a Shape,
- * NonMaxSuppression) and an If: those nodes are lowered on each run with
- * its values. One runtime, three runs: boxes kept, none kept (empty
- * tensors, the other branch), boxes again. */
+ * NonMaxSuppression) and an If: those nodes are lowered on a run with its
+ * shapes (kept while they stay) or its values. One runtime, four runs:
+ * boxes kept, none kept (empty tensors, the other branch), boxes again,
+ * and the same input once more (every kept lowering reused). */
 static void test_dynamic_shapes(void) {
     const char *pm = lower_to(RDATA "detect_mid.onnx", "TOSA-1.0+FP", "detect");
     ctosa_runtime *rt = NULL;
     CHECK_OK(ctosa_runtime_load(pm, NULL, &rt));
     if (!rt) return;
-    const char *order[3] = {"detect", "detect_none", "detect"};
+    const char *order[4] = {"detect", "detect_none", "detect", "detect"};
     static const char *const outs[3] = {"out_boxes", "out_scores", "pooled"};
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 4; r++) {
         char in[1024], exp[1024];
         snprintf(in, sizeof in, RDATA "%s_in.npy", order[r]);
         set_file(rt, "x", in);
@@ -210,6 +211,22 @@ static void test_dynamic_shapes(void) {
                           (unsigned long long)a.count);
         }
     }
+    /* the steps' timing: every step not run at load ran four times; the
+     * data-dependent ones are marked */
+    uint32_t deferred = 0, timed = 0;
+    for (uint32_t i = 0; i < ctosa_runtime_step_count(rt); i++) {
+        const ctosa_runtime_step *st = ctosa_runtime_step_at(rt, i);
+        CHECK_MSG(st->at_load ? st->runs == 0 : st->runs == 4 && st->seconds > 0, "step %s: %llu runs",
+                  st->name, (unsigned long long)st->runs);
+        deferred += st->deferred;
+        timed += !st->at_load;
+        if (!strcmp(st->name, "nonzero") || !strcmp(st->name, "maybe_nms") || !strcmp(st->name, "topk"))
+            CHECK_MSG(st->deferred && !st->partition, "step %s is not deferred", st->name);
+    }
+    CHECK_MSG(deferred >= 3 && timed > deferred, "%u deferred of %u timed steps", deferred, timed);
+    ctosa_runtime_profile_reset(rt);
+    for (uint32_t i = 0; i < ctosa_runtime_step_count(rt); i++)
+        CHECK(ctosa_runtime_step_at(rt, i)->runs == 0 && ctosa_runtime_step_at(rt, i)->seconds == 0);
     ctosa_runtime_free(rt);
     /* a constant k of 100: past the 64-round limit of the TOSA form, so the
      * run's values are sorted */

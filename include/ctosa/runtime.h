@@ -169,15 +169,31 @@ ctosa_error *ctosa_runtime_get_output(ctosa_runtime *rt, const char *name, ctosa
  * ("|u1" for uint8), atomically (temporary file + rename). */
 ctosa_error *ctosa_runtime_tensor_write_npy(const char *path, const ctosa_runtime_tensor *t);
 
-/* What runs where: steps in execution order. */
+/* What runs where: steps in execution order, with the time each took.
+ *
+ *     ctosa_runtime_run(rt);                  // warm-up
+ *     ctosa_runtime_profile_reset(rt);
+ *     for (int i = 0; i < 10; i++) ctosa_runtime_run(rt);
+ *     for (uint32_t i = 0; i < ctosa_runtime_step_count(rt); i++) {
+ *         const ctosa_runtime_step *s = ctosa_runtime_step_at(rt, i);
+ *         if (s->runs) printf("%s %.3f ms\n", s->name, 1e3 * s->seconds / s->runs);
+ *     }
+ */
 typedef struct ctosa_runtime_step {
     bool partition;      /* true: a TOSA partition on the backend; false: a CPU node on the host executor */
+    bool deferred;       /* a CPU node lowered again on each run with that run's values (its shapes
+                            depend on them); its time includes that lowering */
+    bool at_load;        /* every input known at load: ran once then, never by ctosa_runtime_run */
     const char *name;    /* partition file, or the node's name ("<op_type>#<index>" when unnamed) */
     const char *op_type; /* "EPContext" for partitions */
-    uint32_t tosa_ops;   /* operators of the TOSA graph that runs it */
+    uint32_t tosa_ops;   /* operators of the TOSA graph that runs it (0 for a deferred node) */
+    uint64_t runs;       /* times it ran since load or the last ctosa_runtime_profile_reset */
+    double seconds;      /* wall time of those runs, in total */
 } ctosa_runtime_step;
 uint32_t ctosa_runtime_step_count(const ctosa_runtime *rt);
 const ctosa_runtime_step *ctosa_runtime_step_at(const ctosa_runtime *rt, uint32_t i);
+/* Zeroes every step's runs and seconds (e.g. after a warm-up run). */
+void ctosa_runtime_profile_reset(ctosa_runtime *rt);
 
 /* ------------------------------------------------------------- reports */
 

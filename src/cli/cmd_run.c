@@ -59,8 +59,9 @@ static void help(void) {
            "                       weights are kept between runs, as an application\n"
            "                       would); the outputs written are the last run's\n"
            "  --profile            print the time per operator kind and per operator,\n"
-           "                       slowest first (a .tosa graph; with --runs, per timed\n"
-           "                       run); printed even with -q\n"
+           "                       slowest first (a partitioned model: per kind of step\n"
+           "                       and per step; with --runs, per timed run); printed\n"
+           "                       even with -q\n"
            "  --reference          run the plain loops that follow the specification's\n"
            "                       pseudocode instead of the fast kernels (much slower;\n"
            "                       integer results are identical, float ones may differ\n"
@@ -411,12 +412,99 @@ static char *output_path(const char *dir, const char *name, char *const *written
 }
 
 static ctosa_error *runtime_run_cb(void *rt) { return ctosa_runtime_run(rt); }
+static void runtime_reset_cb(void *rt) { ctosa_runtime_profile_reset(rt); }
+
+typedef struct step_kind {
+    const char *what; /* "partition", or the CPU node's op_type */
+    bool deferred;
+    uint32_t steps;
+    double s;
+} step_kind;
+
+static int cmp_step_kind(const void *a, const void *b) {
+    double x = ((const step_kind *)a)->s, y = ((const step_kind *)b)->s;
+    return x > y ? -1 : x < y;
+}
+
+typedef struct step_time {
+    const ctosa_runtime_step *st;
+    uint32_t index;
+    double s;
+} step_time;
+
+static int cmp_step_time(const void *a, const void *b) {
+    const step_time *x = a, *y = b;
+    if (x->s != y->s) return x->s > y->s ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* --profile on a partitioned model: time per kind of step (the TOSA
+ * partitions, each CPU operator type), then per step, slowest first. */
+static ctosa_error *print_step_profile(const ctosa_runtime *rt) {
+    uint32_t n = ctosa_runtime_step_count(rt), m = 0, nk = 0;
+    step_time *steps = calloc((size_t)n + 1, sizeof *steps);
+    step_kind *kinds = calloc((size_t)n + 1, sizeof *kinds);
+    if (!steps || !kinds) {
+        free(steps);
+        free(kinds);
+        return ctosa_error_nomem();
+    }
+    uint64_t runs = 0;
+    double total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ctosa_runtime_step *st = ctosa_runtime_step_at(rt, i);
+        if (!st->runs) continue;
+        if (st->runs > runs) runs = st->runs;
+        steps[m++] = (step_time){st, i, st->seconds / (double)st->runs};
+    }
+    for (uint32_t i = 0; i < m; i++) {
+        const ctosa_runtime_step *st = steps[i].st;
+        const char *what = st->partition ? "partition" : st->op_type;
+        total += steps[i].s;
+        uint32_t k = 0;
+        while (k < nk && !(kinds[k].deferred == st->deferred && strcmp(kinds[k].what, what) == 0)) k++;
+        if (k == nk) kinds[nk++] = (step_kind){what, st->deferred, 0, 0};
+        kinds[k].steps++;
+        kinds[k].s += steps[i].s;
+    }
+    qsort(kinds, nk, sizeof *kinds, cmp_step_kind);
+    qsort(steps, m, sizeof *steps, cmp_step_time);
+    double pct = total > 0 ? 100.0 / total : 0;
+    printf("profile: %u steps ran, %.3f ms per run in steps (%llu run%s profiled)\n", m, 1e3 * total,
+           (unsigned long long)runs, runs == 1 ? "" : "s");
+    printf("\n  %-40s %6s %11s %7s\n", "step kind", "count", "ms/run", "%");
+    for (uint32_t k = 0; k < nk; k++) {
+        char label[128];
+        snprintf(label, sizeof label, "%s%s", kinds[k].what,
+                 !strcmp(kinds[k].what, "partition") ? ""
+                 : kinds[k].deferred                 ? " (CPU, lowered at run time)"
+                                                     : " (CPU)");
+        printf("  %-40s %6u %11.3f %6.1f%%\n", label, kinds[k].steps, 1e3 * kinds[k].s, pct * kinds[k].s);
+    }
+    printf("\n  %11s %7s %8s  step (slowest first)\n", "ms/run", "%", "cum %");
+    double cum = 0;
+    uint32_t shown = m < PROFILE_TOP ? m : PROFILE_TOP;
+    for (uint32_t i = 0; i < shown; i++) {
+        const ctosa_runtime_step *st = steps[i].st;
+        cum += steps[i].s;
+        printf("  %11.3f %6.1f%% %7.1f%%  %s (", 1e3 * steps[i].s, pct * steps[i].s, pct * cum, st->name);
+        if (st->partition) printf("partition, %u TOSA operators)\n", st->tosa_ops);
+        else printf("%s, CPU%s)\n", st->op_type, st->deferred ? ", lowered at run time" : "");
+    }
+    if (m > shown)
+        printf("  %11.3f %6.1f%% %7.1f%%  (%u more steps)\n", 1e3 * (total - cum), pct * (total - cum), 100.0,
+               m - shown);
+    free(steps);
+    free(kinds);
+    return NULL;
+}
 
 /* The partitioned-model mode: load (every CPU node checked now), feed,
  * run, write every model output. */
 static int run_partitioned(const char *model, const cli_binding *ins, int n_ins, const cli_binding *outs,
-                           int n_outs, const char *dir, bool quiet, const ctosa_interp_options *iopt,
-                           const ctosa_custom_registry *reg, run_timing *timing) {
+                           int n_outs, const char *dir, bool quiet, bool profile,
+                           const ctosa_interp_options *iopt, const ctosa_custom_registry *reg,
+                           run_timing *timing) {
     ctosa_runtime_options ro;
     ctosa_runtime_options_init(&ro);
     ro.custom_ops = reg;
@@ -490,7 +578,7 @@ static int run_partitioned(const char *model, const cli_binding *ins, int n_ins,
             goto out;
         }
     }
-    if ((e = timed_runs(runtime_run_cb, rt, NULL, timing))) {
+    if ((e = timed_runs(runtime_run_cb, rt, profile ? runtime_reset_cb : NULL, timing))) {
         rc = run_fail(e);
         goto out;
     }
@@ -548,6 +636,10 @@ static int run_partitioned(const char *model, const cli_binding *ins, int n_ins,
         print_timing(model, timing);
         printf(" (%u partition%s, %u CPU node%s on the host executor)\n", np, np == 1 ? "" : "s", nh,
                nh == 1 ? "" : "s");
+    }
+    if (profile && (e = print_step_profile(rt))) {
+        rc = run_fail(e);
+        goto out;
     }
 out:
     if (written)
@@ -681,11 +773,7 @@ int cmd_run(int argc, char **argv) {
             rc = cli_usage(CMD, "--outputs (a slice) applies to a .tosa graph, not to a partitioned model");
             goto done;
         }
-        if (profile) {
-            rc = cli_usage(CMD, "--profile applies to a .tosa graph, not to a partitioned model");
-            goto done;
-        }
-        rc = run_partitioned(model, ins, n_ins, outs, n_outs, dir, quiet, &opt, reg, &timing);
+        rc = run_partitioned(model, ins, n_ins, outs, n_outs, dir, quiet, profile, &opt, reg, &timing);
         goto done;
     }
     ctosa_error *e = ctosa_report_load_beside(model, &rep);

@@ -41,13 +41,33 @@ typedef struct rt_value {
 } rt_value;
 
 #define RT_MAX_RANK 16
+/* integer values of at most this many elements are given to a run's first
+ * lowering (shape, index and axis tensors) */
+#define RT_SMALL_VALUES 1024
+
+/* Which values a lowering is given with their data: at load, only the
+ * constants; on a run, first those plus small integer values (shapes,
+ * indices, axes: a graph made this way holds for any data of the rest and
+ * is kept while the shapes stay), then, if that lowering needs more, every
+ * value. */
+typedef enum { RT_VALUES_CONST, RT_VALUES_SMALL, RT_VALUES_ALL } rt_values;
+
+/* The last lowering of a deferred step, reused while its key (the inputs'
+ * types, shapes and passed values) stays the same. */
+typedef struct rt_cache {
+    const ctosa_onnx_node *node;
+    strbuf key;
+    bool by_values;        /* the small values did not do: each run is lowered with every value */
+    ctosa_lower_result *r; /* folded constants, or one graph */
+    bool folded;
+    void *state; /* the graph prepared on the host interpreter */
+} rt_cache;
 
 typedef struct rt_step {
     ctosa_runtime_step pub;
     const ctosa_backend *be;
     void *state;
     bool prepared;
-    bool at_load;                /* all inputs known at load: ran once then, skipped by runs */
     const ctosa_onnx_node *node; /* deferred: lowered on each run with the run's values */
     ctosa_graph *graph;          /* partitions: read from the .tosa file (owned) */
     ctosa_lower_result *lowered; /* host nodes: owns the graph */
@@ -55,6 +75,7 @@ typedef struct rt_step {
     rt_value **in, **out;
     ctosa_interp_tensor *tin, *tout; /* the graph's declared I/O; data set per run */
     void **conv;                     /* per input: converted copy when the carrier differs, else NULL */
+    rt_cache cache;                  /* deferred */
 } rt_step;
 
 struct ctosa_runtime {
@@ -74,7 +95,8 @@ struct ctosa_runtime {
     uint32_t n_steps;
     rt_value **inputs, **outputs;
     uint32_t n_inputs, n_outputs;
-    bool with_values; /* type_of gives every value's data (a deferred step's lowering) */
+    rt_values values_mode;           /* which values type_of gives with their data */
+    const ctosa_onnx_node *lowering; /* the node lowered on a run (its outputs go untyped), else NULL */
 };
 
 void ctosa_runtime_options_init(ctosa_runtime_options *opt) { memset(opt, 0, sizeof *opt); }
@@ -99,13 +121,37 @@ static const ctosa_onnx_tensor *find_init(const ctosa_onnx_graph *g, const char 
 
 /* Value types the host executor declares: the runtime's values first (they
  * are what will be fed), else the report, else a static graph input. */
+static bool is_output_of(const ctosa_onnx_node *n, const char *name) {
+    for (uint32_t k = 0; n && k < n->n_outputs; k++)
+        if (strcmp(n->outputs[k], name) == 0) return true;
+    return false;
+}
+
+static void cache_clear(rt_cache *c) {
+    if (c->state) ctosa_backend_interpreter()->release(ctosa_backend_interpreter()->user, c->state);
+    ctosa_lower_result_free(c->r);
+    sb_free(&c->key);
+    memset(c, 0, sizeof *c);
+}
+
+/* Whether the lowering of a node gets value v's data (else its type and
+ * shape only). */
+static bool passes_data(const ctosa_runtime *rt, const rt_value *v) {
+    if (v->is_const || rt->values_mode == RT_VALUES_ALL || (v->count == 0 && rt->values_mode)) return true;
+    bool real =
+        v->carrier == CTOSA_DTYPE_FP32 || v->carrier == CTOSA_DTYPE_FP16 || v->carrier == CTOSA_DTYPE_BF16;
+    return rt->values_mode == RT_VALUES_SMALL && !real && v->count <= RT_SMALL_VALUES;
+}
+
 static bool type_of(void *ctx, const char *name, rt_vtype *out) {
     ctosa_runtime *rt = ctx;
     rt_value *v = strmap_get(&rt->values, name);
-    if (v && v->dynamic && !rt->with_values) return false; /* its shape is known only in a run */
+    /* a dynamic value's shape is known only in a run, and the outputs of
+     * the node lowered on a run are what it computes */
+    if (v && v->dynamic && (rt->values_mode == RT_VALUES_CONST || is_output_of(rt->lowering, name)))
+        return false;
     if (v) {
-        bool data = v->is_const || rt->with_values;
-        *out = (rt_vtype){v->onnx_dtype, v->rank, v->shape, data ? v->data : NULL, v->size};
+        *out = (rt_vtype){v->onnx_dtype, v->rank, v->shape, passes_data(rt, v) ? v->data : NULL, v->size};
         return true;
     }
     ctosa_runtime_tensor t;
@@ -558,6 +604,7 @@ static ctosa_error *dynamic_outputs(ctosa_runtime *rt, uint32_t si, const ctosa_
  * a deferred step, its outputs dynamic values. */
 static ctosa_error *defer_node(ctosa_runtime *rt, uint32_t si, const ctosa_onnx_node *n) {
     rt->steps[si].node = n;
+    rt->steps[si].pub.deferred = true;
     return dynamic_outputs(rt, si, n, rt->steps[si].pub.name, false);
 }
 
@@ -596,7 +643,7 @@ static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_o
         rt->n_steps--; /* no step */
         return e;
     }
-    st->at_load = all_const;
+    st->pub.at_load = all_const;
     if (e) return ctosa_error_prefix(e, "%s", rt->path);
     if ((e = bind_step(rt, si, n))) return e;
     st->be = ctosa_backend_interpreter();
@@ -607,7 +654,7 @@ static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_o
     if ((e = st->be->prepare(st->be->user, &bp, &st->state)))
         return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, label, n->op_type);
     st->prepared = true;
-    if (st->at_load) {
+    if (st->pub.at_load) {
         for (uint32_t k = 0; k < st->n_in; k++) st->tin[k].data = st->in[k]->data;
         if ((e = st->be->run(st->be->user, st->state, st->tin, st->n_in, st->tout, st->n_out)))
             return ctosa_error_prefix(e, "%s: node '%s' (%s) run at load", rt->path, label, n->op_type);
@@ -710,6 +757,7 @@ void ctosa_runtime_free(ctosa_runtime *rt) {
         for (uint32_t k = 0; st->conv && k < st->n_in; k++) free(st->conv[k]);
         ctosa_graph_free(st->graph);
         ctosa_lower_result_free(st->lowered);
+        cache_clear(&st->cache);
     }
     free(rt->steps);
     for (uint32_t i = 0; i < rt->n_all; i++) free(rt->all[i]->data);
@@ -727,6 +775,12 @@ uint32_t ctosa_runtime_output_count(const ctosa_runtime *rt) { return rt->n_outp
 uint32_t ctosa_runtime_step_count(const ctosa_runtime *rt) { return rt->n_steps; }
 const ctosa_runtime_step *ctosa_runtime_step_at(const ctosa_runtime *rt, uint32_t i) {
     return i < rt->n_steps ? &rt->steps[i].pub : NULL;
+}
+void ctosa_runtime_profile_reset(ctosa_runtime *rt) {
+    for (uint32_t i = 0; i < rt->n_steps; i++) {
+        rt->steps[i].pub.runs = 0;
+        rt->steps[i].pub.seconds = 0;
+    }
 }
 
 static void info_of(const rt_value *v, ctosa_runtime_tensor *t, bool with_data) {
@@ -912,20 +966,29 @@ static ctosa_error *set_dynamic(ctosa_runtime *rt, rt_value *v, int32_t onnx_dty
     return NULL;
 }
 
-/* The TOSA graph of a deferred step's run: every input was a constant, so
- * it has none; its outputs take the shapes the graph declares. */
+/* A deferred node's graph for this run: its inputs are the run's values
+ * (a graph lowered with every value has none); its outputs take the
+ * shapes the graph declares. */
 static ctosa_error *run_deferred_graph(ctosa_runtime *rt, rt_step *st, const char *label,
-                                       const ctosa_lower_result *r) {
+                                       const ctosa_lower_result *r, void *state) {
     const ctosa_lower_partition *hp = &ctosa_lower_result_summary(r)->partitions[0];
     const ctosa_graph *g = hp->graph;
     const ctosa_region *rg = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
     const ctosa_block *b = rg && rg->n_blocks ? rg->blocks[0] : NULL;
-    if (!b || b->n_inputs)
-        return ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': its graph for this run still has inputs",
-                               rt->path, label);
+    if (!b)
+        return ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': no graph for this run", rt->path, label);
+    ctosa_interp_tensor *tin = calloc(b->n_inputs + 1, sizeof *tin);
     ctosa_interp_tensor *tout = calloc(b->n_outputs + 1, sizeof *tout);
-    if (!tout) return ctosa_error_nomem();
-    ctosa_error *e = NULL;
+    ctosa_error *e = !tin || !tout ? ctosa_error_nomem() : NULL;
+    for (uint32_t k = 0; k < b->n_inputs && !e; k++) {
+        const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->inputs[k]);
+        const rt_value *v = strmap_get(&rt->values, b->inputs[k]);
+        if (!t || !v || v->carrier != t->dtype || !same_tosa_shape(v->rank, v->shape, t))
+            e = ctosa_error_new(CTOSA_ERR_INTERNAL,
+                                "%s: node '%s': graph input '%s' is not the run's value of that name",
+                                rt->path, label, b->inputs[k]);
+        else tin[k] = interp_view(v, t->dtype);
+    }
     for (uint32_t k = 0; k < b->n_outputs && !e; k++) {
         const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->outputs[k]);
         rt_value *v = strmap_get(&rt->values, b->outputs[k]);
@@ -940,16 +1003,74 @@ static ctosa_error *run_deferred_graph(ctosa_runtime *rt, rt_step *st, const cha
         tout[k] = interp_view(v, t->dtype);
     }
     const ctosa_backend *be = ctosa_backend_interpreter();
-    void *state = NULL;
-    if (!e) {
+    bool own = !state;
+    if (!e && own) {
         ctosa_backend_partition bp = {
-            .name = label, .graph = g, .custom_ops = rt->opt.custom_ops, .interp = &rt->iopt_host};
+            .name = label, .graph = g, .custom_ops = rt->opt.custom_ops, .interp = &rt->iopt_part};
         e = be->prepare(be->user, &bp, &state);
-        if (!e) e = be->run(be->user, state, NULL, 0, tout, b->n_outputs);
-        be->release(be->user, state);
     }
+    if (!e) e = be->run(be->user, state, tin, b->n_inputs, tout, b->n_outputs);
+    if (own && state) be->release(be->user, state);
+    free(tin);
     free(tout);
     return e;
+}
+
+/* A deferred node whose outputs its lowering computed: they are the run's. */
+static ctosa_error *set_folded(ctosa_runtime *rt, const ctosa_onnx_node *n, const char *label,
+                               const ctosa_lower_result *r) {
+    ctosa_error *e = NULL;
+    for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
+        ctosa_lower_constant c;
+        if (!n->outputs[k][0]) continue;
+        if (!ctosa_lower_result_constant(r, n->outputs[k], &c))
+            e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': output '%s' was not computed", rt->path,
+                                label, n->outputs[k]);
+        else
+            e = set_dynamic(rt, strmap_get(&rt->values, n->outputs[k]), c.onnx_dtype, c.rank, c.shape, c.data,
+                            c.nbytes);
+    }
+    return e;
+}
+
+/* What a deferred node's lowering on a run depends on: each input's type
+ * and shape, and the data of those passed with it (passes_data). */
+static void cache_key(ctosa_runtime *rt, const ctosa_onnx_node *n, strbuf *key) {
+    sb_init(key);
+    for (uint32_t k = 0; k < n->n_inputs; k++) {
+        const rt_value *v = n->inputs[k][0] ? strmap_get(&rt->values, n->inputs[k]) : NULL;
+        uint64_t head[3] = {k, v ? (uint64_t)v->onnx_dtype : 0, v ? v->rank : 0};
+        sb_putn(key, (const char *)head, sizeof head);
+        if (!v) continue;
+        sb_putn(key, (const char *)v->shape, v->rank * sizeof *v->shape);
+        if (passes_data(rt, v) && !v->is_const) sb_putn(key, (const char *)v->data, (size_t)v->size);
+    }
+}
+
+/* Lowers node n with the values mode gives (its outputs untyped). */
+static ctosa_error *lower_on_run(ctosa_runtime *rt, const ctosa_onnx_node *n, const char *label,
+                                 rt_values mode, ctosa_lower_result **r, bool *folded, bool *later) {
+    rt_host_src src = host_src(rt);
+    rt->values_mode = mode;
+    rt->lowering = n;
+    ctosa_error *e = rt_host_lower(&src, n, label, r, folded, later);
+    rt->values_mode = RT_VALUES_CONST;
+    rt->lowering = NULL;
+    return e;
+}
+
+/* A graph lowered with the small values can run on this run's values when
+ * each input is a value of the carrier and shape it declares. */
+static bool runs_on_values(ctosa_runtime *rt, const ctosa_lower_result *r) {
+    const ctosa_graph *g = ctosa_lower_result_summary(r)->partitions[0].graph;
+    const ctosa_region *rg = ctosa_graph_region_count(g) ? ctosa_graph_region(g, 0) : NULL;
+    const ctosa_block *b = rg && rg->n_blocks ? rg->blocks[0] : NULL;
+    for (uint32_t k = 0; b && k < b->n_inputs; k++) {
+        const ctosa_tensor *t = ctosa_block_find_tensor(g, b, b->inputs[k]);
+        const rt_value *v = strmap_get(&rt->values, b->inputs[k]);
+        if (!t || !v || v->carrier != t->dtype || !same_tosa_shape(v->rank, v->shape, t)) return false;
+    }
+    return b != NULL;
 }
 
 static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_node *n, const char *label,
@@ -997,37 +1118,63 @@ static ctosa_error *run_if(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_node
     return e;
 }
 
-/* A deferred node: lowered with this run's values as constants, then
- * folded or run (an If: its branch). */
+/* A deferred node on a run. It is lowered first with the run's shapes and
+ * small integer values only: a graph made so holds for any data of the
+ * other inputs, so it is kept (prepared, its weights packed) and run again
+ * while the key stays the same; and folded outputs are kept the same way.
+ * When that lowering needs more values (the data decide a shape), each
+ * run is lowered with all of them. An If runs its branch. */
 static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_node *n, const char *label,
                              uint32_t depth) {
     if (depth > 64)
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: node '%s': If nested more than 64 deep", rt->path,
                                label);
     if (is_if(n)) return run_if(rt, st, n, label, depth);
-    rt_host_src src = host_src(rt);
-    ctosa_lower_result *r = NULL;
-    bool folded = false, later = false;
-    rt->with_values = true;
-    ctosa_error *e = rt_host_lower(&src, n, label, &r, &folded, &later);
-    rt->with_values = false;
-    if (e) return ctosa_error_prefix(e, "%s", rt->path);
-    if (folded) {
-        for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
-            ctosa_lower_constant c;
-            if (!n->outputs[k][0]) continue;
-            if (!ctosa_lower_result_constant(r, n->outputs[k], &c))
-                e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': output '%s' was not computed",
-                                    rt->path, label, n->outputs[k]);
-            else
-                e = set_dynamic(rt, strmap_get(&rt->values, n->outputs[k]), c.onnx_dtype, c.rank, c.shape,
-                                c.data, c.nbytes);
+    /* inside an If several nodes share the step: nothing is kept */
+    rt_cache tmp = {0}, *c = depth ? &tmp : &st->cache;
+    rt->values_mode = RT_VALUES_SMALL;
+    strbuf key;
+    cache_key(rt, n, &key);
+    rt->values_mode = RT_VALUES_CONST;
+    if (key.failed) {
+        sb_free(&key);
+        return ctosa_error_nomem();
+    }
+    ctosa_error *e = NULL;
+    if (c->node != n || c->key.len != key.len || memcmp(c->key.s, key.s, key.len) != 0) {
+        cache_clear(c);
+        c->node = n;
+        c->key = key;
+        bool later = false;
+        e = lower_on_run(rt, n, label, RT_VALUES_SMALL, &c->r, &c->folded, &later);
+        if (e) { /* the lowering with every value decides, as at load */
+            ctosa_error_free(e);
+            e = NULL;
+            c->by_values = true;
+        } else if (!e && !c->folded && !runs_on_values(rt, c->r)) {
+            c->by_values = true;
+        } else if (!e && !c->folded) {
+            ctosa_backend_partition bp = {.name = label,
+                                          .graph = ctosa_lower_result_summary(c->r)->partitions[0].graph,
+                                          .custom_ops = rt->opt.custom_ops,
+                                          .interp = &rt->iopt_part};
+            const ctosa_backend *be = ctosa_backend_interpreter();
+            e = be->prepare(be->user, &bp, &c->state);
         }
     } else {
-        e = run_deferred_graph(rt, st, label, r);
+        sb_free(&key);
     }
-    ctosa_lower_result_free(r);
-    return e;
+    if (!e && c->by_values) {
+        ctosa_lower_result *r = NULL;
+        bool folded = false, later = false;
+        e = lower_on_run(rt, n, label, RT_VALUES_ALL, &r, &folded, &later);
+        if (!e) e = folded ? set_folded(rt, n, label, r) : run_deferred_graph(rt, st, label, r, NULL);
+        ctosa_lower_result_free(r);
+    } else if (!e) {
+        e = c->folded ? set_folded(rt, n, label, c->r) : run_deferred_graph(rt, st, label, c->r, c->state);
+    }
+    if (e || depth) cache_clear(c); /* a failed lowering is tried again on the next run */
+    return e ? ctosa_error_prefix(e, "%s", rt->path) : NULL;
 }
 
 /* A dynamic value read by a partition: the shape its graph was made for,
@@ -1048,6 +1195,27 @@ static ctosa_error *check_dynamic_in(ctosa_runtime *rt, const rt_step *st, uint3
     return NULL;
 }
 
+/* One step of a run: a deferred node lowered and run, or a graph on its
+ * backend with its inputs bound. */
+static ctosa_error *run_step(ctosa_runtime *rt, rt_step *st) {
+    if (st->node) return run_node(rt, st, st->node, st->pub.name, 0);
+    for (uint32_t k = 0; k < st->n_in; k++) {
+        ctosa_error *e = st->in[k]->dynamic ? check_dynamic_in(rt, st, k) : NULL;
+        if (e) return e;
+        if (st->conv[k] && st->in[k]->carrier != st->tin[k].dtype) {
+            e = convert_in(st, k);
+            if (e) return e;
+            st->tin[k].data = st->conv[k];
+        } else {
+            st->tin[k].data = st->in[k]->data;
+        }
+    }
+    ctosa_error *e = st->be->run(st->be->user, st->state, st->tin, st->n_in, st->tout, st->n_out);
+    if (!e) return NULL;
+    if (st->pub.partition) return ctosa_error_prefix(e, "%s: partition %s", rt->path, st->pub.name);
+    return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, st->pub.name, st->pub.op_type);
+}
+
 ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
     char sbuf[256];
     for (uint32_t i = 0; i < rt->n_inputs; i++) {
@@ -1059,29 +1227,12 @@ ctosa_error *ctosa_runtime_run(ctosa_runtime *rt) {
     }
     for (uint32_t s = 0; s < rt->n_steps; s++) {
         rt_step *st = &rt->steps[s];
-        if (st->at_load) continue;
-        if (st->node) {
-            ctosa_error *e = run_node(rt, st, st->node, st->pub.name, 0);
-            if (e) return e;
-            continue;
-        }
-        for (uint32_t k = 0; k < st->n_in; k++) {
-            ctosa_error *e = st->in[k]->dynamic ? check_dynamic_in(rt, st, k) : NULL;
-            if (e) return e;
-            if (st->conv[k] && st->in[k]->carrier != st->tin[k].dtype) {
-                e = convert_in(st, k);
-                if (e) return e;
-                st->tin[k].data = st->conv[k];
-            } else {
-                st->tin[k].data = st->in[k]->data;
-            }
-        }
-        ctosa_error *e = st->be->run(st->be->user, st->state, st->tin, st->n_in, st->tout, st->n_out);
-        if (e) {
-            if (st->pub.partition) return ctosa_error_prefix(e, "%s: partition %s", rt->path, st->pub.name);
-            return ctosa_error_prefix(e, "%s: node '%s' (%s) on the host", rt->path, st->pub.name,
-                                      st->pub.op_type);
-        }
+        if (st->pub.at_load) continue;
+        double t0 = now_seconds();
+        ctosa_error *e = run_step(rt, st);
+        st->pub.seconds += now_seconds() - t0;
+        st->pub.runs++;
+        if (e) return e;
     }
     return NULL;
 }
