@@ -76,6 +76,8 @@ typedef struct rt_step {
     ctosa_interp_tensor *tin, *tout; /* the graph's declared I/O; data set per run */
     void **conv;                     /* per input: converted copy when the carrier differs, else NULL */
     rt_cache cache;                  /* deferred */
+    rt_cache *branch;                /* an If: one per node its branches ran */
+    uint32_t n_branch;
 } rt_step;
 
 struct ctosa_runtime {
@@ -758,6 +760,8 @@ void ctosa_runtime_free(ctosa_runtime *rt) {
         ctosa_graph_free(st->graph);
         ctosa_lower_result_free(st->lowered);
         cache_clear(&st->cache);
+        for (uint32_t k = 0; k < st->n_branch; k++) cache_clear(&st->branch[k]);
+        free(st->branch);
     }
     free(rt->steps);
     for (uint32_t i = 0; i < rt->n_all; i++) free(rt->all[i]->data);
@@ -1047,6 +1051,20 @@ static void cache_key(ctosa_runtime *rt, const ctosa_onnx_node *n, strbuf *key) 
     }
 }
 
+/* The cache of node n, run by step st: its own, or one of an If's branch
+ * nodes (several share the If's step). */
+static rt_cache *cache_for(rt_step *st, const ctosa_onnx_node *n) {
+    if (n == st->node) return &st->cache;
+    for (uint32_t i = 0; i < st->n_branch; i++)
+        if (st->branch[i].node == n) return &st->branch[i];
+    rt_cache *nb = realloc(st->branch, (st->n_branch + 1) * sizeof *nb);
+    if (!nb) return NULL;
+    st->branch = nb;
+    memset(&nb[st->n_branch], 0, sizeof *nb);
+    nb[st->n_branch].node = n;
+    return &nb[st->n_branch++];
+}
+
 /* Lowers node n with the values mode gives (its outputs untyped). */
 static ctosa_error *lower_on_run(ctosa_runtime *rt, const ctosa_onnx_node *n, const char *label,
                                  rt_values mode, ctosa_lower_result **r, bool *folded, bool *later) {
@@ -1130,8 +1148,8 @@ static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_no
         return ctosa_error_new(CTOSA_ERR_LIMIT, "%s: node '%s': If nested more than 64 deep", rt->path,
                                label);
     if (is_if(n)) return run_if(rt, st, n, label, depth);
-    /* inside an If several nodes share the step: nothing is kept */
-    rt_cache tmp = {0}, *c = depth ? &tmp : &st->cache;
+    rt_cache *c = cache_for(st, n);
+    if (!c) return ctosa_error_nomem();
     rt->values_mode = RT_VALUES_SMALL;
     strbuf key;
     cache_key(rt, n, &key);
@@ -1141,7 +1159,9 @@ static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_no
         return ctosa_error_nomem();
     }
     ctosa_error *e = NULL;
-    if (c->node != n || c->key.len != key.len || memcmp(c->key.s, key.s, key.len) != 0) {
+    bool kept = c->node == n && (c->r || c->by_values) && c->key.len == key.len &&
+                (!key.len || memcmp(c->key.s, key.s, key.len) == 0);
+    if (!kept) {
         cache_clear(c);
         c->node = n;
         c->key = key;
@@ -1173,7 +1193,10 @@ static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_no
     } else if (!e) {
         e = c->folded ? set_folded(rt, n, label, c->r) : run_deferred_graph(rt, st, label, c->r, c->state);
     }
-    if (e || depth) cache_clear(c); /* a failed lowering is tried again on the next run */
+    if (e) { /* a failed lowering is tried again on the next run */
+        cache_clear(c);
+        c->node = n;
+    }
     return e ? ctosa_error_prefix(e, "%s", rt->path) : NULL;
 }
 
