@@ -648,6 +648,14 @@ static ctosa_error *load_host_node(ctosa_runtime *rt, uint32_t si, const ctosa_o
     st->pub.at_load = all_const;
     if (e) return ctosa_error_prefix(e, "%s", rt->path);
     if ((e = bind_step(rt, si, n))) return e;
+    /* outputs the lowering computed beside its graph (a Dropout's mask) */
+    for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
+        ctosa_lower_constant c;
+        if (n->outputs[k][0] && !strmap_has(&rt->values, n->outputs[k]) &&
+            ctosa_lower_result_constant(st->lowered, n->outputs[k], &c))
+            e = add_const(rt, n->outputs[k], c.onnx_dtype, c.rank, c.shape, c.data, c.nbytes);
+    }
+    if (e) return e;
     st->be = ctosa_backend_interpreter();
     ctosa_backend_partition bp = {.name = label,
                                   .graph = ctosa_lower_result_summary(st->lowered)->partitions[0].graph,
@@ -707,12 +715,19 @@ static ctosa_error *load(ctosa_runtime *rt) {
         if (e) return e;
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) {
-        rt_value *v = strmap_get(&rt->values, g->outputs[i].name);
+        const char *name = g->outputs[i].name;
+        rt_value *v = strmap_get(&rt->values, name);
+        const ctosa_onnx_tensor *t = v ? NULL : find_init(g, name);
+        if (t) { /* a value the lowering computed (a Dropout's mask), written as an initializer */
+            const void *data;
+            uint64_t nbytes;
+            if ((e = ctosa_onnx_tensor_data(rt->m, t, &data, &nbytes))) return e;
+            if ((e = add_const(rt, name, t->dtype, t->rank, t->dims, data, nbytes))) return e;
+            v = strmap_get(&rt->values, name);
+        }
         if (!v)
-            return ctosa_error_new(CTOSA_ERR_UNSUPPORTED,
-                                   "%s: graph output '%s' is not computed by any node "
-                                   "(a constant output is not supported)",
-                                   rt->path, g->outputs[i].name);
+            return ctosa_error_new(CTOSA_ERR_FORMAT, "%s: graph output '%s' is not computed by any node",
+                                   rt->path, name);
         rt->outputs[rt->n_outputs++] = v;
     }
     return NULL;
@@ -1020,17 +1035,19 @@ static ctosa_error *run_deferred_graph(ctosa_runtime *rt, rt_step *st, const cha
     return e;
 }
 
-/* A deferred node whose outputs its lowering computed: they are the run's. */
+/* A deferred node's outputs its lowering computed: they are the run's
+ * (all of them when it folded, else those its graph does not give). */
 static ctosa_error *set_folded(ctosa_runtime *rt, const ctosa_onnx_node *n, const char *label,
-                               const ctosa_lower_result *r) {
+                               const ctosa_lower_result *r, bool all) {
     ctosa_error *e = NULL;
     for (uint32_t k = 0; k < n->n_outputs && !e; k++) {
         ctosa_lower_constant c;
         if (!n->outputs[k][0]) continue;
-        if (!ctosa_lower_result_constant(r, n->outputs[k], &c))
-            e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': output '%s' was not computed", rt->path,
-                                label, n->outputs[k]);
-        else
+        if (!ctosa_lower_result_constant(r, n->outputs[k], &c)) {
+            if (all)
+                e = ctosa_error_new(CTOSA_ERR_INTERNAL, "%s: node '%s': output '%s' was not computed",
+                                    rt->path, label, n->outputs[k]);
+        } else
             e = set_dynamic(rt, strmap_get(&rt->values, n->outputs[k]), c.onnx_dtype, c.rank, c.shape, c.data,
                             c.nbytes);
     }
@@ -1188,10 +1205,12 @@ static ctosa_error *run_node(ctosa_runtime *rt, rt_step *st, const ctosa_onnx_no
         ctosa_lower_result *r = NULL;
         bool folded = false, later = false;
         e = lower_on_run(rt, n, label, RT_VALUES_ALL, &r, &folded, &later);
-        if (!e) e = folded ? set_folded(rt, n, label, r) : run_deferred_graph(rt, st, label, r, NULL);
+        if (!e && !folded) e = run_deferred_graph(rt, st, label, r, NULL);
+        if (!e) e = set_folded(rt, n, label, r, folded);
         ctosa_lower_result_free(r);
     } else if (!e) {
-        e = c->folded ? set_folded(rt, n, label, c->r) : run_deferred_graph(rt, st, label, c->r, c->state);
+        if (!c->folded) e = run_deferred_graph(rt, st, label, c->r, c->state);
+        if (!e) e = set_folded(rt, n, label, c->r, c->folded);
     }
     if (e) { /* a failed lowering is tried again on the next run */
         cache_clear(c);

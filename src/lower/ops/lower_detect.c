@@ -148,23 +148,44 @@ static lower_status lower_compress(lower_ctx *c) {
 
 /* ---------------------------------------------------- NonMaxSuppression */
 
-/* Do boxes a and b (4 floats each, in the center_point_box layout) overlap
- * by more than thr? fp32 throughout, degenerate boxes never suppress. */
-static bool nms_suppress(const float *a, const float *b, bool center, float thr) {
-    float ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
+/* A box as NonMaxSuppression compares it: corners x0 <= x1, y0 <= y1 (from
+ * either diagonal, or from the center and size) and area, in fp32. */
+typedef struct nms_box {
+    float x0, x1, y0, y1, area;
+    bool nan; /* a coordinate is NaN: compared by the fminf / fmaxf rules */
+} nms_box;
+
+static void nms_box_of(const float *a, bool center, nms_box *o) {
     if (center) {
-        ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
-        bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
+        o->x0 = a[0] - a[2] / 2, o->x1 = a[0] + a[2] / 2, o->y0 = a[1] - a[3] / 2, o->y1 = a[1] + a[3] / 2;
     } else { /* [y1, x1, y2, x2], either diagonal */
-        ax0 = fminf(a[1], a[3]), ax1 = fmaxf(a[1], a[3]), ay0 = fminf(a[0], a[2]), ay1 = fmaxf(a[0], a[2]);
-        bx0 = fminf(b[1], b[3]), bx1 = fmaxf(b[1], b[3]), by0 = fminf(b[0], b[2]), by1 = fmaxf(b[0], b[2]);
+        o->x0 = fminf(a[1], a[3]), o->x1 = fmaxf(a[1], a[3]), o->y0 = fminf(a[0], a[2]),
+        o->y1 = fmaxf(a[0], a[2]);
     }
-    float ix0 = fmaxf(ax0, bx0), ix1 = fminf(ax1, bx1), iy0 = fmaxf(ay0, by0), iy1 = fminf(ay1, by1);
+    o->area = (o->x1 - o->x0) * (o->y1 - o->y0);
+    o->nan = isnan(a[0]) || isnan(a[1]) || isnan(a[2]) || isnan(a[3]);
+}
+
+/* max / min without NaN: the same values as fmaxf / fminf (a zero's sign
+ * aside, which no result below depends on), without a library call */
+static inline float nms_max(float a, float b) { return a > b ? a : b; }
+static inline float nms_min(float a, float b) { return a < b ? a : b; }
+
+/* Do boxes a and b overlap by more than thr (intersection over union)?
+ * Degenerate boxes never suppress. */
+static bool nms_suppress(const nms_box *a, const nms_box *b, float thr) {
+    float ix0, ix1, iy0, iy1;
+    if (a->nan || b->nan) {
+        ix0 = fmaxf(a->x0, b->x0), ix1 = fminf(a->x1, b->x1), iy0 = fmaxf(a->y0, b->y0),
+        iy1 = fminf(a->y1, b->y1);
+    } else {
+        ix0 = nms_max(a->x0, b->x0), ix1 = nms_min(a->x1, b->x1), iy0 = nms_max(a->y0, b->y0),
+        iy1 = nms_min(a->y1, b->y1);
+    }
     if (ix1 <= ix0 || iy1 <= iy0) return false;
     float inter = (ix1 - ix0) * (iy1 - iy0);
-    float area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
-    float uni = area_a + area_b - inter;
-    if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return false;
+    float uni = a->area + b->area - inter;
+    if (inter <= 0 || a->area <= 0 || b->area <= 0 || uni <= 0) return false;
     return inter / uni > thr;
 }
 
@@ -207,13 +228,16 @@ static lower_status lower_nms(lower_ctx *c) {
     if (B * C * N > (1 << 24))
         return lw_reject(c, LOWER_LEVEL_LIMIT, NULL, "NonMaxSuppression: too many boxes");
     arena *a = lw_arena(c);
-    float *fb = arena_alloc(a, (size_t)(B * N * 4 + 1) * sizeof *fb);
+    nms_box *fb = arena_alloc(a, (size_t)(B * N + 1) * sizeof *fb);
     nms_cand *cand = arena_alloc(a, (size_t)(N + 1) * sizeof *cand);
     int64_t *kept = arena_alloc(a, (size_t)(N + 1) * sizeof *kept);
     int64_t *out = arena_alloc(a, (size_t)(B * C * (max_out < N ? max_out : N) * 3 + 1) * sizeof *out);
     /* (B * C * N is at most 2^24 here, so the product above fits) */
     if (!fb || !cand || !kept || !out) return lw_failed(c);
-    for (int64_t i = 0; i < B * N * 4; i++) fb[i] = (float)box[i];
+    for (int64_t i = 0; i < B * N; i++) {
+        float f[4] = {(float)box[i * 4], (float)box[i * 4 + 1], (float)box[i * 4 + 2], (float)box[i * 4 + 3]};
+        nms_box_of(f, center, &fb[i]);
+    }
     int64_t n_sel = 0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t k = 0; k < C; k++) {
@@ -225,10 +249,9 @@ static lower_status lower_nms(lower_ctx *c) {
             qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
             int64_t nk = 0;
             for (int64_t i = 0; i < nc && nk < max_out; i++) {
-                const float *bi = fb + (b * N + cand[i].box) * 4;
+                const nms_box *bi = &fb[b * N + cand[i].box];
                 bool keep = true;
-                for (int64_t j = 0; j < nk && keep; j++)
-                    keep = !nms_suppress(bi, fb + (b * N + kept[j]) * 4, center, thr);
+                for (int64_t j = 0; j < nk && keep; j++) keep = !nms_suppress(bi, &fb[b * N + kept[j]], thr);
                 if (!keep) continue;
                 kept[nk++] = cand[i].box;
                 out[n_sel * 3] = b, out[n_sel * 3 + 1] = k, out[n_sel * 3 + 2] = cand[i].box;
