@@ -7,8 +7,9 @@ the interpreter, CPU nodes on the host executor) on test_data_set_0, and the
 outputs are compared with the expected ones (rtol 1e-3, atol 1e-5, integers
 exactly: the node-test acceptance's tolerances). Prints the counts: tests
 that ran end to end and matched, how many of those had CPU nodes, tests the
-runtime refused at load (a CPU node nothing can express; exit 2 naming it),
-and other outcomes."""
+runtime refused at load (a CPU node nothing can express, or a model input
+no TOSA tensor carries; exit 2 naming it), and other outcomes: a run that
+fails otherwise, or outputs that differ, are failures."""
 import collections
 import json
 import os
@@ -27,6 +28,11 @@ def pb(path):
     t.ParseFromString(open(path, "rb").read())
     return numpy_helper.to_array(t)
 
+
+# The expected float -> bfloat16 values of this onnx test data version
+# truncate (16117 where round-to-nearest-even, which ONNX's Cast specifies
+# and the lowering does, gives 16118).
+KNOWN_DIFFER = {"test_cast_FLOAT_to_BFLOAT16"}
 
 counts = collections.Counter()
 examples = collections.defaultdict(list)
@@ -61,6 +67,16 @@ for name in sorted(os.listdir(root)):
         counts["refused at load: a CPU node nothing can express"] += 1
         examples["refused"].append(name)
         continue
+    if r.returncode == 2 and ("which no TOSA type carries" in r.stderr or
+                              "has no tensor type with a shape" in r.stderr):
+        counts["refused at load: a model input no TOSA tensor carries (double, uint16-64, string, "
+               "sequence, optional)"] += 1
+        examples["refused input"].append(name)
+        continue
+    if r.returncode == 2 and "expected shape" in r.stderr and name.startswith("test_castlike_"):
+        # the 'like' input's data is [1] where the model declares [3, 4]
+        counts["test data does not fit the model's declared inputs"] += 1
+        continue
     if r.returncode:
         counts["run failed (exit %d)" % r.returncode] += 1
         examples["run failed"].append("%s: %s" % (name, r.stderr.strip()[:200]))
@@ -78,6 +94,8 @@ for name in sorted(os.listdir(root)):
             ok &= bool(np.array_equal(got.astype(exp.dtype), exp)) and got.dtype.kind == exp.dtype.kind
     if ok:
         counts["ran end to end and matched" + (", with CPU nodes" if cpu else ", all delegated")] += 1
+    elif name in KNOWN_DIFFER:
+        counts["ran, outputs differ where the test data is known wrong"] += 1
     else:
         counts["ran, outputs differ"] += 1
         examples["differ"].append(name)
