@@ -1,5 +1,6 @@
 /* kernels_testutil.h - building itensors and interp_ops by hand so kernel
- * tests call interp_k_<OP> directly (ctx NULL: no thread pool, no runtime). */
+ * tests call interp_k_<OP> directly (ctx NULL: no thread pool, no runtime;
+ * or kt_ctx, a context holding only a thread pool). */
 #ifndef CTOSA_KERNELS_TESTUTIL_H
 #define CTOSA_KERNELS_TESTUTIL_H
 
@@ -72,6 +73,10 @@ static KT_UNUSED void kt_free_all(void) {
 
 /* Set to run the kernels' plain reference loops (interp_op.reference). */
 static KT_UNUSED bool kt_reference;
+/* The context kt_run passes (NULL: single-threaded) and the fused post
+ * (interp_op.post) it offers, or NULL. */
+static KT_UNUSED interp_ctx *kt_ctx;
+static KT_UNUSED const interp_post *kt_post;
 
 /* Runs kernel fn with the given inputs/outputs and attributes. */
 static KT_UNUSED ctosa_error *kt_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *attr,
@@ -80,7 +85,7 @@ static KT_UNUSED ctosa_error *kt_run(interp_kernel_fn fn, ctosa_op_kind kind, co
     memset(&op, 0, sizeof op);
     op.kind = kind;
     if (attr) op.attr = *attr;
-    interp_op o = {.ctx = NULL,
+    interp_op o = {.ctx = kt_ctx,
                    .op = &op,
                    .index = 0,
                    .where = "op #0 TEST",
@@ -88,6 +93,7 @@ static KT_UNUSED ctosa_error *kt_run(interp_kernel_fn fn, ctosa_op_kind kind, co
                    .n_in = n_in,
                    .out = out,
                    .n_out = n_out,
+                   .post = kt_post,
                    .reference = kt_reference};
     return fn(&o);
 }

@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "kernels_testutil.h"
+#include "interp/interp_runtime.h"
 #include "interp/kernels_gemm.h"
 #include "util/floatfmt.h"
 
@@ -82,13 +83,55 @@ static bool same_out(const itensor *a, const itensor *b, double tol_scale, const
     return true;
 }
 
+/* The second pass of the tests (main): a two-thread pool whose split
+ * paths every kernel takes (interp_par_force), checked bit for bit against
+ * the same fast kernel on one thread. */
+static interp_ctx *g_pool;
+
+/* With g_pool: runs the fast kernel on one thread into out and on the pool
+ * into a copy, which must hold the same bits (and the same status); a
+ * depthwise case sometimes with a fused CLAMP or SiLU (post), applied by
+ * the split path per channel part. Returns the one-thread status; *posted
+ * tells that out holds a post the reference loops do not apply. */
+static ctosa_error *run_fast(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *a, uint32_t n_in,
+                             itensor **in, itensor *out, const char *what, uint64_t seed, bool *posted) {
+    *posted = false;
+    if (!g_pool) return kt_run(fn, kind, a, n_in, in, 1, &out);
+    interp_post post = {-0.5f, 0.75f, false, coin(50)};
+    if (kind == CTOSA_OP_DEPTHWISE_CONV2D && out->dtype == CTOSA_DTYPE_FP32 && coin(40)) {
+        kt_post = &post;
+        *posted = true;
+    }
+    itensor *par = like(out);
+    kt_ctx = NULL;
+    ctosa_error *e1 = kt_run(fn, kind, a, n_in, in, 1, &out);
+    kt_ctx = g_pool;
+    ctosa_error *e2 = kt_run(fn, kind, a, n_in, in, 1, &par);
+    kt_ctx = NULL;
+    kt_post = NULL;
+    CHECK_MSG((e1 == NULL) == (e2 == NULL), "%s (seed %llu): one thread %s, two threads %s", what,
+              (unsigned long long)seed, e1 ? ctosa_error_message(e1) : "ok",
+              e2 ? ctosa_error_message(e2) : "ok");
+    if (!e1 && !e2 && memcmp(out->data, par->data, out->count * kt_esz(out->dtype)) != 0) {
+        uint64_t i = 0;
+        while (i < out->count && !memcmp((char *)out->data + i * kt_esz(out->dtype),
+                                         (char *)par->data + i * kt_esz(out->dtype), kt_esz(out->dtype)))
+            i++;
+        CHECK_MSG(0, "%s (seed %llu): two threads differ from one at element %llu", what,
+                  (unsigned long long)seed, (unsigned long long)i);
+    }
+    ctosa_error_free(e2);
+    return e1;
+}
+
 /* Runs fn twice (fast, reference) on the same inputs; outputs and error
  * status must agree. Returns false when a case was invalid for both. */
 static bool diff_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *a, uint32_t n_in,
                      itensor **in, itensor *out, double tol_scale, const char *what, uint64_t seed) {
     itensor *ref = like(out);
     kt_reference = false;
-    ctosa_error *e1 = kt_run(fn, kind, a, n_in, in, 1, &out);
+    bool posted;
+    ctosa_error *e1 = run_fast(fn, kind, a, n_in, in, out, what, seed, &posted);
     kt_reference = true;
     ctosa_error *e2 = kt_run(fn, kind, a, n_in, in, 1, &ref);
     kt_reference = false;
@@ -98,7 +141,7 @@ static bool diff_run(interp_kernel_fn fn, ctosa_op_kind kind, const ctosa_attr *
                   e1 ? ctosa_error_message(e1) : "ok", e2 ? ctosa_error_message(e2) : "ok");
         ok = false;
     } else if (!e1) {
-        same_out(out, ref, tol_scale, what, seed);
+        if (!posted) same_out(out, ref, tol_scale, what, seed);
         g_compared++;
     } else {
         ok = false; /* both refused (a REQUIRE on random data): consistent */
@@ -370,8 +413,10 @@ static void pool_case(bool avg, uint64_t seed) {
     a.acc_type = acc;
     a.nan_mode = coin(50) ? CTOSA_NAN_IGNORE : CTOSA_NAN_PROPAGATE;
     itensor *ins[3] = {x, zi, zo};
+    kt_ctx = g_pool;
     ctosa_error *e = avg ? kt_run(interp_k_AVG_POOL2D, CTOSA_OP_AVG_POOL2D, &a, 3, ins, 1, &y)
                          : kt_run(interp_k_MAX_POOL2D, CTOSA_OP_MAX_POOL2D, &a, 1, ins, 1, &y);
+    kt_ctx = NULL;
     char what[300];
     snprintf(what, sizeof what,
              "%s %s acc %s N%lld in[%lld,%lld]x%lld k[%lld,%lld] s[%lld,%lld] pad[%lld,%lld,%lld,%lld]",
@@ -646,7 +691,9 @@ static void transpose_case(uint64_t seed) {
         n += snprintf(what + n, sizeof what - (size_t)n, " %lld", (long long)ish[d]);
     n += snprintf(what + n, sizeof what - (size_t)n, " perm");
     for (uint32_t d = 0; d < rank; d++) n += snprintf(what + n, sizeof what - (size_t)n, " %d", perm[d]);
+    kt_ctx = g_pool;
     ctosa_error *e = kt_run(interp_k_TRANSPOSE, CTOSA_OP_TRANSPOSE, &a, 1, &in, 1, &out);
+    kt_ctx = NULL;
     CHECK_MSG(!e, "%s (seed %llu): %s", what, (unsigned long long)seed, e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
     if (!e) {
@@ -846,7 +893,7 @@ static void gemm_case(uint64_t seed) {
                   .out = out,
                   .ldo = N,
                   .post = use_post ? &post : NULL};
-    CHECK_MSG(kg_run_f(NULL, &job), "kg_run_f failed");
+    CHECK_MSG(kg_run_f(g_pool, &job), "kg_run_f failed");
     int mode = 0;
     for (int64_t m = 0; m < M && th_failures < 5; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -891,7 +938,9 @@ static void gemv_case(uint64_t seed) {
     fill(B, false);
     B->is_const = coin(50);
     itensor *ins[4] = {A, B, zp(CTOSA_DTYPE_FP32, false), zp(CTOSA_DTYPE_FP32, false)};
+    kt_ctx = g_pool;
     ctosa_error *e = kt_run(interp_k_MATMUL, CTOSA_OP_MATMUL, NULL, 4, ins, 1, &out);
+    kt_ctx = NULL;
     CHECK_MSG(e == NULL, "GEMV: %s", e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
     const float *a = A->data, *b = B->data, *o = out->data;
@@ -956,7 +1005,9 @@ static void dwf_case(uint64_t seed) {
     a.stride = (ctosa_i32s){st, 2};
     a.dilation = (ctosa_i32s){dil, 2};
     itensor *ins[5] = {x, w, b, zp(CTOSA_DTYPE_FP32, false), zp(CTOSA_DTYPE_FP32, false)};
+    kt_ctx = g_pool;
     ctosa_error *e = kt_run(interp_k_DEPTHWISE_CONV2D, CTOSA_OP_DEPTHWISE_CONV2D, &a, 5, ins, 1, &o);
+    kt_ctx = NULL;
     CHECK_MSG(e == NULL, "depthwise: %s", e ? ctosa_error_message(e) : "");
     ctosa_error_free(e);
     const float *xv = x->data, *wv = w->data, *bv = b->data, *ov = o->data;
@@ -1088,6 +1139,32 @@ int main(void) {
     RUN(test_dwf_exact);
     RUN(test_q8_paths);
     kg_q8_limit(-1);
+    /* the split paths, against one thread bit for bit (and the checks above) */
+    struct interp_ctx two = {0};
+    two.pool = tpool_create(2);
+    CHECK_MSG(two.pool != NULL, "no thread pool");
+    if (two.pool) {
+        printf("two threads, every loop split:\n");
+        g_pool = &two;
+        interp_par_force(true);
+        kg_q8_limit(KG_Q8_NONE);
+        RUN(test_conv2d);
+        RUN(test_conv3d);
+        RUN(test_depthwise);
+        RUN(test_transpose);
+        RUN(test_matmul);
+        RUN(test_avg_pool);
+        RUN(test_max_pool);
+        RUN(test_transpose_op);
+        RUN(test_reduce);
+        RUN(test_gemm_exact);
+        RUN(test_gemv_exact);
+        RUN(test_dwf_exact);
+        kg_q8_limit(-1);
+        interp_par_force(false);
+        g_pool = NULL;
+        tpool_free(two.pool);
+    }
     kt_free_all();
     return th_finish();
 }

@@ -1065,6 +1065,9 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                                    p->inputs[i]->t.name, ctosa_dtype_short(p->inputs[i]->t.dtype),
                                    interp_shape_str(&p->inputs[i]->t));
     p->active = true;
+    /* a graph big enough to have parallel loops: the workers poll from the
+     * start instead of sleeping through the first ones */
+    if (p->act_size >= ((uint64_t)1 << 20)) tpool_wake(it->ctx.pool);
     rplan *saved = it->ctx.cur;
     it->ctx.cur = p;
     ctosa_error *e = NULL;

@@ -155,6 +155,16 @@ void interp_parallel_for(interp_ctx *ctx, size_t n, void (*fn)(void *arg, size_t
 /* Threads interp_parallel_for runs on (the caller included; 1 without a
  * pool), for kernels that split work into one range per thread. */
 int interp_threads(const interp_ctx *ctx);
+/* Whether a loop of `work` units is worth splitting over the worker
+ * threads: there are workers, and the work lasts well beyond what handing
+ * a job to polling workers costs (about a microsecond). Units: multiply-
+ * adds for compute-bound loops; memory-bound loops count each element
+ * moved (times taps) as INTERP_PAR_ELEM units. */
+bool interp_par_worth(const interp_ctx *ctx, double work);
+#define INTERP_PAR_ELEM 4.0
+/* Tests: makes interp_par_worth true whenever there are workers, so small
+ * cases take the split paths. Not thread-safe: set it before running. */
+void interp_par_force(bool on);
 
 /* ------------------------------------------------------------ kernels */
 /* Every kernel is ctosa_error *interp_k_<OP>(const interp_op *o), with the

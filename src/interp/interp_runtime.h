@@ -14,6 +14,9 @@ typedef struct tpool tpool;
 tpool *tpool_create(int threads);
 void tpool_free(tpool *p);
 void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg);
+/* Wakes sleeping workers so that they are polling when the next job comes
+ * (a run of a graph calls it as it starts). */
+void tpool_wake(tpool *p);
 
 /* --------------------------------------------------------------- runtime */
 typedef enum slot_kind { SLOT_UNUSED, SLOT_ACT, SLOT_CONST, SLOT_INPUT, SLOT_VAR } slot_kind;

@@ -21,6 +21,9 @@ typedef struct dw_ctx {
     void *acc;
     bool acc64;
     bool tail_only; /* blocked loops: only the channels past the last full 16 */
+    /* fp32 3x3 loops: the full channel blocks of [c0, c1) only, and the
+     * channel tail only when c1 is C (c1 0: every channel) */
+    int64_t c0, c1;
 } dw_ctx;
 
 /* Output columns [lo, hi) whose tap at kernel column offset base = kx*dx -
@@ -162,7 +165,7 @@ IM_MULTIVERSION(dw_i_blocked, dw_i_blocked_impl)
         int64_t hi = lim <= 0 ? 0 : (lim + sx - 1) / sx;                                                    \
         if (hi > g->OW) hi = g->OW;                                                                         \
         if (lo > hi) lo = hi;                                                                               \
-        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {                                                      \
+        for (int64_t cb = cb0; cb + 16 <= cb1; cb += 16) {                                                  \
             VT wv[9], init = {0};                                                                           \
             _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(VT)); \
             ACC_INIT;                                                                                       \
@@ -217,7 +220,7 @@ static inline IM_INLINE void dw3_f_impl(void *arg, size_t begin, size_t end) {
     typedef float IN_T;
     const float *in = d->c->in->data, *w = d->c->w->data;
     void *outp = d->c->out->data;
-    const int64_t C = g->IC;
+    const int64_t C = g->IC, cb0 = d->c1 ? d->c0 : 0, cb1 = d->c1 ? d->c1 : C;
     DW3_BODY(dw_vf, dw_ldf, if (d->bias) memcpy(&init, d->bias + cb, sizeof init), float)
 }
 IM_MULTIVERSION(dw3_f, dw3_f_impl)
@@ -231,7 +234,7 @@ static inline IM_INLINE void dw3s1_f_impl(void *arg, size_t begin, size_t end) {
     const cgeom *g = d->g;
     const float *in = d->c->in->data, *w = d->c->w->data;
     float *out = d->c->out->data;
-    const int64_t C = g->IC, pl = g->pl;
+    const int64_t C = g->IC, pl = g->pl, cb0 = d->c1 ? d->c0 : 0, cb1 = d->c1 ? d->c1 : C;
     /* interior: ox - pl >= 0 and ox - pl + 2 < IW */
     int64_t lo = pl, hi = g->IW - 2 + pl;
     if (hi > g->OW) hi = g->OW;
@@ -239,7 +242,7 @@ static inline IM_INLINE void dw3s1_f_impl(void *arg, size_t begin, size_t end) {
     for (size_t row = begin; row < end; row++) {
         int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
         float *orow = out + ((n * g->OH) + oy) * g->OW * C;
-        for (int64_t cb = 0; cb + 16 <= C; cb += 16) {
+        for (int64_t cb = cb0; cb + 16 <= cb1; cb += 16) {
             dw_vf wv[9], init = {0};
             _Pragma("GCC unroll 9") for (int t = 0; t < 9; t++) memcpy(&wv[t], w + t * C + cb, sizeof(dw_vf));
             if (d->bias) memcpy(&init, d->bias + cb, sizeof init);
@@ -307,7 +310,7 @@ static inline IM_INLINE void dw3_i_impl(void *arg, size_t begin, size_t end) {
     const int16_t *in = d->in16;
     const int32_t *w = d->w32;
     void *outp = d->acc;
-    const int64_t C = g->IC;
+    const int64_t C = g->IC, cb0 = 0, cb1 = C;
     DW3_BODY(dw_vi, dw_ldh, (void)0, int32_t)
 }
 IM_MULTIVERSION(dw3_i, dw3_i_impl)
@@ -328,7 +331,7 @@ static void dw3_f_rows(void *arg, size_t begin, size_t end) {
     const dw_ctx *d = arg;
     if (d->g->IC >= 16 && d->g->sx == 1 && d->g->dx == 1 && d->g->dy == 1) dw3s1_f(arg, begin, end);
     else if (d->g->IC >= 16) dw3_f(arg, begin, end);
-    if (d->g->IC % 16) dw_f_tail(arg, begin, end);
+    if (d->g->IC % 16 && (!d->c1 || d->c1 == d->g->IC)) dw_f_tail(arg, begin, end);
 }
 static void dw3_i_rows(void *arg, size_t begin, size_t end) {
     const dw_ctx *d = arg;
@@ -913,6 +916,54 @@ static void dw_post_rows(void *arg, size_t begin, size_t end) {
     kg_post_rows(j->post, j->out + begin * j->row_elems, (end - begin) * j->row_elems);
 }
 
+/* A layer of few output rows (7x7, 14x14) split into too few items to
+ * share among the threads: items are (row, channel part) instead, parts of
+ * whole 16-channel blocks, the channel tail (C not a multiple of 16) with
+ * the last part (dwf_rows recomputes its last full block there, with the
+ * same bits: that block stays in the same part, so no two threads write an
+ * element). A fused post is applied to the part's channels of each pixel
+ * once the part is done. */
+typedef struct dw_split {
+    void (*fn)(void *, size_t, size_t); /* dw3_f_rows on a dw_ctx, or dwf_rows on a dwf_job */
+    const dw_ctx *d;
+    const dwf_job *fj;
+    int64_t parts, blocks, C, OW; /* blocks: full 16-channel blocks, split over parts */
+    const interp_post *post;
+    float *out;
+} dw_split;
+
+static void dw_split_items(void *arg, size_t begin, size_t end) {
+    const dw_split *s = arg;
+    for (size_t i = begin; i < end; i++) {
+        const int64_t row = (int64_t)i / s->parts, p = (int64_t)i % s->parts;
+        const int64_t c0 = p * s->blocks / s->parts * 16;
+        const int64_t c1 = p + 1 == s->parts ? s->C : (p + 1) * s->blocks / s->parts * 16;
+        if (s->fj) {
+            dwf_job j = *s->fj;
+            j.c0 = c0;
+            j.c1 = c1;
+            s->fn(&j, (size_t)row, (size_t)row + 1);
+        } else {
+            dw_ctx d = *s->d;
+            d.c0 = c0;
+            d.c1 = c1;
+            s->fn(&d, (size_t)row, (size_t)row + 1);
+        }
+        if (s->post)
+            for (int64_t ox = 0; ox < s->OW; ox++)
+                kg_post_rows(s->post, s->out + (row * s->OW + ox) * s->C + c0, (size_t)(c1 - c0));
+    }
+}
+
+/* Channel parts per row for dw_split_items: enough items for every thread
+ * to take several (1: split rows only). */
+static int64_t dw_channel_parts(const interp_op *o, const cgeom *g, size_t nrows) {
+    const int64_t want = 8 * (int64_t)interp_threads(o->ctx), blocks = g->IC / 16;
+    if ((int64_t)nrows >= want) return 1;
+    int64_t parts = (want + (int64_t)nrows - 1) / (int64_t)nrows;
+    return parts < blocks ? parts : blocks;
+}
+
 ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
     cargs c;
     ctosa_error *e = interp_conv_common(o, &c, 4);
@@ -966,7 +1017,7 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
     size_t nrows = (size_t)(g.N * g.OH);
     dw_ctx d = {.g = &g, .c = &c};
     /* memory-bound: parallel only when there is enough to share */
-    bool par = o->ctx && (double)c.out->count * (double)(g.KH * g.KW) >= 4 * IM_PAR_MIN_ELEMS;
+    bool par = interp_par_worth(o->ctx, (double)c.out->count * (double)(g.KH * g.KW));
     if (ctosa_dtype_is_float(c.in->dtype)) {
         if (c.acc != CTOSA_DTYPE_FP32) return interp_conv_ref_float(o, &g, &c);
         float *bias = NULL;
@@ -976,7 +1027,7 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
             for (int64_t i = 0; i < g.OC; i++) bias[i] = b[c.bias->count == 1 ? 0 : i];
         }
         d.bias = bias;
-        dwf_job fj = {&g, c.in->data, c.w->data, bias, c.out->data};
+        dwf_job fj = {&g, c.in->data, c.w->data, bias, c.out->data, 0, 0};
         void (*fn)(void *, size_t, size_t) = g.M != 1                     ? dw_float_rows
                                              : g.KH == 3 && g.KW == 3     ? dw3_f_rows
                                              : g.IC >= 16                 ? dwf_rows
@@ -984,12 +1035,27 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
                                                                           : dw_float_rows;
         void *arg = fn == dwf_rows ? (void *)&fj : (void *)&d;
         dw_post_job pj = {fn, arg, o->post, c.out->data, (size_t)(g.OW * g.OC)};
-        if (o->post && c.out->dtype == CTOSA_DTYPE_FP32) {
-            fn = dw_post_rows;
-            arg = &pj;
+        int64_t parts =
+            par && g.IC >= 16 && (fn == dw3_f_rows || fn == dwf_rows) ? dw_channel_parts(o, &g, nrows) : 1;
+        if (parts > 1) {
+            dw_split s = {fn,
+                          &d,
+                          fn == dwf_rows ? &fj : NULL,
+                          parts,
+                          g.IC / 16,
+                          g.IC,
+                          g.OW,
+                          c.out->dtype == CTOSA_DTYPE_FP32 ? o->post : NULL,
+                          c.out->data};
+            interp_parallel_for(o->ctx, nrows * (size_t)parts, dw_split_items, &s);
+        } else {
+            if (o->post && c.out->dtype == CTOSA_DTYPE_FP32) {
+                fn = dw_post_rows;
+                arg = &pj;
+            }
+            if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+            else fn(arg, 0, nrows);
         }
-        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
-        else fn(arg, 0, nrows);
         free(bias);
         if (c.out->dtype != CTOSA_DTYPE_FP32) {
             interp_conv_float_epilogue(&c, g.OC);

@@ -105,7 +105,7 @@ enum { DWF_GEN, DWF_3S1, DWF_3S2, DWF_5S1, DWF_5S2, DWF_7S1, DWF_7S2 };
 static inline IM_INLINE void dwf_rows_impl(void *arg, size_t begin, size_t end) {
     const dwf_job *j = arg;
     const cgeom *g = j->g;
-    const int64_t C = g->IC, sx = g->sx;
+    const int64_t C = g->IC, sx = g->sx, cs = j->c1 ? j->c0 : 0, ce = j->c1 ? j->c1 : C;
     int mode = DWF_GEN;
     if (g->dx == 1 && (sx == 1 || sx == 2) && (g->KW == 3 || g->KW == 5 || g->KW == 7))
         mode = g->KW == 3   ? (sx == 1 ? DWF_3S1 : DWF_3S2)
@@ -121,7 +121,7 @@ static inline IM_INLINE void dwf_rows_impl(void *arg, size_t begin, size_t end) 
         int64_t n = (int64_t)row / g->OH, oy = (int64_t)row % g->OH;
         int64_t y0 = oy * g->sy - g->pt;
         float *orow = j->out + ((n * g->OH) + oy) * g->OW * C;
-        for (int64_t c0 = 0; c0 < C; c0 += 16) {
+        for (int64_t c0 = cs; c0 < ce; c0 += 16) {
             int64_t cb = c0 + 16 <= C ? c0 : C - 16;
             int64_t ox = 0;
             while (ox < g->OW) {

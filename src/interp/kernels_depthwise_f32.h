@@ -12,6 +12,9 @@ typedef struct dwf_job {
     const float *w;    /* [KH, KW, C] */
     const float *bias; /* C values, or NULL for zero */
     float *out;        /* [N, OH, OW, C] */
+    /* channels [c0, c1) only: c0 a multiple of 16, and at least one full
+     * block of 16 (c1 0: every channel) */
+    int64_t c0, c1;
 } dwf_job;
 
 /* Output rows [begin, end) of the (n, oy) rows of j (a dwf_job *), for

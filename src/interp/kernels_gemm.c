@@ -89,7 +89,7 @@ void kg_pack_f_par(interp_ctx *ctx, float *dst, int64_t K, int64_t N, const floa
                    int64_t sn) {
     int64_t panels = (N + KG_NR - 1) / KG_NR;
     kg_pack_job j = {dst, K, N, sk, sn, src};
-    if (ctx && panels > 1 && (double)K * (double)N >= 4 * IM_PAR_MIN_ELEMS)
+    if (panels > 1 && interp_par_worth(ctx, (double)K * (double)N * INTERP_PAR_ELEM))
         interp_parallel_for(ctx, (size_t)panels, kg_pack_worker, &j);
     else kg_pack_worker(&j, 0, (size_t)panels);
 }
@@ -352,11 +352,22 @@ static void kg_worker(void *arg, size_t begin, size_t end) {
 static bool kg_dispatch_np(interp_ctx *ctx, kg_job *job, kg_tile_fn tile, int block_rows, int np) {
     if (job->M <= 0 || job->N <= 0) return true;
     kg_run r = {.job = job, .tile = tile, .block_rows = block_rows};
-    r.nblocks = (job->M + r.block_rows - 1) / r.block_rows;
     r.ngroups = ((job->N + KG_NR - 1) / KG_NR + np - 1) / np;
+    if (!interp_par_worth(ctx, (double)job->M * (double)job->N * (double)(job->Kt * job->T))) ctx = NULL;
+    /* A small layer (7x7 or 14x14 pixels, few column groups) in blocks of
+     * block_rows gives the threads too few items, or one big and one tiny
+     * one: smaller blocks, still whole 12-row tiles (every tile height
+     * divides 24 or 12), so that each thread gets several. */
+    const int64_t want = ctx ? 4 * (int64_t)interp_threads(ctx) : 0;
+    if (ctx && ((job->M + block_rows - 1) / block_rows) * r.ngroups < want) {
+        int64_t per = (want + r.ngroups - 1) / r.ngroups; /* row blocks wanted */
+        int64_t rows = (job->M + per - 1) / per;
+        rows = rows > 12 ? (rows + 23) / 24 * 24 : 12;
+        if (rows < r.block_rows) r.block_rows = rows;
+    }
+    r.nblocks = (job->M + r.block_rows - 1) / r.block_rows;
     job->failed = 0;
     size_t n = (size_t)(r.nblocks * r.ngroups);
-    if ((double)job->M * (double)job->N * (double)(job->Kt * job->T) < IM_PAR_MIN_MACS) ctx = NULL;
     if (ctx) interp_parallel_for(ctx, n, kg_worker, &r);
     else kg_worker(&r, 0, n);
     return !job->failed;

@@ -96,7 +96,9 @@ static void vcopy_simplify(vcopy *V) {
  * plane of each outer index is copied in TT x TT tiles, so both the reads
  * and the writes of a tile stay within TT cache lines instead of every
  * read of a destination row touching another line. One job item is one
- * row of tiles of one plane. */
+ * row of tiles of one plane. Also for a short last dimension (an image's
+ * three channels moved last), where the row loop would pay an index
+ * division for every three elements. */
 #define TT 16
 typedef struct tcopy {
     const vcopy *V;
@@ -161,19 +163,21 @@ static void vcopy_run(const interp_op *o, vcopy *V) {
     V->rows = 1;
     for (uint32_t k = 0; k + 1 < V->rank; k++) V->rows *= (uint64_t)V->shape[k];
     uint64_t total = V->rows * V->len;
-    if (V->dst_st[last] == 1 && V->src_st[last] != 1 && V->len >= 4) {
+    if (V->dst_st[last] == 1 && V->src_st[last] != 1 && V->len >= 2) {
         uint32_t p = last;
         for (uint32_t k = 0; k < last; k++)
             if (V->src_st[k] == 1 && V->shape[k] >= 4) p = k;
         if (p != last) {
             tcopy T = {V, p, ((uint64_t)V->shape[p] + TT - 1) / TT};
             uint64_t items = V->rows / (uint64_t)V->shape[p] * T.tiles_p;
-            if (total >= (1u << 16) && items > 1) interp_parallel_for(o->ctx, (size_t)items, tcopy_rows, &T);
+            if (items > 1 && interp_par_worth(o->ctx, (double)total * INTERP_PAR_ELEM))
+                interp_parallel_for(o->ctx, (size_t)items, tcopy_rows, &T);
             else tcopy_rows(&T, 0, (size_t)items);
             return;
         }
     }
-    if (total >= (1u << 16) && V->rows > 1) interp_parallel_for(o->ctx, (size_t)V->rows, vcopy_rows, V);
+    if (V->rows > 1 && interp_par_worth(o->ctx, (double)total * INTERP_PAR_ELEM))
+        interp_parallel_for(o->ctx, (size_t)V->rows, vcopy_rows, V);
     else vcopy_rows(V, 0, (size_t)V->rows);
 }
 

@@ -271,7 +271,7 @@ ctosa_error *interp_k_MATMUL(const interp_op *o) {
             /* one range per thread (threads that would get too few
              * columns stay idle), ranges small enough for L1 */
             int64_t nthr =
-                o->ctx && (double)H * (double)C * (double)W >= IM_PAR_MIN_MACS ? interp_threads(o->ctx) : 1;
+                interp_par_worth(o->ctx, (double)H * (double)C * (double)W) ? interp_threads(o->ctx) : 1;
             if (nthr > (W + 255) / 256) nthr = (W + 255) / 256;
             int64_t cols = ((W + nthr - 1) / nthr + 15) / 16 * 16;
             if (cols * H > MM_GEMV_OUT) cols = MM_GEMV_OUT / H / 16 * 16;

@@ -54,11 +54,11 @@ typedef struct pjob {
 } pjob;
 
 /* Runs fn over output rows; parallel when rows x kernel taps x channels is
- * large enough to pay for waking the workers. */
+ * large enough to be worth splitting (interp_par_worth). */
 static void p_par(const interp_op *o, const pgeom *g, size_t n, void (*fn)(void *, size_t, size_t),
                   void *arg) {
     double work = (double)n * (double)g->OW * (double)g->C * (double)(g->KY * g->KX);
-    if (o->ctx && work >= 4 * IM_PAR_MIN_ELEMS) interp_parallel_for(o->ctx, n, fn, arg);
+    if (interp_par_worth(o->ctx, work * INTERP_PAR_ELEM)) interp_parallel_for(o->ctx, n, fn, arg);
     else fn(arg, 0, n);
 }
 

@@ -261,17 +261,17 @@ static ctosa_error *reduce(const interp_op *o, rkind kind) {
         (kind == R_SUM || kind == R_MAX || kind == R_MIN)) {
         uint64_t units = R.inner == 1 ? (R.outer + RF_ROWS - 1) / RF_ROWS
                                       : R.outer * ((R.inner + RF_LANES - 1) / RF_LANES);
-        if (n_out * R.n >= (1u << 16) && units > 1)
+        if (units > 1 && interp_par_worth(o->ctx, (double)(n_out * R.n) * INTERP_PAR_ELEM))
             interp_parallel_for(o->ctx, (size_t)units, freduce_rows, &R);
         else if (units) freduce_rows(&R, 0, (size_t)units);
         return NULL;
     }
     if (!o->reference && dt == CTOSA_DTYPE_INT32 && kind == R_SUM && R.n >= 1 && R.inner > 1) {
         uint64_t units = R.outer * ((R.inner + RF_LANES - 1) / RF_LANES);
-        if (n_out * R.n >= (1u << 16) && units > 1)
+        if (units > 1 && interp_par_worth(o->ctx, (double)(n_out * R.n) * INTERP_PAR_ELEM))
             interp_parallel_for(o->ctx, (size_t)units, ireduce_rows, &R);
         else if (units) ireduce_rows(&R, 0, (size_t)units);
-    } else if (n_out * R.n >= (1u << 16)) {
+    } else if (interp_par_worth(o->ctx, (double)(n_out * R.n) * INTERP_PAR_ELEM)) {
         interp_parallel_for(o->ctx, (size_t)n_out, reduce_fn, &R);
     } else if (n_out) {
         reduce_fn(&R, 0, (size_t)n_out);

@@ -7,14 +7,17 @@
  *
  * Waking a sleeping thread through a condition variable costs tens of
  * microseconds (measured ~55 us per job on the 2-vCPU build machine), which
- * is as long as many convolution layers take. So both sides spin for a
- * short while first: a worker that has just finished a job polls for the
- * next one for up to SPIN_NS before it sleeps, and the caller polls for the
- * workers to finish before it sleeps. A network's operators follow each
- * other within microseconds, so workers are usually still polling when the
- * next job arrives. Polling threads call sched_yield() every few
- * microseconds, so on a loaded machine they hand the CPU to threads with
- * work (often this interpreter's own caller thread).
+ * is as long as many convolution layers take: a worker woken for a layer
+ * that short arrives when the caller has done every chunk itself. So both
+ * sides spin: a worker that has just finished a job polls for the next one
+ * for up to SPIN_NS before it sleeps, and the caller polls for the workers
+ * to finish before it sleeps. A run of the interpreter wakes the workers
+ * when it starts (tpool_wake), and its operators' parallel loops follow
+ * each other within microseconds, so the workers are polling whenever a
+ * job arrives and join it within a fraction of a microsecond. A poll calls
+ * sched_yield() only after YIELD_NS of polling: yielding hands the CPU to
+ * any runnable thread for a whole time slice (often another process's on
+ * a loaded machine), which made workers miss most jobs.
  *
  * Workers join a job explicitly: one atomic word holds the job's
  * generation, an "open" bit and the number of workers inside the job. A
@@ -36,10 +39,13 @@
 
 #include "interp_runtime.h"
 
-/* How long a thread polls before it sleeps. Long enough to bridge the gap
- * between two operators' parallel loops, short enough that an idle
- * interpreter stops burning CPU almost at once. */
-#define SPIN_NS 200000L
+/* How long a thread polls before it sleeps: long enough to bridge the
+ * serial stretches between two operators' parallel loops (an operator too
+ * small to split, a copy), short enough that an idle interpreter stops
+ * burning CPU almost at once. */
+#define SPIN_NS 2000000L
+/* Polling time before a poll starts yielding the CPU. */
+#define YIELD_NS 100000L
 
 /* state word: generation << 17 | OPEN | workers inside the job */
 #define ST_OPEN (UINT64_C(1) << 16)
@@ -99,10 +105,11 @@ static bool spin_gen(tpool *p, uint64_t old) {
             return true;
         cpu_relax();
         if ((i & 63) == 63) { /* read the clock now and then, not every poll */
-            sched_yield();    /* on a loaded machine, let a runnable thread have the CPU */
             int64_t t = mono_ns();
             if (!t0) t0 = t;
             else if (t - t0 > SPIN_NS) return false;
+            else if (t - t0 > YIELD_NS)
+                sched_yield(); /* on a loaded machine, let a runnable thread have the CPU */
         }
     }
 }
@@ -190,9 +197,11 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
         fn(arg, 0, n);
         return;
     }
-    /* A few chunks per thread balances uneven work without much overhead. */
+    /* At least four chunks per thread (every item its own chunk when there
+     * are fewer items than that) balances uneven work, and a thread that
+     * starts late, without much overhead. */
     size_t parts = (size_t)(p->started + 1) * 4;
-    size_t chunk = (n + parts - 1) / parts;
+    size_t chunk = n / parts;
     /* No worker is inside a job here (the previous call waited for the
      * workers that entered it, and nobody can enter a closed job), so the
      * job fields can be written without the mutex. */
@@ -219,10 +228,10 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
         cpu_relax();
         s = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
         if ((i & 63) != 63) continue;
-        sched_yield();
         int64_t t = mono_ns();
         if (!t0) t0 = t;
         else if (t - t0 > SPIN_NS) break;
+        else if (t - t0 > YIELD_NS) sched_yield();
     }
     if (ST_ACTIVE(s) > 0) {
         pthread_mutex_lock(&p->mu);
@@ -234,6 +243,29 @@ void tpool_run(tpool *p, size_t n, void (*fn)(void *, size_t, size_t), void *arg
     }
     /* the workers' writes are visible: every load of the state word above
      * that saw them leave was an acquire */
+}
+
+void tpool_wake(tpool *p) {
+    if (!p || !__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) return;
+    /* a new generation with the job closed: sleepers wake and poll, nobody
+     * enters (the job fields are not touched) */
+    uint64_t gen = ST_GEN(__atomic_load_n(&p->state, __ATOMIC_RELAXED)) + 1;
+    __atomic_store_n(&p->state, gen << 17, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Work below which a loop runs inline (interp_par_worth): about 10 us of
+ * multiply-adds on one core, several times a job's hand-over cost. */
+#define PAR_MIN_WORK 262144.0
+
+static bool par_force;
+
+void interp_par_force(bool on) { par_force = on; }
+
+bool interp_par_worth(const interp_ctx *ctx, double work) {
+    return ctx && ctx->pool && (par_force || work >= PAR_MIN_WORK);
 }
 
 int interp_threads(const interp_ctx *ctx) { return ctx && ctx->pool ? ctx->pool->started + 1 : 1; }
