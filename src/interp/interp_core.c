@@ -1189,7 +1189,10 @@ void ctosa_interp_free(ctosa_interp *it) {
     for (rplan *p = it->plans; p; p = p->next) {
         strmap_free(&p->by_name);
         strmap_free(&p->need);
-        for (uint32_t i = 0; p->ops && i < p->n_ops; i++) free(p->ops[i].cache.p);
+        for (uint32_t i = 0; p->ops && i < p->n_ops; i++) {
+            free(p->ops[i].cache.p);
+            free(p->ops[i].rescale.keep);
+        }
     }
     if (it->out_host && it->main)
         for (uint32_t i = 0; i < it->main->n_out; i++) free(it->out_host[i]);

@@ -76,6 +76,8 @@ typedef struct interp_fused_rescale {
     const char *r2_where;                         /* its place */
     itensor *const *r2_in;                        /* its five inputs, r2_in[0] = b */
     itensor *r2_out;                              /* its output */
+    void *keep; /* the kernel's requantisation constants, built on the first run from the constant operands
+                   (interp_rescale_requant), freed with the plan */
 } interp_fused_rescale;
 
 /* What a kernel is told about the operator it runs. */

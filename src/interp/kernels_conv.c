@@ -685,7 +685,6 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
     if (o->rescale && interp_rescale_requant(o->rescale, OC, &rq)) {
         job.rq = &rq;
         bool ran = kg_run_q8(o->ctx, &job);
-        free((void *)rq.blk);
         if (!ran) {
             e = interp_conv_nomem(o);
             goto out;

@@ -651,9 +651,18 @@ static int32_t rq_const(const itensor *t, int64_t c) {
     return ((const int32_t *)t->data)[t->count == 1 ? 0 : c];
 }
 
-bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requant *rq) {
+/* What interp_rescale_requant keeps in interp_fused_rescale.keep: the
+ * filled kg_requant (its blocks follow in the same allocation), or ok
+ * false when the RESCALE is not one the kernels can apply. */
+typedef struct rq_keep {
+    kg_requant rq;
+    int64_t nc;
+    bool ok;
+} rq_keep;
+
+static rq_keep *rq_build(const interp_fused_rescale *fr, int64_t nc) {
     rs_job j, t;
-    if (!rq_job(fr->op, fr->where, fr->in, fr->out, nc, &j)) return false;
+    if (!rq_job(fr->op, fr->where, fr->in, fr->out, nc, &j)) return calloc(1, sizeof(rq_keep));
     bool ok = j.to == CTOSA_DTYPE_INT8;
     bool tie = ok && fr->tie;
     if (tie) {
@@ -667,39 +676,54 @@ bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requa
         }
         tie = ok;
     }
-    /* the blocks, then the tie steps' blocks, in one allocation (freed
-     * through rq->blk); lanes past nc get channel 0's constants (valid,
-     * never stored) */
+    /* the header, the blocks, then the tie steps' blocks, in one
+     * allocation; lanes past nc get channel 0's constants (valid, never
+     * stored) */
     int64_t nb = (nc + 15) / 16;
-    size_t bytes = (size_t)nb * (sizeof(kg_rq_blk) + (tie ? sizeof(kg_rq_tie) : 0));
-    char *mem = ok ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
-    if (mem) {
-        kg_rq_blk *blk = (kg_rq_blk *)(void *)mem;
-        kg_rq_tie *tb = tie ? (kg_rq_tie *)(void *)(mem + (size_t)nb * sizeof(kg_rq_blk)) : NULL;
-        for (int64_t k = 0; k < nb; k++)
+    size_t head = (sizeof(rq_keep) + 63) & ~(size_t)63;
+    size_t bytes = head + (ok ? (size_t)nb * (sizeof(kg_rq_blk) + (tie ? sizeof(kg_rq_tie) : 0)) : 0);
+    char *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    rq_keep *k = (rq_keep *)(void *)mem;
+    if (k) *k = (rq_keep){.nc = nc, .ok = ok};
+    if (k && ok) {
+        kg_rq_blk *blk = (kg_rq_blk *)(void *)(mem + head);
+        kg_rq_tie *tb = tie ? (kg_rq_tie *)(void *)(mem + head + (size_t)nb * sizeof(kg_rq_blk)) : NULL;
+        for (int64_t b = 0; b < nb; b++)
             for (int l = 0; l < 16; l++) {
-                int64_t c = k * 16 + l < nc ? k * 16 + l : 0;
-                rq_lane(blk + k, l, &j, fr->op->attr.per_channel, c);
+                int64_t c = b * 16 + l < nc ? b * 16 + l : 0;
+                rq_lane(blk + b, l, &j, fr->op->attr.per_channel, c);
                 if (!tb) continue;
-                rq_lane(&tb[k].r1, l, &t, fr->tie->attr.per_channel, c);
-                tb[k].mask[l] = rq_const(fr->tie_mask, c);
-                tb[k].half[l] = rq_const(fr->tie_half, c);
-                tb[k].odd[l] = rq_const(fr->tie_odd, c);
+                rq_lane(&tb[b].r1, l, &t, fr->tie->attr.per_channel, c);
+                tb[b].mask[l] = rq_const(fr->tie_mask, c);
+                tb[b].half[l] = rq_const(fr->tie_half, c);
+                tb[b].odd[l] = rq_const(fr->tie_odd, c);
             }
-        *rq = (kg_requant){.blk = blk,
-                           .tie = tb,
-                           .ozp = (int32_t)j.ozp,
-                           .lo = (int32_t)j.lo,
-                           .hi = (int32_t)j.hi,
-                           .out = fr->out->data,
-                           .ldo = nc};
-        rq->fast = !tie;
-        for (uint64_t i = 0; i < j.nc; i++) rq->fast &= j.dbl[i] == 0 && j.shift[i] >= 32;
-        rq->sat = rq->fast && rq->lo == -128 && rq->hi == 127;
+        k->rq = (kg_requant){.blk = blk,
+                             .tie = tb,
+                             .ozp = (int32_t)j.ozp,
+                             .lo = (int32_t)j.lo,
+                             .hi = (int32_t)j.hi,
+                             .ldo = nc};
+        k->rq.fast = !tie;
+        for (uint64_t i = 0; i < j.nc; i++) k->rq.fast &= j.dbl[i] == 0 && j.shift[i] >= 32;
+        k->rq.sat = k->rq.fast && k->rq.lo == -128 && k->rq.hi == 127;
     }
     if (tie) rs_free(&t);
     rs_free(&j);
-    return mem != NULL;
+    return k;
+}
+
+bool interp_rescale_requant(interp_fused_rescale *fr, int64_t nc, kg_requant *rq) {
+    rq_keep *k = fr->keep;
+    if (!k || k->nc != nc) {
+        free(k);
+        fr->keep = k = rq_build(fr, nc);
+    }
+    if (!k || !k->ok) return false;
+    *rq = k->rq;
+    rq->out = fr->out->data;
+    rq->bad = 0;
+    return true;
 }
 
 /* ------------------------------------------------ residual addition */

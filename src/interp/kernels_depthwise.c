@@ -664,11 +664,22 @@ dwq_prep_vbmi(const dwq_ctx *d, int64_t n, int64_t y, uint8_t *restrict q) {
 }
 
 #define DWQ_UNROLL 4
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))) static void
-dwq_rows(void *arg, size_t begin, size_t end) {
-    dwq_ctx *d = arg;
+/* Store modes of dwq_rows_x (one compiled loop each): int32 sums, or the
+ * fused RESCALE's bytes through kg_rqf16n with a saturating store, through
+ * kg_rqf16, or through the general kg_rqs16. */
+enum { DWQ_I32, DWQ_SAT, DWQ_FAST, DWQ_GEN };
+
+/* Output rows [begin, end): KHc and Gc are the kernel height and tap
+ * groups when known at compile time (the 3x3 case: every loop unrolled,
+ * weights and sums in registers), else 0 (taken from the geometry). The
+ * prepared rows and padq have DWQ_UNROLL * G * 64 spare bytes at the end,
+ * so the last columns are computed DWQ_UNROLL at a time too (the extra
+ * sums are never stored). */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))) void
+dwq_rows_x(dwq_ctx *d, size_t begin, size_t end, const int KHc, const int Gc, const int mode) {
     const cgeom *g = d->g;
-    const int64_t KH = g->KH, G = d->G, OW = g->OW, S = KH * g->dy, qb = d->qbytes;
+    const int64_t KH = KHc ? KHc : g->KH, G = Gc ? Gc : d->G, OW = g->OW, S = KH * g->dy;
+    const int64_t qb = d->qbytes + DWQ_UNROLL * G * 64;
     uint8_t *buf = malloc((size_t)(S * qb) + 64);
     int64_t *tags = malloc((size_t)S * sizeof(int64_t));
     if (!buf || !tags) {
@@ -707,36 +718,36 @@ dwq_rows(void *arg, size_t begin, size_t end) {
             for (int64_t t = 0; t < KG; t++) wv[t] = _mm512_loadu_si512(d->wq + (cb / 16 * KG + t) * 64);
             const __m512i ibv = _mm512_loadu_si512(d->ib + cb);
             kg_rqf rf = {0};
-            if (rq && rq->fast) kg_rqf_load(&rf, rq->blk + cb / 16);
+            if (mode == DWQ_SAT || mode == DWQ_FAST) kg_rqf_load(&rf, rq->blk + cb / 16);
             const int64_t blk = cb / 16 * OW * G * 64;
+            const uint8_t *qr[DW_MAX_TAPS];
+            for (int64_t ky = 0; ky < KH; ky++) qr[ky] = q[ky] + blk;
             for (int64_t ox = 0; ox < OW; ox += DWQ_UNROLL) {
                 const int nu = OW - ox < DWQ_UNROLL ? (int)(OW - ox) : DWQ_UNROLL;
                 __m512i acc[DWQ_UNROLL];
                 _Pragma("GCC unroll 4") for (int i = 0; i < DWQ_UNROLL; i++) acc[i] = ibv;
                 for (int64_t ky = 0; ky < KH; ky++) {
-                    const uint8_t *p = q[ky] + blk + ox * G * 64;
+                    const uint8_t *p = qr[ky] + ox * G * 64;
                     for (int64_t gi = 0; gi < G; gi++) {
                         const __m512i w = wv[ky * G + gi];
-                        if (nu == DWQ_UNROLL) {
-                            _Pragma("GCC unroll 4") for (int i = 0; i < DWQ_UNROLL; i++) acc[i] =
-                                _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(p + (i * G + gi) * 64), w);
-                        } else {
-                            for (int i = 0; i < nu; i++)
-                                acc[i] =
-                                    _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(p + (i * G + gi) * 64), w);
-                        }
+                        _Pragma("GCC unroll 4") for (int i = 0; i < DWQ_UNROLL; i++) acc[i] =
+                            _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(p + (i * G + gi) * 64), w);
                     }
                 }
-                for (int i = 0; i < nu; i++) {
-                    if (rq && rq->sat)
-                        _mm_storeu_si128((__m128i *)(orow8 + (ox + i) * g->IC + cb),
+                _Pragma("GCC unroll 4") for (int i = 0; i < DWQ_UNROLL; i++) {
+                    if (i >= nu) break;
+                    const int64_t at = (ox + i) * g->IC + cb;
+                    if (mode == DWQ_SAT)
+                        _mm_storeu_si128((__m128i *)(orow8 + at),
                                          _mm512_cvtsepi32_epi8(kg_rqf16n(acc[i], &rf, rzp)));
-                    else if (rq)
-                        _mm_storeu_si128((__m128i *)(orow8 + (ox + i) * g->IC + cb),
-                                         _mm512_cvtepi32_epi8(
-                                             rq->fast ? kg_rqf16(acc[i], &rf, rzp, rlo, rhi)
-                                                      : kg_rqs16(acc[i], rq, cb / 16, rzp, rlo, rhi, &rbad)));
-                    else _mm512_storeu_si512(orow + (ox + i) * g->IC + cb, acc[i]);
+                    else if (mode == DWQ_FAST)
+                        _mm_storeu_si128((__m128i *)(orow8 + at),
+                                         _mm512_cvtepi32_epi8(kg_rqf16(acc[i], &rf, rzp, rlo, rhi)));
+                    else if (mode == DWQ_GEN)
+                        _mm_storeu_si128(
+                            (__m128i *)(orow8 + at),
+                            _mm512_cvtepi32_epi8(kg_rqs16(acc[i], rq, cb / 16, rzp, rlo, rhi, &rbad)));
+                    else _mm512_storeu_si512(orow + at, acc[i]);
                 }
             }
         }
@@ -745,6 +756,24 @@ dwq_rows(void *arg, size_t begin, size_t end) {
     free(buf);
     free(tags);
     if (d->tail) dw8_rows(d->tail, begin, end);
+}
+
+#define DWQ_MODES(NAME, KHc, Gc)                                                               \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))) static void NAME( \
+        dwq_ctx *d, size_t begin, size_t end) {                                                \
+        const kg_requant *rq = d->rq;                                                          \
+        if (!rq) dwq_rows_x(d, begin, end, KHc, Gc, DWQ_I32);                                  \
+        else if (rq->sat) dwq_rows_x(d, begin, end, KHc, Gc, DWQ_SAT);                         \
+        else if (rq->fast) dwq_rows_x(d, begin, end, KHc, Gc, DWQ_FAST);                       \
+        else dwq_rows_x(d, begin, end, KHc, Gc, DWQ_GEN);                                      \
+    }
+DWQ_MODES(dwq_rows_3x1, 3, 1)
+DWQ_MODES(dwq_rows_any, 0, 0)
+
+static void dwq_rows(void *arg, size_t begin, size_t end) {
+    dwq_ctx *d = arg;
+    if (d->g->KH == 3 && d->G == 1) dwq_rows_3x1(d, begin, end);
+    else dwq_rows_any(d, begin, end);
 }
 /* The dwq weights of a constant weight tensor, prepared once and kept in
  * the op cache: [64-byte header: fits][sum over taps of (w - wzp), C16
@@ -787,6 +816,21 @@ static const char *dwq_weights(const interp_op *o, const cgeom *g, const cargs *
 }
 #endif
 
+/* Rows [0, n) as parts contiguous ranges, one per interp_parallel_for item. */
+typedef struct dwq_split {
+    void (*fn)(void *, size_t, size_t);
+    void *arg;
+    size_t n, parts;
+} dwq_split;
+
+static void dwq_parts(void *arg, size_t begin, size_t end) {
+    const dwq_split *sp = arg;
+    for (size_t i = begin; i < end; i++) {
+        size_t b = sp->n * i / sp->parts, e = sp->n * (i + 1) / sp->parts;
+        if (e > b) sp->fn(sp->arg, b, e);
+    }
+}
+
 /* Runs the int8 paths above when they apply (int8 in, int32 out,
  * multiplier 1, at most DW_MAX_TAPS taps, and a bias that cannot overflow
  * int32 with a sum below 2^24, so neither REQUIRE of the epilogue can
@@ -822,7 +866,7 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
         q.qbytes = q.C16 * g->OW * q.G * 4;
         memset(q.pad64, (int)(uint8_t)(int8_t)c->izp, sizeof q.pad64);
         q.vbmi = __builtin_cpu_supports("avx512vbmi");
-        padq = malloc((size_t)q.qbytes);
+        padq = malloc((size_t)(q.qbytes + DWQ_UNROLL * q.G * 64));
     }
     if (!wf || !bias || (use_q && !padq)) {
         free(wf);
@@ -861,7 +905,7 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
         }
         for (int64_t ch = 0; ch < q.C16; ch++)
             ib[ch] = (int32_t)(bias[ch] - (128 + c->izp) * (int64_t)sw[ch]);
-        memset(padq, (int)(uint8_t)(c->izp + 128), (size_t)q.qbytes);
+        memset(padq, (int)(uint8_t)(c->izp + 128), (size_t)(q.qbytes + DWQ_UNROLL * q.G * 64));
         q.wq = (const int8_t *)(qw + 64 + ssz);
         q.ib = ib;
         q.padq = padq;
@@ -870,21 +914,27 @@ static ctosa_error *dw_run_int8(const interp_op *o, const cgeom *g, const cargs 
     size_t nrows = (size_t)(g->N * g->OH);
     void (*fn)(void *, size_t, size_t) = use_q ? dwq_rows : dw8_rows;
     void *arg = use_q ? (void *)&q : (void *)&d;
+    /* one contiguous range of rows per thread: a worker prepares each
+     * input row it reads once, where the pool's smaller chunks would
+     * prepare the rows at every chunk's edges again (with stride 1 and a
+     * chunk of one output row, three input rows for one) */
+    int nt = par ? interp_threads(o->ctx) : 1;
+    dwq_split sp = {fn, arg, nrows, (size_t)(nt > 0 ? nt : 1)};
+    if (nrows < sp.parts) sp.parts = nrows;
     /* a fused RESCALE (interp_op.rescale) is applied as the rows are
      * stored; if a value breaks its REQUIRE the int32 output is computed
      * after all and the RESCALE runs and reports it */
     kg_requant rq;
     if (o->rescale && interp_rescale_requant(o->rescale, C, &rq)) {
         d.rq = q.rq = &rq;
-        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+        if (sp.parts > 1) interp_parallel_for(o->ctx, sp.parts, dwq_parts, &sp);
         else fn(arg, 0, nrows);
-        free((void *)rq.blk);
         d.rq = q.rq = NULL;
         o->rescale->done = !rq.bad && !q.failed;
     }
     if (!o->rescale || !o->rescale->done) {
         q.failed = 0;
-        if (par) interp_parallel_for(o->ctx, nrows, fn, arg);
+        if (sp.parts > 1) interp_parallel_for(o->ctx, sp.parts, dwq_parts, &sp);
         else fn(arg, 0, nrows);
     }
     free(wf);
@@ -1065,7 +1115,10 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
     }
     if (c.in->dtype == CTOSA_DTYPE_INT8 && (double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
         bool done;
-        if ((e = dw_run_int8(o, &g, &c, par, &done)) || done) return e;
+        /* the int8 loops do a quarter of the fp32 loops' work per element:
+         * their smaller layers still gain from a second thread */
+        bool par8 = o->ctx && (double)c.out->count * (double)(g.KH * g.KW) >= IM_PAR_MIN_ELEMS;
+        if ((e = dw_run_int8(o, &g, &c, par8, &done)) || done) return e;
     }
     if (c.in->dtype == CTOSA_DTYPE_INT8) {
         /* int8: every partial sum of KH*KW products stays below 2^24 when

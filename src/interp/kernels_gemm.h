@@ -60,9 +60,11 @@ typedef struct kg_requant {
 /* Fills rq for the fused RESCALE fr applied to an int32 output of nc
  * channels (rows of nc values): checks the RESCALE as interp_k_RESCALE
  * does and returns false, rq untouched, when it would fail or is not a
- * scale32 int32 -> 8-bit one (the RESCALE then runs itself). rq->blk is
- * malloc'd ((nc + 15) / 16 blocks; free it); rq->out is fr's output. */
-bool interp_rescale_requant(const interp_fused_rescale *fr, int64_t nc, kg_requant *rq);
+ * scale32 int32 -> 8-bit one (the RESCALE then runs itself). The
+ * constants are built on the first call (their operands are constants)
+ * and kept in fr->keep for later runs; rq->blk and rq->tie point there
+ * (do not free them); rq->out is fr's output. */
+bool interp_rescale_requant(interp_fused_rescale *fr, int64_t nc, kg_requant *rq);
 
 typedef struct kg_job {
     int64_t M, N, Kt;
