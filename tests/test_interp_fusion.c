@@ -20,6 +20,9 @@
  *  - int32 REDUCE_SUM's fast path gives the plain loop's sums, or its error;
  *  - the int8 depthwise kernels give the plain loops' bytes (or error)
  *    over kernel sizes, strides, dilations, pads, zero points and biases;
+ *  - a TRANSPOSE to NHWC before an int8 CONV2D, offered to the
+ *    convolution, gives the plain loops' values whether the convolution
+ *    reads the NCHW tensor or runs the TRANSPOSE itself;
  *  - results do not depend on the thread count (the spinning pool). */
 #include <math.h>
 
@@ -976,6 +979,104 @@ static void test_depthwise_int8(void) {
     CHECK(failed_alike > 0);
 }
 
+/* The TRANSPOSE to NHWC before an int8 CONV2D (offered to the
+ * convolution at plan time): with 3 channels the engine's padded copy
+ * reads the NCHW tensor, with 8 the TRANSPOSE runs inside the
+ * convolution, with a weight zero point that leaves int8 the engine
+ * declines after the NCHW read was planned (the TRANSPOSE runs then), and
+ * an exposed transposed tensor is not fused; every instruction set, 1 and
+ * 2 threads, the plain loops' values (and, exposed, the TRANSPOSE's). */
+static ctosa_error *run_tc(int32_t C, int32_t H, int32_t W, int32_t OC, int32_t k, int32_t s, int8_t izp,
+                           int8_t wzp, bool expose, int threads, int32_t *out, int8_t *tout) {
+    static int8_t x[3 * 40 * 40 * 8], w[24 * 3 * 3 * 8];
+    static int32_t bias[24];
+    int32_t pd = k / 2, OH = (H + 2 * pd - k) / s + 1, OW = (W + 2 * pd - k) / s + 1;
+    rq_rng = (uint32_t)(C * 7 + H * 131 + W);
+    for (int32_t i = 0; i < C * H * W; i++) x[i] = (int8_t)rq_rand(-128, 127);
+    for (int32_t i = 0; i < OC * k * k * C; i++) w[i] = (int8_t)rq_rand(-128, 127);
+    for (int32_t i = 0; i < OC; i++) bias[i] = rq_rand(-30000, 30000);
+    gb q;
+    gstart(&q);
+    int32_t xs[4] = {1, C, H, W}, ts[4] = {1, H, W, C}, ws[4] = {OC, k, k, C}, bs[1] = {OC}, one[1] = {1};
+    int32_t ys[4] = {1, OH, OW, OC}, pad[4] = {pd, pd, pd, pd}, st[2] = {s, s}, dil[2] = {1, 1};
+    static const int32_t perm[4] = {0, 2, 3, 1};
+    if (!q.e) q.e = ctosa_block_add_tensor(q.g, q.b, "x", CTOSA_DTYPE_INT8, 4, xs, NULL);
+    if (!q.e) q.e = ctosa_block_add_input(q.g, q.b, "x");
+    const char *t = gtensor(&q, CTOSA_DTYPE_INT8, 4, ts), *xn = "x";
+    ctosa_attr ta = {0};
+    ta.perms = (ctosa_i32s){perm, 4};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_TRANSPOSE, 1, &xn, 1, &t, &ta, NULL);
+    const char *wt = gconst(&q, CTOSA_DTYPE_INT8, 4, ws, w, (size_t)(OC * k * k * C), false);
+    const char *bt = gconst(&q, CTOSA_DTYPE_INT32, 1, bs, bias, (size_t)OC * 4, false);
+    const char *zi = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &izp, 1, false);
+    const char *zw = gconst(&q, CTOSA_DTYPE_INT8, 1, one, &wzp, 1, false);
+    const char *y = gtensor(&q, CTOSA_DTYPE_INT32, 4, ys);
+    ctosa_attr a = conv_attr(pad, st, dil, CTOSA_DTYPE_INT32);
+    const char *in[5] = {t, wt, bt, zi, zw};
+    if (!q.e) q.e = ctosa_block_add_op(q.g, q.b, CTOSA_OP_CONV2D, 5, in, 1, &y, &a, NULL);
+    if (expose && !q.e) q.e = ctosa_block_add_output(q.g, q.b, t);
+    int64_t xs64[4] = {1, C, H, W};
+    gin xi = {"x", CTOSA_DTYPE_INT8, 4, xs64, x, (size_t)(C * H * W)};
+    if (!expose) return grun(&q, threads, use_reference, 1, &xi, 2, y, out, (size_t)(OH * OW * OC) * 4);
+    /* both outputs: grun reads one, so run the graph by hand */
+    ctosa_interp *it = NULL;
+    ctosa_interp_options opt;
+    ctosa_interp_options_init(&opt);
+    opt.threads = threads;
+    opt.reference = use_reference;
+    ctosa_error *e = q.e;
+    if (!e) e = ctosa_block_add_output(q.g, q.b, y);
+    if (!e) e = ctosa_interp_create(q.g, &opt, &it);
+    if (!e) e = ctosa_interp_set_input(it, "x", CTOSA_DTYPE_INT8, 4, xs64, x, (size_t)(C * H * W));
+    if (!e) e = ctosa_interp_run(it);
+    ctosa_interp_tensor ot;
+    if (!e && !(e = ctosa_interp_get_output(it, y, &ot))) memcpy(out, ot.data, (size_t)(OH * OW * OC) * 4);
+    if (!e && !(e = ctosa_interp_get_output(it, t, &ot))) memcpy(tout, ot.data, (size_t)(C * H * W));
+    ctosa_interp_free(it);
+    ctosa_graph_free(q.g);
+    return e;
+}
+
+static void test_transpose_fusion(void) {
+    static const int levels[] = {KG_Q8_AVX512VNNI, KG_Q8_AVXVNNI, KG_Q8_NONE};
+    static int32_t ref[40 * 40 * 24], got[40 * 40 * 24];
+    static int8_t tref[3 * 40 * 40 * 8], tgot[3 * 40 * 40 * 8];
+    int compared = 0;
+    for (int i = 0; i < 12; i++) {
+        int32_t C = i % 3 == 1 ? 8 : 3, H = 7 + 11 * (i % 4), W = 9 + 5 * (i % 5), OC = i % 2 ? 24 : 16;
+        int32_t k = i % 4 == 3 ? 1 : 3, s = 1 + i % 2;
+        if (s == 2) H |= 1, W |= 1;
+        int8_t izp = (int8_t)(i * 37 - 100), wzp = i % 6 == 5 ? 100 : 0;
+        bool expose = i % 6 == 3;
+        size_t n = (size_t)(((H + 2 * (k / 2) - k) / s + 1) * ((W + 2 * (k / 2) - k) / s + 1) * OC) * 4;
+        use_reference = true;
+        ctosa_error *er = run_tc(C, H, W, OC, k, s, izp, wzp, expose, 1, ref, tref);
+        use_reference = false;
+        CHECK_MSG(er == NULL, "case %d: %s", i, er ? ctosa_error_message(er) : "");
+        ctosa_error_free(er);
+        for (int l = 0; l < 3; l++) {
+            kg_q8_limit(levels[l]);
+            if (kg_q8_isa() != levels[l]) continue;
+            for (int threads = 1; threads <= 2; threads++) {
+                memset(got, 0x5a, sizeof got);
+                memset(tgot, 0x5a, sizeof tgot);
+                ctosa_error *eg = run_tc(C, H, W, OC, k, s, izp, wzp, expose, threads, got, tgot);
+                CHECK_MSG(eg == NULL, "case %d isa %d threads %d: %s", i, levels[l], threads,
+                          eg ? ctosa_error_message(eg) : "");
+                CHECK_MSG(!eg && memcmp(ref, got, n) == 0, "case %d isa %d threads %d: outputs differ", i,
+                          levels[l], threads);
+                if (expose)
+                    CHECK_MSG(memcmp(tref, tgot, (size_t)(C * H * W)) == 0, "case %d: TRANSPOSE differs", i);
+                compared += !eg;
+                ctosa_error_free(eg);
+            }
+        }
+    }
+    kg_q8_limit(-1);
+    printf("TRANSPOSE before int8 CONV2D: %d runs compared\n", compared);
+    CHECK(compared >= 24);
+}
+
 int main(void) {
     fill();
     RUN(test_clamp_fusion_bits);
@@ -989,5 +1090,6 @@ int main(void) {
     RUN(test_residual_fusion);
     RUN(test_reduce_sum_int32);
     RUN(test_depthwise_int8);
+    RUN(test_transpose_fusion);
     return th_finish();
 }

@@ -718,6 +718,44 @@ static void fuse_residuals(rplan *p, bool reference) {
     }
 }
 
+/* Plan-time offer of a TRANSPOSE to NHWC of an int8 tensor to the int8
+ * CONV2D that alone reads its output, as its input (interp_fused_pre):
+ * the TRANSPOSE does not run by itself (pre_fused); its output keeps its
+ * memory for the runs where the kernel needs it, and its input stays
+ * alive up to the convolution. Not in blocks with control flow, nor with the plain
+ * reference loops. */
+static void fuse_transposes(rplan *p, bool reference) {
+    if (reference) return;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const ctosa_op *op = p->ops[i].op;
+        if (op->kind == CTOSA_OP_COND_IF || op->kind == CTOSA_OP_WHILE_LOOP) return;
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        pop *pt = &p->ops[i];
+        const ctosa_i32s *pm = &pt->op->attr.perms;
+        if (pt->skip || pt->op->kind != CTOSA_OP_TRANSPOSE || pt->n_in != 1 || pt->n_out != 1 || pm->n != 4 ||
+            pm->v[0] != 0 || pm->v[1] != 2 || pm->v[2] != 3 || pm->v[3] != 1)
+            continue;
+        itensor *x = pt->in[0], *y = pt->out[0];
+        slot *dst = slot_of(y), *src = slot_of(x);
+        bool local = dst >= p->slots && dst < p->slots + p->n_slots;
+        if (!local || dst->kind != SLOT_ACT || dst->is_output || dst->def != (int64_t)i ||
+            dst->last <= (int64_t)i || x->dtype != CTOSA_DTYPE_INT8 || y->dtype != CTOSA_DTYPE_INT8 ||
+            x->rank != 4 || readers_of(p, y) != 1)
+            continue;
+        pop *pc = &p->ops[dst->last];
+        if (pc->skip || pc->has_pre || pc->op->kind != CTOSA_OP_CONV2D || pc->n_in < 1 || pc->in[0] != y)
+            continue;
+        bool src_local = src >= p->slots && src < p->slots + p->n_slots;
+        if (src_local && src->kind == SLOT_ACT && !src->is_output && src->last < dst->last)
+            src->last = dst->last;
+        pc->has_pre = true;
+        pc->pre =
+            (interp_fused_pre){.op = pt->op, .where = pt->where, .in = pt->in, .out = pt->out, .fn = pt->fn};
+        pt->pre_fused = true;
+    }
+}
+
 void interp_post_apply(const interp_post *p, float *d, size_t n) {
     if (!p) return;
     if (p->silu) kg_post_rows(p, d, n);
@@ -1019,6 +1057,7 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
     fuse_silus(p, it->opt.reference);
     fuse_rescales(p);
     fuse_residuals(p, it->opt.reference);
+    fuse_transposes(p, it->opt.reference);
     /* Memory: constants that are used, inputs, activations. */
     for (uint32_t i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];
@@ -1073,7 +1112,7 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
     ctosa_error *e = NULL;
     for (uint32_t i = 0; i < p->n_ops && !e; i++) {
         pop *po = &p->ops[i];
-        if (po->skip) continue;
+        if (po->skip || po->pre_fused) continue;
         /* a RESCALE its convolution has applied */
         if (po->rescale_by >= 0 && p->ops[po->rescale_by].rescale.done) continue;
         po->rescale.done = false;
@@ -1088,6 +1127,7 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                        .cache = &po->cache.p,
                        .post = po->has_post ? &po->post : NULL,
                        .rescale = po->has_rescale ? &po->rescale : NULL,
+                       .pre = po->has_pre ? &po->pre : NULL,
                        .reference = it->opt.reference};
         if ((e = interp_check_arity(&o))) break;
         /* Fresh outputs of kernels that may leave positions unwritten are

@@ -80,6 +80,21 @@ typedef struct interp_fused_rescale {
                    (interp_rescale_requant), freed with the plan */
 } interp_fused_rescale;
 
+/* A TRANSPOSE to NHWC (perms [0, 2, 3, 1]) of an int8 tensor whose output
+ * only an int8 CONV2D reads, as its input, offered at plan time to that
+ * convolution (interp_op.pre): the TRANSPOSE does not run by itself. The
+ * convolution's kernel reads the NCHW tensor in[0] directly where its
+ * path copies the input anyway (the 3-channel stem), and otherwise first
+ * runs the TRANSPOSE through fn, which fills the convolution's input. */
+struct interp_op;
+typedef struct interp_fused_pre {
+    const ctosa_op *op; /* the TRANSPOSE */
+    const char *where;  /* its place */
+    itensor *const *in; /* its input (in[0], NCHW) */
+    itensor *const *out;
+    ctosa_error *(*fn)(const struct interp_op *o); /* its kernel */
+} interp_fused_pre;
+
 /* What a kernel is told about the operator it runs. */
 typedef struct interp_op {
     interp_ctx *ctx;
@@ -100,6 +115,8 @@ typedef struct interp_op {
     const struct interp_post *post;
     /* A fused RESCALE (see interp_fused_rescale), or NULL. */
     interp_fused_rescale *rescale;
+    /* A TRANSPOSE producing in[0] that has not run (interp_fused_pre), or NULL. */
+    const interp_fused_pre *pre;
     /* Run the plain reference loops instead of the fast paths (kernels that
      * have both: convolutions, MATMUL, SIGMOID, RESCALE, SELECT):
      * ctosa_interp_options.reference. The differential kernel tests set it

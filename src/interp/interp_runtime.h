@@ -64,6 +64,9 @@ typedef struct pop {
     bool has_rescale;
     interp_fused_rescale rescale;
     int64_t rescale_by;
+    bool has_pre; /* an int8 CONV2D offered the TRANSPOSE of its input (fuse_transposes) */
+    interp_fused_pre pre;
+    bool pre_fused; /* that TRANSPOSE: run by the convolution, not by itself */
     op_cache cache;
     uint64_t prof_runs; /* options.profile: runs and total seconds */
     double prof_s;

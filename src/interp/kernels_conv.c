@@ -597,10 +597,14 @@ done:
  * padding taps read a row of the zero point, which the column-sum
  * correction cancels like any other value equal to it. A 1x1 convolution
  * with stride 1 and no padding reads every pixel once in order: its rows
- * are one stride apart (kg_rows_flat). */
-static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const cargs *c, bool *done) {
+ * are one stride apart (kg_rows_flat). With nchw (the NCHW tensor of a
+ * TRANSPOSE offered to the convolution, interp_op.pre) the copy is made
+ * from it and the convolution's input is not read. */
+static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const cargs *c, const itensor *nchw,
+                                  bool *done) {
     *done = false;
-    if (kg_q8_isa() == KG_Q8_NONE || g->kind == CK_DEPTHWISE || c->out->dtype != CTOSA_DTYPE_INT32)
+    if (kg_q8_isa() == KG_Q8_NONE || g->kind == CK_DEPTHWISE || c->out->dtype != CTOSA_DTYPE_INT32 ||
+        c->izp < -128 || c->izp > 127) /* padding rows hold a byte of izp */
         return NULL;
     int64_t T = g->KD * g->KH * g->KW, IC = g->IC, IC4 = (IC + 3) & ~(int64_t)3, OC = g->OC;
     int64_t K = T * IC;
@@ -650,9 +654,16 @@ static ctosa_error *c_run_int8_q8(const interp_op *o, const cgeom *g, const carg
      * itself and flip its sign bits in registers (kg_job.xa) */
     bool xa = IC == IC4 && !scan;
     if (xa) in8 = (uint8_t *)c->in->data;
-    int64_t amax =
-        xa ? 0
-           : kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8, scan);
+    int64_t amax = 0;
+    if (nchw) { /* the copy from the NCHW tensor (the scan reads values in any layout) */
+        if (scan)
+            amax = kg_q8_convert(nchw->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8,
+                                 true);
+        kg_q8_convert_nchw(nchw->data, (size_t)g->N, (size_t)IC, (size_t)(g->IH * g->IW), (size_t)IC4, in8);
+    } else if (!xa) {
+        amax =
+            kg_q8_convert(c->in->data, (size_t)pixels, (size_t)IC, (size_t)IC4, (int32_t)c->izp, in8, scan);
+    }
     if (scan && (double)K * (double)amax * (double)wmax + (double)bmax > 2147483647.0) goto out;
     memset(zero, (int)(uint8_t)(xa ? c->izp : c->izp + 128), (size_t)IC4 + 64);
     /* ibias = bias - (128 + izp) * colsum, in wrapping int32 */
@@ -799,8 +810,35 @@ ctosa_error *interp_conv_ref_int(const interp_op *o, const cgeom *g, const cargs
     return e;
 }
 
+/* Runs the TRANSPOSE offered to this convolution (interp_op.pre), which
+ * fills its input. */
+static ctosa_error *c_pre_run(const interp_op *o) {
+    const interp_fused_pre *f = o->pre;
+    interp_op t = {.ctx = o->ctx,
+                   .op = f->op,
+                   .index = o->index,
+                   .where = f->where,
+                   .in = f->in,
+                   .n_in = 1,
+                   .out = f->out,
+                   .n_out = 1,
+                   .reference = o->reference};
+    return f->fn(&t);
+}
+
 static ctosa_error *c_dispatch(const interp_op *o, const cgeom *g, const cargs *c) {
     if (c->out->count == 0) return NULL;
+    /* the offered TRANSPOSE: the engine's padded copy of an input whose
+     * channels are not a multiple of 4 reads the NCHW tensor itself; every
+     * other path reads the convolution's input, which it then fills first */
+    const itensor *x = o->pre ? o->pre->in[0] : NULL;
+    const itensor *nchw = x && c->in->dtype == CTOSA_DTYPE_INT8 && x->dtype == CTOSA_DTYPE_INT8 &&
+                                  g->IC % 4 != 0 && x->rank == 4 && x->shape[0] == g->N &&
+                                  x->shape[1] == g->IC && x->shape[2] == g->IH && x->shape[3] == g->IW
+                              ? x
+                              : NULL;
+    ctosa_error *e;
+    if (x && !nchw && (e = c_pre_run(o))) return e;
     if (o->reference)
         return ctosa_dtype_is_float(c->in->dtype) ? interp_conv_ref_float(o, g, c)
                                                   : interp_conv_ref_int(o, g, c);
@@ -810,8 +848,9 @@ static ctosa_error *c_dispatch(const interp_op *o, const cgeom *g, const cargs *
     }
     if (c->in->dtype == CTOSA_DTYPE_INT8) {
         bool done;
-        ctosa_error *e = c_run_int8_q8(o, g, c, &done);
-        return e || done ? e : c_run_int8_float(o, g, c);
+        if ((e = c_run_int8_q8(o, g, c, nchw, &done)) || done) return e;
+        if (nchw && (e = c_pre_run(o))) return e;
+        return c_run_int8_float(o, g, c);
     }
     return c_run_gemm_int(o, g, c);
 }

@@ -158,6 +158,9 @@ ctosa_error *kg_matmul_q8(const interp_op *o, const itensor *A, const itensor *B
  * become rows of ic4 bytes (the extra bytes 0). With scan, returns max
  * |s[i] - zp| (0 without). */
 int32_t kg_q8_convert(const int8_t *s, size_t rows, size_t ic, size_t ic4, int32_t zp, uint8_t *d, bool scan);
+/* The same copy (without the scan) from an NCHW tensor [n, c, hw]: d is
+ * NHWC with rows of c4 bytes. d must be 4-byte aligned. */
+void kg_q8_convert_nchw(const int8_t *s, size_t n, size_t c, size_t hw, size_t c4, uint8_t *d);
 
 /* Per-thread scratch buffers that survive between kernel calls, so large
  * temporaries do not pay fresh page faults on every call. Returns a 64-byte
