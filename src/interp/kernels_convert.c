@@ -814,9 +814,8 @@ static bool rs_residual(const interp_op *o) {
             for (int l = 0; l < 16; l++)
                 kg_rq_lane(&w->blk[k], l, j[k].mult[0], (int)j[k].shift64[0], j[k].dbl[0]);
         size_t groups = (w->n + 15) / 16;
-        /* three RESCALEs per element: parallel from a quarter of an
-         * element-wise operator's size */
-        if (o->ctx && (double)w->n >= IM_PAR_MIN_ELEMS / 4)
+        /* three RESCALEs per element */
+        if (interp_par_worth(o->ctx, (double)w->n * INTERP_PAR_ELEM * 3))
             interp_parallel_for(o->ctx, groups, rs_res_rows, w);
         else rs_res_rows(w, 0, groups);
         ok = !w->bad;

@@ -1115,10 +1115,7 @@ ctosa_error *interp_k_DEPTHWISE_CONV2D(const interp_op *o) {
     }
     if (c.in->dtype == CTOSA_DTYPE_INT8 && (double)(g.KH * g.KW) * 255.0 * 255.0 < 16777216.0) {
         bool done;
-        /* the int8 loops do a quarter of the fp32 loops' work per element:
-         * their smaller layers still gain from a second thread */
-        bool par8 = o->ctx && (double)c.out->count * (double)(g.KH * g.KW) >= IM_PAR_MIN_ELEMS;
-        if ((e = dw_run_int8(o, &g, &c, par8, &done)) || done) return e;
+        if ((e = dw_run_int8(o, &g, &c, par, &done)) || done) return e;
     }
     if (c.in->dtype == CTOSA_DTYPE_INT8) {
         /* int8: every partial sum of KH*KW products stays below 2^24 when

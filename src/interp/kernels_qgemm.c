@@ -297,12 +297,6 @@ __attribute__((target("avx2,avxvnni"))) static void kq_tile256(const kg_job *job
 }
 #endif
 
-/* The engine is about four times as fast per multiply-add as the float
- * one, so it splits a job over the threads from a quarter of the float
- * engine's size (the 28x28 and 14x14 layers of MobileNetV2, 4.8 M
- * multiply-adds each, ran on one thread). */
-#define KQ_PAR_MIN_MACS (IM_PAR_MIN_MACS / 4)
-
 typedef struct kq_run {
     kg_job *job;
     kg_tile_fn tile;
@@ -352,7 +346,9 @@ bool kg_run_q8(interp_ctx *ctx, kg_job *job) {
     int64_t nb = (job->M + 47) / 48, br = (job->M + nb - 1) / nb;
     r.block_rows = (br + 3) & ~(int64_t)3;
     size_t n = (size_t)(((job->M + r.block_rows - 1) / r.block_rows) * r.npanels);
-    if ((double)job->M * (double)job->N * (double)(job->Kt * job->T) < KQ_PAR_MIN_MACS) ctx = NULL;
+    /* the engine does about four fp32 multiply-adds' work per int8 one's
+     * time: its work counts a quarter per multiply-add */
+    if (!interp_par_worth(ctx, (double)job->M * (double)job->N * (double)(job->Kt * job->T) / 4)) ctx = NULL;
     if (ctx) interp_parallel_for(ctx, n, kq_worker, &r);
     else kq_worker(&r, 0, n);
     return !job->failed;
