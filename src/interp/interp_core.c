@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "interp/kernels_gemm.h"
+#include "interp_fuse.h"
 #include "interp_runtime.h"
 #include "util/floatfmt.h"
 
@@ -1070,6 +1071,8 @@ static ctosa_error *build_plan(ctosa_interp *it, const ctosa_region *r, const ct
                 return ctosa_error_nomem();
         }
     }
+    /* needs the constants' values, changes which tensors get memory */
+    interp_fuse_chains(it, p);
     return place_activations(it, p);
 }
 
@@ -1129,7 +1132,7 @@ ctosa_error *interp_run_plan(ctosa_interp *it, rplan *p) {
                        .rescale = po->has_rescale ? &po->rescale : NULL,
                        .pre = po->has_pre ? &po->pre : NULL,
                        .reference = it->opt.reference};
-        if ((e = interp_check_arity(&o))) break;
+        if (!po->chain && (e = interp_check_arity(&o))) break; /* a group's operators were checked */
         /* Fresh outputs of kernels that may leave positions unwritten are
          * zeroed so the result is deterministic (CTOSA_OPF_WRITES_ALL). */
         for (uint32_t k = 0; k < po->n_out; k++) {

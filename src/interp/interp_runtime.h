@@ -67,6 +67,8 @@ typedef struct pop {
     bool has_pre; /* an int8 CONV2D offered the TRANSPOSE of its input (fuse_transposes) */
     interp_fused_pre pre;
     bool pre_fused; /* that TRANSPOSE: run by the convolution, not by itself */
+    /* The element-wise group this operator runs (interp_fuse.h), or NULL. */
+    struct fz_group *chain;
     op_cache cache;
     uint64_t prof_runs; /* options.profile: runs and total seconds */
     double prof_s;

@@ -186,9 +186,6 @@ static ctosa_error *fast_unary(const interp_op *o, void (*rows)(void *, size_t, 
     return NULL;
 }
 
-/* x * sigmoid(x) with the sigmoid rounded to float first, as SIGMOID then
- * MUL compute it. */
-#define VM_SILU(X) ((X)*VM_SIGMOID(X))
 VM_ROWS(silu_rows, VM_SILU)
 
 ctosa_error *interp_k_fused_SILU(const interp_op *o) {

@@ -12,10 +12,12 @@
 #include <string.h>
 
 #include "interp/int_math.h"
+#include "interp/interp_fuse.h"
 #include "interp/vec_math.h"
 #include "util/floatfmt.h"
 
-enum { E_NONE, E_OVERFLOW, E_DIV0, E_SHIFT, E_SHIFT_ARG };
+/* the REQUIRE kinds of interp_fuse.h (fused chains report them alike) */
+enum { E_NONE = FZ_E_NONE, E_OVERFLOW = FZ_E_OVERFLOW, E_DIV0 = FZ_E_DIV0, E_SHIFT = FZ_E_SHIFT };
 
 typedef struct ew_arg {
     uint32_t rank;
@@ -393,26 +395,29 @@ static void run_loop(const interp_op *o, ew_fn fn, ew_arg *A, uint64_t n) {
     else if (n) fn(A, 0, (size_t)n);
 }
 
-static ctosa_error *report(const interp_op *o, const ew_arg *A) {
+ctosa_error *interp_ew_require(const interp_op *o, int kind, uint64_t at_, double a, double b) {
     const itensor *out = o->out[0];
-    unsigned long long at = (unsigned long long)A->err_at;
-    switch (A->err) {
+    unsigned long long at = (unsigned long long)at_;
+    switch (kind) {
     case E_NONE: return NULL;
     case E_OVERFLOW:
         return interp_fail(o,
                            "REQUIRE failed at output element %llu: the result of %.17g and "
                            "%.17g does not fit %s",
-                           at, A->err_a, A->err_b, ctosa_dtype_short(out->dtype));
+                           at, a, b, ctosa_dtype_short(out->dtype));
     case E_DIV0:
-        return interp_fail(o, "REQUIRE failed at output element %llu: division of %.17g by zero", at,
-                           A->err_a);
+        return interp_fail(o, "REQUIRE failed at output element %llu: division of %.17g by zero", at, a);
     case E_SHIFT:
         return interp_fail(o,
                            "REQUIRE failed at output element %llu: shift amount %.17g is out "
                            "of range for %s",
-                           at, A->err_b, ctosa_dtype_short(o->in[0]->dtype));
+                           at, b, ctosa_dtype_short(o->in[0]->dtype));
     default: return interp_fail(o, "REQUIRE failed at output element %llu", at);
     }
+}
+
+static ctosa_error *report(const interp_op *o, const ew_arg *A) {
+    return interp_ew_require(o, A->err, A->err_at, A->err_a, A->err_b);
 }
 
 static ctosa_error *bad_type(const interp_op *o) {

@@ -154,4 +154,9 @@ typedef int32_t vm_i __attribute__((vector_size(64)));
         VM_SEL(fnan_, f_, w_);                                                  \
     })
 
+/* SiLU, x * sigmoid(x) with the sigmoid rounded to float first, as
+ * SIGMOID then MUL compute it (the fused SiLU pass and the element-wise
+ * groups: the same bits as the two operators). */
+#define VM_SILU(X) ((X)*VM_SIGMOID(X))
+
 #endif
