@@ -128,6 +128,58 @@ for i, s in enumerate(a): np.save(sys.argv[2] + '/s%02d.npy' % i, s)
 "$ctosa" quantize "$m/float.onnx" --calibration input="$tmp/folder" -o "$tmp/e" -q || bad "folder calibration"
 cmp -s "$tmp/a/float.qdq.onnx" "$tmp/e/float.qdq.onnx" || bad "folder and stacked calibration differ"
 
+# cross-layer equalization: the equalized float model computes what the
+# original does (both lowered under TOSA-1.0+FP and run on a calibration
+# sample and on a fresh one), the tensors between the pairs are scaled (not
+# a no-op), Relu6 / HardSwish pairs are counted as left alone, the QDQ model
+# still lowers to one partition, and the output is deterministic
+for k in 1 2; do
+  "$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --equalize -o "$tmp/q$k" > "$tmp/q$k.txt" \
+    || bad "equalize exit $?"
+done
+grep -q "equalized: [1-9][0-9]* convolution pairs" "$tmp/q1.txt" || bad "equalize summary: $(cat "$tmp/q1.txt")"
+for f in float.qdq.onnx float.quant.json float.equalized.onnx; do
+  cmp -s "$tmp/q1/$f" "$tmp/q2/$f" || bad "equalize: $f differs between runs"
+done
+"$py" - "$tmp/a/float.quant.json" "$tmp/q1/float.quant.json" <<'PY' || bad "equalize report"
+import json, sys
+a = json.load(open(sys.argv[1])); q = json.load(open(sys.argv[2]))
+e = q["equalize"]
+assert "equalize" not in a
+assert e["pairs"] >= 5 and e["sweeps"] >= 2 and e["model"] == "float.equalized.onnx", e
+assert e["skipped_other"] >= 1 and e["first_max_scale"] > 1.05, e
+assert q["lowered"]["partitions"] == 1 and q["float_nodes"] == [], q["lowered"]
+assert q["outputs"][0]["sqnr_db"] > 8.0, q["outputs"]
+ta = {t["name"]: t for t in a["tensors"]}; tq = {t["name"]: t for t in q["tensors"]}
+assert ta.keys() == tq.keys()
+# the tensors between the pairs have new ranges; the model output has not
+moved = [n for n in ta if abs(tq[n]["max"] - ta[n]["max"]) > 0.01 * abs(ta[n]["max"]) + 1e-9]
+assert len(moved) >= e["pairs"], (len(moved), e)
+out = q["outputs"][0]["name"]
+assert out not in moved and abs(tq[out]["min"] - ta[out]["min"]) <= 1e-4 * abs(ta[out]["min"]), (tq[out], ta[out])
+PY
+"$py" - "$m/calib.npy" "$tmp/eqin" <<'PY' || bad "equalize inputs"
+import numpy as np, os, sys
+c = np.load(sys.argv[1]); os.makedirs(sys.argv[2])
+np.save(sys.argv[2] + "/s0.npy", c[0].reshape((1,) + c.shape[-3:]).astype(np.float32))
+np.save(sys.argv[2] + "/s1.npy", np.random.default_rng(5).standard_normal((1,) + c.shape[-3:]).astype(np.float32))
+PY
+for v in orig:$m/float.onnx eq:$tmp/q1/float.equalized.onnx; do
+  "$ctosa" lower "${v#*:}" --spec TOSA-1.0+FP -o "$tmp/fl_${v%%:*}" -q || bad "lower the ${v%%:*} float model"
+  for k in 0 1; do
+    "$ctosa" run "$tmp/fl_${v%%:*}"/*.partitioned.onnx --input input="$tmp/eqin/s$k.npy" \
+      -o "$tmp/fo_${v%%:*}$k" -q || bad "run the ${v%%:*} float model"
+  done
+done
+"$py" - "$tmp" <<'PY' || bad "the equalized float model computes something else"
+import glob, numpy as np, sys
+for k in (0, 1):
+    a = np.load(glob.glob(sys.argv[1] + "/fo_orig%d/*.npy" % k)[0]).astype(np.float64)
+    b = np.load(glob.glob(sys.argv[1] + "/fo_eq%d/*.npy" % k)[0]).astype(np.float64)
+    d = np.max(np.abs(a - b)); r = np.max(np.abs(a))
+    assert a.shape == b.shape and r > 0 and d <= 1e-4 * r, (k, d, r)
+PY
+
 # an operator the INT profile cannot run (Sin) stays float, with its reason;
 # MaxPool, the Concat of two branches and x * Sigmoid(x) are quantized
 "$ctosa" quantize "$t/float.onnx" --calibration x="$t/calib.npy" -o "$tmp/t" -q || bad "tiny exit $?"

@@ -88,6 +88,14 @@ typedef struct ctosa_quantize_options {
      * convolution reading one runs as two int8 convolutions (NPU time: the
      * summary gives the MACs added). 0: none. */
     uint32_t int16_tensors;
+    /* Cross-layer equalization before calibration: for Conv -> (nothing,
+     * Relu, LeakyRelu, PRelu) -> Conv pairs, output channel i of the first
+     * and input channel i of the second are scaled by 1/s_i and s_i so that
+     * their weight ranges become equal. The function is unchanged; the
+     * equalized float model is written as <stem>.equalized.onnx and is the
+     * reference of the SQNR. Pairs with a Relu6 (Clip with an upper bound)
+     * or HardSwish between them are left alone (docs/quantize.md). */
+    bool equalize;
 } ctosa_quantize_options;
 
 void ctosa_quantize_options_init(ctosa_quantize_options *opt);
@@ -125,6 +133,16 @@ typedef struct ctosa_quantize_summary {
     const char *const *int16_names;
     double int16_macs, model_macs;
     double int16_sqnr_before, int16_sqnr_after;
+    /* equalize: whether it was asked for, the convolution pairs equalized,
+     * the channels between them, the sweeps until the scales settled, the
+     * pairs left alone because of a Relu6 or of another operator between
+     * them (HardSwish, a residual Add, ...), the largest scale of the first
+     * sweep, and the equalized float model written (NULL when no pair was
+     * found) */
+    bool equalized;
+    uint32_t eq_pairs, eq_channels, eq_sweeps, eq_skipped_clamp, eq_skipped_other;
+    double eq_max_scale;
+    const char *equalized_path;
     uint32_t n_outputs;
     const ctosa_quantize_output *outputs;
     const char *report_json; /* the report text */

@@ -584,11 +584,14 @@ class QuantizeResult:
     """What quantize() returns: .qdq_path (the QDQ ONNX model written),
     .report_path and .report (the JSON report as a dict), .sqnr
     ({output: SQNR in dB against the float model on the calibration
-    samples}), .float_nodes (nodes left in float, with the reason)."""
+    samples}), .float_nodes (nodes left in float, with the reason),
+    .equalized_path (with equalize=True: the equalized float model, None
+    when no pair was found)."""
 
     def __init__(self, d):
         import json
         self.qdq_path = d["qdq_path"]
+        self.equalized_path = d.get("equalized_path")
         self.report_path = d["report_path"]
         self.report = json.loads(d["report"])
         self.sqnr = {o["name"]: o["sqnr_db"] for o in self.report["outputs"]}
@@ -600,7 +603,8 @@ class QuantizeResult:
 
 
 def quantize(model, calibration, output_dir, *, spec=None, target=None, activations="int8", method=None,
-             percentile=None, bias_correction=True, range_search=False, int16=0, max_samples=0, stem=None):
+             percentile=None, bias_correction=True, range_search=False, int16=0, equalize=False, max_samples=0,
+             stem=None):
     """Post-training quantization (`ctosa quantize`, docs/quantize.md):
     writes <output_dir>/<stem>.qdq.onnx and <stem>.quant.json.
 
@@ -614,7 +618,10 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
     the error at the model's outputs on the calibration samples (slower).
     int16=N: mixed precision, the N tensors whose int16 activations lower
     the output error most get int16 (`--int16 N`; result.report["int16"]
-    names them and the MACs they cost). The GIL is released while quantizing."""
+    names them and the MACs they cost). equalize: cross-layer equalization
+    of Conv -> (Relu) -> Conv pairs first (`--equalize`; the equalized float
+    model is written too, result.equalized_path). The GIL is released while
+    quantizing."""
     import numpy as np
     if activations not in ("int8", "int16"):
         raise UsageError("activations must be 'int8' or 'int16', got %r" % (activations,))
@@ -637,7 +644,7 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
                             activation_bits=16 if activations == "int16" else 8, method=method,
                             percentile=float(percentile or 0), bias_correction=bias_correction,
                             max_samples=int(max_samples), stem=stem, range_search=bool(range_search),
-                            int16=int(int16))
+                            int16=int(int16), equalize=bool(equalize))
     return QuantizeResult(d)
 
 

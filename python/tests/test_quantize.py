@@ -88,3 +88,22 @@ def test_quantize_int16_tensors(tmp_path):
     t = {x["name"]: x for x in r.report["tensors"]}
     assert all(t[n]["dtype"] == "int16" and t[n]["zero_point"] == 0 for n in h["tensors"]), h
     assert sum(x.get("dtype") == "int16" for x in r.report["tensors"]) == len(h["tensors"])
+
+
+def test_quantize_equalize(tmp_path):
+    calib = np.load(os.path.join(TINY, "calib.npy"))
+    m = os.path.join(TINY, "float.onnx")
+    plain = ctosa.quantize(m, {"x": calib}, tmp_path / "a")
+    r = ctosa.quantize(m, {"x": calib}, tmp_path / "b", equalize=True)
+    assert plain.equalized_path is None and "equalize" not in plain.report
+    # conv0 -> Relu -> MaxPool -> conv1 and conv2: one pair with two readers
+    e = r.report["equalize"]
+    assert e["pairs"] == 1 and e["channels"] > 0 and e["model"] == "float.equalized.onnx", e
+    assert os.path.exists(r.equalized_path) and r.equalized_path.endswith("float.equalized.onnx")
+    # the tensor between the pair is scaled channel by channel, the output is not
+    t0 = {t["name"]: t for t in plain.report["tensors"]}
+    t1 = {t["name"]: t for t in r.report["tensors"]}
+    assert abs(t1["r0"]["max"] - t0["r0"]["max"]) > 1e-3 * t0["r0"]["max"], (t0["r0"], t1["r0"])
+    assert abs(t1["y"]["max"] - t0["y"]["max"]) <= 1e-4 * abs(t0["y"]["max"]), (t0["y"], t1["y"])
+    r2 = ctosa.quantize(m, {"x": calib}, tmp_path / "c", equalize=True)
+    assert open(r.qdq_path, "rb").read() == open(r2.qdq_path, "rb").read()

@@ -51,6 +51,11 @@ static void help(void) {
            "                             candidate) get int16 activations; without EXT-INT16\n"
            "                             each convolution reading one runs twice (as two int8\n"
            "                             halves: the summary gives the MACs added)\n"
+           "  --equalize                 cross-layer equalization first: Conv -> (Relu) -> Conv\n"
+           "                             pairs get equal per-channel weight ranges, the\n"
+           "                             function unchanged (written as <stem>.equalized.onnx,\n"
+           "                             the SQNR's reference); pairs with a Relu6 or HardSwish\n"
+           "                             between them are left alone\n"
            "  --max-samples N            use at most N calibration samples\n"
            "  --stem NAME                output file name stem (default: the model's name)\n"
            "  -o, --output-dir DIR       output directory (default ./output, created if missing)\n"
@@ -86,6 +91,10 @@ int cmd_quantize(int argc, char **argv) {
         }
         if (!strcmp(a, "--range-search")) {
             opt.range_search = true;
+            continue;
+        }
+        if (!strcmp(a, "--equalize")) {
+            opt.equalize = true;
             continue;
         }
         if (!strcmp(a, "--no-bias-correction")) {
@@ -246,6 +255,12 @@ int cmd_quantize(int argc, char **argv) {
                s->nodes_total - s->nodes_float, s->nodes_total, s->nodes_float, s->tensors_quantized);
         printf("lowered under the target: %u partition%s, %u of %u nodes delegated\n", s->partitions,
                s->partitions == 1 ? "" : "s", s->nodes_delegated, s->nodes_qdq_total);
+        if (s->equalized)
+            printf(
+                "equalized: %u convolution pair%s (%u channels, %u sweeps); left alone: %u at a Relu6, %u at "
+                "another operator\n",
+                s->eq_pairs, s->eq_pairs == 1 ? "" : "s", s->eq_channels, s->eq_sweeps, s->eq_skipped_clamp,
+                s->eq_skipped_other);
         if (s->search_runs)
             printf("range search: %u of %u ranges changed in %u runs, calibration SQNR %.2f -> %.2f dB\n",
                    s->search_changed, s->search_groups, s->search_runs, s->search_sqnr_before,
@@ -268,6 +283,7 @@ int cmd_quantize(int argc, char **argv) {
                        s->outputs[i].sqnr_db);
         }
         printf("wrote %s\n      %s\n", s->qdq_path, s->report_path);
+        if (s->equalized_path) printf("      %s\n", s->equalized_path);
     }
     rc = 0;
 out:

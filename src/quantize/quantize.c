@@ -465,7 +465,7 @@ static ctosa_error *sequential_bias(qz_ctx *c, run_state *rs, const ctosa_spec *
         strmap_free(&rs->by_q);
         arena_free(&names);
         if (e)
-            e = ctosa_error_prefix(e, "%s: sequential bias correction, level %u of %u", c->path, lv, levels);
+            e = ctosa_error_prefix(e, "%s: sequential bias correction, level %u of %u", c->model, lv, levels);
     }
     free(extra);
     free(xs);
@@ -548,7 +548,7 @@ static ctosa_error *search_ranges(qz_ctx *c, run_state *rs, const ctosa_spec *sp
     }
     s->search_sqnr_after = cur > 0 ? -10 * log10(cur) : INFINITY;
     free(base);
-    if (e) e = ctosa_error_prefix(e, "%s: range search", c->path);
+    if (e) e = ctosa_error_prefix(e, "%s: range search", c->model);
     return e;
 }
 
@@ -660,7 +660,7 @@ static ctosa_error *select_int16(qz_ctx *c, run_state *rs, const ctosa_spec *spe
         }
         qz_graph_free(&q);
     }
-    if (e) e = ctosa_error_prefix(e, "%s: choosing int16 tensors", c->path);
+    if (e) e = ctosa_error_prefix(e, "%s: choosing int16 tensors", c->model);
     return e;
 }
 
@@ -694,6 +694,22 @@ static char *make_report(qz_ctx *c, const ctosa_quantize_summary *s, const char 
         json_num(&b, s->search_sqnr_before);
         sb_puts(&b, ", \"sqnr_db_after\": ");
         json_num(&b, s->search_sqnr_after);
+        sb_puts(&b, "}");
+    }
+    if (s->equalized) {
+        sb_printf(
+            &b,
+            ",\n  \"equalize\": {\"pairs\": %u, \"channels\": %u, \"sweeps\": %u, \"skipped_clamp\": %u, "
+            "\"skipped_other\": %u, \"first_max_scale\": ",
+            s->eq_pairs, s->eq_channels, s->eq_sweeps, s->eq_skipped_clamp, s->eq_skipped_other);
+        json_num(&b, s->eq_max_scale);
+        sb_puts(&b, ", \"model\": ");
+        if (s->equalized_path) {
+            const char *eb = strrchr(s->equalized_path, '/');
+            sb_json_str(&b, eb ? eb + 1 : s->equalized_path);
+        } else {
+            sb_puts(&b, "null");
+        }
         sb_puts(&b, "}");
     }
     if (s->int16_runs) {
@@ -850,6 +866,47 @@ static ctosa_error *setup_tensors(qz_ctx *c) {
     return NULL;
 }
 
+/* Equalizes the float model (qz_equalize) and, when a pair was found,
+ * writes it to the work folder and makes it the model quantized from here
+ * on (*eq_path; NULL when nothing changed). */
+static ctosa_error *equalize(qz_ctx *c, const char *work, qz_samples *smp, ctosa_quantize_summary *s,
+                             arena *a, char **eq_path) {
+    *eq_path = NULL;
+    qz_graph q;
+    qz_equalize_stats st;
+    memset(&st, 0, sizeof st);
+    ctosa_error *e = qz_graph_init(&q, c->m, c->path);
+    if (!e) e = qz_equalize(&q, &st);
+    char *path = NULL;
+    if (!e && st.pairs) {
+        path = arena_printf(a, "%s/equalized.onnx", work);
+        e = path ? qz_graph_write(&q, path) : ctosa_error_nomem();
+    }
+    qz_graph_free(&q);
+    /* the samples name the inputs by the strings of the model freed here */
+    for (uint32_t k = 0; k < smp->n_inputs && !e && path; k++)
+        if (!(smp->names[k] = arena_strdup(a, smp->names[k]))) e = ctosa_error_nomem();
+    if (!e && path) {
+        ctosa_onnx_free(c->m);
+        c->m = NULL;
+        c->g = NULL;
+        e = ctosa_onnx_load(path, NULL, &c->m);
+        if (!e) {
+            c->g = ctosa_onnx_info(c->m)->graph;
+            c->path = path;
+            *eq_path = path;
+        }
+    }
+    s->equalized = true;
+    s->eq_pairs = st.pairs;
+    s->eq_channels = st.channels;
+    s->eq_sweeps = st.sweeps;
+    s->eq_skipped_clamp = st.skipped_clamp;
+    s->eq_skipped_other = st.skipped_other;
+    s->eq_max_scale = st.first_max_scale;
+    return e ? ctosa_error_prefix(e, "%s: equalizing", s->model) : NULL;
+}
+
 static void free_ctx(qz_ctx *c) {
     for (uint32_t i = 0; c->t && i < c->n_t; i++) {
         free(c->t[i].cons);
@@ -917,7 +974,7 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     if (c.percentile > 100)
         e = ctosa_error_new(CTOSA_ERR_USAGE, "quantize: percentile %g is above 100", c.percentile);
     s->method = method_name(c.method);
-    c.path = model_path;
+    c.path = c.model = model_path;
     qz_samples smp;
     memset(&smp, 0, sizeof smp);
     run_state rs;
@@ -934,7 +991,6 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
                                 model_path, (long long)ops);
     }
     if (!e) e = qz_samples_load(c.m, opt->calibration, opt->n_calibration, opt->max_samples, &smp);
-    if (!e) e = setup_tensors(&c);
     /* output names */
     const char *stem = opt->stem;
     if (!e && !stem) {
@@ -959,6 +1015,15 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
         s->qdq_path = final_qdq;
         s->report_path = final_json;
     }
+    /* 0. cross-layer equalization: the rest runs on the equalized float
+     * model, which is also the reference the SQNR is measured against */
+    char *eq_tmp = NULL, *final_eq = NULL;
+    if (!e && opt->equalize) e = equalize(&c, work, &smp, s, &res->a, &eq_tmp);
+    if (!e && eq_tmp) {
+        final_eq = arena_printf(&res->a, "%s/%s.equalized.onnx", opt->output_dir, stem);
+        s->equalized_path = final_eq;
+    }
+    if (!e) e = setup_tensors(&c);
     s->samples = smp.n_samples;
     s->nodes_total = c.g ? c.g->n_nodes : 0;
 
@@ -1082,6 +1147,11 @@ ctosa_error *ctosa_quantize(const char *model_path, const ctosa_quantize_options
     if (!e && rename(qdq_tmp, final_qdq) != 0) {
         e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot write: %s", final_qdq, strerror(errno));
         unlink(final_json);
+    }
+    if (!e && eq_tmp && rename(eq_tmp, final_eq) != 0) {
+        e = ctosa_error_new(CTOSA_ERR_IO, "%s: cannot write: %s", final_eq, strerror(errno));
+        unlink(final_json);
+        unlink(final_qdq);
     }
     if (have_work) remove_tree(work);
     for (uint32_t i = 0; rs.ref && i < rs.n_outputs; i++) {

@@ -80,6 +80,23 @@ ctosa_error *qz_graph_prune_to_extra(qz_graph *q);
  * node reads (and that are not graph outputs) are left out. */
 ctosa_error *qz_graph_write(qz_graph *q, const char *path);
 
+/* ------------------------------------------------------------ equalization */
+
+typedef struct qz_equalize_stats {
+    uint32_t pairs;         /* convolution pairs equalized */
+    uint32_t channels;      /* channels between them */
+    uint32_t sweeps;        /* passes over the pairs until no scale moved */
+    uint32_t skipped_clamp; /* Conv -> Clip with an upper bound (Relu6) -> Conv */
+    uint32_t skipped_other; /* Conv -> another operator (HardSwish, a residual Add) -> Conv */
+    double first_max_scale; /* the largest scale (or 1 / scale) of the first sweep */
+    bool subgraphs;         /* the model has subgraphs: left as it is */
+} qz_equalize_stats;
+
+/* Cross-layer equalization of q's float weights in place (q fresh from
+ * qz_graph_init; its changed initializers then live in q's arena): the
+ * function of the model is unchanged up to float rounding. */
+ctosa_error *qz_equalize(qz_graph *q, qz_equalize_stats *st);
+
 /* ------------------------------------------------------------ statistics */
 
 #define QZ_HIST_BINS 4096
@@ -166,7 +183,8 @@ typedef struct qz_tensor {
 
 typedef struct qz_ctx {
     ctosa_onnx_model *m;
-    const char *path;
+    const char *path; /* the file m was read from (the equalized model in the work folder, with --equalize) */
+    const char *model; /* the model as the user named it (messages) */
     const ctosa_onnx_graph *g;
     int bits;       /* activation bits: 8 or 16 */
     bool symmetric; /* int16: zero point 0 */

@@ -505,9 +505,19 @@ ctosa_error *qz_plan_emit(qz_ctx *c, qz_graph *q) {
             float *s_w = NULL;
             int8_t *wq = NULL;
             uint32_t n_ch = 0;
-            if (has_w) e = quant_weight(q, w, axis, &nd.in[1], &s_w, &wq, &n_ch);
+            /* by value: adding initializers moves q->inits */
+            qz_init wv, bv;
+            if (has_w) {
+                wv = *w;
+                w = &wv;
+                e = quant_weight(q, w, axis, &nd.in[1], &s_w, &wq, &n_ch);
+            }
             if (!e && has_w && n->n_inputs >= 3 && n->inputs[2][0]) {
                 const qz_init *b = qz_graph_find_init(q, n->inputs[2]);
+                if (b) {
+                    bv = *b;
+                    b = &bv;
+                }
                 qz_tensor *x = qz_tensor_of(c, n->inputs[0]);
                 const float *shift = c->bias_correction ? weight_shift(q, n, w, axis, s_w, wq, x) : NULL;
                 if (b && b->dtype == CTOSA_ONNX_FLOAT && b->rank == 1 && (uint32_t)b->dims[0] == n_ch && x &&
@@ -518,8 +528,9 @@ ctosa_error *qz_plan_emit(qz_ctx *c, qz_graph *q) {
                 if (has_w && k == 1) continue;
                 const qz_init *ki = n->inputs[k][0] ? qz_graph_find_init(q, n->inputs[k]) : NULL;
                 if (!ki || ki->dtype != CTOSA_ONNX_FLOAT || ki->nbytes <= 4 || !traits_of(n)) continue;
-                const char *dq = strmap_get(&consts_done, ki->name);
-                if (!dq && !(e = quant_const(c, q, ki, &dq))) strmap_put(&consts_done, ki->name, (void *)dq);
+                qz_init kv = *ki;
+                const char *dq = strmap_get(&consts_done, kv.name);
+                if (!dq && !(e = quant_const(c, q, &kv, &dq))) strmap_put(&consts_done, kv.name, (void *)dq);
                 nd.in[k] = dq;
             }
         }

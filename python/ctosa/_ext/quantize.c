@@ -6,7 +6,8 @@
 PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
         "path",       "output_dir",      "calibration", "spec", "target",       "activation_bits", "method",
-        "percentile", "bias_correction", "max_samples", "stem", "range_search", "int16",           NULL};
+        "percentile", "bias_correction", "max_samples", "stem", "range_search", "int16",           "equalize",
+        NULL};
     PyObject *pathb = NULL, *outb = NULL, *cal;
     const char *spec = NULL, *target = NULL, *method = NULL, *stem = NULL, *bias = NULL;
     int bits = 8;
@@ -14,9 +15,10 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     unsigned int max_samples = 0;
     int range_search = 0;
     unsigned int int16 = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIzpI", kwlist, PyUnicode_FSConverter, &pathb,
+    int equalize = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIzpIp", kwlist, PyUnicode_FSConverter, &pathb,
                                      PyUnicode_FSConverter, &outb, &cal, &spec, &target, &bits, &method, &pct,
-                                     &bias, &max_samples, &stem, &range_search, &int16))
+                                     &bias, &max_samples, &stem, &range_search, &int16, &equalize))
         return NULL;
     PyObject *res = NULL, *seq = NULL;
     ctosa_quantize_calibration *cv = NULL;
@@ -58,6 +60,7 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     opt.stem = stem;
     opt.range_search = range_search != 0;
     opt.int16_tensors = int16;
+    opt.equalize = equalize != 0;
     const char *path = PyBytes_AS_STRING(pathb);
     ctosa_quantize_result *r = NULL;
     ctosa_error *e;
@@ -67,8 +70,8 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     const ctosa_quantize_summary *s = ctosa_quantize_result_summary(r);
-    res = Py_BuildValue("{s:s,s:s,s:s}", "qdq_path", s->qdq_path, "report_path", s->report_path, "report",
-                        s->report_json);
+    res = Py_BuildValue("{s:s,s:s,s:s,s:z}", "qdq_path", s->qdq_path, "report_path", s->report_path, "report",
+                        s->report_json, "equalized_path", s->equalized_path);
     ctosa_quantize_result_free(r);
 done:
     Py_XDECREF(seq);
