@@ -180,6 +180,53 @@ for k in (0, 1):
     assert a.shape == b.shape and r > 0 and d <= 1e-4 * r, (k, d, r)
 PY
 
+# mixed precision by MAC budget (--int16 auto, --int16-budget P): it picks
+# int16 tensors (on this model it must find some: each of the first few
+# lowers the calibration noise by well over 1%), the convolutions reading
+# them stay within the budget, the summary and the report say the share of
+# MACs run twice, the model still lowers to one TOSA-1.0+INT partition with
+# every node but the boundary pair (int16 tensors inside it), the SQNR
+# does not fall, and the output is deterministic; a tight budget takes
+# fewer tensors and still keeps to it
+for k in 1 2; do
+  "$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --int16 auto -o "$tmp/ma$k" > "$tmp/ma$k.txt" \
+    || bad "--int16 auto exit $?"
+done
+grep -q "MACs per sample ([0-9.]*%, budget 25%), run twice" "$tmp/ma1.txt" || bad "--int16 auto summary: $(cat "$tmp/ma1.txt")"
+for f in float.qdq.onnx float.quant.json; do
+  cmp -s "$tmp/ma1/$f" "$tmp/ma2/$f" || bad "--int16 auto: $f differs between runs"
+done
+"$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --int16-budget 3 -o "$tmp/mb" -q \
+  || bad "--int16-budget exit $?"
+"$ctosa" lower "$tmp/ma1/float.qdq.onnx" --spec TOSA-1.0+INT -o "$tmp/mal" -q || bad "lower the --int16 auto model"
+"$py" - "$tmp/a/float.quant.json" "$tmp/ma1/float.quant.json" "$tmp/mb/float.quant.json" \
+  "$tmp/mal/float.qdq.report.json" <<'PY' || bad "--int16 auto report"
+import json, sys
+a, q, b, r = (json.load(open(p)) for p in sys.argv[1:5])
+h, hb = q["int16"], b["int16"]
+assert "int16" not in a
+assert h["mode"] == "budget" and h["budget_pct"] == 25 and hb["mode"] == "budget" and hb["budget_pct"] == 3, (h, hb)
+assert len(h["tensors"]) >= 2 and h["sqnr_db_after"] > h["sqnr_db_before"] + 1.0, h
+for x in (h, hb):
+    assert x["runs"] == x["candidates"] + 2, x  # one run per candidate: no more
+    assert abs(x["macs_twice_pct"] - 100 * x["macs_int16_inputs"] / x["macs_model"]) < 1e-6, x
+    assert 0 <= x["macs_twice_pct"] <= x["budget_pct"] * (1 + 1e-9), x
+assert len(hb["tensors"]) < len(h["tensors"]), (hb, h)
+t = {x["name"]: x for x in q["tensors"]}
+assert all(t[n]["dtype"] == "int16" and t[n]["zero_point"] == 0 for n in h["tensors"]), h
+assert q["outputs"][0]["sqnr_db"] > a["outputs"][0]["sqnr_db"] + 1.0, (q["outputs"], a["outputs"])
+assert q["lowered"]["partitions"] == 1 and q["float_nodes"] == [], q["lowered"]
+assert len(r["partitions"]) == 1, len(r["partitions"])
+fb = sorted(f["op_type"] for f in r["fallback"])
+assert fb == ["DequantizeLinear", "QuantizeLinear"], fb
+PY
+"$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --int16 most -q 2> "$tmp/i16.err"
+[ $? = 2 ] && grep -q "auto or a tensor count" "$tmp/i16.err" || bad "--int16 most: $(cat "$tmp/i16.err")"
+for p in 0 101; do
+  "$ctosa" quantize "$m/float.onnx" --calibration input="$m/calib.npy" --int16-budget $p -q 2> "$tmp/i16.err"
+  [ $? = 2 ] && grep -q "int16-budget" "$tmp/i16.err" || bad "--int16-budget $p: $(cat "$tmp/i16.err")"
+done
+
 # an operator the INT profile cannot run (Sin) stays float, with its reason;
 # MaxPool, the Concat of two branches and x * Sigmoid(x) are quantized
 "$ctosa" quantize "$t/float.onnx" --calibration x="$t/calib.npy" -o "$tmp/t" -q || bad "tiny exit $?"

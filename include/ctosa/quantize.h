@@ -64,6 +64,9 @@ typedef enum ctosa_quantize_bias {
                                    * per level of weighted layers: slower) */
 } ctosa_quantize_bias;
 
+/* The MAC budget of --int16 auto, in percent of the model's MACs. */
+#define CTOSA_QUANT_INT16_BUDGET 25.0
+
 typedef struct ctosa_quantize_options {
     const char *output_dir; /* required: where <stem>.qdq.onnx and <stem>.quant.json go */
     const char *stem;       /* NULL: the model file name without .onnx */
@@ -86,8 +89,16 @@ typedef struct ctosa_quantize_options {
      * samples (one run of the quantized model per candidate tensor), get
      * int16 (symmetric, whole range). Under a spec without EXT-INT16 every
      * convolution reading one runs as two int8 convolutions (NPU time: the
-     * summary gives the MACs added). 0: none. */
+     * summary gives the MACs added). 0: no count limit (with a budget) or
+     * none. */
     uint32_t int16_tensors;
+    /* Mixed precision by budget (--int16 auto, CTOSA_QUANT_INT16_BUDGET):
+     * the candidate tensors, each measured alone as above, are made int16
+     * by gain, largest first, each when it lowers the output noise by more
+     * than 1% and the convolutions reading int16 tensors stay within this
+     * percent of the model's MACs (with int16_tensors > 0: at most that
+     * many). 0: count mode (int16_tensors) or none. In [0, 100]. */
+    double int16_budget;
     /* Cross-layer equalization before calibration: for Conv -> (nothing,
      * Relu, LeakyRelu, PRelu) -> Conv pairs, output channel i of the first
      * and input channel i of the second are scaled by 1/s_i and s_i so that
@@ -133,6 +144,7 @@ typedef struct ctosa_quantize_summary {
     const char *const *int16_names;
     double int16_macs, model_macs;
     double int16_sqnr_before, int16_sqnr_after;
+    double int16_budget; /* the MAC budget in percent (budget mode), else 0 */
     /* equalize: whether it was asked for, the convolution pairs equalized,
      * the channels between them, the sweeps until the scales settled, the
      * pairs left alone because of a Relu6 or of another operator between

@@ -602,9 +602,20 @@ class QuantizeResult:
             self.qdq_path, ", ".join("%s %.2f dB" % kv for kv in self.sqnr.items()))
 
 
+def _int16_arg(v):
+    """quantize()'s int16 for the extension: a count, -1 (not given) or -2 (auto)."""
+    if v is None:
+        return -1
+    if v == "auto":
+        return -2
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise UsageError("int16 must be 'auto', None or a tensor count, got %r" % (v,))
+    return v
+
+
 def quantize(model, calibration, output_dir, *, spec=None, target=None, activations="int8", method=None,
-             percentile=None, bias_correction=True, range_search=False, int16=0, equalize=False, max_samples=0,
-             stem=None):
+             percentile=None, bias_correction=True, range_search=False, int16=None, int16_budget=None,
+             equalize=False, max_samples=0, stem=None):
     """Post-training quantization (`ctosa quantize`, docs/quantize.md):
     writes <output_dir>/<stem>.qdq.onnx and <stem>.quant.json.
 
@@ -616,9 +627,14 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
     99.99). bias_correction: "float" (default, also True), "sequential" or
     "off" (also False). range_search: adjust each activation range to lower
     the error at the model's outputs on the calibration samples (slower).
-    int16=N: mixed precision, the N tensors whose int16 activations lower
-    the output error most get int16 (`--int16 N`; result.report["int16"]
-    names them and the MACs they cost). equalize: cross-layer equalization
+    int16: mixed precision in an int8 model. None: the command line's
+    default; "auto" (`--int16 auto`): tensors get int16 activations by
+    output-error gain per MAC run twice, within int16_budget percent of the
+    model's MACs (default CTOSA_QUANT_INT16_BUDGET, 25); N (`--int16 N`):
+    the N tensors whose int16 lowers the output error most, 0 for pure
+    int8. int16_budget=P (`--int16-budget P`): the budget mode with P
+    percent (with int16=N, at most N tensors). result.report["int16"] names
+    the tensors and the MACs they cost. equalize: cross-layer equalization
     of Conv -> (Relu) -> Conv pairs first (`--equalize`; the equalized float
     model is written too, result.equalized_path). The GIL is released while
     quantizing."""
@@ -644,7 +660,8 @@ def quantize(model, calibration, output_dir, *, spec=None, target=None, activati
                             activation_bits=16 if activations == "int16" else 8, method=method,
                             percentile=float(percentile or 0), bias_correction=bias_correction,
                             max_samples=int(max_samples), stem=stem, range_search=bool(range_search),
-                            int16=int(int16), equalize=bool(equalize))
+                            int16=_int16_arg(int16), equalize=bool(equalize),
+                            int16_budget=float(int16_budget or 0))
     return QuantizeResult(d)
 
 

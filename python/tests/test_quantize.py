@@ -90,6 +90,33 @@ def test_quantize_int16_tensors(tmp_path):
     assert sum(x.get("dtype") == "int16" for x in r.report["tensors"]) == len(h["tensors"])
 
 
+def test_quantize_int16_auto(tmp_path):
+    """int16="auto": int16 tensors chosen within a MAC budget (`--int16 auto`)."""
+    d = os.path.join(REPO, "tests", "models", "quantize", "mobilenet_v3_small_x0_5_64")
+    m, calib = os.path.join(d, "float.onnx"), os.path.join(d, "calib.npy")
+    plain = ctosa.quantize(m, {"input": calib}, tmp_path / "a", max_samples=4)
+    r = ctosa.quantize(m, {"input": calib}, tmp_path / "b", int16="auto", max_samples=4)
+    b = ctosa.quantize(m, {"input": calib}, tmp_path / "c", int16_budget=3, max_samples=4)
+    assert "int16" not in plain.report
+    for x, pct in ((r.report["int16"], 25), (b.report["int16"], 3)):
+        assert x["mode"] == "budget" and x["budget_pct"] == pct, x
+        assert len(x["tensors"]) >= 1 and 0 <= x["macs_twice_pct"] <= pct * (1 + 1e-9), x
+    h = r.report["int16"]
+    assert h["sqnr_db_after"] > h["sqnr_db_before"], h
+    assert r.report["lowered"]["partitions"] == 1
+    # a count with a budget: at most that many
+    one = ctosa.quantize(m, {"input": calib}, tmp_path / "d", int16=1, int16_budget=25, max_samples=4)
+    assert len(one.report["int16"]["tensors"]) == 1 and one.report["int16"]["mode"] == "budget"
+    # int16=N alone is the count mode, int16=0 pure int8
+    two = ctosa.quantize(m, {"input": calib}, tmp_path / "e", int16=2, max_samples=4)
+    assert two.report["int16"]["mode"] == "count"
+    assert "int16" not in ctosa.quantize(m, {"input": calib}, tmp_path / "f", int16=0, max_samples=4).report
+    with pytest.raises(ctosa.UsageError):
+        ctosa.quantize(m, {"input": calib}, tmp_path / "g", int16="most")
+    with pytest.raises(ctosa.UsageError):
+        ctosa.quantize(m, {"input": calib}, tmp_path / "h", int16_budget=150)
+
+
 def test_quantize_equalize(tmp_path):
     calib = np.load(os.path.join(TINY, "calib.npy"))
     m = os.path.join(TINY, "float.onnx")

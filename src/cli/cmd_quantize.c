@@ -46,11 +46,15 @@ static void help(void) {
            "  --range-search             then adjust each activation range to lower the error at\n"
            "                             the model's outputs (about 2.5 runs of the quantized\n"
            "                             model per quantized tensor: slower)\n"
-           "  --int16 N                  mixed precision: the N tensors whose int16 lowers the\n"
+           "  --int16 N|auto             mixed precision: the N tensors whose int16 lowers the\n"
            "                             error most (one run of the quantized model per\n"
            "                             candidate) get int16 activations; without EXT-INT16\n"
            "                             each convolution reading one runs twice (as two int8\n"
-           "                             halves: the summary gives the MACs added)\n"
+           "                             halves: the summary gives the MACs added); auto: as\n"
+           "                             many as fit in a budget of 25%% of the model's MACs\n"
+           "                             run twice; 0: none (the default)\n"
+           "  --int16-budget P           --int16 auto with P%% of the MACs (with --int16 N: at\n"
+           "                             most N tensors)\n"
            "  --equalize                 cross-layer equalization first: Conv -> (Relu) -> Conv\n"
            "                             pairs get equal per-channel weight ranges, the\n"
            "                             function unchanged (written as <stem>.equalized.onnx,\n"
@@ -69,6 +73,8 @@ int cmd_quantize(int argc, char **argv) {
     ctosa_quantize_options_init(&opt);
     opt.output_dir = "output";
     bool quiet = false;
+    int int16_mode = -1; /* --int16: not given, a count (0), auto (1) */
+    double budget = 0;   /* --int16-budget */
     ctosa_quantize_calibration *cal = calloc((size_t)argc + 1, sizeof *cal);
     char **owned = calloc((size_t)argc + 1, sizeof(char *));
     uint32_t n_cal = 0, n_owned = 0;
@@ -178,13 +184,30 @@ int cmd_quantize(int argc, char **argv) {
             continue;
         }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--int16", NULL, &missing))) {
+            if (!strcmp(v, "auto")) {
+                opt.int16_tensors = 0;
+                int16_mode = 1;
+                continue;
+            }
             char *end;
             unsigned long n = strtoul(v, &end, 10);
             if (*end || !v[0] || n > 100000 || v[0] == '-') {
-                rc = cli_usage(CMD, "--int16 expects a tensor count, got '%s'", v);
+                rc = cli_usage(CMD, "--int16 expects auto or a tensor count, got '%s'", v);
                 goto out;
             }
             opt.int16_tensors = (uint32_t)n;
+            int16_mode = 0;
+            continue;
+        }
+        if (!missing && (v = cli_flag_value(argc, argv, &i, "--int16-budget", NULL, &missing))) {
+            char *end;
+            double p = strtod(v, &end);
+            if (*end || !v[0] || !(p > 0 && p <= 100)) {
+                rc = cli_usage(
+                    CMD, "--int16-budget expects a percent of the model's MACs in (0, 100], got '%s'", v);
+                goto out;
+            }
+            budget = p;
             continue;
         }
         if (!missing && (v = cli_flag_value(argc, argv, &i, "--max-samples", NULL, &missing))) {
@@ -242,6 +265,12 @@ int cmd_quantize(int argc, char **argv) {
     }
     opt.n_calibration = n_cal;
     opt.calibration = cal;
+    /* --int16-budget P: budget mode (with --int16 N, at most N tensors);
+     * --int16 N alone: count mode (0: pure int8); --int16 auto: budget
+     * mode with the default budget */
+    if (budget > 0) opt.int16_budget = budget;
+    else if (int16_mode == 0) opt.int16_budget = 0;
+    else if (int16_mode == 1) opt.int16_budget = CTOSA_QUANT_INT16_BUDGET;
     ctosa_error *e = ctosa_quantize(model, &opt, &res);
     if (e) {
         rc = cli_fail(CMD, e);
@@ -270,11 +299,13 @@ int cmd_quantize(int argc, char **argv) {
                    s->n_int16, s->n_int16 == 1 ? "" : "s", s->int16_candidates, s->int16_runs,
                    s->int16_sqnr_before, s->int16_sqnr_after);
             for (uint32_t i = 0; i < s->n_int16; i++) printf("  %s\n", s->int16_names[i]);
-            if (s->n_int16)
-                printf("  cost: the convolutions reading them, %.1f M of %.1f M MACs per sample (%.1f%%), "
-                       "run twice without EXT-INT16\n",
+            if (s->n_int16 || s->int16_budget > 0) {
+                printf("  cost: the convolutions reading them, %.1f M of %.1f M MACs per sample (%.1f%%",
                        s->int16_macs / 1e6, s->model_macs / 1e6,
                        s->model_macs > 0 ? 100 * s->int16_macs / s->model_macs : 0.0);
+                if (s->int16_budget > 0) printf(", budget %g%%", s->int16_budget);
+                printf("), run twice without EXT-INT16\n");
+            }
         }
         for (uint32_t i = 0; i < s->n_outputs; i++) {
             if (isinf(s->outputs[i].sqnr_db)) printf("output '%s': exact (SQNR inf)\n", s->outputs[i].name);

@@ -10,8 +10,9 @@ QuantizeLinear / DequantizeLinear should be in one partition).
 Usage: /usr/bin/python3 tools/models/eval_quantize.py [--corpus DIR]
          [--ctosa build/ctosa] [--models a,b] [--activations int8|int16]
          [--extra "ARGS"] [--json FILE]
-(--extra="--int16 8": mixed precision; the rows then give the int16
-tensors chosen and the share of MACs run twice.)
+(--extra="--int16 8" or --extra="--int16 auto --equalize": mixed
+precision; the rows then give the int16 tensors chosen and the share of
+MACs run twice.)
 """
 import argparse
 import json

@@ -21,7 +21,7 @@ Writes OUT/<net>/:
   meta.json               shapes, node counts, timings
 
 Usage: /usr/bin/python3 tools/models/make_quantize_corpus.py [--out DIR]
-         [--models resnet18,...] [--small] [--no-fx]
+         [--models resnet18,...] [--small] [--no-fx] [--seed N]
 --small makes the two models the default test suite quantizes, into
 tests/models/quantize/ (committed): mobilenet_v3_small at width 0.5, 64x64,
 10 classes, and a hand-built graph with MaxPool, Concat, x*Sigmoid(x) and
@@ -169,12 +169,16 @@ def make_one(name, out_root, with_fx, torch, onnx, n_calib=N_CALIB, n_eval=N_EVA
 
 
 def main():
+    global SEED
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(common.DEFAULT_OUT, "quantize"))
     ap.add_argument("--models", default=",".join(m for m in MODELS if not m.endswith("_64")))
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--no-fx", action="store_true")
+    ap.add_argument("--seed", type=int, default=SEED,
+                    help="weights and inputs (another seed: networks the defaults were not tuned on)")
     a = ap.parse_args()
+    SEED = a.seed
     import warnings
     warnings.filterwarnings("ignore")
     import torch

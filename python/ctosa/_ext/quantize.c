@@ -5,20 +5,22 @@
 
 PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
-        "path",       "output_dir",      "calibration", "spec", "target",       "activation_bits", "method",
-        "percentile", "bias_correction", "max_samples", "stem", "range_search", "int16",           "equalize",
-        NULL};
+        "path",   "output_dir", "calibration",     "spec",        "target", "activation_bits",
+        "method", "percentile", "bias_correction", "max_samples", "stem",   "range_search",
+        "int16",  "equalize",   "int16_budget",    NULL};
     PyObject *pathb = NULL, *outb = NULL, *cal;
     const char *spec = NULL, *target = NULL, *method = NULL, *stem = NULL, *bias = NULL;
     int bits = 8;
     double pct = 0;
     unsigned int max_samples = 0;
     int range_search = 0;
-    unsigned int int16 = 0;
+    int int16 = -1; /* a tensor count; -1: not given (the library's default), -2: auto */
     int equalize = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIzpIp", kwlist, PyUnicode_FSConverter, &pathb,
+    double int16_budget = 0; /* percent; 0: not given */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O|zzizdzIzpipd", kwlist, PyUnicode_FSConverter, &pathb,
                                      PyUnicode_FSConverter, &outb, &cal, &spec, &target, &bits, &method, &pct,
-                                     &bias, &max_samples, &stem, &range_search, &int16, &equalize))
+                                     &bias, &max_samples, &stem, &range_search, &int16, &equalize,
+                                     &int16_budget))
         return NULL;
     PyObject *res = NULL, *seq = NULL;
     ctosa_quantize_calibration *cv = NULL;
@@ -59,7 +61,13 @@ PyObject *cx_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     opt.max_samples = max_samples;
     opt.stem = stem;
     opt.range_search = range_search != 0;
-    opt.int16_tensors = int16;
+    /* as the command line: a budget means budget mode (a count then
+     * limits it too), a count alone count mode (0: pure int8) */
+    if (int16 >= 0) opt.int16_tensors = (uint32_t)int16;
+    if (int16 == -2) opt.int16_tensors = 0;
+    if (int16_budget > 0) opt.int16_budget = int16_budget;
+    else if (int16 >= 0) opt.int16_budget = 0;
+    else if (int16 == -2) opt.int16_budget = CTOSA_QUANT_INT16_BUDGET;
     opt.equalize = equalize != 0;
     const char *path = PyBytes_AS_STRING(pathb);
     ctosa_quantize_result *r = NULL;
