@@ -137,6 +137,17 @@ def compare(outdir, out_names):
     return f"max|diff|/max|ort| {worst:.1e}"
 
 
+def placement(build):
+    """Prints whether the first two CPUs share a cache now (bench_placement):
+    on a VM the host may move the vCPUs, and two-thread figures depend on it
+    (bench/README.md)."""
+    probe = os.path.join(build, "bench", "bench_placement")
+    if os.cpu_count() and os.cpu_count() >= 2 and os.access(probe, os.X_OK):
+        r = subprocess.run([probe], capture_output=True, text=True)
+        if r.returncode == 0:
+            print("== " + r.stdout.strip())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -172,6 +183,7 @@ def main():
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     print(f"== {os.cpu_count()} CPUs ({cpu}), load {' '.join(load)}; {a.rounds} alternating rounds of "
           f"{a.runs} runs after a warm-up; ratio = ctosa median / ORT median, median over rounds")
+    placement(a.build)
     ratios = {t: [] for t in threads}
     cratios = {t: [] for t in threads}
     print(f"{'network':<20} {'thr':>3} {'ctosa ms':>9} {'ORT ms':>9} {'ratio':>6} "
@@ -218,6 +230,7 @@ def main():
             print(f"== {t} thread{'s' if t > 1 else ''}: median ratio {statistics.median(ratios[t]):.2f}x "
                   f"(max {max(ratios[t]):.2f}x), CPU-time ratio median {statistics.median(cratios[t]):.2f}x "
                   f"(max {max(cratios[t]):.2f}x) over {len(ratios[t])} networks")
+    placement(a.build)
     print(f"== load after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     return 0
 
