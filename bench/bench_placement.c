@@ -30,15 +30,41 @@ static void fill(float v) {
     for (size_t i = 0; i < n_floats; i++) buf[i] = v + (float)(i & 1023);
 }
 
-/* Eight independent sums so that the loop is bound by the loads, not by
- * the latency of one addition chain. */
-static double sum(void) {
-    float acc[8] = {0};
-    for (size_t i = 0; i + 8 <= n_floats; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += buf[i + j];
+typedef float v8f __attribute__((vector_size(32)));
+
+/* Four vector sums in separate variables, so that the loop is bound by
+ * the loads rather than by the latency of one addition chain (written
+ * with vectors: the compiler may not reorder float additions itself). */
+static inline __attribute__((always_inline)) double sum_body(void) {
+    v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    const v8f *v = (const v8f *)buf;
+    size_t nv = n_floats / 8;
+    for (size_t i = 0; i + 4 <= nv; i += 4) {
+        a0 += v[i];
+        a1 += v[i + 1];
+        a2 += v[i + 2];
+        a3 += v[i + 3];
+    }
+    v8f t = (a0 + a1) + (a2 + a3);
     double s = 0;
-    for (int j = 0; j < 8; j++) s += acc[j];
+    for (int k = 0; k < 8; k++) s += t[k];
     return s;
+}
+
+static double sum_plain(void) { return sum_body(); }
+
+/* With 16-byte loads (the x86-64 baseline) a core reads its own cache at
+ * about a third of its speed, which hides the difference measured here:
+ * where the CPU has AVX2, the same loop with 32-byte loads. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static double sum_avx2(void) { return sum_body(); }
+#endif
+
+static double sum(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) return sum_avx2();
+#endif
+    return sum_plain();
 }
 
 static void *helper(void *arg) {
